@@ -1,0 +1,51 @@
+-- cancel.lua: EchoMQ protocol v1. Cancels a job that has not started: a pending or scheduled
+-- job moves to `cancelled` (kept in a bounded set). An active job is not interrupted here; its
+-- row is flagged `cancel` = 1 for the holder to observe.
+--
+-- KEYS[1]  emq:{q}:meta       queue meta hash
+-- KEYS[2]  emq:{q}:pending    list of pending ids
+-- KEYS[3]  emq:{q}:scheduled  zset id -> run-at
+-- KEYS[4]  emq:{q}:cancelled  zset id -> cancelled at (bounded retention)
+-- KEYS[5]  emq:{q}:job:       prefix of job rows
+-- KEYS[6]  emq:{q}:job:<id>   the job's row
+-- ARGV[1]  protocol version ("1")
+-- ARGV[2]  id
+-- ARGV[3]  cancelled retention: how many cancelled rows to keep (1..1000000)
+-- Returns: 1 cancelled; 2 active, flagged for cooperative cancel; 0 already finished; -1 no such job.
+-- Errors:  EMQ_VERSION, EMQ_BAD_ARG, EMQ_BAD_ID.
+local V = '1'
+if ARGV[1] ~= V then
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+end
+local stored = redis.call('HGET', KEYS[1], 'v')
+if stored and stored ~= V then
+  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+end
+local id, keep = ARGV[2], tonumber(ARGV[3])
+if not string.match(id, '^job' .. string.rep('%w', 11) .. '$') or string.sub(id, 4) > 'LygHa16AHYF' then return redis.error_reply('EMQ_BAD_ID malformed job id') end
+if KEYS[6] ~= KEYS[5] .. id then return redis.error_reply('EMQ_BAD_ARG KEYS[6] is not the row of ' .. id) end
+if not keep or keep < 1 or keep > 1000000 then return redis.error_reply('EMQ_BAD_ARG retention must be 1..1000000') end
+
+local status = redis.call('HGET', KEYS[6], 'status')
+if not status then return -1 end
+if status == 'active' then
+  redis.call('HSET', KEYS[6], 'cancel', '1')
+  return 2
+end
+if status == 'pending' then
+  redis.call('LREM', KEYS[2], 1, id)
+elseif status == 'scheduled' then
+  redis.call('ZREM', KEYS[3], id)
+else
+  return 0
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[6], 'status', 'cancelled', 'finished', now)
+redis.call('ZADD', KEYS[4], now, id)
+local excess = redis.call('ZCARD', KEYS[4]) - keep
+if excess > 0 then
+  local old = redis.call('ZPOPMIN', KEYS[4], excess)
+  for i = 1, #old, 2 do redis.call('DEL', KEYS[5] .. old[i]) end
+end
+return 1

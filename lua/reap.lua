@@ -1,0 +1,61 @@
+-- reap.lua: EchoMQ protocol v1. Moves jobs whose lease expired (on the server clock) back to the
+-- front of pending, or to the morgue when they have used their last attempt. Bounded work per
+-- call; any live consumer runs it, nothing depends on one special process. The old holder's
+-- token stops being valid the moment the row leaves `active`.
+--
+-- KEYS[1]  emq:{q}:meta     queue meta hash
+-- KEYS[2]  emq:{q}:active   zset id -> lease deadline
+-- KEYS[3]  emq:{q}:pending  list of pending ids
+-- KEYS[4]  emq:{q}:dead     zset id -> buried at (the morgue)
+-- KEYS[5]  emq:{q}:wake     list that idle consumers block on
+-- KEYS[6]  emq:{q}:job:     prefix of job rows
+-- ARGV[1]  protocol version ("1")
+-- ARGV[2]  the most jobs to reap in this call (1..1000)
+-- ARGV[3]  default max attempts (1..1000), used when the row has none
+-- ARGV[4]  morgue cap (1..1000000)
+-- Returns: { requeued, buried }
+-- Errors:  EMQ_VERSION, EMQ_BAD_ARG.
+local V = '1'
+if ARGV[1] ~= V then
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+end
+local stored = redis.call('HGET', KEYS[1], 'v')
+if stored and stored ~= V then
+  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+end
+local limit, defMax, cap = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if not limit or limit < 1 or limit > 1000 then return redis.error_reply('EMQ_BAD_ARG reap limit must be 1..1000') end
+if not defMax or defMax < 1 or defMax > 1000 then return redis.error_reply('EMQ_BAD_ARG default max attempts must be 1..1000') end
+if not cap or cap < 1 or cap > 1000000 then return redis.error_reply('EMQ_BAD_ARG morgue cap must be 1..1000000') end
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
+local requeued, buried = 0, 0
+for i = 1, #expired do
+  local id = expired[i]
+  local row = KEYS[6] .. id
+  redis.call('ZREM', KEYS[2], id)
+  local cur = redis.call('HMGET', row, 'attempts', 'max', 'payload')
+  if cur[3] then
+    local att, max = tonumber(cur[1]) or 1, tonumber(cur[2]) or defMax
+    if att >= max then
+      redis.call('HSET', row, 'status', 'dead', 'error', 'lease expired after attempt ' .. att, 'finished', now)
+      redis.call('ZADD', KEYS[4], now, id)
+      buried = buried + 1
+    else
+      redis.call('HSET', row, 'status', 'pending', 'error', 'lease expired')
+      redis.call('RPUSH', KEYS[3], id) -- the pop end: first in line again
+      requeued = requeued + 1
+    end
+  end
+end
+if buried > 0 then
+  local excess = redis.call('ZCARD', KEYS[4]) - cap
+  if excess > 0 then
+    local old = redis.call('ZPOPMIN', KEYS[4], excess)
+    for i = 1, #old, 2 do redis.call('DEL', KEYS[6] .. old[i]) end
+  end
+end
+if requeued > 0 and redis.call('LLEN', KEYS[5]) == 0 then redis.call('LPUSH', KEYS[5], '1') end
+return { requeued, buried }

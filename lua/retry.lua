@@ -1,0 +1,69 @@
+-- retry.lua: EchoMQ protocol v1. Retry-or-bury for one active job, fenced by its token. The job
+-- is scheduled again after its backoff (computed here, on the server clock), or moved to the
+-- morgue (`dead`) when it has used its last attempt or the error is fatal. The morgue is capped:
+-- its oldest rows beyond the cap are deleted.
+--
+-- KEYS[1]  emq:{q}:meta       queue meta hash
+-- KEYS[2]  emq:{q}:active     zset id -> lease deadline
+-- KEYS[3]  emq:{q}:scheduled  zset id -> run-at
+-- KEYS[4]  emq:{q}:dead       zset id -> buried at (the morgue)
+-- KEYS[5]  emq:{q}:wake       list that idle consumers block on
+-- KEYS[6]  emq:{q}:job:       prefix of job rows (for rows trimmed out of the morgue)
+-- KEYS[7]  emq:{q}:job:<id>   the job's row
+-- ARGV[1]  protocol version ("1")
+-- ARGV[2]  id
+-- ARGV[3]  fencing token
+-- ARGV[4]  error text (at most 65536 bytes)
+-- ARGV[5]  "1" when the error is fatal (straight to the morgue), else "0"
+-- ARGV[6]  default max attempts (1..1000), used when the row has none
+-- ARGV[7]  default backoff ("f:<ms>" or "e:<ms>"), used when the row has none
+-- ARGV[8]  morgue cap (1..1000000)
+-- Returns: { 0 } refused (stale token or not active); { 1, runAt } scheduled again;
+--          { 2, buriedAt } moved to the morgue.
+-- Errors:  EMQ_VERSION, EMQ_BAD_ARG, EMQ_BAD_ID.
+local V = '1'
+if ARGV[1] ~= V then
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+end
+local stored = redis.call('HGET', KEYS[1], 'v')
+if stored and stored ~= V then
+  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+end
+local id, token, err, fatal = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+if not string.match(id, '^job' .. string.rep('%w', 11) .. '$') or string.sub(id, 4) > 'LygHa16AHYF' then return redis.error_reply('EMQ_BAD_ID malformed job id') end
+if KEYS[7] ~= KEYS[6] .. id then return redis.error_reply('EMQ_BAD_ARG KEYS[7] is not the row of ' .. id) end
+if not string.match(token, '^%d+$') then return redis.error_reply('EMQ_BAD_ARG bad token') end
+if #err > 65536 then return redis.error_reply('EMQ_BAD_ARG error text over 65536 bytes') end
+if fatal ~= '0' and fatal ~= '1' then return redis.error_reply('EMQ_BAD_ARG fatal flag must be 0 or 1') end
+local defMax, defBackoff, cap = tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
+if not defMax or defMax < 1 or defMax > 1000 then return redis.error_reply('EMQ_BAD_ARG default max attempts must be 1..1000') end
+if not string.match(defBackoff, '^[fe]:%d+$') then return redis.error_reply('EMQ_BAD_ARG bad default backoff') end
+if not cap or cap < 1 or cap > 1000000 then return redis.error_reply('EMQ_BAD_ARG morgue cap must be 1..1000000') end
+
+local row = KEYS[7]
+local cur = redis.call('HMGET', row, 'status', 'token', 'attempts', 'max', 'backoff')
+if cur[1] ~= 'active' or cur[2] ~= token then return { 0 } end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local att = tonumber(cur[3]) or 1
+local max = tonumber(cur[4]) or defMax
+redis.call('ZREM', KEYS[2], id)
+if fatal == '1' or att >= max then
+  redis.call('HSET', row, 'status', 'dead', 'error', err, 'finished', now)
+  redis.call('ZADD', KEYS[4], now, id)
+  local excess = redis.call('ZCARD', KEYS[4]) - cap
+  if excess > 0 then
+    local old = redis.call('ZPOPMIN', KEYS[4], excess)
+    for i = 1, #old, 2 do redis.call('DEL', KEYS[6] .. old[i]) end
+  end
+  return { 2, now }
+end
+local kind, base = string.match(cur[5] or defBackoff, '^([fe]):(%d+)$')
+local delay = tonumber(base)
+if kind == 'e' then delay = delay * math.pow(2, att - 1) end
+if delay > 86400000 then delay = 86400000 end -- never back off more than a day
+local runAt = now + math.floor(delay)
+redis.call('HSET', row, 'status', 'scheduled', 'error', err)
+redis.call('ZADD', KEYS[3], runAt, id)
+if redis.call('LLEN', KEYS[5]) == 0 then redis.call('LPUSH', KEYS[5], '1') end
+return { 1, runAt }

@@ -1,0 +1,58 @@
+import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { EchoMqConnection } from '../protocol/connection.js';
+import { backoffWire } from '../queue/queue.options.js';
+import { Consumer } from '../queue/consumer.js';
+import { QueueService } from '../queue/queue.service.js';
+import { ECHOMQ_OPTIONS } from './echomq.constants.js';
+import type { EchoMqModuleOptions } from './echomq.options.js';
+import { ProcessorExplorer } from './processor.explorer.js';
+
+/**
+ * Starts one supervised consumer loop per `@Processor` once the application has bootstrapped,
+ * stops them gracefully before shutdown, and closes the connection last.
+ */
+@Injectable()
+export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly logger = new Logger('EchoMQ');
+  private readonly consumers: Consumer[] = [];
+
+  constructor(
+    @Inject(ECHOMQ_OPTIONS) private readonly options: EchoMqModuleOptions,
+    private readonly conn: EchoMqConnection,
+    private readonly queues: QueueService,
+    private readonly explorer: ProcessorExplorer,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (this.options.consumers === false) return;
+    for (const p of this.explorer.processors) {
+      const d = this.queues.settings(p.queue);
+      const o = p.options;
+      const consumer = new Consumer(this.conn, {
+        queue: p.queue,
+        handler: p.handler,
+        concurrency: o.concurrency ?? 1,
+        leaseMs: o.leaseMs ?? d.leaseMs,
+        attempts: o.attempts ?? d.attempts,
+        backoff: backoffWire(o.backoff ?? d.backoff),
+        keepDone: d.keepDone,
+        deadCap: d.deadCap,
+        maxResultBytes: d.maxPayloadBytes,
+        logger: { warn: (m) => this.logger.warn(m), error: (m, e) => this.logger.error(m, e) },
+      });
+      await consumer.start();
+      this.consumers.push(consumer);
+      this.logger.log(`${p.name} consumes "${p.queue}" (concurrency ${o.concurrency ?? 1})`);
+    }
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    const deadline = this.options.shutdownTimeoutMs ?? 10_000;
+    await Promise.all(this.consumers.map((c) => c.stop(deadline)));
+    this.consumers.length = 0;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.conn.close();
+  }
+}

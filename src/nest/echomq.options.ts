@@ -1,0 +1,24 @@
+import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency } from '@nestjs/common';
+import type { ValkeyConnectionOptions } from '../protocol/connection.js';
+import type { QueueDefaults } from '../queue/queue.options.js';
+
+/** Options of `EchoMqModule.forRoot`. */
+export interface EchoMqModuleOptions {
+  /** Where Valkey is. Default `redis://127.0.0.1:6379`. */
+  readonly connection?: ValkeyConnectionOptions;
+  /** Defaults for every queue. */
+  readonly defaults?: Partial<QueueDefaults>;
+  /** Per-queue overrides of the defaults, by queue name. */
+  readonly queues?: Readonly<Record<string, Partial<QueueDefaults>>>;
+  /** How long shutdown waits for running handlers (ms). Default 10,000. */
+  readonly shutdownTimeoutMs?: number;
+  /** Set false to register services without starting `@Processor` loops. Default true. */
+  readonly consumers?: boolean;
+}
+
+/** Options of `EchoMqModule.forRootAsync`. */
+export interface EchoMqModuleAsyncOptions {
+  readonly imports?: ModuleMetadata['imports'];
+  readonly useFactory: (...args: never[]) => EchoMqModuleOptions | Promise<EchoMqModuleOptions>;
+  readonly inject?: (InjectionToken | OptionalFactoryDependency)[];
+}

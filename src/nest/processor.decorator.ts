@@ -1,0 +1,28 @@
+import { checkProcessorOptions, type ProcessorOptions } from '../queue/queue.options.js';
+import { assertName } from '../protocol/keys.js';
+import { PROCESSOR_METADATA } from './echomq.constants.js';
+
+/** What `@Processor` records on a method. */
+export interface ProcessorMetadata {
+  readonly queue: string;
+  readonly options: ProcessorOptions;
+}
+
+/**
+ * Marks a provider method `(job) => Promise<result>` as the handler of `queue`. Only writes
+ * metadata; the explorer finds it at module init and the loop starts after bootstrap.
+ */
+export function Processor(queue: string, options: ProcessorOptions = {}): MethodDecorator {
+  assertName(queue, 'queue');
+  checkProcessorOptions(options);
+  return (_target, _key, descriptor) => {
+    Reflect.defineMetadata(PROCESSOR_METADATA, { queue, options } satisfies ProcessorMetadata, descriptor.value as object);
+    return descriptor;
+  };
+}
+
+/** Reads `@Processor` metadata from a method, if any. */
+export function getProcessorMetadata(method: unknown): ProcessorMetadata | undefined {
+  if (typeof method !== 'function') return undefined;
+  return Reflect.getMetadata(PROCESSOR_METADATA, method) as ProcessorMetadata | undefined;
+}

@@ -1,0 +1,159 @@
+import { randomBytes } from 'node:crypto';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'iovalkey';
+import type { ConnectionOptions as TlsOptions } from 'node:tls';
+import { InvalidOptionError, ValkeyUnavailableError } from './errors.js';
+import { IdMinter } from './ids.js';
+import type { ScriptClient } from './scripts.js';
+import { wire } from './wire.js';
+
+/** Where Valkey is: a URL, host/port, or a cluster node list. */
+export interface ValkeyConnectionOptions {
+  /** `redis://[user:pass@]host:port[/db]` or `rediss://…` for TLS. */
+  readonly url?: string;
+  readonly host?: string;
+  readonly port?: number;
+  readonly username?: string;
+  readonly password?: string;
+  readonly db?: number;
+  /** `true` or Node TLS options. */
+  readonly tls?: boolean | TlsOptions;
+  /** Valkey Cluster seed nodes; when set, a cluster client is used. */
+  readonly cluster?: readonly { host: string; port: number }[];
+  /** Fail a connect attempt after this many ms. Default 5000. */
+  readonly connectTimeoutMs?: number;
+  /** Fail a command that got no reply after this many ms. Default 10000. */
+  readonly commandTimeoutMs?: number;
+}
+
+/** A client EchoMQ can run scripts and plain commands on. */
+export type ValkeyClient = Redis | Cluster;
+
+function redisOptions(o: ValkeyConnectionOptions): RedisOptions {
+  const tls = o.tls === true ? {} : o.tls || undefined;
+  return {
+    username: o.username,
+    password: o.password,
+    db: o.db,
+    tls,
+    connectTimeout: o.connectTimeoutMs ?? 5000,
+    commandTimeout: o.commandTimeoutMs ?? 10_000,
+    lazyConnect: true,
+    // Fail fast while disconnected (a typed EMQ_UNAVAILABLE), instead of queueing without bound.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    retryStrategy: (times: number) => Math.min(50 * 2 ** times, 2000),
+  };
+}
+
+/** Opens a client (not yet connected) for the options. */
+export function createClient(o: ValkeyConnectionOptions, autoPipeline = true): ValkeyClient {
+  if (o.cluster && o.cluster.length > 0) {
+    const opts: ClusterOptions = {
+      redisOptions: { ...redisOptions(o), lazyConnect: false },
+      enableAutoPipelining: autoPipeline,
+      enableOfflineQueue: true,
+      lazyConnect: true,
+    };
+    return new Cluster([...o.cluster], opts);
+  }
+  const base = redisOptions(o);
+  if (o.url) {
+    if (!/^rediss?:\/\//.test(o.url)) throw new InvalidOptionError(`connection url must start with redis:// or rediss://`);
+    return new Redis(o.url, { ...base, enableAutoPipelining: autoPipeline });
+  }
+  return new Redis({ ...base, host: o.host ?? '127.0.0.1', port: o.port ?? 6379, enableAutoPipelining: autoPipeline });
+}
+
+/** Connects a client, mapping failure to `ValkeyUnavailableError`. */
+export async function connectClient(client: ValkeyClient): Promise<void> {
+  try {
+    await client.connect();
+  } catch (err) {
+    client.disconnect();
+    throw new ValkeyUnavailableError(`cannot connect to Valkey: ${(err as Error).message}`, err);
+  }
+}
+
+const NODE_LEASE_MS = 60_000;
+
+/**
+ * One process's link to Valkey: a command client (auto-pipelined), blocking clients on demand,
+ * and the node number its ids are minted with, held as a renewed lease.
+ */
+export class EchoMqConnection {
+  readonly client: ValkeyClient;
+  private minter?: IdMinter;
+  private readonly owner = randomBytes(12).toString('hex');
+  private renewTimer?: NodeJS.Timeout;
+  private readonly extra = new Set<ValkeyClient>();
+
+  constructor(readonly options: ValkeyConnectionOptions) {
+    this.client = createClient(options);
+  }
+
+  /** Connects and claims a node number. */
+  async open(): Promise<void> {
+    await connectClient(this.client);
+    const node = await wire.node(this.scriptClient, this.owner, NODE_LEASE_MS);
+    if (node < 0) throw new ValkeyUnavailableError('every node number (0..1023) is leased');
+    this.minter = new IdMinter(node);
+    this.renewTimer = setInterval(() => void this.renew(), NODE_LEASE_MS / 3);
+    this.renewTimer.unref();
+  }
+
+  private async renew(): Promise<void> {
+    if (!this.minter) return;
+    try {
+      const got = await wire.node(this.scriptClient, this.owner, NODE_LEASE_MS, this.minter.node);
+      if (got < 0) {
+        // Our lease lapsed and another process took the number: take a fresh one.
+        const fresh = await wire.node(this.scriptClient, this.owner, NODE_LEASE_MS);
+        if (fresh >= 0) this.minter.rebind(fresh);
+      }
+    } catch {
+      // Renewal retries on the next tick; the lease outlives two missed renewals.
+    }
+  }
+
+  /** The client as the script registry sees it. */
+  get scriptClient(): ScriptClient {
+    return this.client as unknown as ScriptClient;
+  }
+
+  /** The node number ids are minted with. */
+  get node(): number {
+    return this.ids.node;
+  }
+
+  /** Mints branded ids for this process. */
+  get ids(): IdMinter {
+    if (!this.minter) throw new ValkeyUnavailableError('EchoMQ connection is not open yet');
+    return this.minter;
+  }
+
+  /** A dedicated connection for blocking commands; closed with this connection. */
+  async blockingClient(): Promise<ValkeyClient> {
+    const c = createClient({ ...this.options, commandTimeoutMs: undefined }, false);
+    this.extra.add(c);
+    await connectClient(c);
+    return c;
+  }
+
+  /** Closes a client made by `blockingClient`. */
+  release(c: ValkeyClient): void {
+    this.extra.delete(c);
+    c.disconnect();
+  }
+
+  /** Closes every client. */
+  async close(): Promise<void> {
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    for (const c of this.extra) c.disconnect();
+    this.extra.clear();
+    try {
+      await this.client.quit();
+    } catch {
+      this.client.disconnect();
+    }
+  }
+}

@@ -1,0 +1,140 @@
+import { InvalidIdError, InvalidNameError } from './errors.js';
+
+/** The 62 digits in ASCII order, so byte order of encoded ids equals numeric order. */
+export const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+/** The snowflake epoch: 2025-01-01T00:00:00Z. */
+export const ID_EPOCH_MS = 1735689600000;
+/** Bits of the per-millisecond sequence. */
+export const SEQ_BITS = 12;
+/** Bits of the node number (0..1023). */
+export const NODE_BITS = 10;
+/** Largest node number. */
+export const MAX_NODE = (1 << NODE_BITS) - 1;
+const MAX_SEQ = (1 << SEQ_BITS) - 1;
+/** Length of the base62 body. */
+export const BODY_LENGTH = 11;
+/** Length of a whole branded id. */
+export const ID_LENGTH = 14;
+
+const ID_RE = /^[a-z]{3}[0-9A-Za-z]{11}$/;
+const NS_RE = /^[a-z]{3}$/;
+const DIGIT = new Map<string, bigint>([...BASE62].map((c, i) => [c, BigInt(i)]));
+const MAX_U64 = (1n << 64n) - 1n;
+
+/** The parts of a snowflake. */
+export interface Snowflake {
+  /** Milliseconds since the Unix epoch at mint. */
+  readonly ms: number;
+  readonly node: number;
+  readonly seq: number;
+}
+
+/** Encodes a 64-bit unsigned value as 11 zero-padded base62 digits. */
+export function encodeBody(value: bigint): string {
+  if (value < 0n || value > MAX_U64) throw new InvalidIdError(`value out of 64-bit range`);
+  const out = new Array<string>(BODY_LENGTH);
+  let v = value;
+  for (let i = BODY_LENGTH - 1; i >= 0; i--) {
+    out[i] = BASE62[Number(v % 62n)];
+    v /= 62n;
+  }
+  return out.join('');
+}
+
+/** Decodes an 11-digit base62 body back to its 64-bit value. */
+export function decodeBody(body: string): bigint {
+  let v = 0n;
+  for (const c of body) {
+    const d = DIGIT.get(c);
+    if (d === undefined) throw new InvalidIdError(`bad base62 digit ${JSON.stringify(c)}`);
+    v = v * 62n + d;
+  }
+  if (v > MAX_U64) throw new InvalidIdError('id body exceeds 64 bits');
+  return v;
+}
+
+/** True when `id` is a well-formed branded id (optionally of the given namespace). */
+export function isBrandedId(id: unknown, ns?: string): id is string {
+  if (typeof id !== 'string' || !ID_RE.test(id)) return false;
+  if (ns !== undefined && !id.startsWith(ns)) return false;
+  try {
+    decodeBody(id.slice(3));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Throws `InvalidIdError` unless `id` is a branded id of namespace `ns`. */
+export function assertBrandedId(id: unknown, ns: string): asserts id is string {
+  if (!isBrandedId(id, ns)) {
+    const shown = typeof id === 'string' ? JSON.stringify(id.slice(0, 40)) : typeof id;
+    throw new InvalidIdError(`${shown} is not a 14-byte branded id of namespace "${ns}"`);
+  }
+}
+
+/** Splits a branded id into namespace and snowflake parts. */
+export function parseId(id: string): { ns: string } & Snowflake {
+  if (!isBrandedId(id)) throw new InvalidIdError(`${JSON.stringify(id)} is not a branded id`);
+  const v = decodeBody(id.slice(3));
+  return {
+    ns: id.slice(0, 3),
+    ms: Number(v >> BigInt(NODE_BITS + SEQ_BITS)) + ID_EPOCH_MS,
+    node: Number((v >> BigInt(SEQ_BITS)) & BigInt(MAX_NODE)),
+    seq: Number(v & BigInt(MAX_SEQ)),
+  };
+}
+
+/** Builds the id of the given parts (used for range bounds: the smallest id of an instant). */
+export function composeId(ns: string, parts: Snowflake): string {
+  if (!NS_RE.test(ns)) throw new InvalidNameError(`namespace must be 3 lowercase letters`);
+  const rel = BigInt(parts.ms - ID_EPOCH_MS);
+  if (rel < 0n) throw new InvalidIdError('instant precedes the id epoch');
+  const v = (rel << BigInt(NODE_BITS + SEQ_BITS)) | (BigInt(parts.node) << BigInt(SEQ_BITS)) | BigInt(parts.seq);
+  return ns + encodeBody(v);
+}
+
+/**
+ * Mints branded snowflakes. Monotonic per instance: a clock that steps back never makes an id
+ * smaller, and a full sequence borrows the next millisecond.
+ */
+export class IdMinter {
+  private lastMs = 0;
+  private seq = -1;
+
+  constructor(
+    private nodeNumber: number,
+    private readonly clock: () => number = Date.now,
+  ) {
+    this.rebind(nodeNumber);
+  }
+
+  /** The node number in the ids minted now. */
+  get node(): number {
+    return this.nodeNumber;
+  }
+
+  /** Switches to another node number (after a lost node lease); order is kept. */
+  rebind(node: number): void {
+    if (!Number.isInteger(node) || node < 0 || node > MAX_NODE) {
+      throw new InvalidIdError(`node number must be an integer in 0..${MAX_NODE}`);
+    }
+    this.nodeNumber = node;
+    // Move past the current millisecond so ids minted under the new number still sort after.
+    this.lastMs = Math.max(this.lastMs, this.clock()) + 1;
+    this.seq = -1;
+  }
+
+  /** Mints the next id of namespace `ns` (3 lowercase letters). */
+  next(ns: string): string {
+    const now = this.clock();
+    if (now > this.lastMs) {
+      this.lastMs = now;
+      this.seq = 0;
+    } else if (++this.seq > MAX_SEQ) {
+      this.lastMs += 1;
+      this.seq = 0;
+    }
+    return composeId(ns, { ms: this.lastMs, node: this.nodeNumber, seq: this.seq });
+  }
+}

@@ -1,0 +1,81 @@
+import { InvalidNameError } from './errors.js';
+import { assertBrandedId } from './ids.js';
+
+/** Longest queue, topic or namespace name. */
+export const MAX_NAME_LENGTH = 100;
+const NAME_RE = /^[A-Za-z0-9_.-]+$/;
+
+/** Throws `InvalidNameError` unless `name` is legal in the key grammar. */
+export function assertName(name: unknown, what = 'queue'): asserts name is string {
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new InvalidNameError(`${what} name must be a non-empty string`);
+  }
+  if (name.length > MAX_NAME_LENGTH) {
+    throw new InvalidNameError(`${what} name is ${name.length} characters, the limit is ${MAX_NAME_LENGTH}`);
+  }
+  if (!NAME_RE.test(name)) {
+    throw new InvalidNameError(
+      `${what} name ${JSON.stringify(name.slice(0, 40))} may hold only letters, digits, "_", "." and "-"`,
+    );
+  }
+}
+
+/** The per-queue key kinds of protocol v1. */
+export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake';
+
+/**
+ * The keys of one queue. Every key carries the queue name as its hash tag, so all of them
+ * answer one cluster slot. This is the only place queue keys are spelt.
+ */
+export class QueueKeys {
+  readonly meta: string;
+  readonly pending: string;
+  readonly scheduled: string;
+  readonly active: string;
+  readonly done: string;
+  readonly dead: string;
+  readonly cancelled: string;
+  readonly wake: string;
+  /** Prefix of job rows; a row is `jobPrefix + id`. */
+  readonly jobPrefix: string;
+
+  constructor(readonly queue: string) {
+    assertName(queue, 'queue');
+    const base = `emq:{${queue}}:`;
+    this.meta = base + 'meta';
+    this.pending = base + 'pending';
+    this.scheduled = base + 'scheduled';
+    this.active = base + 'active';
+    this.done = base + 'done';
+    this.dead = base + 'dead';
+    this.cancelled = base + 'cancelled';
+    this.wake = base + 'wake';
+    this.jobPrefix = base + 'job:';
+  }
+
+  /** The row (hash) of job `id`. */
+  job(id: string): string {
+    assertBrandedId(id, 'job');
+    return this.jobPrefix + id;
+  }
+}
+
+/** Cluster-wide keys, under the `{emq}` reserve tag. */
+export const globalKeys = {
+  /** Counter that spreads node-number claims. */
+  nodeSeq: '{emq}:node-seq',
+  /** Prefix of node-number leases; a lease is this prefix followed by the number. */
+  nodePrefix: '{emq}:node:',
+} as const;
+
+const cache = new Map<string, QueueKeys>();
+/** The (memoised) keys of `queue`; validates the name. */
+export function queueKeys(queue: string): QueueKeys {
+  let k = cache.get(queue);
+  if (!k) {
+    k = new QueueKeys(queue);
+    if (cache.size > 10_000) cache.clear();
+    cache.set(queue, k);
+  }
+  return k;
+}

@@ -1,0 +1,128 @@
+import { PROTOCOL_VERSION, runScript, type ScriptClient } from './scripts.js';
+import { globalKeys, type QueueKeys } from './keys.js';
+
+/** One job to enqueue, already encoded for the wire. */
+export interface WireJob {
+  readonly id: string;
+  readonly payload: string;
+  readonly delayMs: number;
+  readonly runAtMs: number;
+  readonly maxAttempts?: number;
+  readonly backoff?: string;
+}
+
+/** One claimed job as the claim script returns it. */
+export interface WireClaim {
+  readonly id: string;
+  readonly token: string;
+  readonly attempt: number;
+  readonly payload: string;
+}
+
+/** The claim script's reply: the jobs, and how long until more work is due. */
+export interface ClaimReply {
+  readonly jobs: WireClaim[];
+  /** -1: jobs remain pending; -2: nothing scheduled; else ms until the next scheduled job is due. */
+  readonly waitMs: number;
+}
+
+/** A fenced completion. */
+export interface WireCompletion {
+  readonly id: string;
+  readonly token: string;
+  readonly result: string;
+}
+
+/**
+ * Typed wrappers, one per script in `lua/`. Every key array is built here from the key grammar;
+ * services never assemble keys.
+ */
+export const wire = {
+  async enqueue(c: ScriptClient, k: QueueKeys, maxBytes: number, jobs: readonly WireJob[]): Promise<number[]> {
+    const keys = [k.meta, k.pending, k.scheduled, k.wake];
+    const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, jobs.length];
+    for (const j of jobs) {
+      keys.push(k.job(j.id));
+      args.push(j.id, j.payload, j.delayMs, j.runAtMs, j.maxAttempts ?? '', j.backoff ?? '');
+    }
+    return (await runScript(c, 'enqueue', keys, args)) as number[];
+  },
+
+  async claim(c: ScriptClient, k: QueueKeys, n: number, leaseMs: number, promote = 1000): Promise<ClaimReply> {
+    const r = (await runScript(
+      c,
+      'claim',
+      [k.meta, k.pending, k.scheduled, k.active, k.wake, k.jobPrefix],
+      [PROTOCOL_VERSION, n, leaseMs, promote],
+    )) as (string | number)[];
+    const jobs: WireClaim[] = [];
+    for (let i = 1; i < r.length; i += 4) {
+      jobs.push({ id: r[i] as string, token: String(r[i + 1]), attempt: Number(r[i + 2]), payload: r[i + 3] as string });
+    }
+    return { jobs, waitMs: Number(r[0]) };
+  },
+
+  async complete(c: ScriptClient, k: QueueKeys, keepDone: number, done: readonly WireCompletion[]): Promise<number[]> {
+    const keys = [k.meta, k.active, k.done, k.jobPrefix];
+    const args: (string | number)[] = [PROTOCOL_VERSION, keepDone, done.length];
+    for (const d of done) {
+      keys.push(k.job(d.id));
+      args.push(d.id, d.token, d.result);
+    }
+    return (await runScript(c, 'complete', keys, args)) as number[];
+  },
+
+  async retry(
+    c: ScriptClient,
+    k: QueueKeys,
+    job: { id: string; token: string; error: string; fatal: boolean },
+    defaults: { maxAttempts: number; backoff: string; deadCap: number },
+  ): Promise<{ outcome: 'stale' | 'retry' | 'dead'; at?: number }> {
+    const r = (await runScript(
+      c,
+      'retry',
+      [k.meta, k.active, k.scheduled, k.dead, k.wake, k.jobPrefix, k.job(job.id)],
+      [PROTOCOL_VERSION, job.id, job.token, job.error, job.fatal ? '1' : '0', defaults.maxAttempts, defaults.backoff, defaults.deadCap],
+    )) as number[];
+    const outcome = r[0] === 1 ? 'retry' : r[0] === 2 ? 'dead' : 'stale';
+    return { outcome, at: r[1] };
+  },
+
+  async extend(c: ScriptClient, k: QueueKeys, leaseMs: number, held: readonly { id: string; token: string }[]): Promise<number[]> {
+    const keys = [k.meta, k.active, k.jobPrefix];
+    const args: (string | number)[] = [PROTOCOL_VERSION, leaseMs, held.length];
+    for (const h of held) {
+      keys.push(k.job(h.id));
+      args.push(h.id, h.token);
+    }
+    return (await runScript(c, 'extend', keys, args)) as number[];
+  },
+
+  async reap(c: ScriptClient, k: QueueKeys, limit: number, maxAttempts: number, deadCap: number): Promise<{ requeued: number; buried: number }> {
+    const r = (await runScript(
+      c,
+      'reap',
+      [k.meta, k.active, k.pending, k.dead, k.wake, k.jobPrefix],
+      [PROTOCOL_VERSION, limit, maxAttempts, deadCap],
+    )) as number[];
+    return { requeued: r[0], buried: r[1] };
+  },
+
+  async cancel(c: ScriptClient, k: QueueKeys, id: string, keepCancelled: number): Promise<number> {
+    return (await runScript(
+      c,
+      'cancel',
+      [k.meta, k.pending, k.scheduled, k.cancelled, k.jobPrefix, k.job(id)],
+      [PROTOCOL_VERSION, id, keepCancelled],
+    )) as number;
+  },
+
+  async node(c: ScriptClient, owner: string, leaseMs: number, renew?: number): Promise<number> {
+    return (await runScript(
+      c,
+      'node',
+      [globalKeys.nodeSeq, globalKeys.nodePrefix],
+      [PROTOCOL_VERSION, owner, leaseMs, renew === undefined ? '' : renew],
+    )) as number;
+  },
+};

@@ -1,0 +1,106 @@
+import { InvalidOptionError } from '../protocol/errors.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../protocol/codec.js';
+
+/** How long to wait before attempt n+1: fixed, or doubling from `delayMs` (capped at a day). */
+export interface BackoffOptions {
+  readonly type: 'fixed' | 'exponential';
+  readonly delayMs: number;
+}
+
+/** Per-queue behaviour; every field has a default. */
+export interface QueueDefaults {
+  /** Attempts before the morgue (1..1000). Default 3. */
+  readonly attempts: number;
+  /** Backoff between attempts. Default exponential from 1 s. */
+  readonly backoff: BackoffOptions;
+  /** Lease of a claimed job in ms; extended while its handler runs. Default 30 s. */
+  readonly leaseMs: number;
+  /** Done rows kept (newest first); 0 deletes a row as it completes. Default 1000. */
+  readonly keepDone: number;
+  /** Cap of the morgue. Default 10,000. */
+  readonly deadCap: number;
+  /** Cancelled rows kept. Default 1000. */
+  readonly keepCancelled: number;
+  /** Largest payload (JSON bytes). Default 512 KiB. */
+  readonly maxPayloadBytes: number;
+}
+
+/** The defaults that apply when neither the module nor the queue says otherwise. */
+export const BUILTIN_DEFAULTS: QueueDefaults = {
+  attempts: 3,
+  backoff: { type: 'exponential', delayMs: 1000 },
+  leaseMs: 30_000,
+  keepDone: 1000,
+  deadCap: 10_000,
+  keepCancelled: 1000,
+  maxPayloadBytes: DEFAULT_MAX_PAYLOAD_BYTES,
+};
+
+/** Most jobs in one `enqueueMany` (one script call, one round trip). */
+export const MAX_BATCH = 1000;
+
+const intIn = (v: unknown, lo: number, hi: number, what: string): number => {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
+    throw new InvalidOptionError(`${what} must be an integer in ${lo}..${hi}, got ${String(v)}`);
+  }
+  return v;
+};
+
+/** Validates a backoff and renders its wire form (`f:<ms>` or `e:<ms>`). */
+export function backoffWire(b: BackoffOptions): string {
+  if (!b || (b.type !== 'fixed' && b.type !== 'exponential')) {
+    throw new InvalidOptionError(`backoff.type must be "fixed" or "exponential"`);
+  }
+  intIn(b.delayMs, 0, 86_400_000, 'backoff.delayMs');
+  return `${b.type === 'fixed' ? 'f' : 'e'}:${b.delayMs}`;
+}
+
+/** Validates attempts (1..1000). */
+export const checkAttempts = (v: unknown): number => intIn(v, 1, 1000, 'attempts');
+
+/** Merges partial defaults over a base and validates the result. */
+export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefaults>): QueueDefaults {
+  const d = { ...base, ...(over ?? {}) };
+  checkAttempts(d.attempts);
+  backoffWire(d.backoff);
+  intIn(d.leaseMs, 100, 86_400_000, 'leaseMs');
+  intIn(d.keepDone, 0, 1_000_000, 'keepDone');
+  intIn(d.deadCap, 1, 1_000_000, 'deadCap');
+  intIn(d.keepCancelled, 1, 1_000_000, 'keepCancelled');
+  intIn(d.maxPayloadBytes, 1, 64 * 1024 * 1024, 'maxPayloadBytes');
+  return d;
+}
+
+/** Options of one enqueue. */
+export interface EnqueueOptions {
+  /** Run no sooner than this many ms from now (server clock). */
+  readonly delay?: number;
+  /** Run no sooner than this instant. */
+  readonly runAt?: Date | number;
+  /** Attempts for this job (overrides the consumer's default). */
+  readonly attempts?: number;
+  /** Backoff for this job (overrides the consumer's default). */
+  readonly backoff?: BackoffOptions;
+  /** A branded job id minted earlier (`QueueService.mintId()`): enqueueing it twice adds it once. */
+  readonly id?: string;
+}
+
+/** Options of a `@Processor` consumer loop. */
+export interface ProcessorOptions {
+  /** Handlers running at once in this process. Default 1. */
+  readonly concurrency?: number;
+  /** Lease per claimed job in ms. Default: the queue's. */
+  readonly leaseMs?: number;
+  /** Default attempts for jobs that did not set theirs. */
+  readonly attempts?: number;
+  /** Default backoff for jobs that did not set theirs. */
+  readonly backoff?: BackoffOptions;
+}
+
+/** Validates the options of a processor. */
+export function checkProcessorOptions(o: ProcessorOptions): void {
+  if (o.concurrency !== undefined) intIn(o.concurrency, 1, 1000, 'concurrency');
+  if (o.leaseMs !== undefined) intIn(o.leaseMs, 100, 86_400_000, 'leaseMs');
+  if (o.attempts !== undefined) checkAttempts(o.attempts);
+  if (o.backoff !== undefined) backoffWire(o.backoff);
+}

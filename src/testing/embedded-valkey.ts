@@ -1,0 +1,93 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ValkeyUnavailableError } from '../protocol/errors.js';
+
+/** A throwaway `valkey-server` on a free loopback port. */
+export interface EmbeddedValkey {
+  readonly host: string;
+  readonly port: number;
+  readonly url: string;
+  readonly pid: number;
+  /** Stops the server (by pid) and removes its folder. */
+  stop(): Promise<void>;
+}
+
+/** Options of `startEmbeddedValkey`. */
+export interface EmbeddedValkeyOptions {
+  /** Start in cluster mode with this one node owning all 16384 slots. */
+  readonly cluster?: boolean;
+  /** Extra `valkey-server` arguments, e.g. `['--maxmemory', '10mb']`. */
+  readonly args?: readonly string[];
+  /** The binary. Default: `valkey-server` on PATH. */
+  readonly binary?: string;
+}
+
+/** Finds a free TCP port on loopback. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const cli = (port: number, ...args: string[]) =>
+  spawnSync('valkey-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8' }).stdout ?? '';
+
+async function waitFor(check: () => boolean, ms: number, what: string): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (check()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new ValkeyUnavailableError(`embedded valkey-server: ${what} timed out`);
+}
+
+/**
+ * Starts a throwaway `valkey-server` (no persistence, loopback only) in a temp folder. Used by
+ * the tests, the benchmark, and the sample app when no URL is configured.
+ */
+export async function startEmbeddedValkey(opts: EmbeddedValkeyOptions = {}): Promise<EmbeddedValkey> {
+  const dir = mkdtempSync(join(tmpdir(), 'echomq-valkey-'));
+  const port = await freePort();
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no'];
+  if (opts.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'));
+  args.push(...(opts.args ?? []));
+  const child: ChildProcess = spawn(opts.binary ?? 'valkey-server', args, { stdio: 'ignore', detached: false });
+  let exited = false;
+  child.on('exit', () => (exited = true));
+  child.on('error', () => (exited = true));
+  await waitFor(() => exited || cli(port, 'PING').trim() === 'PONG', 10_000, 'start');
+  if (exited) throw new ValkeyUnavailableError('embedded valkey-server failed to start (is valkey-server installed?)');
+  if (opts.cluster) {
+    cli(port, 'CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
+    await waitFor(() => cli(port, 'CLUSTER', 'INFO').includes('cluster_state:ok'), 10_000, 'cluster state');
+  }
+  child.unref();
+  const pid = child.pid!;
+  return {
+    host: '127.0.0.1',
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    pid,
+    async stop() {
+      if (!exited) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
+        await waitFor(() => exited, 5000, 'stop').catch(() => undefined);
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
