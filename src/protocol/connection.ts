@@ -21,7 +21,7 @@ export interface ValkeyConnectionOptions {
   readonly cluster?: readonly { host: string; port: number }[];
   /** Fail a connect attempt after this many ms. Default 5000. */
   readonly connectTimeoutMs?: number;
-  /** Fail a command that got no reply after this many ms. Default 10000. */
+  /** Fail a command that got no reply after this many ms (0 = never). Default 10000. */
   readonly commandTimeoutMs?: number;
 }
 
@@ -36,11 +36,11 @@ function redisOptions(o: ValkeyConnectionOptions): RedisOptions {
     db: o.db,
     tls,
     connectTimeout: o.connectTimeoutMs ?? 5000,
-    commandTimeout: o.commandTimeoutMs ?? 10_000,
+    // A command waits out a short reconnect (offline queue) but never longer than this timeout,
+    // and at most two reconnect attempts: then it fails with a typed EMQ_UNAVAILABLE.
+    commandTimeout: o.commandTimeoutMs === 0 ? undefined : (o.commandTimeoutMs ?? 10_000),
     lazyConnect: true,
-    // Fail fast while disconnected (a typed EMQ_UNAVAILABLE), instead of queueing without bound.
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
+    maxRetriesPerRequest: 2,
     retryStrategy: (times: number) => Math.min(50 * 2 ** times, 2000),
   };
 }
@@ -133,7 +133,7 @@ export class EchoMqConnection {
 
   /** A dedicated connection for blocking commands; closed with this connection. */
   async blockingClient(): Promise<ValkeyClient> {
-    const c = createClient({ ...this.options, commandTimeoutMs: undefined }, false);
+    const c = createClient({ ...this.options, commandTimeoutMs: 0 }, false);
     this.extra.add(c);
     await connectClient(c);
     return c;

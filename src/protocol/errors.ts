@@ -121,7 +121,7 @@ export function fromReplyError(err: unknown): Error {
     if (make) return make(m[2]);
     return new EchoMqError('EMQ_INTERNAL', m[2]);
   }
-  if (/ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection is closed|max retries|Stream isn't writeable|enableOfflineQueue/i.test(message)) {
+  if (/ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection is closed|max retries|Command timed out|MaxRetriesPerRequest|Stream isn't writeable|enableOfflineQueue/i.test(message)) {
     return new ValkeyUnavailableError(`Valkey is unavailable: ${message}`, err);
   }
   return err instanceof Error ? err : new Error(message);

@@ -91,7 +91,11 @@ export class Consumer {
     if (this.blocker) this.conn.release(this.blocker);
     const until = Date.now() + deadlineMs;
     while (this.inflight.size > 0 && Date.now() < until) await sleep(10);
-    for (const r of this.inflight.values()) r.ctrl.abort(new Error('EchoMQ consumer shut down'));
+    for (const r of this.inflight.values()) {
+      // Abandoned, not failed: its outcome is ignored and the lease expiry re-delivers the job.
+      r.lost = true;
+      r.ctrl.abort(new Error('EchoMQ consumer shut down'));
+    }
     const flushUntil = Date.now() + 2000;
     while ((this.ticking || this.toComplete.length > 0) && Date.now() < flushUntil) {
       this.kick();
