@@ -6,8 +6,10 @@
 -- KEYS[2]  emq:{q}:pending    list of pending ids
 -- KEYS[3]  emq:{q}:scheduled  zset id -> run-at
 -- KEYS[4]  emq:{q}:cancelled  zset id -> cancelled at (bounded retention)
--- KEYS[5]  emq:{q}:job:       prefix of job rows
--- KEYS[6]  emq:{q}:job:<id>   the job's row
+-- KEYS[5]  emq:{q}:data       hash id -> payload
+-- KEYS[6]  emq:{q}:opts       hash id -> the job's own options (until its first claim)
+-- KEYS[7]  emq:{q}:job:       prefix of job rows
+-- KEYS[8]  emq:{q}:job:<id>   the job's row
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  id
 -- ARGV[3]  cancelled retention: how many cancelled rows to keep (1..1000000)
@@ -23,13 +25,23 @@ if stored and stored ~= V then
 end
 local id, keep = ARGV[2], tonumber(ARGV[3])
 if not string.match(id, '^job' .. string.rep('%w', 11) .. '$') or string.sub(id, 4) > 'LygHa16AHYF' then return redis.error_reply('EMQ_BAD_ID malformed job id') end
-if KEYS[6] ~= KEYS[5] .. id then return redis.error_reply('EMQ_BAD_ARG KEYS[6] is not the row of ' .. id) end
+if KEYS[8] ~= KEYS[7] .. id then return redis.error_reply('EMQ_BAD_ARG KEYS[8] is not the row of ' .. id) end
 if not keep or keep < 1 or keep > 1000000 then return redis.error_reply('EMQ_BAD_ARG retention must be 1..1000000') end
 
-local status = redis.call('HGET', KEYS[6], 'status')
-if not status then return -1 end
+local row = KEYS[8]
+local status = redis.call('HGET', row, 'status')
+if not status then
+  -- No row yet: a job that was never claimed is scheduled or pending.
+  if redis.call('ZSCORE', KEYS[3], id) then
+    status = 'scheduled'
+  elseif redis.call('HEXISTS', KEYS[5], id) == 1 then
+    status = 'pending'
+  else
+    return -1
+  end
+end
 if status == 'active' then
-  redis.call('HSET', KEYS[6], 'cancel', '1')
+  redis.call('HSET', row, 'cancel', '1')
   return 2
 end
 if status == 'pending' then
@@ -41,11 +53,15 @@ else
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[6], 'status', 'cancelled', 'finished', now)
+redis.call('HSET', row, 'status', 'cancelled', 'finished', now)
+redis.call('HDEL', KEYS[6], id)
 redis.call('ZADD', KEYS[4], now, id)
 local excess = redis.call('ZCARD', KEYS[4]) - keep
 if excess > 0 then
   local old = redis.call('ZPOPMIN', KEYS[4], excess)
-  for i = 1, #old, 2 do redis.call('DEL', KEYS[5] .. old[i]) end
+  for i = 1, #old, 2 do
+    redis.call('DEL', KEYS[7] .. old[i])
+    redis.call('HDEL', KEYS[5], old[i])
+  end
 end
 return 1

@@ -1,13 +1,16 @@
 -- claim.lua: EchoMQ protocol v1. Promotes due scheduled jobs to pending, then claims up to n
 -- pending jobs for one consumer: each gets a lease on the server clock, a fencing token minted
--- from the queue's monotonic counter, and one more counted attempt.
+-- from the queue's monotonic counter, and one more counted attempt. The first claim of a job
+-- creates its row (and moves its own options, if any, into it).
 --
 -- KEYS[1]  emq:{q}:meta       queue meta hash (`v` version, `token` fencing counter)
 -- KEYS[2]  emq:{q}:pending    list of pending ids
 -- KEYS[3]  emq:{q}:scheduled  zset id -> run-at (ms)
 -- KEYS[4]  emq:{q}:active     zset id -> lease deadline (ms)
 -- KEYS[5]  emq:{q}:wake       list that idle consumers block on
--- KEYS[6]  emq:{q}:job:       prefix of job rows (a row is this prefix followed by the id)
+-- KEYS[6]  emq:{q}:data       hash id -> payload
+-- KEYS[7]  emq:{q}:opts       hash id -> "<max attempts>|<backoff>" (until the first claim)
+-- KEYS[8]  emq:{q}:job:       prefix of job rows (a row is this prefix followed by the id)
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  n, the most jobs to claim (0..1000; 0 only promotes)
 -- ARGV[3]  lease in ms (1..86400000)
@@ -31,14 +34,16 @@ if not promote or promote < 0 or promote > 10000 then return redis.error_reply('
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local prefix = KEYS[6]
+local prefix = KEYS[8]
 
 if promote > 0 then
   local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, promote)
   if #due > 0 then
     redis.call('ZREM', KEYS[3], unpack(due))
     for i = 1, #due do
-      redis.call('HSET', prefix .. due[i], 'status', 'pending')
+      local row = prefix .. due[i]
+      -- A retried job has a row; a delayed job gets one at its first claim.
+      if redis.call('EXISTS', row) == 1 then redis.call('HSET', row, 'status', 'pending') end
       redis.call('LPUSH', KEYS[2], due[i])
     end
   end
@@ -54,10 +59,19 @@ if n > 0 then
     for i = 1, #ids do
       local id = ids[i]
       local row = prefix .. id
-      local payload = redis.call('HGET', row, 'payload')
-      if payload then -- a row deleted by hand is skipped, never half-created
+      local payload = redis.call('HGET', KEYS[6], id)
+      if payload then -- data deleted by hand: the id is dropped, no row is half-created
         local token = last - #ids + i
         local att = redis.call('HINCRBY', row, 'attempts', 1)
+        if att == 1 then
+          local o = redis.call('HGET', KEYS[7], id)
+          if o then
+            local maxA, backoff = string.match(o, '^(%d*)|(.*)$')
+            if maxA ~= '' then redis.call('HSET', row, 'max', maxA) end
+            if backoff ~= '' then redis.call('HSET', row, 'backoff', backoff) end
+            redis.call('HDEL', KEYS[7], id)
+          end
+        end
         redis.call('HSET', row, 'status', 'active', 'token', token)
         zargs[#zargs + 1] = deadline
         zargs[#zargs + 1] = id

@@ -1,13 +1,14 @@
 -- complete.lua: EchoMQ protocol v1. Completes one or many active jobs, each fenced by the token
 -- its claim minted: a holder whose lease expired (the job was reaped or re-claimed) is refused
--- and changes nothing. A completed row is kept in the bounded `done` set, or deleted at once
--- when the retention is 0; the oldest rows beyond the retention are deleted.
+-- and changes nothing. A completed job is kept in the bounded `done` set, or deleted (row and
+-- data) at once when the retention is 0; the oldest jobs beyond the retention are deleted.
 --
 -- KEYS[1]  emq:{q}:meta     queue meta hash
 -- KEYS[2]  emq:{q}:active   zset id -> lease deadline
 -- KEYS[3]  emq:{q}:done     zset id -> finished at (ms), the bounded retention of done rows
--- KEYS[4]  emq:{q}:job:     prefix of job rows (for rows trimmed out of the retention)
--- KEYS[4+i] emq:{q}:job:<id_i> the row of job i, for i = 1..n
+-- KEYS[4]  emq:{q}:data     hash id -> payload
+-- KEYS[5]  emq:{q}:job:     prefix of job rows (for rows trimmed out of the retention)
+-- KEYS[5+i] emq:{q}:job:<id_i> the row of job i, for i = 1..n
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  done retention: how many done rows to keep (0..1000000)
 -- ARGV[3]  n, the number of jobs (1..1000)
@@ -26,12 +27,12 @@ local keep, n = tonumber(ARGV[2]), tonumber(ARGV[3])
 if not keep or keep < 0 or keep > 1000000 or keep % 1 ~= 0 then return redis.error_reply('EMQ_BAD_ARG retention must be 0..1000000') end
 if not n or n < 1 or n % 1 ~= 0 then return redis.error_reply('EMQ_BAD_ARG bad job count') end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
-if #KEYS ~= 4 + n or #ARGV ~= 3 + 3 * n then return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (3 * n) .. ' job arguments') end
+if #KEYS ~= 5 + n or #ARGV ~= 3 + 3 * n then return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (3 * n) .. ' job arguments') end
 local IDPAT = '^job' .. string.rep('%w', 11) .. '$'
 for i = 1, n do
   local id = ARGV[4 + 3 * (i - 1)]
   if not string.match(id, IDPAT) or string.sub(id, 4) > 'LygHa16AHYF' then return redis.error_reply('EMQ_BAD_ID job ' .. i .. ' has a malformed id') end
-  if KEYS[4 + i] ~= KEYS[4] .. id then return redis.error_reply('EMQ_BAD_ARG key ' .. (4 + i) .. ' is not the row of ' .. id) end
+  if KEYS[5 + i] ~= KEYS[5] .. id then return redis.error_reply('EMQ_BAD_ARG key ' .. (5 + i) .. ' is not the row of ' .. id) end
   if not string.match(ARGV[5 + 3 * (i - 1)], '^%d+$') then return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad token') end
 end
 
@@ -42,7 +43,7 @@ local kept = 0
 for i = 1, n do
   local b = 3 * (i - 1)
   local id, token, result = ARGV[4 + b], ARGV[5 + b], ARGV[6 + b]
-  local row = KEYS[4 + i]
+  local row = KEYS[5 + i]
   local cur = redis.call('HMGET', row, 'status', 'token')
   if cur[1] ~= 'active' or cur[2] ~= token then
     out[i] = 0
@@ -50,6 +51,7 @@ for i = 1, n do
     redis.call('ZREM', KEYS[2], id)
     if keep == 0 then
       redis.call('DEL', row)
+      redis.call('HDEL', KEYS[4], id)
     else
       redis.call('HSET', row, 'status', 'done', 'result', result, 'finished', now)
       redis.call('ZADD', KEYS[3], now, id)
@@ -62,7 +64,10 @@ if kept > 0 then
   local excess = redis.call('ZCARD', KEYS[3]) - keep
   if excess > 0 then
     local old = redis.call('ZPOPMIN', KEYS[3], excess)
-    for i = 1, #old, 2 do redis.call('DEL', KEYS[4] .. old[i]) end
+    for i = 1, #old, 2 do
+      redis.call('DEL', KEYS[5] .. old[i])
+      redis.call('HDEL', KEYS[4], old[i])
+    end
   end
 end
 return out

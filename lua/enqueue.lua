@@ -1,20 +1,22 @@
--- enqueue.lua: EchoMQ protocol v1. Adds one or many jobs to a queue: each new row lands as
--- `pending` (its id joins the pending list) or `scheduled` (its id joins the scheduled set at
--- its run-at instant, on the server clock). A row that already exists is left untouched, so an
--- enqueue with a caller-chosen id is idempotent.
+-- enqueue.lua: EchoMQ protocol v1. Adds one or many jobs to a queue: each new job's payload
+-- joins the queue's data hash and its id joins `pending` (the pending list) or `scheduled` (the
+-- scheduled set, at its run-at instant on the server clock). A job whose id already has data is
+-- left untouched, so an enqueue with a caller-chosen id is idempotent. The job row is created
+-- by its first claim (or by cancel): a waiting job costs one hash field and one set entry.
 --
 -- KEYS[1]  emq:{q}:meta       queue meta hash (protocol version `v`)
 -- KEYS[2]  emq:{q}:pending    list of pending ids (enqueue LPUSH, claim RPOP: FIFO)
 -- KEYS[3]  emq:{q}:scheduled  zset id -> run-at (ms)
 -- KEYS[4]  emq:{q}:wake       list that idle consumers block on
--- KEYS[4+i] emq:{q}:job:<id_i> the row of job i, for i = 1..n
+-- KEYS[5]  emq:{q}:data       hash id -> payload (JSON text)
+-- KEYS[6]  emq:{q}:opts       hash id -> "<max attempts>|<backoff>" for jobs with their own options
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  largest payload in bytes
 -- ARGV[3]  n, the number of jobs (1..1000)
 -- ARGV[4+6(i-1) .. 9+6(i-1)] per job i: id, payload (JSON text), delay ms (0 = none),
 --          run-at epoch ms (0 = none), max attempts ("" = consumer default),
 --          backoff ("" = consumer default, or "f:<ms>" fixed, "e:<ms>" exponential)
--- Returns: an array of n integers: 1 = added, 0 = a row with this id already existed.
+-- Returns: an array of n integers: 1 = added, 0 = a job with this id already existed.
 -- Errors:  EMQ_VERSION, EMQ_BAD_ARG, EMQ_BAD_ID, EMQ_PAYLOAD_TOO_LARGE, EMQ_BATCH_TOO_LARGE.
 local V = '1'
 if ARGV[1] ~= V then
@@ -30,8 +32,8 @@ if not maxBytes or maxBytes < 1 or not n or n < 1 or n % 1 ~= 0 then
   return redis.error_reply('EMQ_BAD_ARG bad payload limit or job count')
 end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
-if #KEYS ~= 4 + n or #ARGV ~= 3 + 6 * n then
-  return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' job keys and ' .. (6 * n) .. ' job arguments')
+if #KEYS ~= 6 or #ARGV ~= 3 + 6 * n then
+  return redis.error_reply('EMQ_BAD_ARG expected 6 keys and ' .. (6 * n) .. ' job arguments')
 end
 local IDPAT = '^job' .. string.rep('%w', 11) .. '$'
 for i = 1, n do
@@ -39,9 +41,6 @@ for i = 1, n do
   local id, payload = ARGV[b + 1], ARGV[b + 2]
   if not string.match(id, IDPAT) or string.sub(id, 4) > 'LygHa16AHYF' then
     return redis.error_reply('EMQ_BAD_ID job ' .. i .. ' has a malformed id')
-  end
-  if string.sub(KEYS[4 + i], -15) ~= ':' .. id then
-    return redis.error_reply('EMQ_BAD_ARG key ' .. (4 + i) .. ' is not the row of ' .. id)
   end
   if #payload == 0 then return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has an empty payload') end
   if #payload > maxBytes then
@@ -66,24 +65,18 @@ if not stored then redis.call('HSET', KEYS[1], 'v', V) end
 local out = {}
 for i = 1, n do
   local b = 3 + 6 * (i - 1)
-  local id, row = ARGV[b + 1], KEYS[4 + i]
-  if redis.call('EXISTS', row) == 1 then
+  local id = ARGV[b + 1]
+  if redis.call('HSETNX', KEYS[5], id, ARGV[b + 2]) == 0 then
     out[i] = 0
   else
     local delay, runAt = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
     local at = runAt
     if delay > 0 then at = now + delay end
     local maxA, backoff = ARGV[b + 5], ARGV[b + 6]
-    local fields = { 'payload', ARGV[b + 2], 'created', now }
-    if maxA ~= '' then fields[#fields + 1] = 'max'; fields[#fields + 1] = maxA end
-    if backoff ~= '' then fields[#fields + 1] = 'backoff'; fields[#fields + 1] = backoff end
+    if maxA ~= '' or backoff ~= '' then redis.call('HSET', KEYS[6], id, maxA .. '|' .. backoff) end
     if at > now then
-      fields[#fields + 1] = 'status'; fields[#fields + 1] = 'scheduled'
-      redis.call('HSET', row, unpack(fields))
       redis.call('ZADD', KEYS[3], at, id)
     else
-      fields[#fields + 1] = 'status'; fields[#fields + 1] = 'pending'
-      redis.call('HSET', row, unpack(fields))
       redis.call('LPUSH', KEYS[2], id)
     end
     out[i] = 1

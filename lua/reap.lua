@@ -8,7 +8,8 @@
 -- KEYS[3]  emq:{q}:pending  list of pending ids
 -- KEYS[4]  emq:{q}:dead     zset id -> buried at (the morgue)
 -- KEYS[5]  emq:{q}:wake     list that idle consumers block on
--- KEYS[6]  emq:{q}:job:     prefix of job rows
+-- KEYS[6]  emq:{q}:data     hash id -> payload (for jobs trimmed out of the morgue)
+-- KEYS[7]  emq:{q}:job:     prefix of job rows
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  the most jobs to reap in this call (1..1000)
 -- ARGV[3]  default max attempts (1..1000), used when the row has none
@@ -34,10 +35,10 @@ local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, li
 local requeued, buried = 0, 0
 for i = 1, #expired do
   local id = expired[i]
-  local row = KEYS[6] .. id
+  local row = KEYS[7] .. id
   redis.call('ZREM', KEYS[2], id)
-  local cur = redis.call('HMGET', row, 'attempts', 'max', 'payload')
-  if cur[3] then
+  local cur = redis.call('HMGET', row, 'attempts', 'max', 'status')
+  if cur[3] == 'active' then
     local att, max = tonumber(cur[1]) or 1, tonumber(cur[2]) or defMax
     if att >= max then
       redis.call('HSET', row, 'status', 'dead', 'error', 'lease expired after attempt ' .. att, 'finished', now)
@@ -54,7 +55,10 @@ if buried > 0 then
   local excess = redis.call('ZCARD', KEYS[4]) - cap
   if excess > 0 then
     local old = redis.call('ZPOPMIN', KEYS[4], excess)
-    for i = 1, #old, 2 do redis.call('DEL', KEYS[6] .. old[i]) end
+    for i = 1, #old, 2 do
+      redis.call('DEL', KEYS[7] .. old[i])
+      redis.call('HDEL', KEYS[6], old[i])
+    end
   end
 end
 if requeued > 0 and redis.call('LLEN', KEYS[5]) == 0 then redis.call('LPUSH', KEYS[5], '1') end

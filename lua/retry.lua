@@ -8,8 +8,9 @@
 -- KEYS[3]  emq:{q}:scheduled  zset id -> run-at
 -- KEYS[4]  emq:{q}:dead       zset id -> buried at (the morgue)
 -- KEYS[5]  emq:{q}:wake       list that idle consumers block on
--- KEYS[6]  emq:{q}:job:       prefix of job rows (for rows trimmed out of the morgue)
--- KEYS[7]  emq:{q}:job:<id>   the job's row
+-- KEYS[6]  emq:{q}:data       hash id -> payload (for jobs trimmed out of the morgue)
+-- KEYS[7]  emq:{q}:job:       prefix of job rows (for rows trimmed out of the morgue)
+-- KEYS[8]  emq:{q}:job:<id>   the job's row
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  id
 -- ARGV[3]  fencing token
@@ -31,7 +32,7 @@ if stored and stored ~= V then
 end
 local id, token, err, fatal = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if not string.match(id, '^job' .. string.rep('%w', 11) .. '$') or string.sub(id, 4) > 'LygHa16AHYF' then return redis.error_reply('EMQ_BAD_ID malformed job id') end
-if KEYS[7] ~= KEYS[6] .. id then return redis.error_reply('EMQ_BAD_ARG KEYS[7] is not the row of ' .. id) end
+if KEYS[8] ~= KEYS[7] .. id then return redis.error_reply('EMQ_BAD_ARG KEYS[8] is not the row of ' .. id) end
 if not string.match(token, '^%d+$') then return redis.error_reply('EMQ_BAD_ARG bad token') end
 if #err > 65536 then return redis.error_reply('EMQ_BAD_ARG error text over 65536 bytes') end
 if fatal ~= '0' and fatal ~= '1' then return redis.error_reply('EMQ_BAD_ARG fatal flag must be 0 or 1') end
@@ -40,7 +41,7 @@ if not defMax or defMax < 1 or defMax > 1000 then return redis.error_reply('EMQ_
 if not string.match(defBackoff, '^[fe]:%d+$') then return redis.error_reply('EMQ_BAD_ARG bad default backoff') end
 if not cap or cap < 1 or cap > 1000000 then return redis.error_reply('EMQ_BAD_ARG morgue cap must be 1..1000000') end
 
-local row = KEYS[7]
+local row = KEYS[8]
 local cur = redis.call('HMGET', row, 'status', 'token', 'attempts', 'max', 'backoff')
 if cur[1] ~= 'active' or cur[2] ~= token then return { 0 } end
 local t = redis.call('TIME')
@@ -54,7 +55,10 @@ if fatal == '1' or att >= max then
   local excess = redis.call('ZCARD', KEYS[4]) - cap
   if excess > 0 then
     local old = redis.call('ZPOPMIN', KEYS[4], excess)
-    for i = 1, #old, 2 do redis.call('DEL', KEYS[6] .. old[i]) end
+    for i = 1, #old, 2 do
+      redis.call('DEL', KEYS[7] .. old[i])
+      redis.call('HDEL', KEYS[6], old[i])
+    end
   end
   return { 2, now }
 end

@@ -47,6 +47,18 @@ function redisOptions(o: ValkeyConnectionOptions): RedisOptions {
 
 /** Opens a client (not yet connected) for the options. */
 export function createClient(o: ValkeyConnectionOptions, autoPipeline = true): ValkeyClient {
+  const client = buildClient(o, autoPipeline);
+  // Connection errors surface through the commands that fail (typed EMQ_UNAVAILABLE) and the
+  // reconnect loop; the last one is kept so a failed connect can name its real cause.
+  client.on('error', (err: Error) => {
+    lastErrors.set(client, err);
+  });
+  return client;
+}
+
+const lastErrors = new WeakMap<ValkeyClient, Error>();
+
+function buildClient(o: ValkeyConnectionOptions, autoPipeline: boolean): ValkeyClient {
   if (o.cluster && o.cluster.length > 0) {
     const opts: ClusterOptions = {
       redisOptions: { ...redisOptions(o), lazyConnect: false },
@@ -70,7 +82,8 @@ export async function connectClient(client: ValkeyClient): Promise<void> {
     await client.connect();
   } catch (err) {
     client.disconnect();
-    throw new ValkeyUnavailableError(`cannot connect to Valkey: ${(err as Error).message}`, err);
+    const cause = lastErrors.get(client) ?? (err as Error);
+    throw new ValkeyUnavailableError(`cannot connect to Valkey: ${cause.message}`, cause);
   }
 }
 

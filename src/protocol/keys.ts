@@ -21,7 +21,7 @@ export function assertName(name: unknown, what = 'queue'): asserts name is strin
 }
 
 /** The per-queue key kinds of protocol v1. */
-export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake';
+export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake' | 'data' | 'opts';
 
 /**
  * The keys of one queue. Every key carries the queue name as its hash tag, so all of them
@@ -36,6 +36,10 @@ export class QueueKeys {
   readonly dead: string;
   readonly cancelled: string;
   readonly wake: string;
+  /** Hash id → payload of every job the queue holds. */
+  readonly data: string;
+  /** Hash id → a job's own options, until its first claim. */
+  readonly opts: string;
   /** Prefix of job rows; a row is `jobPrefix + id`. */
   readonly jobPrefix: string;
 
@@ -50,6 +54,8 @@ export class QueueKeys {
     this.dead = base + 'dead';
     this.cancelled = base + 'cancelled';
     this.wake = base + 'wake';
+    this.data = base + 'data';
+    this.opts = base + 'opts';
     this.jobPrefix = base + 'job:';
   }
 

@@ -39,20 +39,16 @@ export interface WireCompletion {
  */
 export const wire = {
   async enqueue(c: ScriptClient, k: QueueKeys, maxBytes: number, jobs: readonly WireJob[]): Promise<number[]> {
-    const keys = [k.meta, k.pending, k.scheduled, k.wake];
     const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, jobs.length];
-    for (const j of jobs) {
-      keys.push(k.job(j.id));
-      args.push(j.id, j.payload, j.delayMs, j.runAtMs, j.maxAttempts ?? '', j.backoff ?? '');
-    }
-    return (await runScript(c, 'enqueue', keys, args)) as number[];
+    for (const j of jobs) args.push(j.id, j.payload, j.delayMs, j.runAtMs, j.maxAttempts ?? '', j.backoff ?? '');
+    return (await runScript(c, 'enqueue', [k.meta, k.pending, k.scheduled, k.wake, k.data, k.opts], args)) as number[];
   },
 
   async claim(c: ScriptClient, k: QueueKeys, n: number, leaseMs: number, promote = 1000): Promise<ClaimReply> {
     const r = (await runScript(
       c,
       'claim',
-      [k.meta, k.pending, k.scheduled, k.active, k.wake, k.jobPrefix],
+      [k.meta, k.pending, k.scheduled, k.active, k.wake, k.data, k.opts, k.jobPrefix],
       [PROTOCOL_VERSION, n, leaseMs, promote],
     )) as (string | number)[];
     const jobs: WireClaim[] = [];
@@ -63,7 +59,7 @@ export const wire = {
   },
 
   async complete(c: ScriptClient, k: QueueKeys, keepDone: number, done: readonly WireCompletion[]): Promise<number[]> {
-    const keys = [k.meta, k.active, k.done, k.jobPrefix];
+    const keys = [k.meta, k.active, k.done, k.data, k.jobPrefix];
     const args: (string | number)[] = [PROTOCOL_VERSION, keepDone, done.length];
     for (const d of done) {
       keys.push(k.job(d.id));
@@ -81,7 +77,7 @@ export const wire = {
     const r = (await runScript(
       c,
       'retry',
-      [k.meta, k.active, k.scheduled, k.dead, k.wake, k.jobPrefix, k.job(job.id)],
+      [k.meta, k.active, k.scheduled, k.dead, k.wake, k.data, k.jobPrefix, k.job(job.id)],
       [PROTOCOL_VERSION, job.id, job.token, job.error, job.fatal ? '1' : '0', defaults.maxAttempts, defaults.backoff, defaults.deadCap],
     )) as number[];
     const outcome = r[0] === 1 ? 'retry' : r[0] === 2 ? 'dead' : 'stale';
@@ -102,7 +98,7 @@ export const wire = {
     const r = (await runScript(
       c,
       'reap',
-      [k.meta, k.active, k.pending, k.dead, k.wake, k.jobPrefix],
+      [k.meta, k.active, k.pending, k.dead, k.wake, k.data, k.jobPrefix],
       [PROTOCOL_VERSION, limit, maxAttempts, deadCap],
     )) as number[];
     return { requeued: r[0], buried: r[1] };
@@ -112,9 +108,22 @@ export const wire = {
     return (await runScript(
       c,
       'cancel',
-      [k.meta, k.pending, k.scheduled, k.cancelled, k.jobPrefix, k.job(id)],
+      [k.meta, k.pending, k.scheduled, k.cancelled, k.data, k.opts, k.jobPrefix, k.job(id)],
       [PROTOCOL_VERSION, id, keepCancelled],
     )) as number;
+  },
+
+  /** Reads one job atomically: flat field/value pairs, empty when there is no such job. */
+  async peek(c: ScriptClient, k: QueueKeys, id: string): Promise<Record<string, string>> {
+    const r = (await runScript(
+      c,
+      'peek',
+      [k.meta, k.scheduled, k.data, k.opts, k.jobPrefix, k.job(id)],
+      [PROTOCOL_VERSION, id],
+    )) as string[];
+    const row: Record<string, string> = {};
+    for (let i = 0; i < r.length; i += 2) row[r[i]] = r[i + 1];
+    return row;
   },
 
   async node(c: ScriptClient, owner: string, leaseMs: number, renew?: number): Promise<number> {

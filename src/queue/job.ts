@@ -29,6 +29,7 @@ export interface JobView<T = Json, R = Json> {
   readonly result?: R;
   /** The last error, when an attempt failed. */
   readonly error?: string;
+  /** When the id was minted (the snowflake's instant): the enqueue time unless the id was minted earlier. */
   readonly createdAt: Date;
   readonly finishedAt?: Date;
   /** True when a cancel was requested while the job was active. */

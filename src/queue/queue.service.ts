@@ -1,7 +1,7 @@
 import { encodePayload, decodePayload, type Json } from '../protocol/codec.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
-import { BatchTooLargeError, InvalidOptionError } from '../protocol/errors.js';
-import { assertBrandedId } from '../protocol/ids.js';
+import { BatchTooLargeError, InvalidOptionError, fromReplyError } from '../protocol/errors.js';
+import { assertBrandedId, parseId } from '../protocol/ids.js';
 import { queueKeys } from '../protocol/keys.js';
 import { wire, type WireJob } from '../protocol/wire.js';
 import type { JobCounts, JobStatus, JobView } from './job.js';
@@ -104,8 +104,8 @@ export class QueueService {
 
   /** Reads one job, or null when no row exists (never enqueued, or past its retention). */
   async getJob<T = Json, R = Json>(queue: string, id: string): Promise<JobView<T, R> | null> {
-    const row = await this.conn.client.hgetall(queueKeys(queue).job(id));
-    if (!row || !row.status) return null;
+    const row = await wire.peek(this.conn.scriptClient, queueKeys(queue), id);
+    if (!row.status) return null;
     return {
       id,
       queue,
@@ -115,7 +115,7 @@ export class QueueService {
       payload: decodePayload<T>(row.payload) as T,
       result: decodePayload<R>(row.result),
       error: row.error || undefined,
-      createdAt: new Date(Number(row.created)),
+      createdAt: new Date(parseId(id).ms),
       finishedAt: row.finished ? new Date(Number(row.finished)) : undefined,
       cancelRequested: row.cancel === '1',
     };
@@ -132,7 +132,9 @@ export class QueueService {
       c.zcard(k.done),
       c.zcard(k.dead),
       c.zcard(k.cancelled),
-    ]);
+    ]).catch((err: unknown) => {
+      throw fromReplyError(err);
+    });
     return Object.fromEntries(STATUSES.map((s, i) => [s, n[i]])) as JobCounts;
   }
 

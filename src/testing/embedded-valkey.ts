@@ -59,7 +59,10 @@ export async function startEmbeddedValkey(opts: EmbeddedValkeyOptions = {}): Pro
   const dir = mkdtempSync(join(tmpdir(), 'echomq-valkey-'));
   const port = await freePort();
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no'];
-  if (opts.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'));
+  if (opts.cluster) {
+    // A lone node learns its own address only from a peer: announce it, or CLUSTER SLOTS names "".
+    args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-announce-ip', '127.0.0.1');
+  }
   args.push(...(opts.args ?? []));
   const child: ChildProcess = spawn(opts.binary ?? 'valkey-server', args, { stdio: 'ignore', detached: false });
   let exited = false;

@@ -1,0 +1,170 @@
+/**
+ * Shared pieces of the benchmark: the metric names, the run sizes, payloads, percentiles, and
+ * the driver interface both systems implement.
+ */
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+
+/** The metrics written to `bench/results.json`, in table order. */
+export const METRICS = [
+  'enqueue_single_per_s',
+  'enqueue_batch_per_s',
+  'process_c1_per_s',
+  'process_c10_per_s',
+  'process_c50_per_s',
+  'process_2x50_per_s',
+  'latency_p50_ms',
+  'latency_p99_ms',
+  'bytes_per_pending_job',
+] as const;
+
+/** One metric name. */
+export type Metric = (typeof METRICS)[number];
+
+/** The measured value of every metric for one system. */
+export type Results = Record<Metric, number>;
+
+/** The two systems under test. */
+export const SYSTEMS = ['echomq', 'bullmq'] as const;
+
+/** One system name. */
+export type SystemName = (typeof SYSTEMS)[number];
+
+/** True for the metrics where a smaller number is better. */
+export const lowerIsBetter = (m: Metric): boolean => m.startsWith('latency') || m.startsWith('bytes');
+
+/** How big each phase is. */
+export interface BenchSizes {
+  readonly quick: boolean;
+  /** Times the whole suite runs (memory only once); each row reports the median. */
+  readonly reps: number;
+  /** Jobs added one at a time (100 in flight). */
+  readonly enqueueSingle: number;
+  /** Jobs added in batches of 1,000. */
+  readonly enqueueBatch: number;
+  /** Jobs pre-enqueued and processed, per concurrency case. */
+  readonly process: Readonly<Record<'c1' | 'c10' | 'c50' | '2x50', number>>;
+  /** Jobs per second of the latency load, and for how many seconds. */
+  readonly latencyRate: number;
+  readonly latencySeconds: number;
+  /** Concurrency of the consumer in the latency phase. */
+  readonly latencyConcurrency: number;
+  /** Pending jobs whose memory is measured. */
+  readonly memoryJobs: number;
+}
+
+/** The sizes of a full run and of a `--quick` run. */
+export function sizes(quick: boolean): BenchSizes {
+  return quick
+    ? {
+        quick,
+        reps: 1,
+        enqueueSingle: 5000,
+        enqueueBatch: 10_000,
+        process: { c1: 2000, c10: 5000, c50: 5000, '2x50': 5000 },
+        latencyRate: 500,
+        latencySeconds: 2,
+        latencyConcurrency: 10,
+        memoryJobs: 10_000,
+      }
+    : {
+        quick,
+        reps: 3,
+        enqueueSingle: 20_000,
+        enqueueBatch: 50_000,
+        process: { c1: 5000, c10: 20_000, c50: 30_000, '2x50': 30_000 },
+        latencyRate: 500,
+        latencySeconds: 3,
+        latencyConcurrency: 10,
+        memoryJobs: 10_000,
+      };
+}
+
+/** Jobs per call of a batch enqueue. */
+export const BATCH = 1000;
+
+/** Enqueue calls in flight in the single-enqueue phase. */
+export const IN_FLIGHT = 100;
+
+/** A fresh random queue name (letters, digits and `-` are legal in both systems). */
+export const randomQueue = (prefix: string): string => `${prefix}-${randomBytes(6).toString('hex')}`;
+
+/** The payload of the throughput and memory phases: exactly 100 bytes of JSON. */
+export interface BenchPayload {
+  readonly i: number;
+  readonly pad: string;
+}
+
+/** Builds payload `i`, padded so its JSON text is exactly 100 bytes. */
+export function payload100(i: number): BenchPayload {
+  const bare = JSON.stringify({ i, pad: '' }).length;
+  return { i, pad: 'x'.repeat(Math.max(0, 100 - bare)) };
+}
+
+/** The payload of the latency phase: the enqueue instant (ms, sub-ms precision). */
+export interface StampPayload {
+  readonly t: number;
+  /** False for warm-up jobs, whose latency is not recorded. */
+  readonly m: boolean;
+}
+
+/** Wall-clock ms with sub-millisecond precision, comparable across processes. */
+export const nowMs = (): number => performance.timeOrigin + performance.now();
+
+/** The value at quantile `q` (0..1) of ascending `sorted` (nearest rank). */
+export function percentile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[rank];
+}
+
+/** Resolves after `ms`. */
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Runs `lanes` loops that together call `step` exactly `n` times. */
+export async function inLanes(n: number, lanes: number, step: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < n) await step(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(lanes, n) }, lane));
+}
+
+/** Enqueues `n` payloads in batches of `BATCH`, one batch at a time. */
+export async function inBatches<P>(producer: Producer, n: number, make: (i: number) => P): Promise<void> {
+  for (let i = 0; i < n; i += BATCH) {
+    const part = Array.from({ length: Math.min(BATCH, n - i) }, (_, j) => make(i + j));
+    await producer.addBatch(part);
+  }
+}
+
+/** The producer side of a system, bound to one queue. */
+export interface Producer {
+  /** Adds one job. */
+  add(payload: unknown): Promise<unknown>;
+  /** Adds up to `BATCH` jobs in one call. */
+  addBatch(payloads: readonly unknown[]): Promise<unknown>;
+  /** Closes its connections. */
+  close(): Promise<void>;
+}
+
+/** A connected consumer that has not started taking jobs yet. */
+export interface ConsumerHandle {
+  /** Starts taking jobs. */
+  start(): Promise<void>;
+  /** Stops taking jobs, waits for running handlers, closes its connections. */
+  close(): Promise<void>;
+}
+
+/** What a benchmark needs from a queue system. */
+export interface Driver {
+  readonly name: SystemName;
+  /** Opens a producer for `queue`. */
+  producer(queue: string): Promise<Producer>;
+  /** Opens a consumer of `queue` whose handler calls `onJob` with the payload. */
+  consumer(queue: string, concurrency: number, onJob: (payload: unknown) => void): Promise<ConsumerHandle>;
+  /** Jobs of `queue` not finished yet (waiting, delayed or active), read from Valkey. */
+  unfinished(queue: string): Promise<number>;
+  /** Closes the driver's own inspection client. */
+  close(): Promise<void>;
+}

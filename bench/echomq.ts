@@ -1,0 +1,80 @@
+/**
+ * The EchoMQ side of the benchmark: `QueueService` to produce, the `Consumer` loop (no Nest) to
+ * consume, configured as `ConsumerOrchestrator` configures it, with a done retention of 1000.
+ */
+import { Redis } from 'iovalkey';
+import { BUILTIN_DEFAULTS, Consumer, EchoMqConnection, QueueService, queueKeys } from '../src/index.js';
+import { backoffWire } from '../src/queue/queue.options.js';
+import type { ConsumerHandle, Driver, Producer } from './common.js';
+
+/** Done rows kept per queue, matching BullMQ's `removeOnComplete: { count: 1000 }`. */
+export const ECHOMQ_KEEP_DONE = 1000;
+
+async function open(url: string): Promise<EchoMqConnection> {
+  const conn = new EchoMqConnection({ url });
+  await conn.open();
+  return conn;
+}
+
+/** Drives EchoMQ on the Valkey at `url`. */
+export class EchoMqDriver implements Driver {
+  readonly name = 'echomq' as const;
+  private readonly raw: Redis;
+
+  constructor(private readonly url: string) {
+    this.raw = new Redis(url, { maxRetriesPerRequest: 1 });
+  }
+
+  /** Opens a connection and a `QueueService` bound to `queue`. */
+  async producer(queue: string): Promise<Producer> {
+    const conn = await open(this.url);
+    const svc = new QueueService(conn);
+    return {
+      add: (payload) => svc.enqueue(queue, payload),
+      addBatch: (payloads) => svc.enqueueMany(queue, payloads.map((payload) => ({ payload }))),
+      close: () => conn.close(),
+    };
+  }
+
+  /** Opens a connection and builds a `Consumer` of `queue`; `start()` begins claiming. */
+  async consumer(queue: string, concurrency: number, onJob: (payload: unknown) => void): Promise<ConsumerHandle> {
+    const conn = await open(this.url);
+    const d = new QueueService(conn).settings(queue);
+    const consumer = new Consumer(conn, {
+      queue,
+      handler: (job) => {
+        onJob(job.payload);
+      },
+      concurrency,
+      leaseMs: d.leaseMs,
+      attempts: d.attempts,
+      backoff: backoffWire(d.backoff),
+      keepDone: ECHOMQ_KEEP_DONE,
+      deadCap: d.deadCap,
+      maxResultBytes: d.maxPayloadBytes,
+      logger: { warn: (m) => console.warn(`[echomq] ${m}`), error: (m) => console.error(`[echomq] ${m}`) },
+    });
+    return {
+      start: () => consumer.start(),
+      close: async () => {
+        await consumer.stop(5000);
+        await conn.close();
+      },
+    };
+  }
+
+  /** Pending + scheduled + active jobs of `queue`. */
+  async unfinished(queue: string): Promise<number> {
+    const k = queueKeys(queue);
+    const [p, s, a] = await Promise.all([this.raw.llen(k.pending), this.raw.zcard(k.scheduled), this.raw.zcard(k.active)]);
+    return p + s + a;
+  }
+
+  /** Closes the inspection client. */
+  async close(): Promise<void> {
+    await this.raw.quit();
+  }
+}
+
+/** The defaults the EchoMQ consumers run with (for the report). */
+export const echoMqDefaults = { ...BUILTIN_DEFAULTS, keepDone: ECHOMQ_KEEP_DONE };

@@ -1,0 +1,207 @@
+/**
+ * The benchmark phases, written once against the `Driver` interface and run for each system.
+ * Every phase uses a fresh random queue, closes everything it opened, and FLUSHALLs at the end.
+ */
+import { ChildWorkers } from './children.js';
+import {
+  IN_FLIGHT,
+  inBatches,
+  inLanes,
+  nowMs,
+  payload100,
+  percentile,
+  randomQueue,
+  sleep,
+  type Driver,
+  type StampPayload,
+} from './common.js';
+import type { PhaseCost, Probe } from './probe.js';
+
+/** The outcome of one phase for one system. */
+export interface PhaseResult {
+  /** The metric (or metrics) the phase measured. */
+  readonly values: Readonly<Record<string, number>>;
+  /** Per-job cost, when the phase is a throughput or latency phase. */
+  readonly cost?: PhaseCost;
+  /** Anything worth printing (e.g. how work split between processes). */
+  readonly note?: string;
+}
+
+/** The context every phase runs in. */
+export interface PhaseContext {
+  readonly driver: Driver;
+  readonly probe: Probe;
+  readonly url: string;
+}
+
+const WARMUP = 2000;
+
+async function drained(d: Driver, queue: string, timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while ((await d.unfinished(queue)) > 0) {
+    if (Date.now() > until) throw new Error(`${d.name}: queue ${queue} did not drain in ${timeoutMs} ms`);
+    await sleep(1);
+  }
+}
+
+/** `enqueue_single_per_s`: `n` single enqueues, `IN_FLIGHT` at a time. */
+export async function enqueueSingle({ driver, probe }: PhaseContext, n: number): Promise<PhaseResult> {
+  const p = await driver.producer(randomQueue('single'));
+  try {
+    await inLanes(WARMUP, IN_FLIGHT, (i) => p.add(payload100(i)));
+    const m = await probe.start();
+    await inLanes(n, IN_FLIGHT, (i) => p.add(payload100(i)));
+    const cost = await m.stop(n);
+    return { values: { enqueue_single_per_s: n / cost.seconds }, cost };
+  } finally {
+    await p.close();
+    await probe.flush();
+  }
+}
+
+/** `enqueue_batch_per_s`: `n` jobs in batches of 1,000, one batch in flight. */
+export async function enqueueBatch({ driver, probe }: PhaseContext, n: number): Promise<PhaseResult> {
+  const p = await driver.producer(randomQueue('batch'));
+  try {
+    await inBatches(p, WARMUP, payload100);
+    const m = await probe.start();
+    await inBatches(p, n, payload100);
+    const cost = await m.stop(n);
+    return { values: { enqueue_batch_per_s: n / cost.seconds }, cost };
+  } finally {
+    await p.close();
+    await probe.flush();
+  }
+}
+
+/**
+ * `process_c<c>_per_s`: pre-enqueues `n` jobs, then times one in-process consumer of
+ * concurrency `c` from start until every handler ran and Valkey shows nothing left.
+ */
+export async function processLocal({ driver, probe }: PhaseContext, metric: string, c: number, n: number): Promise<PhaseResult> {
+  const queue = randomQueue(`c${c}`);
+  const p = await driver.producer(queue);
+  await inBatches(p, n, payload100);
+  await p.close();
+  let processed = 0;
+  let allRan!: () => void;
+  const ran = new Promise<void>((r) => (allRan = r));
+  const consumer = await driver.consumer(queue, c, () => {
+    if (++processed === n) allRan();
+  });
+  try {
+    const m = await probe.start();
+    await consumer.start();
+    await ran;
+    await drained(driver, queue);
+    const cost = await m.stop(n);
+    return { values: { [metric]: n / cost.seconds }, cost };
+  } finally {
+    await consumer.close();
+    await probe.flush();
+  }
+}
+
+/**
+ * `process_<k>x<c>_per_s`: pre-enqueues `n` jobs, then times `k` child processes (each one
+ * consumer of concurrency `c`) from `go` until they processed all and Valkey shows nothing left.
+ */
+export async function processChildren(ctx: PhaseContext, metric: string, k: number, c: number, n: number): Promise<PhaseResult> {
+  const { driver, probe, url } = ctx;
+  const queue = randomQueue(`${k}x${c}`);
+  const p = await driver.producer(queue);
+  await inBatches(p, n, payload100);
+  await p.close();
+  const children = await ChildWorkers.spawn(k, { system: driver.name, url, queue, concurrency: c });
+  try {
+    const m = await probe.start();
+    children.go();
+    await children.reached(n);
+    await drained(driver, queue);
+    const cost = await m.stop(n);
+    const report = await children.stop();
+    return {
+      values: { [metric]: n / cost.seconds },
+      cost: { ...cost, clientUsPerJob: cost.clientUsPerJob + report.cpuUs / n },
+      note: `jobs per process: ${report.processed.join(' / ')}`,
+    };
+  } finally {
+    await children.stop();
+    await probe.flush();
+  }
+}
+
+/** Adds `count` jobs at `rate` per second, one call each, stamped with the enqueue instant. */
+async function steady(add: (s: StampPayload) => Promise<unknown>, rate: number, count: number, measured: boolean): Promise<void> {
+  const every = 1000 / rate;
+  const t0 = performance.now();
+  const calls: Promise<unknown>[] = [];
+  for (let k = 0; k < count; k++) {
+    const wait = t0 + k * every - performance.now();
+    if (wait >= 1) await sleep(wait);
+    calls.push(add({ t: nowMs(), m: measured }));
+  }
+  await Promise.all(calls);
+}
+
+/**
+ * `latency_p50_ms` / `latency_p99_ms`: a steady `rate` of single enqueues for `seconds`, into a
+ * running consumer (same process, concurrency `conc`) whose handler records now − enqueue instant.
+ */
+export async function latency({ driver, probe }: PhaseContext, rate: number, seconds: number, conc: number): Promise<PhaseResult> {
+  const queue = randomQueue('lat');
+  const samples: number[] = [];
+  let received = 0;
+  const consumer = await driver.consumer(queue, conc, (payload) => {
+    const at = nowMs();
+    const s = payload as StampPayload;
+    received++;
+    if (s.m) samples.push(at - s.t);
+  });
+  await consumer.start();
+  const p = await driver.producer(queue);
+  try {
+    const warm = Math.round(rate / 2);
+    await steady((s) => p.add(s), rate, warm, false);
+    const n = Math.round(rate * seconds);
+    const m = await probe.start();
+    await steady((s) => p.add(s), rate, n, true);
+    while (received < warm + n) await sleep(1);
+    const cost = await m.stop(n);
+    samples.sort((a, b) => a - b);
+    return {
+      values: { latency_p50_ms: percentile(samples, 0.5), latency_p99_ms: percentile(samples, 0.99) },
+      cost,
+      note: `${samples.length} samples, max ${samples[samples.length - 1].toFixed(2)} ms`,
+    };
+  } finally {
+    await p.close();
+    await consumer.close();
+    await probe.flush();
+  }
+}
+
+/**
+ * `bytes_per_pending_job`: `used_memory` after minus before enqueueing `n` pending jobs with a
+ * 100-byte payload (no consumer), divided by `n`. The producer is disconnected at both readings,
+ * so client buffers do not count.
+ */
+export async function memory({ driver, probe }: PhaseContext, n: number): Promise<PhaseResult> {
+  await probe.flush();
+  // Load the scripts and the id lease first, on another queue, so only the jobs are counted.
+  const warm = await driver.producer(randomQueue('memwarm'));
+  await warm.addBatch([payload100(0)]);
+  await warm.add(payload100(1));
+  await warm.close();
+  await sleep(100);
+  const before = await probe.usedMemory();
+  const queue = randomQueue('mem');
+  const p = await driver.producer(queue);
+  await inBatches(p, n, payload100);
+  await p.close();
+  await sleep(100);
+  const after = await probe.usedMemory();
+  const breakdown = `MEMORY USAGE bytes per job: ${await probe.keyBreakdown(queue, n)}`;
+  await probe.flush();
+  return { values: { bytes_per_pending_job: (after - before) / n }, note: breakdown };
+}

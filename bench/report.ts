@@ -1,0 +1,53 @@
+/**
+ * Output of the benchmark: the environment it ran in, the console table, `bench/results.json`,
+ * and `docs/benchmarks.md` (its prose lives in `bench/doc.ts`).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { METRICS, type SystemName } from './common.js';
+import { renderDoc } from './doc.js';
+import { ratio, rounded, shown, type Environment, type Report } from './format.js';
+import type { Probe } from './probe.js';
+
+const root = (rel: string): string => fileURLToPath(new URL(`../../${rel}`, import.meta.url));
+
+const version = (pkg: string): string => {
+  const path = pkg === '.' ? root('package.json') : root(`node_modules/${pkg}/package.json`);
+  return (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version;
+};
+
+/** Reads the machine, Node, Valkey and package versions. */
+export async function environment(probe: Probe, quick: boolean): Promise<Environment> {
+  return {
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    quick,
+    nproc: cpus().length,
+    cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
+    memGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+    node: process.version,
+    valkey: await probe.serverVersion(),
+    loadAvg: loadavg()[0],
+    versions: { echomq: version('.'), bullmq: version('bullmq'), ioredis: version('ioredis'), iovalkey: version('iovalkey') },
+  };
+}
+
+/** Prints the results table on stdout. */
+export function printTable(results: Report['results']): void {
+  const rows = METRICS.map((m) => [m, shown(m, results.echomq[m]), shown(m, results.bullmq[m]), ratio(results, m).text]);
+  const head = ['metric', 'echomq', 'bullmq', 'echomq/bullmq'];
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join('  ');
+  console.log(`\n${line(head)}\n${w.map((n) => '-'.repeat(n)).join('  ')}\n${rows.map(line).join('\n')}\n`);
+}
+
+/** Writes `bench/results.json` and `docs/benchmarks.md`; returns their paths (relative). */
+export function writeReport(report: Report): string[] {
+  const json: Record<SystemName, Record<string, number>> = { echomq: {}, bullmq: {} };
+  for (const system of ['echomq', 'bullmq'] as const) {
+    for (const m of METRICS) json[system][m] = rounded(m, report.results[system][m]);
+  }
+  writeFileSync(root('bench/results.json'), JSON.stringify(json, null, 2) + '\n');
+  writeFileSync(root('docs/benchmarks.md'), renderDoc(report));
+  return ['bench/results.json', 'docs/benchmarks.md'];
+}

@@ -1,0 +1,97 @@
+/**
+ * `npm run bench [-- --quick]`: starts one fresh Valkey, measures EchoMQ and BullMQ on it phase
+ * by phase (each phase on a fresh queue, FLUSHALL in between), prints the table, and writes
+ * `docs/benchmarks.md` and `bench/results.json`. Stops Valkey at the end.
+ */
+import { startEmbeddedValkey } from '../src/index.js';
+import { SYSTEMS, sizes, type BenchSizes, type SystemName } from './common.js';
+import { makeDriver } from './drivers.js';
+import { enqueueBatch, enqueueSingle, latency, memory, processChildren, processLocal, type PhaseContext, type PhaseResult } from './phases.js';
+import { Probe } from './probe.js';
+import { summarize, type PhaseRecord } from './format.js';
+import { environment, printTable, writeReport } from './report.js';
+
+/** One phase of the run: a label, and how to run it for one system. */
+interface Phase {
+  readonly label: string;
+  /** Run in the first repetition only (the measurement is deterministic). */
+  readonly once?: boolean;
+  run(ctx: PhaseContext): Promise<PhaseResult>;
+}
+
+function phases(s: BenchSizes): Phase[] {
+  const p = s.process;
+  return [
+    { label: 'enqueue single', run: (c) => enqueueSingle(c, s.enqueueSingle) },
+    { label: 'enqueue batch', run: (c) => enqueueBatch(c, s.enqueueBatch) },
+    { label: 'process c1', run: (c) => processLocal(c, 'process_c1_per_s', 1, p.c1) },
+    { label: 'process c10', run: (c) => processLocal(c, 'process_c10_per_s', 10, p.c10) },
+    { label: 'process c50', run: (c) => processLocal(c, 'process_c50_per_s', 50, p.c50) },
+    { label: 'process 2x50', run: (c) => processChildren(c, 'process_2x50_per_s', 2, 50, p['2x50']) },
+    { label: 'latency', run: (c) => latency(c, s.latencyRate, s.latencySeconds, s.latencyConcurrency) },
+    { label: 'memory', once: true, run: (c) => memory(c, s.memoryJobs) },
+  ];
+}
+
+async function main(): Promise<void> {
+  const quick = process.argv.includes('--quick');
+  const s = sizes(quick);
+  const started = Date.now();
+  const valkey = await startEmbeddedValkey();
+  const probe = new Probe(valkey.url);
+  const records: PhaseRecord[] = [];
+  try {
+    const env = await environment(probe, quick);
+    console.log(`EchoMQ vs BullMQ on Valkey ${env.valkey} at ${valkey.url}${quick ? ' (quick run)' : `, ${s.reps} repetitions`}`);
+    if (env.loadAvg > 0.5) console.warn(`note: load average is ${env.loadAvg.toFixed(2)}; other work on this machine will skew the numbers`);
+    // Untimed warm-up of both consumers (JIT, script cache), so the first timed phase is fair.
+    for (const system of SYSTEMS) {
+      const driver = makeDriver(system, valkey.url);
+      await processLocal({ driver, probe, url: valkey.url }, 'warmup', 10, 2000);
+      await driver.close();
+    }
+    const list = phases(s);
+    // The whole suite repeats, so the repetitions of one phase are spread over the run.
+    for (let rep = 0; rep < s.reps; rep++) {
+      for (const [i, phase] of list.entries()) {
+        if (phase.once && rep > 0) continue;
+        // Alternate which system goes first, so neither always runs on a warmer server.
+        const order: readonly SystemName[] = (i + rep) % 2 === 0 ? SYSTEMS : [...SYSTEMS].reverse();
+        for (const system of order) records.push(await runOne(phase, system, rep, valkey.url, probe));
+      }
+    }
+    const { results, medianRecords } = summarize(records);
+    printTable(results);
+    const files = writeReport({ results, records, medianRecords, env, sizes: s, seconds: (Date.now() - started) / 1000 });
+    console.log(`wrote ${files.join(' and ')}`);
+  } finally {
+    await probe.close();
+    await valkey.stop();
+  }
+}
+
+async function runOne(phase: Phase, system: SystemName, rep: number, url: string, probe: Probe): Promise<PhaseRecord> {
+  const driver = makeDriver(system, url);
+  try {
+    const r = await phase.run({ driver, probe, url });
+    const shown = Object.entries(r.values).map(([k, v]) => `${k}=${v.toFixed(v < 100 ? 3 : 0)}`);
+    console.log(`  #${rep + 1} ${phase.label.padEnd(15)} ${system.padEnd(7)} ${shown.join(' ')}${r.note ? `  (${r.note})` : ''}`);
+    return { phase: phase.label, system, rep, ...r };
+  } finally {
+    await driver.close();
+  }
+}
+
+main().then(
+  () => {
+    // Everything is closed, so the process exits by itself; if a handle lingers, say so and exit.
+    setTimeout(() => {
+      console.warn('bench: handles still open 2 s after the run; exiting');
+      process.exit(0);
+    }, 2000).unref();
+  },
+  (err: unknown) => {
+    console.error('bench failed:', err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,123 @@
+import type { Redis } from 'iovalkey';
+import type { EchoMqConnection } from '../../src/protocol/connection.js';
+import { queueKeys } from '../../src/protocol/keys.js';
+import type { Consumer } from '../../src/queue/consumer.js';
+import { QueueService } from '../../src/queue/queue.service.js';
+import { killChildren, spawnFixture } from '../helpers/child.js';
+import { startConsumer } from '../helpers/consumers.js';
+import { eventually, openConnection, queueKeysIn, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
+
+interface Call {
+  readonly id: string;
+  readonly attempt: number;
+  readonly token: string;
+}
+
+describe('a consumer process killed with SIGKILL mid-job', () => {
+  let conn: EchoMqConnection;
+  let raw: Redis;
+  let queues: QueueService;
+  const consumers: Consumer[] = [];
+
+  beforeAll(async () => {
+    conn = await openConnection();
+    raw = rawClient();
+    queues = new QueueService(conn);
+  });
+  afterEach(async () => {
+    await killChildren();
+    await Promise.all(consumers.splice(0).map((c) => c.stop(1000)));
+  });
+  afterAll(async () => {
+    await conn.close();
+    await raw.quit();
+  });
+
+  /** Starts a `hang` child on `queue`, waits until its handler started, then SIGKILLs it. */
+  async function crashChildOn(queue: string, id: string): Promise<string> {
+    const child = spawnFixture('consumer-child', [testUrl(), queue, '1000', 'hang']);
+    const [, startedId, token, attempt] = await child.waitForLine(/^STARTED (\S+) (\d+) (\d+)$/);
+    expect(startedId).toBe(id);
+    expect(attempt).toBe('1');
+    const row = await raw.hgetall(queueKeys(queue).job(id));
+    expect(row).toMatchObject({ status: 'active', attempts: '1', token });
+    child.signal('SIGKILL');
+    expect(await child.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    return token;
+  }
+
+  it('re-delivers the job after the lease expires; the next consumer completes it exactly once', async () => {
+    const q = randomQueue('crash');
+    const k = queueKeys(q);
+    const id = await queues.enqueue(q, { n: 7 });
+    const firstToken = await crashChildOn(q, id);
+
+    const calls: Call[] = [];
+    const { consumer, log } = await startConsumer(
+      conn,
+      q,
+      (job) => {
+        calls.push({ id: job.id, attempt: job.attempt, token: job.token });
+        return { by: 'second', n: (job.payload as { n: number }).n };
+      },
+      { leaseMs: 1000 },
+    );
+    consumers.push(consumer);
+
+    await eventually(async () => (await queues.getJob(q, id))?.status === 'done', 20_000, 'the re-delivered job to complete');
+
+    // A sentinel enqueued afterwards is processed too: the loop went round again, and the
+    // crashed job was still not run a second time.
+    const sentinel = await queues.enqueue(q, { n: 0 });
+    await eventually(async () => (await queues.getJob(q, sentinel))?.status === 'done', 20_000, 'the sentinel');
+
+    const mine = calls.filter((c) => c.id === id);
+    expect(mine).toHaveLength(1);
+    expect(mine[0].attempt).toBe(2);
+    expect(BigInt(mine[0].token)).toBeGreaterThan(BigInt(firstToken));
+    expect(calls.map((c) => c.id)).toEqual([id, sentinel]);
+
+    const job = await queues.getJob(q, id);
+    expect(job).toMatchObject({ status: 'done', attempts: 2, result: { by: 'second', n: 7 }, payload: { n: 7 } });
+    // It came back through the lease-expiry path (reap), not through a retry.
+    expect(job?.error).toBe('lease expired');
+    expect(await raw.hget(k.job(id), 'token')).toBe(mine[0].token);
+
+    expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 2, dead: 0, cancelled: 0 });
+    expect(await raw.zrange(k.done, 0, -1)).toEqual([id, sentinel]);
+    const allowed = new Set([k.meta, k.done, k.wake, k.data, k.job(id), k.job(sentinel)]);
+    const keys = await queueKeysIn(raw, q);
+    expect(keys.filter((key) => !allowed.has(key))).toEqual([]);
+    expect(log.warnings).toEqual([]);
+    expect(log.errors).toEqual([]);
+  });
+
+  it('a killed last attempt goes to the morgue on lease expiry, without running again', async () => {
+    const q = randomQueue('crash-last');
+    const k = queueKeys(q);
+    const id = await queues.enqueue(q, { n: 1 }, { attempts: 1 });
+    await crashChildOn(q, id);
+
+    const calls: Call[] = [];
+    const { consumer, log } = await startConsumer(
+      conn,
+      q,
+      (job) => {
+        calls.push({ id: job.id, attempt: job.attempt, token: job.token });
+      },
+      { leaseMs: 1000 },
+    );
+    consumers.push(consumer);
+
+    await eventually(async () => (await queues.getJob(q, id))?.status === 'dead', 20_000, 'the job to be buried');
+    const sentinel = await queues.enqueue(q, { n: 0 });
+    await eventually(async () => (await queues.getJob(q, sentinel))?.status === 'done', 20_000, 'the sentinel');
+
+    expect(calls.map((c) => c.id)).toEqual([sentinel]);
+    const job = await queues.getJob(q, id);
+    expect(job).toMatchObject({ status: 'dead', attempts: 1, error: 'lease expired after attempt 1' });
+    expect(await raw.zrange(k.dead, 0, -1)).toEqual([id]);
+    expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 1, dead: 1, cancelled: 0 });
+    expect(log.warnings).toEqual([]);
+  });
+});

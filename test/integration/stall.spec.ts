@@ -1,0 +1,170 @@
+import type { Redis } from 'iovalkey';
+import type { EchoMqConnection } from '../../src/protocol/connection.js';
+import { queueKeys } from '../../src/protocol/keys.js';
+import { wire } from '../../src/protocol/wire.js';
+import type { Consumer } from '../../src/queue/consumer.js';
+import { QueueService } from '../../src/queue/queue.service.js';
+import { killChildren, spawnFixture, type ChildHandle } from '../helpers/child.js';
+import { startConsumer } from '../helpers/consumers.js';
+import { eventually, openConnection, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
+
+describe('a stalled holder that wakes up after its lease expired', () => {
+  let conn: EchoMqConnection;
+  let raw: Redis;
+  let queues: QueueService;
+  const consumers: Consumer[] = [];
+
+  beforeAll(async () => {
+    conn = await openConnection();
+    raw = rawClient();
+    queues = new QueueService(conn);
+  });
+  afterEach(async () => {
+    await killChildren();
+    await Promise.all(consumers.splice(0).map((c) => c.stop(1000)));
+  });
+  afterAll(async () => {
+    await conn.close();
+    await raw.quit();
+  });
+
+  /**
+   * The child holding `id` is stopped (SIGSTOP); a second, in-process consumer reclaims the job
+   * after the lease expires and completes it with {by: 'X'}. Returns the row as it then stands.
+   */
+  async function reclaimWhileStopped(q: string, id: string, child: ChildHandle): Promise<Record<string, string>> {
+    child.signal('SIGSTOP');
+    const calls: { id: string; attempt: number }[] = [];
+    const { consumer, log } = await startConsumer(
+      conn,
+      q,
+      (job) => {
+        calls.push({ id: job.id, attempt: job.attempt });
+        return { by: 'X' };
+      },
+      { leaseMs: 1000 },
+    );
+    consumers.push(consumer);
+    await eventually(async () => (await queues.getJob(q, id))?.status === 'done', 20_000, 'the reclaimed job to complete');
+    expect(calls).toEqual([{ id, attempt: 2 }]);
+    expect(log.warnings).toEqual([]);
+    const row = await raw.hgetall(queueKeys(q).job(id));
+    expect(row).toMatchObject({ status: 'done', attempts: '2', result: '{"by":"X"}' });
+    return row;
+  }
+
+  async function assertUntouched(q: string, id: string, before: Record<string, string>): Promise<void> {
+    const k = queueKeys(q);
+    expect(await raw.hgetall(k.job(id))).toEqual(before);
+    expect(await raw.zrange(k.done, 0, -1)).toEqual([id]);
+    expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 1, dead: 0, cancelled: 0 });
+    const job = await queues.getJob(q, id);
+    expect(job).toMatchObject({ status: 'done', attempts: 2, result: { by: 'X' } });
+  }
+
+  it('a Consumer frozen past its lease cannot overwrite the result once it resumes', async () => {
+    const q = randomQueue('stall');
+    const id = await queues.enqueue(q, { n: 1 });
+    const child = spawnFixture('consumer-child', [testUrl(), q, '1000', 'stall']);
+    const [, startedId, staleToken] = await child.waitForLine(/^STARTED (\S+) (\d+) 1$/);
+    expect(startedId).toBe(id);
+
+    const before = await reclaimWhileStopped(q, id, child);
+    expect(BigInt(before.token)).toBeGreaterThan(BigInt(staleToken));
+
+    // Resume the holder: its handler finishes with Y, then the Consumer stops (flushing any
+    // completion it still holds) and the child reports STOPPED.
+    child.send('finish {"by":"Y"}', 'stop');
+    child.signal('SIGCONT');
+    await child.waitForLine(/^HANDLER_DONE /);
+    await child.waitForLine(/^STOPPED$/);
+
+    // Whatever completion the stale holder sent was refused by the fencing token.
+    const sent = child.lines.filter((l) => l.startsWith('COMPLETE '));
+    expect(sent.length).toBeLessThanOrEqual(1);
+    for (const line of sent) {
+      const [, reply, tokens] = /^COMPLETE (\S+) (\S+)$/.exec(line) ?? [];
+      expect(JSON.parse(tokens)).toEqual([staleToken]);
+      expect(JSON.parse(reply)).toEqual([0]);
+    }
+    await assertUntouched(q, id, before);
+    expect(child.stderr()).toBe('');
+  });
+
+  it('a raw holder frozen past its lease gets [0] from complete, and the row is unchanged', async () => {
+    const q = randomQueue('stall-wire');
+    const id = await queues.enqueue(q, { n: 2 });
+    const child = spawnFixture('consumer-child', [testUrl(), q, '1000', 'claim']);
+    const [, claimedId, staleToken, attempt] = await child.waitForLine(/^CLAIMED (\S+) (\d+) (\d+)$/);
+    expect([claimedId, attempt]).toEqual([id, '1']);
+
+    const before = await reclaimWhileStopped(q, id, child);
+    child.send('finish {"by":"Y"}', 'stop');
+    child.signal('SIGCONT');
+    const [, reply] = await child.waitForLine(/^COMPLETE (.*)$/);
+    expect(JSON.parse(reply)).toEqual([0]);
+    await child.waitForLine(/^STOPPED$/);
+    expect(BigInt(before.token)).toBeGreaterThan(BigInt(staleToken));
+    await assertUntouched(q, id, before);
+  });
+
+  it('at the wire level, a token superseded by a re-claim is refused by complete, extend and retry', async () => {
+    const q = randomQueue('fence');
+    const k = queueKeys(q);
+    const c = conn.scriptClient;
+    const id = conn.ids.next('job');
+    const other = conn.ids.next('job');
+    expect(await wire.enqueue(c, k, 1024, [{ id, payload: '{"n":3}', delayMs: 0, runAtMs: 0 }])).toEqual([1]);
+
+    const first = await wire.claim(c, k, 1, 50);
+    expect(first.jobs.map((j) => [j.id, j.attempt])).toEqual([[id, 1]]);
+    const t1 = first.jobs[0].token;
+
+    await eventually(async () => (await wire.reap(c, k, 10, 3, 100)).requeued === 1, 10_000, 'the lease to expire and be reaped');
+    expect(await raw.hgetall(k.job(id))).toMatchObject({ status: 'pending', error: 'lease expired', attempts: '1' });
+    // Refused while pending, too.
+    expect(await wire.complete(c, k, 1000, [{ id, token: t1, result: '"Y"' }])).toEqual([0]);
+    expect(await wire.extend(c, k, 60_000, [{ id, token: t1 }])).toEqual([0]);
+
+    const second = await wire.claim(c, k, 1, 60_000);
+    expect(second.jobs.map((j) => [j.id, j.attempt])).toEqual([[id, 2]]);
+    const t2 = second.jobs[0].token;
+    expect(BigInt(t2)).toBeGreaterThan(BigInt(t1));
+
+    const rowBefore = await raw.hgetall(k.job(id));
+    const leaseBefore = await raw.zscore(k.active, id);
+    expect(rowBefore).toMatchObject({ status: 'active', token: t2, attempts: '2' });
+
+    expect(await wire.complete(c, k, 1000, [{ id, token: t1, result: '"Y"' }])).toEqual([0]);
+    expect(await wire.extend(c, k, 600_000, [{ id, token: t1 }])).toEqual([0]);
+    const defaults = { maxAttempts: 3, backoff: 'f:10', deadCap: 100 };
+    expect((await wire.retry(c, k, { id, token: t1, error: 'stale boom', fatal: true }, defaults)).outcome).toBe('stale');
+    expect((await wire.retry(c, k, { id, token: t1, error: 'stale boom', fatal: false }, defaults)).outcome).toBe('stale');
+
+    expect(await raw.hgetall(k.job(id))).toEqual(rowBefore);
+    expect(await raw.zscore(k.active, id)).toBe(leaseBefore);
+    expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 1, done: 0, dead: 0, cancelled: 0 });
+
+    // In a batch, only the stale entry is refused.
+    expect(await wire.enqueue(c, k, 1024, [{ id: other, payload: '{"n":4}', delayMs: 0, runAtMs: 0 }])).toEqual([1]);
+    const third = await wire.claim(c, k, 1, 60_000);
+    const t3 = third.jobs[0].token;
+    const reply = await wire.complete(c, k, 1000, [
+      { id, token: t1, result: '"Y"' },
+      { id: other, token: t3, result: '"Z"' },
+    ]);
+    expect(reply).toEqual([0, 1]);
+    expect(await raw.hgetall(k.job(id))).toEqual(rowBefore);
+
+    // The live token completes; afterwards it is spent as well.
+    expect(await wire.complete(c, k, 1000, [{ id, token: t2, result: '"X"' }])).toEqual([1]);
+    const done = await raw.hgetall(k.job(id));
+    expect(done).toMatchObject({ status: 'done', result: '"X"', attempts: '2', token: t2 });
+    expect(await wire.complete(c, k, 1000, [{ id, token: t2, result: '"again"' }])).toEqual([0]);
+    expect(await wire.extend(c, k, 60_000, [{ id, token: t2 }])).toEqual([0]);
+    expect((await wire.retry(c, k, { id, token: t2, error: 'late', fatal: false }, defaults)).outcome).toBe('stale');
+    expect(await raw.hgetall(k.job(id))).toEqual(done);
+    expect((await raw.zrange(k.done, 0, -1)).sort()).toEqual([id, other].sort());
+    expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 2, dead: 0, cancelled: 0 });
+  });
+});
