@@ -53,7 +53,7 @@ function repetitions(report: Report): string {
 function notes(records: readonly PhaseRecord[]): string {
   return records
     .filter((r) => r.note)
-    .map((r) => `- ${r.phase}, ${r.system}: ${r.note}`)
+    .map((r) => `- #${r.rep + 1} ${r.phase}, ${r.system}: ${r.note}`)
     .join('\n');
 }
 

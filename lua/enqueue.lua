@@ -26,6 +26,17 @@ local stored = redis.call('HGET', KEYS[1], 'v')
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
 end
+-- The 14-byte gate: namespace `job`, 11 base62 digits, body at most 2^64-1. Compared byte by
+-- byte: Lua's `>` on strings follows the server's collation locale, not byte order.
+local function badId(id)
+  if #id ~= 14 or not string.match(id, '^job[0-9A-Za-z]+$') then return true end
+  local max = 'LygHa16AHYF'
+  for i = 1, 11 do
+    local x, y = string.byte(id, i + 3), string.byte(max, i)
+    if x ~= y then return x > y end
+  end
+  return false
+end
 local maxBytes = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
 if not maxBytes or maxBytes < 1 or not n or n < 1 or n % 1 ~= 0 then
@@ -35,11 +46,10 @@ if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs
 if #KEYS ~= 6 or #ARGV ~= 3 + 6 * n then
   return redis.error_reply('EMQ_BAD_ARG expected 6 keys and ' .. (6 * n) .. ' job arguments')
 end
-local IDPAT = '^job' .. string.rep('%w', 11) .. '$'
 for i = 1, n do
   local b = 3 + 6 * (i - 1)
   local id, payload = ARGV[b + 1], ARGV[b + 2]
-  if not string.match(id, IDPAT) or string.sub(id, 4) > 'LygHa16AHYF' then
+  if badId(id) then
     return redis.error_reply('EMQ_BAD_ID job ' .. i .. ' has a malformed id')
   end
   if #payload == 0 then return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has an empty payload') end

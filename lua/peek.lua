@@ -21,8 +21,19 @@ local stored = redis.call('HGET', KEYS[1], 'v')
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
 end
+-- The 14-byte gate: namespace `job`, 11 base62 digits, body at most 2^64-1. Compared byte by
+-- byte: Lua's `>` on strings follows the server's collation locale, not byte order.
+local function badId(id)
+  if #id ~= 14 or not string.match(id, '^job[0-9A-Za-z]+$') then return true end
+  local max = 'LygHa16AHYF'
+  for i = 1, 11 do
+    local x, y = string.byte(id, i + 3), string.byte(max, i)
+    if x ~= y then return x > y end
+  end
+  return false
+end
 local id = ARGV[2]
-if not string.match(id, '^job' .. string.rep('%w', 11) .. '$') or string.sub(id, 4) > 'LygHa16AHYF' then return redis.error_reply('EMQ_BAD_ID malformed job id') end
+if badId(id) then return redis.error_reply('EMQ_BAD_ID malformed job id') end
 if KEYS[6] ~= KEYS[5] .. id then return redis.error_reply('EMQ_BAD_ARG KEYS[6] is not the row of ' .. id) end
 
 local out = redis.call('HGETALL', KEYS[6])

@@ -88,8 +88,13 @@ export function parseId(id: string): { ns: string } & Snowflake {
 /** Builds the id of the given parts (used for range bounds: the smallest id of an instant). */
 export function composeId(ns: string, parts: Snowflake): string {
   if (!NS_RE.test(ns)) throw new InvalidNameError(`namespace must be 3 lowercase letters`);
-  const rel = BigInt(parts.ms - ID_EPOCH_MS);
-  if (rel < 0n) throw new InvalidIdError('instant precedes the id epoch');
+  const part = (v: number, hi: number, what: string): bigint => {
+    if (!Number.isInteger(v) || v < 0 || v > hi) throw new InvalidIdError(`${what} must be an integer in 0..${hi}, got ${v}`);
+    return BigInt(v);
+  };
+  const rel = part(parts.ms - ID_EPOCH_MS, 2 ** 42 - 1, 'milliseconds since the id epoch');
+  part(parts.node, MAX_NODE, 'node');
+  part(parts.seq, MAX_SEQ, 'sequence');
   const v = (rel << BigInt(NODE_BITS + SEQ_BITS)) | (BigInt(parts.node) << BigInt(SEQ_BITS)) | BigInt(parts.seq);
   return ns + encodeBody(v);
 }

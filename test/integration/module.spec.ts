@@ -109,7 +109,7 @@ describe('EchoMqModule.forRootAsync, shutdown and supervision', () => {
       for (let round = 0; round < 5; round++) {
         const items = Array.from({ length: 200 }, (_, i) => ({ payload: { round, i } }));
         ids.push(...(await queues.enqueueMany(KILL, items)));
-        await raw.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+        await raw.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
         await new Promise((r) => setTimeout(r, 50));
       }
       await eventually(async () => ids.every((id) => seen.has(id)), 20_000, 'all jobs');

@@ -71,6 +71,7 @@ describe('SCRIPT FLUSH under load', () => {
 
     const settled: PromiseSettledResult<string[]>[] = [];
     const flushedWithWorkLeft: number[] = [];
+    const peeks: (string | undefined)[] = [];
     try {
       for (let base = 0; base < N; base += CHUNK) {
         const items = Array.from({ length: CHUNK }, (_, j) => ({ payload: { i: base + j } }));
@@ -83,6 +84,9 @@ describe('SCRIPT FLUSH under load', () => {
         }
         await raw.script('FLUSH');
         flushes++;
+        // Reads go through a script too: the first one after a flush takes the EVAL fallback.
+        const last = settled[settled.length - 1];
+        if (last.status === 'fulfilled') peeks.push((await queues.getJob(q, last.value[last.value.length - 1]))?.status);
         if (base + CHUNK < N) flushedWithWorkLeft.push(base + CHUNK);
       }
       await eventually(async () => (await queues.counts(q)).done === N, 90_000, `${N} jobs to complete`);
@@ -97,6 +101,8 @@ describe('SCRIPT FLUSH under load', () => {
     expect(ids).toHaveLength(N);
     expect(new Set(ids).size).toBe(N);
     expect(flushErrors).toEqual([]);
+    expect(peeks).toHaveLength(N / CHUNK);
+    expect(peeks.filter((st) => st !== 'pending' && st !== 'active' && st !== 'done')).toEqual([]);
     expect(flushes).toBeGreaterThanOrEqual(N / CHUNK);
     expect(flushedWithWorkLeft.length).toBeGreaterThan(5);
     // The flushes did bite: scripts went missing and were re-sent by EVAL many times.

@@ -6,7 +6,14 @@ import type { Consumer } from '../../src/queue/consumer.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { killChildren, spawnFixture, type ChildHandle } from '../helpers/child.js';
 import { startConsumer } from '../helpers/consumers.js';
+import { queueState, type KeyState } from '../helpers/state.js';
 import { eventually, openConnection, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
+
+/** What the queue looked like once the job was completed by its second holder. */
+interface Snapshot {
+  readonly row: Record<string, string>;
+  readonly state: Record<string, KeyState>;
+}
 
 describe('a stalled holder that wakes up after its lease expired', () => {
   let conn: EchoMqConnection;
@@ -30,9 +37,9 @@ describe('a stalled holder that wakes up after its lease expired', () => {
 
   /**
    * The child holding `id` is stopped (SIGSTOP); a second, in-process consumer reclaims the job
-   * after the lease expires and completes it with {by: 'X'}. Returns the row as it then stands.
+   * after the lease expires and completes it with {by: 'X'}. Returns the queue as it then stands.
    */
-  async function reclaimWhileStopped(q: string, id: string, child: ChildHandle): Promise<Record<string, string>> {
+  async function reclaimWhileStopped(q: string, id: string, child: ChildHandle): Promise<Snapshot> {
     child.signal('SIGSTOP');
     const calls: { id: string; attempt: number }[] = [];
     const { consumer, log } = await startConsumer(
@@ -50,12 +57,14 @@ describe('a stalled holder that wakes up after its lease expired', () => {
     expect(log.warnings).toEqual([]);
     const row = await raw.hgetall(queueKeys(q).job(id));
     expect(row).toMatchObject({ status: 'done', attempts: '2', result: '{"by":"X"}' });
-    return row;
+    return { row, state: await queueState(raw, q, [queueKeys(q).wake]) };
   }
 
-  async function assertUntouched(q: string, id: string, before: Record<string, string>): Promise<void> {
+  /** The stale holder changed nothing: not the row, not any other key of the queue. */
+  async function assertUntouched(q: string, id: string, before: Snapshot): Promise<void> {
     const k = queueKeys(q);
-    expect(await raw.hgetall(k.job(id))).toEqual(before);
+    expect(await raw.hgetall(k.job(id))).toEqual(before.row);
+    expect(await queueState(raw, q, [k.wake])).toEqual(before.state);
     expect(await raw.zrange(k.done, 0, -1)).toEqual([id]);
     expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 1, dead: 0, cancelled: 0 });
     const job = await queues.getJob(q, id);
@@ -70,7 +79,7 @@ describe('a stalled holder that wakes up after its lease expired', () => {
     expect(startedId).toBe(id);
 
     const before = await reclaimWhileStopped(q, id, child);
-    expect(BigInt(before.token)).toBeGreaterThan(BigInt(staleToken));
+    expect(BigInt(before.row.token)).toBeGreaterThan(BigInt(staleToken));
 
     // Resume the holder: its handler finishes with Y, then the Consumer stops (flushing any
     // completion it still holds) and the child reports STOPPED.
@@ -104,7 +113,7 @@ describe('a stalled holder that wakes up after its lease expired', () => {
     const [, reply] = await child.waitForLine(/^COMPLETE (.*)$/);
     expect(JSON.parse(reply)).toEqual([0]);
     await child.waitForLine(/^STOPPED$/);
-    expect(BigInt(before.token)).toBeGreaterThan(BigInt(staleToken));
+    expect(BigInt(before.row.token)).toBeGreaterThan(BigInt(staleToken));
     await assertUntouched(q, id, before);
   });
 
@@ -132,6 +141,7 @@ describe('a stalled holder that wakes up after its lease expired', () => {
     expect(BigInt(t2)).toBeGreaterThan(BigInt(t1));
 
     const rowBefore = await raw.hgetall(k.job(id));
+    const stateBefore = await queueState(raw, q);
     const leaseBefore = await raw.zscore(k.active, id);
     expect(rowBefore).toMatchObject({ status: 'active', token: t2, attempts: '2' });
 
@@ -142,6 +152,7 @@ describe('a stalled holder that wakes up after its lease expired', () => {
     expect((await wire.retry(c, k, { id, token: t1, error: 'stale boom', fatal: false }, defaults)).outcome).toBe('stale');
 
     expect(await raw.hgetall(k.job(id))).toEqual(rowBefore);
+    expect(await queueState(raw, q)).toEqual(stateBefore);
     expect(await raw.zscore(k.active, id)).toBe(leaseBefore);
     expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 1, done: 0, dead: 0, cancelled: 0 });
 
@@ -160,10 +171,12 @@ describe('a stalled holder that wakes up after its lease expired', () => {
     expect(await wire.complete(c, k, 1000, [{ id, token: t2, result: '"X"' }])).toEqual([1]);
     const done = await raw.hgetall(k.job(id));
     expect(done).toMatchObject({ status: 'done', result: '"X"', attempts: '2', token: t2 });
+    const stateDone = await queueState(raw, q);
     expect(await wire.complete(c, k, 1000, [{ id, token: t2, result: '"again"' }])).toEqual([0]);
     expect(await wire.extend(c, k, 60_000, [{ id, token: t2 }])).toEqual([0]);
     expect((await wire.retry(c, k, { id, token: t2, error: 'late', fatal: false }, defaults)).outcome).toBe('stale');
     expect(await raw.hgetall(k.job(id))).toEqual(done);
+    expect(await queueState(raw, q)).toEqual(stateDone);
     expect((await raw.zrange(k.done, 0, -1)).sort()).toEqual([id, other].sort());
     expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 2, dead: 0, cancelled: 0 });
   });

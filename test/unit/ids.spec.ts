@@ -211,6 +211,26 @@ describe('parseId and composeId', () => {
     expect(codeOf(() => composeId('job', { ms: ID_EPOCH_MS - 1, node: 0, seq: 0 }))).toBe('EMQ_BAD_ID');
     expect(codeOf(() => composeId('JOB', { ms: T0(), node: 0, seq: 0 }))).toBe('EMQ_BAD_NAME');
   });
+
+  it('refuses parts it cannot round-trip (node/seq out of range, fractions) instead of spilling bits', () => {
+    const bad = [
+      { ms: T0(), node: MAX_NODE + 1, seq: 0 }, // would read back as ms + 1, node 0
+      { ms: T0(), node: 0, seq: MAX_SEQ + 1 }, // would read back as node 1, seq 0
+      { ms: T0(), node: -1, seq: 0 },
+      { ms: T0(), node: 0, seq: -1 },
+      { ms: T0() + 0.5, node: 0, seq: 0 },
+      { ms: T0(), node: 1.5, seq: 0 },
+    ];
+    const outcome = bad.map((parts) => {
+      try {
+        const id = composeId('job', parts);
+        return `accepted as ${JSON.stringify(parseId(id))}`;
+      } catch (err) {
+        return err instanceof EchoMqError ? err.code : `threw ${String(err)}`;
+      }
+    });
+    expect(outcome).toEqual(bad.map(() => 'EMQ_BAD_ID'));
+  });
 });
 
 describe('malformed ids', () => {
