@@ -9,28 +9,36 @@ const SYSTEM_NAMES = ['echomq', 'bullmq'] as const;
 const MEANING: Readonly<Record<Metric, string>> = {
   enqueue_single_per_s: 'jobs/s added one call per job with 100 calls in flight (EchoMQ `QueueService.enqueue`, BullMQ `Queue.add`).',
   enqueue_batch_per_s: 'jobs/s added 1,000 per call, one call in flight (EchoMQ `enqueueMany`, BullMQ `addBulk`).',
-  process_c1_per_s: 'jobs/s processed by one consumer at concurrency 1 in this process: the jobs are enqueued first, the clock runs from starting the consumer until every handler ran and Valkey shows no job waiting or active.',
+  process_c1_per_s:
+    'jobs/s processed by one consumer of concurrency 1 in the benchmark process. The jobs are enqueued first (untimed); the clock runs from starting the consumer until every handler ran and Valkey shows no job waiting or active.',
   process_c10_per_s: 'the same at concurrency 10.',
   process_c50_per_s: 'the same at concurrency 50.',
-  process_2x50_per_s: 'the same with two child processes (`node dist/bench/worker.js`), one consumer of concurrency 50 each, on one queue; the clock starts when both are connected and told to go.',
-  latency_p50_ms: 'median ms from just before the enqueue call to the start of the handler, at a steady ~500 jobs/s of single enqueues into an idle-ish consumer (concurrency 10, same process). The payload carries `performance.timeOrigin + performance.now()`.',
-  latency_p99_ms: 'the 99th percentile of the same.',
-  bytes_per_pending_job: 'growth of Valkey `used_memory` per job after enqueueing 10,000 jobs with a 100-byte JSON payload and no consumer (the producer disconnected at both readings).',
+  process_2x50_per_s:
+    'the same with two child processes (`node dist/bench/worker.js`), one consumer of concurrency 50 each, on one queue. The clock starts once both are connected and told to go.',
+  latency_p50_ms:
+    'median ms from just before the enqueue call to the start of the handler, under a steady ~500 single enqueues/s into a running consumer (concurrency 10, same process, so one clock). The payload carries `performance.timeOrigin + performance.now()`.',
+  latency_p99_ms: 'the 99th percentile of the same samples.',
+  bytes_per_pending_job:
+    'growth of Valkey `used_memory` per job after enqueueing 10,000 jobs with a 100-byte JSON payload and no consumer (the producer is disconnected at both readings, so client buffers do not count).',
 };
 
 const fmt = (v: number, d = 1): string => v.toFixed(d);
 
 function costTable(records: readonly PhaseRecord[]): string {
   const lines = [
-    '| Phase | System | Wall s | Client CPU µs/job | Valkey CPU µs/job | of which in scripts | Script calls/job | Valkey commands/job |',
+    '| Phase | System | Wall s | Client CPU µs/job | Valkey CPU µs/job | in scripts µs/job | Script calls/job | Valkey commands/job |',
     '|---|---|---:|---:|---:|---:|---:|---:|',
   ];
-  for (const r of records) {
-    const c = r.cost;
-    if (!c) continue;
-    lines.push(
-      `| ${r.phase} | ${r.system} | ${fmt(c.seconds, 2)} | ${fmt(c.clientUsPerJob)} | ${fmt(c.serverUsPerJob)} | ${fmt(c.scriptUsPerJob)} | ${fmt(c.scriptsPerJob, 3)} | ${fmt(c.commandsPerJob, 1)} |`,
-    );
+  const phases = [...new Set(records.map((r) => r.phase))];
+  for (const phase of phases) {
+    for (const system of SYSTEM_NAMES) {
+      const r = records.find((x) => x.phase === phase && x.system === system);
+      const c = r?.cost;
+      if (!c) continue;
+      lines.push(
+        `| ${phase} | ${system} | ${fmt(c.seconds, 2)} | ${fmt(c.clientUsPerJob)} | ${fmt(c.serverUsPerJob)} | ${fmt(c.scriptUsPerJob)} | ${fmt(c.scriptsPerJob, 3)} | ${fmt(c.commandsPerJob)} |`,
+      );
+    }
   }
   return lines.join('\n');
 }
@@ -59,36 +67,40 @@ function notes(records: readonly PhaseRecord[]): string {
 
 function losses(report: Report): string {
   const lost = METRICS.filter((m) => !ratio(report.results, m).echoBetter);
-  if (lost.length === 0) return 'In this run EchoMQ was ahead on every row.';
-  return `In this run BullMQ was ahead on: ${lost
-    .map((m) => `\`${m}\` (${shown(m, report.results.echomq[m])} vs ${shown(m, report.results.bullmq[m])})`)
+  if (lost.length === 0) return 'In this run EchoMQ was ahead on every row; the points below are where that can change.';
+  return `In this run BullMQ was ahead on ${lost
+    .map((m) => `\`${m}\` (EchoMQ ${shown(m, report.results.echomq[m])}, BullMQ ${shown(m, report.results.bullmq[m])})`)
     .join(', ')}.`;
 }
 
 /** Renders `docs/benchmarks.md` for a run. */
 export function renderDoc(report: Report): string {
   const { env, sizes: s } = report;
-  const quick = env.quick ? '\n> **Quick run** (`npm run bench -- --quick`): smaller counts, noisier numbers. Run `npm run bench` for the full run.\n' : '';
-  const counts = `${s.enqueueSingle.toLocaleString('en-US')} single enqueues, ${s.enqueueBatch.toLocaleString('en-US')} batch-enqueued jobs, ${Object.entries(s.process)
-    .map(([k, v]) => `${v.toLocaleString('en-US')} jobs at ${k}`)
-    .join(', ')}, ${s.latencySeconds} s of latency load, ${s.memoryJobs.toLocaleString('en-US')} jobs for memory`;
+  const n = (v: number): string => v.toLocaleString('en-US');
+  const quick = env.quick ? '\n> **Quick run** (`npm run bench -- --quick`): smaller counts, one repetition, noisier numbers. `npm run bench` does the full run.\n' : '';
+  const counts = `${n(s.enqueueSingle)} single enqueues, ${n(s.enqueueBatch)} batch-enqueued jobs, ${Object.entries(s.process)
+    .map(([k, v]) => `${n(v)} jobs at ${k}`)
+    .join(', ')}, ${s.latencySeconds} s of latency load, ${n(s.memoryJobs)} jobs for memory`;
+  const reps = s.reps > 1 ? `The suite ran ${s.reps} times; every number below is the median of the ${s.reps} runs (memory, being deterministic, ran once).` : 'The suite ran once.';
   return `# Benchmarks: EchoMQ vs BullMQ
 ${quick}
 Generated by \`npm run bench${env.quick ? ' -- --quick' : ''}\` (\`bench/run.ts\`) on ${env.date}; the run took ${Math.round(report.seconds)} s.
 Both systems ran in the same run against one fresh \`valkey-server\` (started by \`startEmbeddedValkey()\`:
-loopback, no persistence), one phase at a time, each phase on a fresh random queue, FLUSHALL between phases.
-The raw numbers are in \`bench/results.json\`.
+loopback, no persistence), one phase at a time, each phase on a fresh random queue with FLUSHALL between
+phases. ${reps} The raw numbers are in \`bench/results.json\`.
 
-**Machine:** ${env.nproc} CPUs (${env.cpuModel}), ${env.memGiB} GiB RAM, Node ${env.node}, Valkey ${env.valkey}.
-**Software:** EchoMQ ${env.versions.echomq} (iovalkey ${env.versions.iovalkey}), BullMQ ${env.versions.bullmq} (ioredis ${env.versions.ioredis}).
-**Counts:** ${counts}.
+- **Machine:** ${env.nproc} CPUs (${env.cpuModel}), ${env.memGiB} GiB RAM, Node ${env.node}, Valkey ${env.valkey};
+  load average ${env.loadAvg.toFixed(2)} when the run started. Valkey, the benchmark process and (in the 2×50
+  row) two worker processes share these CPUs.
+- **Software:** EchoMQ ${env.versions.echomq} (iovalkey ${env.versions.iovalkey}), BullMQ ${env.versions.bullmq} (ioredis ${env.versions.ioredis}).
+- **Counts per run:** ${counts}.
 
 ## Results
 
 ${markdownTable(report.results)}
 
-The ratio is EchoMQ divided by BullMQ. For the \`_per_s\` rows higher is better; for latency and memory
-rows lower is better (a ratio below 1× favours EchoMQ).
+The ratio is EchoMQ divided by BullMQ. For the \`_per_s\` rows higher is better; for the latency and
+memory rows lower is better (there a ratio below 1× favours EchoMQ).
 
 ## What each row means
 
@@ -96,29 +108,34 @@ ${METRICS.map((m) => `- \`${m}\`: ${MEANING[m]}`).join('\n')}
 
 ## How the two systems are configured
 
-- **Retention:** EchoMQ consumers run with \`keepDone: 1000\` (its default: the newest 1,000 done rows are
+- **Retention:** EchoMQ consumers run with \`keepDone: 1000\` (its default: the newest 1,000 done jobs are
   kept); BullMQ workers run with \`removeOnComplete: { count: 1000 }\` (set on the worker, so it is not
   stored in every job's options). Everything else is each system's default: EchoMQ 3 attempts and a 30 s
   lease; BullMQ 1 attempt, a 30 s lock, stalled-job checks and its events stream.
-- **Consumers:** EchoMQ uses the \`Consumer\` loop directly (configured as \`ConsumerOrchestrator\` does,
-  no Nest); BullMQ uses \`new Worker(name, async () => {}, { connection, concurrency })\`. Handlers are no-ops.
+- **Consumers:** EchoMQ uses its \`Consumer\` loop directly (configured as \`ConsumerOrchestrator\` configures
+  it, no Nest); BullMQ uses \`new Worker(name, handler, { connection, concurrency, autorun: false })\` and
+  \`worker.run()\` once connected. Handlers are no-ops that count the job.
 - **Clients:** EchoMQ's command client is iovalkey with auto-pipelining (its default); BullMQ creates its
   ioredis clients itself from \`{ host, port }\`.
 - **Payload:** 100 bytes of JSON in every throughput and memory phase.
-- Each phase is warmed up first (a few hundred untimed calls, or an untimed 2,000-job processing run
-  at the start), and the order of the two systems alternates from phase to phase.
+- **Warm-up:** an untimed 2,000-job processing run per system at the start, and 2,000 untimed calls before
+  each enqueue phase. The order of the two systems alternates from phase to phase and run to run.
 
 ## Where the time goes
 
-Per job, over the timed part of each phase: client CPU (\`process.cpuUsage()\`, including the child
-processes in the 2×50 case), Valkey CPU (\`INFO cpu\` delta), and Valkey command counts (\`INFO commandstats\`
-after \`CONFIG RESETSTAT\`; "commands" includes those run inside scripts).
+Per job, over the timed part of the run whose value is the median: client CPU (\`process.cpuUsage()\`,
+plus the child processes' own in the 2×50 row), Valkey CPU (\`INFO cpu\` delta), the time Valkey spent
+inside scripts (\`usec\` of EVALSHA/EVAL in \`INFO commandstats\`, wall time, so it can exceed the CPU
+when Valkey is descheduled), script calls, and every command Valkey ran including those run by scripts.
 
 ${costTable(report.medianRecords)}
 
-## Every repetition
+Reading it: batching shows up as script calls per job well below 1 (EchoMQ claims up to its free
+concurrency and completes everything that finished in one call). Where both systems make about one
+script call per job (single enqueues, concurrency 1, latency), the difference is the per-call cost: the
+client's CPU per round trip and the number of commands each script runs.
 
-Each number in the results table is the median of these runs (in run order).
+## Every repetition
 
 ${repetitions(report)}
 
@@ -134,24 +151,31 @@ ${TRADE_OFFS}
 `;
 }
 
-const TRADE_OFFS = `- **Batching is where EchoMQ's lead comes from.** A busy EchoMQ consumer claims up to its free
-  concurrency in one script call and sends the completions of every handler that finished in the same
-  event-loop turn together with the next claim: one round trip per batch. At concurrency 1 there is
-  nothing to batch, so the gap to BullMQ (which also fetches the next job in the call that completes the
-  previous one) is the smallest there. Single enqueues cannot be batched either: both systems pay one
-  script call per job, and EchoMQ's edge is only its shorter script.
+const TRADE_OFFS = `- **Concurrency 1 and single enqueues gain little.** EchoMQ's lead comes from batching: a busy consumer
+  claims up to its free concurrency in one script call and sends the completions of every handler that
+  finished in the same event-loop turn together with the next claim. At concurrency 1 there is nothing
+  to batch, so each job costs a full round trip in both systems (BullMQ fetches the next job in the call
+  that completes the previous one; EchoMQ pipelines a complete and a claim call), and the gap is the
+  smallest there. A single enqueue is one script call in both systems; EchoMQ's edge is a shorter script.
+- **Light-load latency is mostly round trips.** Both systems park an idle consumer on a blocking pop and
+  need a second round trip to take the job, so the medians are within a few tenths of a millisecond;
+  on a real network the RTT dominates both. EchoMQ's command client auto-pipelines, which holds every
+  command until the next event-loop turn: free batching under load, a few tens of µs per hop when idle.
+  The p99 is set by pauses (GC, scheduling on a shared 2-CPU machine) and moves from run to run.
 - **Greedy claiming.** An EchoMQ consumer takes as many jobs as it has free slots. With slow handlers and
-  several processes, one process can hold up to its concurrency in jobs that another, idle process could
-  have started; BullMQ hands out one job per fetch.
-- **Completion is acknowledged late.** A finished job is marked done on the next batch, not before the
-  handler's promise settles; a crash in between re-delivers the job after its lease (at-least-once, like
-  BullMQ, but with a slightly wider window).
-- **Less bookkeeping, fewer features.** BullMQ writes an events stream entry per state change, keeps job
-  options and timestamps in every row, and supports priorities, rate limits, flows, repeatable jobs,
-  progress and sandboxed processors. EchoMQ keeps none of that (its rows hold payload, status, attempts,
-  token and timestamps), which is most of its memory and CPU advantage; if you need those features the
-  comparison is not like for like.
-- **Latency at light load** is dominated by the wake-up path: both systems block an idle consumer on a key
-  and are woken by the enqueue, so the medians are close; differences of a few tenths of a millisecond on
-  loopback will not survive a real network hop.
+  several processes, one process can hold jobs that an idle process could have started; BullMQ hands
+  out one job per fetch.
+- **Completion is acknowledged late.** A finished job is marked done with the next batch, not before the
+  handler's promise settles; a crash in between re-delivers the job when its lease expires
+  (at-least-once, as in BullMQ, with a slightly wider window).
+- **The memory row counts waiting jobs only.** EchoMQ keeps a waiting job as one field of the queue's
+  data hash plus its id in the pending list, and creates the job's own row at its first claim, so a
+  running or retained done job costs more than \`bytes_per_pending_job\` (BullMQ's job hash exists from
+  the start, and BullMQ also appends to its events stream).
+- **Less bookkeeping, fewer features.** BullMQ writes an events-stream entry per state change, stores job
+  options and timestamps with every job, and offers priorities, rate limits, flows, repeatable jobs,
+  progress and sandboxed processors. EchoMQ does none of that, which is much of its CPU and memory
+  advantage; if you need those features, this is not a like-for-like comparison.
+- **Two processes on two CPUs.** In the 2×50 row two worker processes and Valkey compete for two CPUs, so
+  both systems process fewer jobs/s than with one process; on a bigger machine that row scales instead.
 `;

@@ -134,8 +134,9 @@ export class Consumer {
         if (done.length === 0 && !claim) break;
         const c = this.conn.scriptClient;
         // Issued in the same tick, both calls share one write: one round trip.
+        const sent = done;
         const [, claimed] = await Promise.all([
-          done.length > 0 ? wire.complete(c, this.k, this.cfg.keepDone, done) : undefined,
+          sent.length > 0 ? wire.complete(c, this.k, this.cfg.keepDone, sent).then((r) => this.refused(sent, r)) : undefined,
           claim ? wire.claim(c, this.k, free, this.cfg.leaseMs) : undefined,
         ]);
         done = [];
@@ -157,6 +158,13 @@ export class Consumer {
     }
     this.ticking = false;
     this.ensureWaiter();
+  }
+
+  /** Reports completions the fencing token refused (the lease was lost before they arrived). */
+  private refused(sent: readonly WireCompletion[], replies: readonly number[]): void {
+    replies.forEach((ok, i) => {
+      if (ok === 0) this.log.warn(`consumer ${this.cfg.queue}: completion of ${sent[i].id} refused (its lease was lost; the job was re-delivered)`);
+    });
   }
 
   private onClaimed(r: ClaimReply, asked: number): void {

@@ -97,7 +97,11 @@ describe('a stalled holder that wakes up after its lease expired', () => {
       expect(JSON.parse(reply)).toEqual([0]);
     }
     await assertUntouched(q, id, before);
-    expect(child.stderr()).toBe('');
+    // The stale holder's consumer reports the refusal, and nothing else.
+    await eventually(() => child.stderr().includes('refused'), 5000, 'refusal warning');
+    expect(child.stderr().trim().split('\n')).toEqual([
+      `warn: consumer ${q}: completion of ${id} refused (its lease was lost; the job was re-delivered)`,
+    ]);
   });
 
   it('a raw holder frozen past its lease gets [0] from complete, and the row is unchanged', async () => {
