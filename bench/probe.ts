@@ -8,6 +8,8 @@ import { Redis } from 'iovalkey';
 export interface PhaseCost {
   /** Wall seconds of the timed part. */
   readonly seconds: number;
+  /** Wall µs per job (the inverse of the throughput; the pacing interval in the latency phase). */
+  readonly wallUsPerJob: number;
   /** Client CPU µs per job (this process, plus child processes when they report theirs). */
   readonly clientUsPerJob: number;
   /** Valkey CPU µs per job (user + sys). */
@@ -111,6 +113,7 @@ export class Probe {
         const cmd = await this.commands();
         return {
           seconds,
+          wallUsPerJob: (seconds * 1e6) / jobs,
           clientUsPerJob: (c.user + c.system + extraClientUs) / jobs,
           serverUsPerJob: server / jobs,
           scriptsPerJob: cmd.scripts / jobs,
