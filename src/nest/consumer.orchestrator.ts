@@ -32,6 +32,7 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
         queue: p.queue,
         handler: p.handler,
         concurrency: o.concurrency ?? 1,
+        prefetch: o.prefetch,
         leaseMs: o.leaseMs ?? d.leaseMs,
         attempts: o.attempts ?? d.attempts,
         backoff: backoffWire(o.backoff ?? d.backoff),

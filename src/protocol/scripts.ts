@@ -8,14 +8,29 @@ import { fromReplyError } from './errors.js';
 export const PROTOCOL_VERSION = '1';
 
 /** The names of the scripts in `lua/`, one per transition. */
-export const SCRIPT_NAMES = ['enqueue', 'claim', 'complete', 'retry', 'extend', 'reap', 'cancel', 'peek', 'node'] as const;
+export const SCRIPT_NAMES = ['enqueue', 'claim', 'complete', 'retry', 'extend', 'reap', 'release', 'cancel', 'peek', 'node'] as const;
 /** A script name. */
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
+
+/** A pipeline as the registry needs it. */
+export interface ScriptPipeline {
+  evalsha(sha: string, numKeys: number, ...args: (string | number)[]): unknown;
+  exec(): Promise<[Error | null, unknown][] | null>;
+}
 
 /** The minimal client surface the registry needs (iovalkey's Redis and Cluster both fit). */
 export interface ScriptClient {
   evalsha(sha: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
   eval(source: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
+  pipeline(): ScriptPipeline;
+}
+
+/** One script call: which script, its KEYS and ARGV, and how to read its reply. */
+export interface ScriptCall<T> {
+  readonly name: ScriptName;
+  readonly keys: readonly string[];
+  readonly args: readonly (string | number)[];
+  readonly parse: (reply: unknown) => T;
 }
 
 /** One loaded script: its exact bytes and their SHA1. */
@@ -61,8 +76,7 @@ const isNoScript = (err: unknown): boolean => err instanceof Error && err.messag
 /**
  * Runs a script by EVALSHA; on NOSCRIPT (restart, failover, SCRIPT FLUSH) sends the same bytes
  * by EVAL, which also reloads the cache. A NOSCRIPT reply means the script did not run, so the
- * fallback never runs anything twice. Commands issued in one tick share one write when the
- * client auto-pipelines, and each keeps its own fallback: that is the fallback inside pipelines.
+ * fallback never runs anything twice.
  */
 export async function runScript(
   client: ScriptClient,
@@ -81,4 +95,42 @@ export async function runScript(
       throw fromReplyError(err2);
     }
   }
+}
+
+/** Runs one script call and parses its reply. */
+export async function call<T>(client: ScriptClient, c: ScriptCall<T>): Promise<T> {
+  return c.parse(await runScript(client, c.name, c.keys, c.args));
+}
+
+/**
+ * Sends several script calls in one write (one round trip) and settles each on its own. A call
+ * answered NOSCRIPT inside the pipeline did not run; it is re-sent by EVAL afterwards, in order,
+ * so the fallback holds inside pipelines too. A connection failure rejects every call.
+ */
+export async function callPipeline<T extends readonly ScriptCall<unknown>[]>(
+  client: ScriptClient,
+  calls: T,
+): Promise<{ [K in keyof T]: PromiseSettledResult<T[K] extends ScriptCall<infer R> ? R : never> }> {
+  const all = scripts();
+  const p = client.pipeline();
+  for (const c of calls) p.evalsha(all.get(c.name)!.sha, c.keys.length, ...c.keys, ...c.args);
+  let replies: [Error | null, unknown][] | null;
+  try {
+    replies = await p.exec();
+  } catch (err) {
+    throw fromReplyError(err);
+  }
+  const out: PromiseSettledResult<unknown>[] = [];
+  for (let i = 0; i < calls.length; i++) {
+    const c = calls[i];
+    const [err, reply] = replies?.[i] ?? [new Error('no reply'), undefined];
+    try {
+      if (!err) out.push({ status: 'fulfilled', value: c.parse(reply) });
+      else if (isNoScript(err)) out.push({ status: 'fulfilled', value: await call(client, c) });
+      else out.push({ status: 'rejected', reason: fromReplyError(err) });
+    } catch (e) {
+      out.push({ status: 'rejected', reason: e });
+    }
+  }
+  return out as { [K in keyof T]: PromiseSettledResult<T[K] extends ScriptCall<infer R> ? R : never> };
 }

@@ -1,4 +1,4 @@
-import { PROTOCOL_VERSION, runScript, type ScriptClient } from './scripts.js';
+import { PROTOCOL_VERSION, call, runScript, type ScriptCall, type ScriptClient } from './scripts.js';
 import { globalKeys, type QueueKeys } from './keys.js';
 
 /** One job to enqueue, already encoded for the wire. */
@@ -33,6 +33,35 @@ export interface WireCompletion {
   readonly result: string;
 }
 
+/** Script calls that are also sent together in one pipeline (the consumer's round). */
+export const calls = {
+  claim(k: QueueKeys, n: number, leaseMs: number, promote = 1000): ScriptCall<ClaimReply> {
+    return {
+      name: 'claim',
+      keys: [k.meta, k.pending, k.scheduled, k.active, k.wake, k.data, k.opts, k.jobPrefix],
+      args: [PROTOCOL_VERSION, n, leaseMs, promote],
+      parse: (reply) => {
+        const r = reply as (string | number)[];
+        const jobs: WireClaim[] = [];
+        for (let i = 1; i < r.length; i += 4) {
+          jobs.push({ id: r[i] as string, token: String(r[i + 1]), attempt: Number(r[i + 2]), payload: r[i + 3] as string });
+        }
+        return { jobs, waitMs: Number(r[0]) };
+      },
+    };
+  },
+
+  complete(k: QueueKeys, keepDone: number, done: readonly WireCompletion[]): ScriptCall<number[]> {
+    const keys = [k.meta, k.active, k.done, k.data, k.jobPrefix];
+    const args: (string | number)[] = [PROTOCOL_VERSION, keepDone, done.length];
+    for (const d of done) {
+      keys.push(k.job(d.id));
+      args.push(d.id, d.token, d.result);
+    }
+    return { name: 'complete', keys, args, parse: (reply) => reply as number[] };
+  },
+};
+
 /**
  * Typed wrappers, one per script in `lua/`. Every key array is built here from the key grammar;
  * services never assemble keys.
@@ -44,28 +73,12 @@ export const wire = {
     return (await runScript(c, 'enqueue', [k.meta, k.pending, k.scheduled, k.wake, k.data, k.opts], args)) as number[];
   },
 
-  async claim(c: ScriptClient, k: QueueKeys, n: number, leaseMs: number, promote = 1000): Promise<ClaimReply> {
-    const r = (await runScript(
-      c,
-      'claim',
-      [k.meta, k.pending, k.scheduled, k.active, k.wake, k.data, k.opts, k.jobPrefix],
-      [PROTOCOL_VERSION, n, leaseMs, promote],
-    )) as (string | number)[];
-    const jobs: WireClaim[] = [];
-    for (let i = 1; i < r.length; i += 4) {
-      jobs.push({ id: r[i] as string, token: String(r[i + 1]), attempt: Number(r[i + 2]), payload: r[i + 3] as string });
-    }
-    return { jobs, waitMs: Number(r[0]) };
+  claim(c: ScriptClient, k: QueueKeys, n: number, leaseMs: number, promote = 1000): Promise<ClaimReply> {
+    return call(c, calls.claim(k, n, leaseMs, promote));
   },
 
-  async complete(c: ScriptClient, k: QueueKeys, keepDone: number, done: readonly WireCompletion[]): Promise<number[]> {
-    const keys = [k.meta, k.active, k.done, k.data, k.jobPrefix];
-    const args: (string | number)[] = [PROTOCOL_VERSION, keepDone, done.length];
-    for (const d of done) {
-      keys.push(k.job(d.id));
-      args.push(d.id, d.token, d.result);
-    }
-    return (await runScript(c, 'complete', keys, args)) as number[];
+  complete(c: ScriptClient, k: QueueKeys, keepDone: number, done: readonly WireCompletion[]): Promise<number[]> {
+    return call(c, calls.complete(k, keepDone, done));
   },
 
   async retry(
@@ -92,6 +105,16 @@ export const wire = {
       args.push(h.id, h.token);
     }
     return (await runScript(c, 'extend', keys, args)) as number[];
+  },
+
+  async release(c: ScriptClient, k: QueueKeys, held: readonly { id: string; token: string }[]): Promise<number[]> {
+    const keys = [k.meta, k.active, k.pending, k.wake, k.jobPrefix];
+    const args: (string | number)[] = [PROTOCOL_VERSION, held.length];
+    for (const h of held) {
+      keys.push(k.job(h.id));
+      args.push(h.id, h.token);
+    }
+    return (await runScript(c, 'release', keys, args)) as number[];
   },
 
   async reap(c: ScriptClient, k: QueueKeys, limit: number, maxAttempts: number, deadCap: number): Promise<{ requeued: number; buried: number }> {

@@ -1,9 +1,9 @@
-import { decodePayload, encodePayload } from '../protocol/codec.js';
 import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
-import { FatalJobError } from '../protocol/errors.js';
 import { queueKeys, type QueueKeys } from '../protocol/keys.js';
-import { wire, type ClaimReply, type WireClaim, type WireCompletion } from '../protocol/wire.js';
-import type { Job, JobHandler } from './job.js';
+import { callPipeline, type ScriptCall } from '../protocol/scripts.js';
+import { calls, wire, type ClaimReply, type WireCompletion } from '../protocol/wire.js';
+import type { JobHandler } from './job.js';
+import { JobRunner, type Held } from './job-runner.js';
 
 /** Where a consumer reports what it cannot throw to anyone. */
 export interface ConsumerLogger {
@@ -16,6 +16,8 @@ export interface ConsumerConfig {
   readonly queue: string;
   readonly handler: JobHandler<unknown, unknown>;
   readonly concurrency: number;
+  /** Jobs claimed ahead of free slots, started without a round trip. Default min(concurrency, 32). */
+  readonly prefetch?: number;
   readonly leaseMs: number;
   readonly attempts: number;
   /** Wire form of the default backoff (`f:<ms>` / `e:<ms>`). */
@@ -28,33 +30,30 @@ export interface ConsumerConfig {
   readonly logger?: ConsumerLogger;
 }
 
-interface Running {
-  readonly id: string;
-  readonly token: string;
-  readonly ctrl: AbortController;
-  lost: boolean;
-}
-
-const MAX_ERROR_BYTES = 8192;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const silent: ConsumerLogger = { warn: () => undefined, error: () => undefined };
 
 /**
- * A supervised consumer loop for one queue. Claims in batches up to its free concurrency,
- * completes in batches, and pipelines completions with the next claim so a busy loop costs one
- * round trip per batch. Idle, it blocks on the queue's wake list (no polling). A timer extends
- * the leases of running jobs and reaps expired leases. Connection failures back off and retry.
+ * A supervised consumer loop for one queue. Claims in batches up to its free capacity
+ * (concurrency + prefetch), completes in batches, and sends completions with the next claim in
+ * one pipeline, so a busy loop costs one round trip per batch. Idle, it blocks on the queue's
+ * wake list (no polling). A timer extends the leases it holds and reaps expired leases.
+ * Failed calls back off and retry.
  */
 export class Consumer {
   private readonly k: QueueKeys;
-  private readonly inflight = new Map<string, Running>();
+  private readonly runner: JobRunner;
+  private readonly capacity: number;
   private toComplete: WireCompletion[] = [];
   private hasWork = true;
   private waitMs = -2;
   private stopping = false;
-  private ticking = false;
-  private again = false;
   private kickQueued = false;
+  /** Rounds (complete + claim pipelines) in flight, and the claim slots they asked for. */
+  private rounds = 0;
+  private reserved = 0;
+  private readonly maxRounds: number;
+  private backoffUntil = 0;
   private blocker?: ValkeyClient;
   private blocking = false;
   private maintTimer?: NodeJS.Timeout;
@@ -67,11 +66,19 @@ export class Consumer {
   ) {
     this.k = queueKeys(cfg.queue);
     this.log = cfg.logger ?? silent;
+    this.capacity = cfg.concurrency + (cfg.prefetch ?? Math.min(cfg.concurrency, 32));
+    // Two rounds in flight keep both the client and Valkey busy at high concurrency.
+    this.maxRounds = cfg.concurrency >= 8 ? 2 : 1;
+    this.runner = new JobRunner(cfg.queue, cfg.handler, cfg.concurrency, cfg.maxResultBytes, {
+      completed: (c) => this.toComplete.push(c),
+      failed: (h, error, fatal) => this.retry(h, error, fatal),
+      freed: () => this.kick(),
+    });
   }
 
   /** Jobs whose handlers are running now. */
   get running(): number {
-    return this.inflight.size;
+    return this.runner.active;
   }
 
   /** Starts claiming. */
@@ -83,81 +90,107 @@ export class Consumer {
   }
 
   /**
-   * Stops claiming, waits up to `deadlineMs` for running handlers, then aborts the rest (their
-   * jobs stay leased and are re-delivered when the lease expires) and flushes completions.
+   * Stops claiming and hands prefetched jobs back at once; waits up to `deadlineMs` for running
+   * handlers, then aborts the rest and hands their jobs back too (re-delivered, their attempt
+   * given back); flushes completions last.
    */
   async stop(deadlineMs: number): Promise<void> {
     this.stopping = true;
     if (this.blocker) this.conn.release(this.blocker);
     const until = Date.now() + deadlineMs;
-    while (this.inflight.size > 0 && Date.now() < until) await sleep(10);
-    for (const r of this.inflight.values()) {
-      // Abandoned, not failed: its outcome is ignored and the lease expiry re-delivers the job.
-      r.lost = true;
-      r.ctrl.abort(new Error('EchoMQ consumer shut down'));
-    }
+    while (this.rounds > 0 && Date.now() < until) await sleep(5);
+    await this.release(this.runner.takeBuffered());
+    while (this.runner.active > 0 && Date.now() < until) await sleep(10);
+    await this.release(this.runner.abandonRunning('EchoMQ consumer shut down'));
     const flushUntil = Date.now() + 2000;
-    while ((this.ticking || this.toComplete.length > 0) && Date.now() < flushUntil) {
+    while ((this.rounds > 0 || this.toComplete.length > 0) && Date.now() < flushUntil) {
       this.kick();
       await sleep(5);
     }
     if (this.maintTimer) clearInterval(this.maintTimer);
   }
 
-  private kick(): void {
-    if (this.ticking) {
-      this.again = true;
-      return;
+  private async release(held: Held[]): Promise<void> {
+    for (let i = 0; i < held.length; i += 1000) {
+      await wire.release(this.conn.scriptClient, this.k, held.slice(i, i + 1000)).catch((err: Error) => {
+        this.log.warn(`consumer ${this.cfg.queue}: release failed (${err.message}); the leases will expire`);
+      });
     }
+  }
+
+  private kick(): void {
     if (this.kickQueued) return;
     this.kickQueued = true;
     // Defer one turn so completions resolved together go out in one call.
     setImmediate(() => {
       this.kickQueued = false;
-      void this.tick();
+      this.pump();
     });
   }
 
-  private async tick(): Promise<void> {
-    if (this.ticking) {
-      this.again = true;
-      return;
+  /** Starts rounds while there is work for them and room in flight. */
+  private pump(): void {
+    while (this.rounds < this.maxRounds && Date.now() >= this.backoffUntil) {
+      const free = this.stopping ? 0 : Math.min(this.capacity - this.runner.size - this.reserved, 1000);
+      const n = free > 0 && this.hasWork ? free : 0;
+      // A second round in flight must carry enough work to be worth its own call.
+      const worth = this.rounds === 0 ? 1 : Math.max(1, this.cfg.concurrency >> 2);
+      if (this.toComplete.length + n < worth) break;
+      void this.round(this.toComplete.splice(0, 1000), n);
     }
-    this.ticking = true;
-    let done: WireCompletion[] = [];
+    if (this.rounds === 0) this.ensureWaiter();
+  }
+
+  /**
+   * One round: completes what finished and claims up to `n`, both in one pipeline (one round
+   * trip). Each part settles on its own: a claim that succeeded runs even if the completion
+   * failed, and completions that failed are kept to be re-sent (a repeat is refused, harmless).
+   */
+  private async round(done: WireCompletion[], n: number): Promise<void> {
+    this.rounds++;
+    this.reserved += n;
+    const list: ScriptCall<unknown>[] = [];
+    if (done.length > 0) list.push(calls.complete(this.k, this.cfg.keepDone, done));
+    if (n > 0) list.push(calls.claim(this.k, n, this.cfg.leaseMs));
+    let failure: unknown;
     try {
-      do {
-        this.again = false;
-        done = this.toComplete.length > 0 ? this.toComplete.splice(0, 1000) : [];
-        const free = this.stopping ? 0 : Math.min(this.cfg.concurrency - this.inflight.size, 1000);
-        const claim = free > 0 && this.hasWork;
-        if (done.length === 0 && !claim) break;
-        const c = this.conn.scriptClient;
-        // Issued in the same tick, both calls share one write: one round trip.
-        const sent = done;
-        const [, claimed] = await Promise.all([
-          sent.length > 0 ? wire.complete(c, this.k, this.cfg.keepDone, sent).then((r) => this.refused(sent, r)) : undefined,
-          claim ? wire.claim(c, this.k, free, this.cfg.leaseMs) : undefined,
-        ]);
-        done = [];
-        this.failures = 0;
-        if (claimed) this.onClaimed(claimed, free);
-      } while (this.again || this.toComplete.length > 0 || (this.hasWork && !this.stopping && this.inflight.size < this.cfg.concurrency));
+      const settled = await callPipeline(this.conn.scriptClient, list);
+      let i = 0;
+      if (done.length > 0) {
+        const r = settled[i++];
+        if (r.status === 'fulfilled') this.refused(done, r.value as number[]);
+        else {
+          this.toComplete.unshift(...done);
+          failure = r.reason;
+        }
+      }
+      if (n > 0) {
+        const r = settled[i++];
+        if (r.status === 'fulfilled') this.onClaimed(r.value as ClaimReply, n);
+        else failure = r.reason;
+      }
     } catch (err) {
-      // Supervision: keep unsent completions (a repeated completion is refused, harmless), back off.
-      if (done.length > 0) this.toComplete.unshift(...done);
-      this.failures++;
-      const delay = Math.min(50 * 2 ** this.failures, 5000);
-      if (!this.stopping || this.toComplete.length > 0) this.log.warn(`consumer ${this.cfg.queue}: ${(err as Error).message}; retrying in ${delay} ms`);
-      this.ticking = false;
-      setTimeout(() => {
-        this.hasWork = true;
-        this.kick();
-      }, delay).unref();
-      return;
+      this.toComplete.unshift(...done);
+      failure = err;
+    } finally {
+      this.reserved -= n;
+      this.rounds--;
     }
-    this.ticking = false;
-    this.ensureWaiter();
+    if (failure === undefined) this.failures = 0;
+    else this.supervise(failure);
+    this.pump();
+  }
+
+  /** A failed round backs off (100 ms doubling to 5 s) before the loop tries again. */
+  private supervise(err: unknown): void {
+    this.failures++;
+    const delay = Math.min(50 * 2 ** this.failures, 5000);
+    this.backoffUntil = Date.now() + delay;
+    if (!this.stopping || this.toComplete.length > 0) this.log.warn(`consumer ${this.cfg.queue}: ${(err as Error).message}; retrying in ${delay} ms`);
+    setTimeout(() => {
+      this.hasWork = true;
+      this.kick();
+    }, delay).unref();
   }
 
   /** Reports completions the fencing token refused (the lease was lost before they arrived). */
@@ -170,12 +203,12 @@ export class Consumer {
   private onClaimed(r: ClaimReply, asked: number): void {
     this.waitMs = r.waitMs;
     this.hasWork = r.jobs.length === asked && r.waitMs === -1;
-    for (const w of r.jobs) this.run(w);
+    this.runner.accept(r.jobs);
   }
 
   private ensureWaiter(): void {
     if (this.stopping || this.blocking || this.hasWork || !this.blocker) return;
-    if (this.inflight.size >= this.cfg.concurrency) return;
+    if (this.runner.size + this.reserved >= this.capacity) return;
     const maxIdle = this.cfg.maxIdleMs ?? 5000;
     const ms = this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle));
     this.blocking = true;
@@ -183,7 +216,7 @@ export class Consumer {
       () => {
         this.blocking = false;
         this.hasWork = true;
-        this.kick();
+        this.pump(); // straight away: a wake-up is latency-critical
       },
       async (err: Error) => {
         if (this.stopping) return;
@@ -198,77 +231,26 @@ export class Consumer {
     );
   }
 
-  private run(w: WireClaim): void {
-    const entry: Running = { id: w.id, token: w.token, ctrl: new AbortController(), lost: false };
-    this.inflight.set(w.id, entry);
-    let payload: unknown;
-    const job: Job<unknown> = {
-      id: w.id,
-      queue: this.cfg.queue,
-      get payload() {
-        return payload;
-      },
-      attempt: w.attempt,
-      token: w.token,
-      signal: entry.ctrl.signal,
-    };
-    Promise.resolve()
-      .then(() => {
-        try {
-          payload = decodePayload(w.payload);
-        } catch {
-          throw new FatalJobError('payload is not valid JSON');
-        }
-        return this.cfg.handler(job);
-      })
-      .then(
-        (res) => this.finish(entry, res),
-        (err: unknown) => this.fail(entry, err),
-      );
-  }
-
-  private finish(entry: Running, res: unknown): void {
-    let result: string;
-    try {
-      result = res === undefined ? '' : encodePayload(res, this.cfg.maxResultBytes);
-    } catch (err) {
-      this.fail(entry, new FatalJobError(`handler result refused: ${(err as Error).message}`));
-      return;
-    }
-    this.inflight.delete(entry.id);
-    if (!entry.lost) this.toComplete.push({ id: entry.id, token: entry.token, result });
-    this.kick();
-  }
-
-  private fail(entry: Running, err: unknown): void {
-    this.inflight.delete(entry.id);
-    this.kick();
-    if (entry.lost) return;
-    const e = err instanceof Error ? err : new Error(String(err));
-    const fatal = e instanceof FatalJobError || e.name === 'FatalJobError';
-    const text = `${e.name}: ${e.message}`.slice(0, MAX_ERROR_BYTES);
+  private retry(h: Held, error: string, fatal: boolean): void {
     wire
       .retry(
         this.conn.scriptClient,
         this.k,
-        { id: entry.id, token: entry.token, error: text, fatal },
+        { id: h.id, token: h.token, error, fatal },
         { maxAttempts: this.cfg.attempts, backoff: this.cfg.backoff, deadCap: this.cfg.deadCap },
       )
-      .catch((e2: Error) => this.log.warn(`consumer ${this.cfg.queue}: retry of ${entry.id} failed (${e2.message}); its lease will expire`));
+      .catch((e: Error) => this.log.warn(`consumer ${this.cfg.queue}: retry of ${h.id} failed (${e.message}); its lease will expire`));
   }
 
   private async maintain(): Promise<void> {
     const c = this.conn.scriptClient;
     try {
-      const held = [...this.inflight.values()].filter((r) => !r.lost);
+      const held = this.runner.leases();
       for (let i = 0; i < held.length; i += 1000) {
         const part = held.slice(i, i + 1000);
         const ok = await wire.extend(c, this.k, this.cfg.leaseMs, part);
         ok.forEach((v, j) => {
-          if (v === 0) {
-            part[j].lost = true;
-            part[j].ctrl.abort(new Error('EchoMQ lease lost'));
-          }
+          if (v === 0) this.runner.lose(part[j], 'EchoMQ lease lost');
         });
       }
       if (this.stopping) return;

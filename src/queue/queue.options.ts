@@ -89,6 +89,11 @@ export interface EnqueueOptions {
 export interface ProcessorOptions {
   /** Handlers running at once in this process. Default 1. */
   readonly concurrency?: number;
+  /**
+   * Jobs claimed ahead of free slots; each starts the moment a slot frees, without a round trip.
+   * Default min(concurrency, 32). 0 claims only what can run at once.
+   */
+  readonly prefetch?: number;
   /** Lease per claimed job in ms. Default: the queue's. */
   readonly leaseMs?: number;
   /** Default attempts for jobs that did not set theirs. */
@@ -100,6 +105,7 @@ export interface ProcessorOptions {
 /** Validates the options of a processor. */
 export function checkProcessorOptions(o: ProcessorOptions): void {
   if (o.concurrency !== undefined) intIn(o.concurrency, 1, 1000, 'concurrency');
+  if (o.prefetch !== undefined) intIn(o.prefetch, 0, 1000, 'prefetch');
   if (o.leaseMs !== undefined) intIn(o.leaseMs, 100, 86_400_000, 'leaseMs');
   if (o.attempts !== undefined) checkAttempts(o.attempts);
   if (o.backoff !== undefined) backoffWire(o.backoff);

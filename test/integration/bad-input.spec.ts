@@ -64,7 +64,13 @@ const wireJob = (id: string, payload = '{}', over: Partial<WireJob> = {}): WireJ
 /** The KEYS and ARGV a wire call would send, captured without running it: KEYS follow the current layout. */
 async function sent(call: (c: ScriptClient) => Promise<unknown>): Promise<{ keys: string[]; args: (string | number)[] }> {
   let out: (string | number)[] = [0];
-  const recorder: ScriptClient = { evalsha: async (_sha, ...rest) => ((out = rest), []), eval: async () => [] };
+  const recorder: ScriptClient = {
+    evalsha: async (_sha, ...rest) => ((out = rest), []),
+    eval: async () => [],
+    pipeline: () => {
+      throw new Error('not used by single calls');
+    },
+  };
   await call(recorder);
   const n = Number(out[0]);
   return { keys: out.slice(1, 1 + n).map(String), args: out.slice(1 + n) };

@@ -1,0 +1,159 @@
+import { decodePayload, encodePayload } from '../protocol/codec.js';
+import { FatalJobError } from '../protocol/errors.js';
+import type { WireClaim, WireCompletion } from '../protocol/wire.js';
+import type { Job, JobHandler } from './job.js';
+
+/** A claimed job this process holds: buffered (prefetched) or running. */
+export interface Held {
+  readonly id: string;
+  readonly token: string;
+  readonly claim: WireClaim;
+  ctrl?: AbortController;
+  /** Set when the lease was lost or the job was abandoned: its outcome is ignored. */
+  lost: boolean;
+}
+
+/** Where the runner sends what its handlers produce. */
+export interface RunnerSink {
+  /** A handler finished: complete the job. */
+  completed(c: WireCompletion): void;
+  /** A handler threw: retry or bury the job. */
+  failed(h: Held, error: string, fatal: boolean): void;
+  /** A slot freed up (more may be claimed). */
+  freed(): void;
+}
+
+const MAX_ERROR_BYTES = 8192;
+
+/**
+ * Runs handlers for claimed jobs, at most `concurrency` at once. Jobs claimed beyond that wait
+ * in a prefetch buffer and start the moment a slot frees, without a round trip.
+ */
+export class JobRunner {
+  private readonly held = new Map<string, Held>();
+  private readonly buffer: Held[] = [];
+  private running = 0;
+
+  constructor(
+    private readonly queue: string,
+    private readonly handler: JobHandler<unknown, unknown>,
+    private readonly concurrency: number,
+    private readonly maxResultBytes: number,
+    private readonly sink: RunnerSink,
+  ) {}
+
+  /** Jobs held (running or buffered). */
+  get size(): number {
+    return this.held.size;
+  }
+
+  /** Handlers running now. */
+  get active(): number {
+    return this.running;
+  }
+
+  /** Takes claimed jobs: starts what fits, buffers the rest. */
+  accept(claims: readonly WireClaim[]): void {
+    for (const claim of claims) {
+      const h: Held = { id: claim.id, token: claim.token, claim, lost: false };
+      this.held.set(h.id, h);
+      this.buffer.push(h);
+    }
+    this.drain();
+  }
+
+  /** Every held job whose lease is still ours. */
+  leases(): Held[] {
+    return [...this.held.values()].filter((h) => !h.lost);
+  }
+
+  /** Marks a job's lease lost: its handler is aborted and its outcome ignored. */
+  lose(h: Held, reason: string): void {
+    h.lost = true;
+    h.ctrl?.abort(new Error(reason));
+    const i = this.buffer.indexOf(h);
+    if (i >= 0) {
+      this.buffer.splice(i, 1);
+      this.held.delete(h.id);
+    }
+  }
+
+  /** Removes and returns the buffered jobs that never started. */
+  takeBuffered(): Held[] {
+    const out = this.buffer.splice(0);
+    for (const h of out) this.held.delete(h.id);
+    return out;
+  }
+
+  /** Aborts every running handler and returns the jobs it abandons. */
+  abandonRunning(reason: string): Held[] {
+    const out = [...this.held.values()].filter((h) => !h.lost);
+    for (const h of out) {
+      h.lost = true;
+      h.ctrl?.abort(new Error(reason));
+    }
+    return out;
+  }
+
+  private drain(): void {
+    while (this.running < this.concurrency && this.buffer.length > 0) this.start(this.buffer.shift()!);
+  }
+
+  private start(h: Held): void {
+    this.running++;
+    const ctrl = new AbortController();
+    h.ctrl = ctrl;
+    let payload: unknown;
+    const job: Job<unknown> = {
+      id: h.id,
+      queue: this.queue,
+      get payload() {
+        return payload;
+      },
+      attempt: h.claim.attempt,
+      token: h.token,
+      signal: ctrl.signal,
+    };
+    Promise.resolve()
+      .then(() => {
+        try {
+          payload = decodePayload(h.claim.payload);
+        } catch {
+          throw new FatalJobError('payload is not valid JSON');
+        }
+        return this.handler(job);
+      })
+      .then(
+        (res) => this.finish(h, res),
+        (err: unknown) => this.fail(h, err),
+      );
+  }
+
+  private settle(h: Held): void {
+    this.running--;
+    this.held.delete(h.id);
+    this.drain();
+    this.sink.freed();
+  }
+
+  private finish(h: Held, res: unknown): void {
+    let result: string;
+    try {
+      result = res === undefined ? '' : encodePayload(res, this.maxResultBytes);
+    } catch (err) {
+      this.fail(h, new FatalJobError(`handler result refused: ${(err as Error).message}`));
+      return;
+    }
+    if (!h.lost) this.sink.completed({ id: h.id, token: h.token, result });
+    this.settle(h);
+  }
+
+  private fail(h: Held, err: unknown): void {
+    if (!h.lost) {
+      const e = err instanceof Error ? err : new Error(String(err));
+      const fatal = e instanceof FatalJobError || e.name === 'FatalJobError';
+      this.sink.failed(h, `${e.name}: ${e.message}`.slice(0, MAX_ERROR_BYTES), fatal);
+    }
+    this.settle(h);
+  }
+}
