@@ -67,7 +67,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', row, 'status', 'cancelled', 'finished', now)
 redis.call('HDEL', KEYS[6], id)
 redis.call('ZADD', KEYS[4], now, id)
-local excess = redis.call('ZCARD', KEYS[4]) - keep
+local excess = math.min(redis.call('ZCARD', KEYS[4]) - keep, 1000) -- bounded work per call
 if excess > 0 then
   local old = redis.call('ZPOPMIN', KEYS[4], excess)
   for i = 1, #old, 2 do

@@ -54,6 +54,7 @@ if n > 0 then
   local ids = redis.call('RPOP', KEYS[2], n)
   if ids then
     local last = redis.call('HINCRBY', KEYS[1], 'token', #ids)
+    local hasOpts = redis.call('EXISTS', KEYS[7]) == 1 -- most queues never set per-job options
     local deadline = now + lease
     local zargs = {}
     for i = 1, #ids do
@@ -63,7 +64,7 @@ if n > 0 then
       if payload then -- data deleted by hand: the id is dropped, no row is half-created
         local token = last - #ids + i
         local att = redis.call('HINCRBY', row, 'attempts', 1)
-        if att == 1 then
+        if att == 1 and hasOpts then
           local o = redis.call('HGET', KEYS[7], id)
           if o then
             local maxA, backoff = string.match(o, '^(%d*)|(.*)$')

@@ -48,8 +48,7 @@ end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local out = {}
-local kept = 0
+local out, ids, rows, zdone = {}, {}, {}, {}
 for i = 1, n do
   local b = 3 * (i - 1)
   local id, token, result = ARGV[4 + b], ARGV[5 + b], ARGV[6 + b]
@@ -58,26 +57,36 @@ for i = 1, n do
   if cur[1] ~= 'active' or cur[2] ~= token then
     out[i] = 0
   else
-    redis.call('ZREM', KEYS[2], id)
+    ids[#ids + 1] = id
     if keep == 0 then
-      redis.call('DEL', row)
-      redis.call('HDEL', KEYS[4], id)
+      rows[#rows + 1] = row
     else
       redis.call('HSET', row, 'status', 'done', 'result', result, 'finished', now)
-      redis.call('ZADD', KEYS[3], now, id)
-      kept = kept + 1
+      zdone[#zdone + 1] = now
+      zdone[#zdone + 1] = id
     end
     out[i] = 1
   end
 end
-if kept > 0 then
-  local excess = redis.call('ZCARD', KEYS[3]) - keep
+-- Set operations are batched: one command for all the jobs of this call.
+if #ids > 0 then redis.call('ZREM', KEYS[2], unpack(ids)) end
+if #rows > 0 then
+  redis.call('DEL', unpack(rows))
+  redis.call('HDEL', KEYS[4], unpack(ids))
+end
+if #zdone > 0 then
+  redis.call('ZADD', KEYS[3], unpack(zdone))
+  -- Bounded work per call: at most 1000 of the oldest done jobs leave the retention at once.
+  local excess = math.min(redis.call('ZCARD', KEYS[3]) - keep, 1000)
   if excess > 0 then
     local old = redis.call('ZPOPMIN', KEYS[3], excess)
+    local oldIds, oldRows = {}, {}
     for i = 1, #old, 2 do
-      redis.call('DEL', KEYS[5] .. old[i])
-      redis.call('HDEL', KEYS[4], old[i])
+      oldIds[#oldIds + 1] = old[i]
+      oldRows[#oldRows + 1] = KEYS[5] .. old[i]
     end
+    redis.call('DEL', unpack(oldRows))
+    redis.call('HDEL', KEYS[4], unpack(oldIds))
   end
 end
 return out

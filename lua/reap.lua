@@ -52,7 +52,7 @@ for i = 1, #expired do
   end
 end
 if buried > 0 then
-  local excess = redis.call('ZCARD', KEYS[4]) - cap
+  local excess = math.min(redis.call('ZCARD', KEYS[4]) - cap, 1000) -- bounded work per call
   if excess > 0 then
     local old = redis.call('ZPOPMIN', KEYS[4], excess)
     for i = 1, #old, 2 do

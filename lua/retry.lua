@@ -63,7 +63,7 @@ redis.call('ZREM', KEYS[2], id)
 if fatal == '1' or att >= max then
   redis.call('HSET', row, 'status', 'dead', 'error', err, 'finished', now)
   redis.call('ZADD', KEYS[4], now, id)
-  local excess = redis.call('ZCARD', KEYS[4]) - cap
+  local excess = math.min(redis.call('ZCARD', KEYS[4]) - cap, 1000) -- bounded work per call
   if excess > 0 then
     local old = redis.call('ZPOPMIN', KEYS[4], excess)
     for i = 1, #old, 2 do

@@ -59,9 +59,17 @@ export class QueueKeys {
     this.jobPrefix = base + 'job:';
   }
 
-  /** The row (hash) of job `id`. */
+  /** The row (hash) of job `id`; validates the id. */
   job(id: string): string {
     assertBrandedId(id, 'job');
+    return this.jobPrefix + id;
+  }
+
+  /**
+   * The row of an id that came from a claim reply. Skips the client-side check (a BigInt decode,
+   * costly per job on the hot path); the scripts still gate every id and check each row key.
+   */
+  claimedRow(id: string): string {
     return this.jobPrefix + id;
   }
 }

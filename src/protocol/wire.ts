@@ -55,7 +55,7 @@ export const calls = {
     const keys = [k.meta, k.active, k.done, k.data, k.jobPrefix];
     const args: (string | number)[] = [PROTOCOL_VERSION, keepDone, done.length];
     for (const d of done) {
-      keys.push(k.job(d.id));
+      keys.push(k.claimedRow(d.id));
       args.push(d.id, d.token, d.result);
     }
     return { name: 'complete', keys, args, parse: (reply) => reply as number[] };
@@ -101,7 +101,7 @@ export const wire = {
     const keys = [k.meta, k.active, k.jobPrefix];
     const args: (string | number)[] = [PROTOCOL_VERSION, leaseMs, held.length];
     for (const h of held) {
-      keys.push(k.job(h.id));
+      keys.push(k.claimedRow(h.id));
       args.push(h.id, h.token);
     }
     return (await runScript(c, 'extend', keys, args)) as number[];
@@ -111,7 +111,7 @@ export const wire = {
     const keys = [k.meta, k.active, k.pending, k.wake, k.jobPrefix];
     const args: (string | number)[] = [PROTOCOL_VERSION, held.length];
     for (const h of held) {
-      keys.push(k.job(h.id));
+      keys.push(k.claimedRow(h.id));
       args.push(h.id, h.token);
     }
     return (await runScript(c, 'release', keys, args)) as number[];

@@ -16,7 +16,7 @@ export interface ConsumerConfig {
   readonly queue: string;
   readonly handler: JobHandler<unknown, unknown>;
   readonly concurrency: number;
-  /** Jobs claimed ahead of free slots, started without a round trip. Default min(concurrency, 32). */
+  /** Jobs claimed ahead of free slots, started without a round trip. Default: the concurrency. */
   readonly prefetch?: number;
   readonly leaseMs: number;
   readonly attempts: number;
@@ -66,7 +66,7 @@ export class Consumer {
   ) {
     this.k = queueKeys(cfg.queue);
     this.log = cfg.logger ?? silent;
-    this.capacity = cfg.concurrency + (cfg.prefetch ?? Math.min(cfg.concurrency, 32));
+    this.capacity = cfg.concurrency + (cfg.prefetch ?? cfg.concurrency);
     // Two rounds in flight keep both the client and Valkey busy at high concurrency.
     this.maxRounds = cfg.concurrency >= 8 ? 2 : 1;
     this.runner = new JobRunner(cfg.queue, cfg.handler, cfg.concurrency, cfg.maxResultBytes, {

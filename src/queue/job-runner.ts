@@ -8,7 +8,9 @@ export interface Held {
   readonly id: string;
   readonly token: string;
   readonly claim: WireClaim;
+  /** Made on first use of `job.signal` (most handlers never read it). */
   ctrl?: AbortController;
+  abortReason?: Error;
   /** Set when the lease was lost or the job was abandoned: its outcome is ignored. */
   lost: boolean;
 }
@@ -24,6 +26,12 @@ export interface RunnerSink {
 }
 
 const MAX_ERROR_BYTES = 8192;
+
+function abort(h: Held, reason: string): void {
+  h.lost = true;
+  h.abortReason = new Error(reason);
+  h.ctrl?.abort(h.abortReason);
+}
 
 /**
  * Runs handlers for claimed jobs, at most `concurrency` at once. Jobs claimed beyond that wait
@@ -69,8 +77,7 @@ export class JobRunner {
 
   /** Marks a job's lease lost: its handler is aborted and its outcome ignored. */
   lose(h: Held, reason: string): void {
-    h.lost = true;
-    h.ctrl?.abort(new Error(reason));
+    abort(h, reason);
     const i = this.buffer.indexOf(h);
     if (i >= 0) {
       this.buffer.splice(i, 1);
@@ -88,10 +95,7 @@ export class JobRunner {
   /** Aborts every running handler and returns the jobs it abandons. */
   abandonRunning(reason: string): Held[] {
     const out = [...this.held.values()].filter((h) => !h.lost);
-    for (const h of out) {
-      h.lost = true;
-      h.ctrl?.abort(new Error(reason));
-    }
+    for (const h of out) abort(h, reason);
     return out;
   }
 
@@ -101,8 +105,6 @@ export class JobRunner {
 
   private start(h: Held): void {
     this.running++;
-    const ctrl = new AbortController();
-    h.ctrl = ctrl;
     let payload: unknown;
     const job: Job<unknown> = {
       id: h.id,
@@ -112,7 +114,13 @@ export class JobRunner {
       },
       attempt: h.claim.attempt,
       token: h.token,
-      signal: ctrl.signal,
+      get signal() {
+        if (!h.ctrl) {
+          h.ctrl = new AbortController();
+          if (h.abortReason) h.ctrl.abort(h.abortReason);
+        }
+        return h.ctrl.signal;
+      },
     };
     Promise.resolve()
       .then(() => {

@@ -91,7 +91,7 @@ export interface ProcessorOptions {
   readonly concurrency?: number;
   /**
    * Jobs claimed ahead of free slots; each starts the moment a slot frees, without a round trip.
-   * Default min(concurrency, 32). 0 claims only what can run at once.
+   * Default: the concurrency (so a loop holds at most twice that). 0 claims only what can run at once.
    */
   readonly prefetch?: number;
   /** Lease per claimed job in ms. Default: the queue's. */
