@@ -88,15 +88,32 @@ export function parseId(id: string): { ns: string } & Snowflake {
 /** Builds the id of the given parts (used for range bounds: the smallest id of an instant). */
 export function composeId(ns: string, parts: Snowflake): string {
   if (!NS_RE.test(ns)) throw new InvalidNameError(`namespace must be 3 lowercase letters`);
-  const part = (v: number, hi: number, what: string): bigint => {
+  const check = (v: number, hi: number, what: string): void => {
     if (!Number.isInteger(v) || v < 0 || v > hi) throw new InvalidIdError(`${what} must be an integer in 0..${hi}, got ${v}`);
-    return BigInt(v);
   };
-  const rel = part(parts.ms - ID_EPOCH_MS, 2 ** 42 - 1, 'milliseconds since the id epoch');
-  part(parts.node, MAX_NODE, 'node');
-  part(parts.seq, MAX_SEQ, 'sequence');
-  const v = (rel << BigInt(NODE_BITS + SEQ_BITS)) | (BigInt(parts.node) << BigInt(SEQ_BITS)) | BigInt(parts.seq);
-  return ns + encodeBody(v);
+  const rel = parts.ms - ID_EPOCH_MS;
+  check(rel, 2 ** 42 - 1, 'milliseconds since the id epoch');
+  check(parts.node, MAX_NODE, 'node');
+  check(parts.seq, MAX_SEQ, 'sequence');
+  return ns + encodeParts(rel, parts.node * (MAX_SEQ + 1) + parts.seq);
+}
+
+const LOW = 2 ** (NODE_BITS + SEQ_BITS);
+/**
+ * Base62 of `hi · 2^22 + lo` in plain doubles (no BigInt: minting is on every enqueue's path).
+ * Each step divides the pair by 62; every intermediate stays below 2^53.
+ */
+function encodeParts(hi: number, lo: number): string {
+  let out = '';
+  for (let i = 0; i < BODY_LENGTH; i++) {
+    const remHi = hi % 62;
+    hi = (hi - remHi) / 62;
+    const mid = remHi * LOW + lo;
+    const r = mid % 62;
+    lo = (mid - r) / 62;
+    out = BASE62[r] + out;
+  }
+  return out;
 }
 
 /**
