@@ -4,7 +4,7 @@
  */
 import { Redis } from 'iovalkey';
 import { BUILTIN_DEFAULTS, Consumer, EchoMqConnection, QueueService, queueKeys } from '../src/index.js';
-import { backoffWire } from '../src/queue/queue.options.js';
+import { resolveConsumerOptions } from '../src/queue/queue.options.js';
 import type { ConsumerHandle, Driver, Producer } from './common.js';
 
 /** Done rows kept per queue, matching BullMQ's `removeOnComplete: { count: 1000 }`. */
@@ -45,13 +45,7 @@ export class EchoMqDriver implements Driver {
       handler: (job) => {
         onJob(job.payload);
       },
-      concurrency,
-      leaseMs: d.leaseMs,
-      attempts: d.attempts,
-      backoff: backoffWire(d.backoff),
-      keepDone: ECHOMQ_KEEP_DONE,
-      deadCap: d.deadCap,
-      maxResultBytes: d.maxPayloadBytes,
+      ...resolveConsumerOptions({ ...d, keepDone: ECHOMQ_KEEP_DONE }, { concurrency }),
       logger: { warn: (m) => console.warn(`[echomq] ${m}`), error: (m) => console.error(`[echomq] ${m}`) },
     });
     return {

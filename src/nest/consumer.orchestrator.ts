@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { EchoMqConnection } from '../protocol/connection.js';
-import { backoffWire } from '../queue/queue.options.js';
+import { resolveConsumerOptions } from '../queue/queue.options.js';
 import { Consumer } from '../queue/consumer.js';
 import { QueueService } from '../queue/queue.service.js';
 import { ECHOMQ_OPTIONS } from './echomq.constants.js';
@@ -26,24 +26,15 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
   async onApplicationBootstrap(): Promise<void> {
     if (this.options.consumers === false) return;
     for (const p of this.explorer.processors) {
-      const d = this.queues.settings(p.queue);
-      const o = p.options;
       const consumer = new Consumer(this.conn, {
         queue: p.queue,
         handler: p.handler,
-        concurrency: o.concurrency ?? 1,
-        prefetch: o.prefetch,
-        leaseMs: o.leaseMs ?? d.leaseMs,
-        attempts: o.attempts ?? d.attempts,
-        backoff: backoffWire(o.backoff ?? d.backoff),
-        keepDone: d.keepDone,
-        deadCap: d.deadCap,
-        maxResultBytes: d.maxPayloadBytes,
+        ...resolveConsumerOptions(this.queues.settings(p.queue), p.options),
         logger: { warn: (m) => this.logger.warn(m), error: (m, e) => this.logger.error(m, e) },
       });
       await consumer.start();
       this.consumers.push(consumer);
-      this.logger.log(`${p.name} consumes "${p.queue}" (concurrency ${o.concurrency ?? 1})`);
+      this.logger.log(`${p.name} consumes "${p.queue}" (concurrency ${p.options.concurrency ?? 1})`);
     }
   }
 

@@ -110,3 +110,31 @@ export function checkProcessorOptions(o: ProcessorOptions): void {
   if (o.attempts !== undefined) checkAttempts(o.attempts);
   if (o.backoff !== undefined) backoffWire(o.backoff);
 }
+
+/** What a consumer loop needs from its queue's settings and its processor's options. */
+export interface ResolvedConsumerOptions {
+  readonly concurrency: number;
+  readonly prefetch?: number;
+  readonly leaseMs: number;
+  readonly attempts: number;
+  /** Wire form of the backoff (`f:<ms>` / `e:<ms>`). */
+  readonly backoff: string;
+  readonly keepDone: number;
+  readonly deadCap: number;
+  readonly maxResultBytes: number;
+}
+
+/** Resolves a processor's options over its queue's settings (processor first, then queue). */
+export function resolveConsumerOptions(d: QueueDefaults, o: ProcessorOptions = {}): ResolvedConsumerOptions {
+  checkProcessorOptions(o);
+  return {
+    concurrency: o.concurrency ?? 1,
+    prefetch: o.prefetch,
+    leaseMs: o.leaseMs ?? d.leaseMs,
+    attempts: o.attempts ?? d.attempts,
+    backoff: backoffWire(o.backoff ?? d.backoff),
+    keepDone: d.keepDone,
+    deadCap: d.deadCap,
+    maxResultBytes: d.maxPayloadBytes,
+  };
+}
