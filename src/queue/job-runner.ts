@@ -122,19 +122,22 @@ export class JobRunner {
         return h.ctrl.signal;
       },
     };
-    Promise.resolve()
-      .then(() => {
-        try {
-          payload = decodePayload(h.claim.payload);
-        } catch {
-          throw new FatalJobError('payload is not valid JSON');
-        }
-        return this.handler(job);
-      })
-      .then(
-        (res) => this.finish(h, res),
-        (err: unknown) => this.fail(h, err),
-      );
+    // The handler starts synchronously (no extra turn of the event loop before it runs).
+    let outcome: unknown;
+    try {
+      try {
+        payload = decodePayload(h.claim.payload);
+      } catch {
+        throw new FatalJobError('payload is not valid JSON');
+      }
+      outcome = this.handler(job);
+    } catch (err) {
+      outcome = Promise.reject(err);
+    }
+    Promise.resolve(outcome).then(
+      (res) => this.finish(h, res),
+      (err: unknown) => this.fail(h, err),
+    );
   }
 
   private settle(h: Held): void {
