@@ -22,6 +22,10 @@ export { BUILTIN_DEFAULTS, MAX_BATCH, resolveDefaults, resolveConsumerOptions } 
 export type { ResolvedConsumerOptions } from './queue/queue.options.js';
 export type { BackoffOptions, QueueDefaults, EnqueueOptions, ProcessorOptions } from './queue/queue.options.js';
 export type { Job, JobView, JobStatus, JobCounts, JobHandler } from './queue/job.js';
+export { BusService } from './bus/bus.service.js';
+export type { BusOptions } from './bus/bus.options.js';
+export { eventIdOf, streamIdOf, eventInstant, EVENT_NS } from './bus/event-id.js';
+export { topicKeys, TopicKeys } from './protocol/keys.js';
 export { EchoMqModule } from './nest/echomq.module.js';
 export type { EchoMqModuleOptions, EchoMqModuleAsyncOptions } from './nest/echomq.options.js';
 export { Processor } from './nest/processor.decorator.js';

@@ -7,6 +7,9 @@ import { ECHOMQ_OPTIONS } from './echomq.constants.js';
 import type { EchoMqModuleAsyncOptions, EchoMqModuleOptions } from './echomq.options.js';
 import { ConsumerOrchestrator } from './consumer.orchestrator.js';
 import { ProcessorExplorer } from './processor.explorer.js';
+import { BusService } from '../bus/bus.service.js';
+import { EventExplorer } from './event.explorer.js';
+import { GroupOrchestrator } from './group.orchestrator.js';
 
 const services: Provider[] = [
   {
@@ -24,13 +27,20 @@ const services: Provider[] = [
     useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) =>
       new QueueService(conn, resolveDefaults(BUILTIN_DEFAULTS, o.defaults), o.queues ?? {}),
   },
+  {
+    provide: BusService,
+    inject: [EchoMqConnection, ECHOMQ_OPTIONS],
+    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) => new BusService(conn, o.bus ?? {}),
+  },
   ProcessorExplorer,
   ConsumerOrchestrator,
+  EventExplorer,
+  GroupOrchestrator,
 ];
 
 /**
- * The EchoMQ module: registers `QueueService` (global) and runs every `@Processor` method of the
- * application as a supervised consumer loop.
+ * The EchoMQ module: registers `QueueService` and `BusService` (global), runs every `@Processor`
+ * method as a supervised consumer loop and every `@OnEvent` method as a consumer-group loop.
  */
 @Module({})
 export class EchoMqModule {
@@ -43,7 +53,7 @@ export class EchoMqModule {
       global: true,
       imports: [DiscoveryModule],
       providers: [{ provide: ECHOMQ_OPTIONS, useValue: options }, ...services],
-      exports: [QueueService, EchoMqConnection],
+      exports: [QueueService, BusService, EchoMqConnection],
     };
   }
 
@@ -65,7 +75,7 @@ export class EchoMqModule {
         },
         ...services,
       ],
-      exports: [QueueService, EchoMqConnection],
+      exports: [QueueService, BusService, EchoMqConnection],
     };
   }
 }

@@ -1,6 +1,7 @@
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency } from '@nestjs/common';
 import type { ValkeyConnectionOptions } from '../protocol/connection.js';
 import type { QueueDefaults } from '../queue/queue.options.js';
+import type { BusOptions } from '../bus/bus.options.js';
 
 /** Options of `EchoMqModule.forRoot`. */
 export interface EchoMqModuleOptions {
@@ -10,6 +11,8 @@ export interface EchoMqModuleOptions {
   readonly defaults?: Partial<QueueDefaults>;
   /** Per-queue overrides of the defaults, by queue name. */
   readonly queues?: Readonly<Record<string, Partial<QueueDefaults>>>;
+  /** Bus options (consumer instance name, payload limit, dead-letter cap). */
+  readonly bus?: BusOptions;
   /** How long shutdown waits for running handlers (ms). Default 10,000. */
   readonly shutdownTimeoutMs?: number;
   /** Set false to register services without starting `@Processor` loops. Default true. */

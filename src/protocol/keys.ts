@@ -74,6 +74,48 @@ export class QueueKeys {
   }
 }
 
+/**
+ * The keys of one Bus topic. The topic name is the hash tag, so a topic lives in one slot. Kinds
+ * never collide with a queue's kinds, so a queue and a topic may share a name.
+ */
+export class TopicKeys {
+  /** Hash: `v` protocol version, retention policy fields. */
+  readonly meta: string;
+  /** Stream: the retained event log. */
+  readonly log: string;
+  /** Stream: the dead-letter log. */
+  readonly dead: string;
+  /** Zset: archive segment index (member `<firstEvtId>-<lastEvtId>`, score = first ms). */
+  readonly archive: string;
+  /** Prefix of archive segments; a segment is this prefix followed by its index member. */
+  readonly segPrefix: string;
+  /** Sharded pub/sub channel of the topic's fire-and-forget signals. */
+  readonly signal: string;
+
+  constructor(readonly topic: string) {
+    assertName(topic, 'topic');
+    const base = `emq:{${topic}}:bus:`;
+    this.meta = base + 'meta';
+    this.log = base + 'log';
+    this.dead = base + 'dead';
+    this.archive = base + 'archive';
+    this.segPrefix = base + 'seg:';
+    this.signal = base + 'signal';
+  }
+}
+
+const topicCache = new Map<string, TopicKeys>();
+/** The (memoised) keys of `topic`; validates the name. */
+export function topicKeys(topic: string): TopicKeys {
+  let k = topicCache.get(topic);
+  if (!k) {
+    k = new TopicKeys(topic);
+    if (topicCache.size > 10_000) topicCache.clear();
+    topicCache.set(topic, k);
+  }
+  return k;
+}
+
 /** Cluster-wide keys, under the `{emq}` reserve tag. */
 export const globalKeys = {
   /** Counter that spreads node-number claims. */

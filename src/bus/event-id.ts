@@ -1,0 +1,36 @@
+import { InvalidIdError } from '../protocol/errors.js';
+import { ID_EPOCH_MS, assertBrandedId, composeId, decodeBody } from '../protocol/ids.js';
+
+/**
+ * Bus event ids. An event's wire identity is its stream entry id `<ms>-<seq>`, minted by the
+ * server's clock when the entry is appended. Its branded form is `evt` + base62 of
+ * `(ms − epoch) · 2^22 + seq`: the same 14-byte layout as every id, byte order = log order, and
+ * exactly convertible both ways (`seq` < 2^22).
+ */
+export const EVENT_NS = 'evt';
+const LOW = 2 ** 22;
+
+/** The branded id of a stream entry id. */
+export function eventIdOf(streamId: string): string {
+  const dash = streamId.indexOf('-');
+  const ms = Number(streamId.slice(0, dash));
+  const seq = Number(streamId.slice(dash + 1));
+  if (dash < 1 || !Number.isInteger(ms) || !Number.isInteger(seq) || seq < 0 || seq >= LOW) {
+    throw new InvalidIdError(`stream id ${JSON.stringify(streamId)} has no branded form`);
+  }
+  return composeId(EVENT_NS, { ms, node: Math.floor(seq / 4096), seq: seq % 4096 });
+}
+
+/** The stream entry id of a branded event id. */
+export function streamIdOf(eventId: string): string {
+  assertBrandedId(eventId, EVENT_NS);
+  const v = decodeBody(eventId.slice(3));
+  const low = Number(v & BigInt(LOW - 1));
+  const ms = Number(v >> 22n) + ID_EPOCH_MS;
+  return `${ms}-${low}`;
+}
+
+/** The mint instant (ms) of a branded event id. */
+export function eventInstant(eventId: string): number {
+  return Number(streamIdOf(eventId).split('-')[0]);
+}
