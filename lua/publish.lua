@@ -1,4 +1,48 @@
--- publish.lua: EchoMQ protocol v1. (Being written: see docs/bus.md.)
+-- publish.lua: EchoMQ protocol v1. Appends one or many events to a topic's retained log, in
+-- one atomic call: every entry is `XADD <log> * p <payload>`, its id minted by the server clock
+-- (all entries of one call share the call's millisecond, in order). Payloads are opaque JSON
+-- text. Retention is not applied here (trim.lua does it).
 --
--- Returns: an error until implemented.
-return redis.error_reply('EMQ_BAD_ARG publish.lua is not implemented yet')
+-- KEYS[1]  emq:{t}:bus:meta  topic meta hash (protocol version `v`, retention policy)
+-- KEYS[2]  emq:{t}:bus:log   stream: the event log
+-- ARGV[1]  protocol version ("1")
+-- ARGV[2]  largest payload in bytes (>= 1)
+-- ARGV[3]  n, the number of events (1..1000)
+-- ARGV[4 .. 3+n]  the payloads (JSON text, non-empty), in publish order
+-- Returns: an array of n stream ids `<ms>-<seq>`, in publish order.
+-- Errors:  EMQ_VERSION, EMQ_BAD_ARG, EMQ_PAYLOAD_TOO_LARGE, EMQ_BATCH_TOO_LARGE.
+local V = '1'
+if ARGV[1] ~= V then
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+end
+local stored = redis.call('HGET', KEYS[1], 'v')
+if stored and stored ~= V then
+  return redis.error_reply('EMQ_VERSION topic data is protocol ' .. stored .. ', script speaks ' .. V)
+end
+local maxBytes = tonumber(ARGV[2])
+local n = tonumber(ARGV[3])
+if not maxBytes or maxBytes < 1 or not n or n < 1 or n % 1 ~= 0 then
+  return redis.error_reply('EMQ_BAD_ARG bad payload limit or event count')
+end
+if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 events per call') end
+if #KEYS ~= 2 or #ARGV ~= 3 + n then
+  return redis.error_reply('EMQ_BAD_ARG expected 2 keys and ' .. n .. ' payloads')
+end
+for i = 1, n do
+  local payload = ARGV[3 + i]
+  if #payload == 0 then return redis.error_reply('EMQ_BAD_ARG event ' .. i .. ' has an empty payload') end
+  if #payload > maxBytes then
+    return redis.error_reply('EMQ_PAYLOAD_TOO_LARGE event ' .. i .. ' payload is ' .. #payload .. ' bytes, the limit is ' .. maxBytes)
+  end
+end
+local kind = redis.call('TYPE', KEYS[2])['ok']
+if kind ~= 'stream' and kind ~= 'none' then
+  return redis.error_reply('EMQ_BAD_ARG the log key holds a ' .. kind .. ', not a stream')
+end
+
+if not stored then redis.call('HSET', KEYS[1], 'v', V) end
+local out = {}
+for i = 1, n do
+  out[i] = redis.call('XADD', KEYS[2], '*', 'p', ARGV[3 + i])
+end
+return out

@@ -7,3 +7,9 @@ export interface BusOptions {
   /** Dead-letter log cap per topic. Default 10,000. */
   readonly deadCap?: number;
 }
+
+/** Options of the Bus core (publish, retention), merged into `BusOptions`. */
+export interface BusOptions {
+  /** Trim each topic published to at most this often (ms); 0 turns automatic trimming off. Default 5000. */
+  readonly trimIntervalMs?: number;
+}

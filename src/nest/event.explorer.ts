@@ -1,5 +1,49 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { InvalidOptionError } from '../protocol/errors.js';
+import type { EventHandler } from '../bus/group-options.js';
+import { getOnEventMetadata, type OnEventMetadata } from './on-event.decorator.js';
 
-/** Collects `@OnEvent` methods at module init. No I/O happens here. */
+/** A discovered `@OnEvent` method, bound to its instance. */
+export interface DiscoveredEventHandler extends OnEventMetadata {
+  readonly handler: EventHandler<unknown>;
+  /** `ClassName.method`, for logs. */
+  readonly name: string;
+}
+
+/**
+ * Collects `@OnEvent` methods at module init. No I/O happens here. Two methods of one app in the
+ * same group of the same topic are refused (`InvalidOptionError`): they would share one consumer
+ * name, and so one pending list.
+ */
 @Injectable()
-export class EventExplorer {}
+export class EventExplorer implements OnModuleInit {
+  /** What was found, in discovery order. */
+  readonly handlers: DiscoveredEventHandler[] = [];
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+  ) {}
+
+  onModuleInit(): void {
+    this.handlers.length = 0;
+    const seen = new Map<string, string>();
+    for (const wrapper of this.discovery.getProviders()) {
+      const instance: unknown = wrapper.instance;
+      if (!instance || typeof instance !== 'object' || !wrapper.isDependencyTreeStatic()) continue;
+      const proto = Object.getPrototypeOf(instance) as object;
+      for (const key of this.scanner.getAllMethodNames(proto)) {
+        const method = (instance as Record<string, unknown>)[key];
+        const meta = getOnEventMetadata(method);
+        if (!meta) continue;
+        const name = `${(instance as object).constructor.name}.${key}`;
+        const slot = `${meta.topic}\u0000${meta.options.group}`;
+        const other = seen.get(slot);
+        if (other) throw new InvalidOptionError(`${name} and ${other} both consume group "${meta.options.group}" of topic "${meta.topic}"`);
+        seen.set(slot, name);
+        this.handlers.push({ ...meta, handler: (method as EventHandler<unknown>).bind(instance), name });
+      }
+    }
+  }
+}

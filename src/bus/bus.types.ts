@@ -1,0 +1,59 @@
+import type { Json } from '../protocol/codec.js';
+
+/** One event of a topic's log, as replay hands it out. */
+export interface BusEvent<T = Json> {
+  /** The branded event id (`evt…`), convertible to the stream id with `streamIdOf`. */
+  readonly id: string;
+  readonly topic: string;
+  readonly payload: T;
+  /** The mint instant (server clock, ms precision). */
+  readonly at: Date;
+}
+
+/** A topic's retention policy, stored in its meta hash. Absent fields are unbounded. */
+export interface RetentionPolicy {
+  /** Keep at most this many entries in the live log (older ones move to the archive). */
+  readonly maxLen?: number;
+  /** Move entries older than this (ms) to the archive. */
+  readonly maxAgeMs?: number;
+  /** Delete archive segments whose newest entry is older than this (ms). Absent: keep forever. */
+  readonly archiveMaxAgeMs?: number;
+}
+
+/** The outcome of `BusService.trim`. */
+export interface TrimResult {
+  /** Entries copied into archive segments. */
+  readonly archived: number;
+  /** Entries removed from the live log. */
+  readonly trimmed: number;
+  /** Archive segments deleted by `archiveMaxAgeMs`. */
+  readonly expiredSegments: number;
+}
+
+/** Options of `BusService.replay`. */
+export interface ReplayOptions {
+  /** First event (inclusive): a branded event id, or an instant (every event minted at or after it). Default: the oldest retained. */
+  readonly from?: string | Date;
+  /** Last event (inclusive): a branded event id, or an instant (every event minted at or before its ms). Default: now. */
+  readonly to?: string | Date;
+  /** `asc` = mint order (default), `desc` = newest first. */
+  readonly order?: 'asc' | 'desc';
+  /** Entries read per round trip (1..1000). Default 200. */
+  readonly batch?: number;
+}
+
+/** One dead letter of a topic (written by the consumer-group loop). */
+export interface DeadLetter<T = Json> {
+  /** The branded id of the dead event. */
+  readonly id: string;
+  /** The stream id of the dead-letter entry itself. */
+  readonly deadId: string;
+  readonly group: string;
+  readonly consumer: string;
+  readonly deliveries: number;
+  readonly error: string;
+  /** The payload, or undefined when it is missing or not JSON. */
+  readonly payload: T | undefined;
+  /** When it was dead-lettered. */
+  readonly at: Date;
+}

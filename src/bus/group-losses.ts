@@ -1,0 +1,31 @@
+import { Subject } from 'rxjs';
+
+/**
+ * What a consumer group lost or gave up on:
+ * - `lost`: pending entries that were trimmed or deleted from the log before they were handled
+ *   (they came back with no fields, or in XAUTOCLAIM's deleted list); they were acknowledged.
+ * - `group-recreated`: the log or the group vanished under the loop (`NOGROUP`): the group was
+ *   created again, and whatever the old log held past the group's position is gone.
+ * - `dead-lettered`: an entry reached the delivery limit and moved to the dead-letter log.
+ */
+export type GroupLossKind = 'lost' | 'group-recreated' | 'dead-lettered';
+
+/** One report of lost or dead-lettered data. */
+export interface GroupLoss {
+  readonly kind: GroupLossKind;
+  readonly topic: string;
+  readonly group: string;
+  /** The consumer (this process's member) that saw it. */
+  readonly consumer: string;
+  /** Branded event ids concerned (empty for `group-recreated`). */
+  readonly ids: readonly string[];
+  /** A human-readable account, for logs. */
+  readonly detail: string;
+  readonly at: Date;
+}
+
+/**
+ * Every loss any `GroupConsumer` in this process reports, whether it runs under Nest or not.
+ * Subscribe to alert on data loss; each consumer also has its own `losses$`.
+ */
+export const busLosses$ = new Subject<GroupLoss>();

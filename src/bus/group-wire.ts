@@ -1,0 +1,118 @@
+import type { ValkeyClient } from '../protocol/connection.js';
+import type { TopicKeys } from '../protocol/keys.js';
+import { PROTOCOL_VERSION, runScript, type ScriptClient } from '../protocol/scripts.js';
+
+/** One stream entry as a group read returns it; `payload` is null when the entry is gone. */
+export interface GroupEntry {
+  readonly streamId: string;
+  readonly payload: string | null;
+}
+
+/** One row of the extended XPENDING form. */
+export interface PendingRow {
+  readonly streamId: string;
+  readonly consumer: string;
+  readonly idleMs: number;
+  readonly deliveries: number;
+}
+
+/** The reply of XAUTOCLAIM: next cursor, claimed entries, ids no longer in the log. */
+export interface AutoClaimReply {
+  readonly cursor: string;
+  readonly entries: GroupEntry[];
+  readonly deleted: string[];
+}
+
+type Raw = unknown;
+
+const asText = (v: Raw): string => (Buffer.isBuffer(v) ? v.toString('utf8') : String(v));
+
+/** Parses a list of `[id, [field, value, …] | nil]` entries. */
+export function parseEntries(list: Raw): GroupEntry[] {
+  if (!Array.isArray(list)) return [];
+  return list.map((e: Raw) => {
+    const [id, fields] = e as [Raw, Raw];
+    let payload: string | null = null;
+    if (Array.isArray(fields)) {
+      payload = '';
+      for (let i = 0; i < fields.length; i += 2) if (asText(fields[i]) === 'p') payload = asText(fields[i + 1]);
+    }
+    return { streamId: asText(id), payload };
+  });
+}
+
+/** Sends one command through the generic call path (typed replies are parsed here). */
+export function cmd(client: ValkeyClient, name: string, args: (string | number)[]): Promise<Raw> {
+  return client.call(name, args) as Promise<Raw>;
+}
+
+/** `XREADGROUP GROUP g c COUNT n [BLOCK ms] STREAMS log <from>`: the entries of the one stream. */
+export async function readGroup(client: ValkeyClient, k: TopicKeys, group: string, consumer: string, count: number, from: string, blockMs?: number): Promise<GroupEntry[]> {
+  const args: (string | number)[] = ['GROUP', group, consumer, 'COUNT', count];
+  if (blockMs !== undefined) args.push('BLOCK', blockMs);
+  args.push('STREAMS', k.log, from);
+  const reply = await cmd(client, 'XREADGROUP', args);
+  if (!Array.isArray(reply) || reply.length === 0) return [];
+  return parseEntries((reply[0] as [Raw, Raw])[1]);
+}
+
+/** Creates the group; true when created, false when it existed (`BUSYGROUP`). */
+export async function createGroup(client: ValkeyClient, k: TopicKeys, group: string, start: string): Promise<boolean> {
+  try {
+    await cmd(client, 'XGROUP', ['CREATE', k.log, group, start, 'MKSTREAM']);
+    return true;
+  } catch (err) {
+    if (err instanceof Error && err.message.startsWith('BUSYGROUP')) return false;
+    throw err;
+  }
+}
+
+/** Extended XPENDING: `[IDLE ms] start end count [consumer]`. */
+export async function pending(client: ValkeyClient, k: TopicKeys, group: string, o: { idleMs?: number; start?: string; end?: string; count: number; consumer?: string }): Promise<PendingRow[]> {
+  const args: (string | number)[] = [k.log, group];
+  if (o.idleMs !== undefined) args.push('IDLE', o.idleMs);
+  args.push(o.start ?? '-', o.end ?? '+', o.count);
+  if (o.consumer !== undefined) args.push(o.consumer);
+  const reply = await cmd(client, 'XPENDING', args);
+  if (!Array.isArray(reply)) return [];
+  return reply.map((r: Raw) => {
+    const [id, c, idle, n] = r as Raw[];
+    return { streamId: asText(id), consumer: asText(c), idleMs: Number(idle), deliveries: Number(n) };
+  });
+}
+
+/** `XAUTOCLAIM log g me minIdle cursor COUNT n`. */
+export async function autoClaim(client: ValkeyClient, k: TopicKeys, group: string, consumer: string, minIdleMs: number, cursor: string, count: number): Promise<AutoClaimReply> {
+  const reply = (await cmd(client, 'XAUTOCLAIM', [k.log, group, consumer, minIdleMs, cursor, 'COUNT', count])) as Raw[];
+  const deleted = Array.isArray(reply[2]) ? (reply[2] as Raw[]).map(asText) : [];
+  return { cursor: asText(reply[0]), entries: parseEntries(reply[1]), deleted };
+}
+
+/** What `dead-letter.lua` did: 1 dead-lettered, 2 entry gone (acked, lost), 0 skipped. */
+export interface DeadLetterReply {
+  readonly status: 0 | 1 | 2;
+  readonly deliveries: number;
+}
+
+/** Runs `dead-letter.lua` for one pending entry (see the script's header). */
+export async function deadLetter(
+  client: ScriptClient,
+  k: TopicKeys,
+  a: { group: string; consumer: string; streamId: string; eventId: string; error: string; minIdleMs: number; deadCap: number },
+): Promise<DeadLetterReply> {
+  const reply = (await runScript(client, 'dead-letter', [k.meta, k.log, k.dead], [PROTOCOL_VERSION, a.group, a.consumer, a.streamId, a.eventId, a.error, a.minIdleMs, a.deadCap])) as number[];
+  return { status: Number(reply[0]) as 0 | 1 | 2, deliveries: Number(reply[1]) };
+}
+
+/** True for a `NOGROUP` reply (the log or the group no longer exists). */
+export const isNoGroup = (err: unknown): boolean => err instanceof Error && /NOGROUP/.test(err.message);
+
+/** `Name: message` of an error, at most 8 KiB. */
+export const errorText = (err: unknown): string => (err instanceof Error ? `${err.name}: ${err.message}` : String(err)).slice(0, 8192);
+
+/** Orders two stream ids `<ms>-<seq>`. */
+export function compareStreamIds(a: string, b: string): number {
+  const [am, as] = a.split('-').map(BigInt);
+  const [bm, bs] = b.split('-').map(BigInt);
+  return am !== bm ? (am < bm ? -1 : 1) : as === bs ? 0 : as < bs ? -1 : 1;
+}

@@ -1,0 +1,46 @@
+import type { Redis } from 'iovalkey';
+import { EchoMqError } from '../../src/index.js';
+
+/** Drains an async iterable into an array. */
+export async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const v of it) out.push(v);
+  return out;
+}
+
+/** Resolves to the code of the EchoMqError `act` fails with, or to a description of what else happened. */
+export const codeOf = (act: () => Promise<unknown> | unknown): Promise<string> =>
+  Promise.resolve()
+    .then(act)
+    .then(
+      (v) => `resolved to ${JSON.stringify(v)?.slice(0, 200)}`,
+      (err: unknown) => (err instanceof EchoMqError ? err.code : `threw a non-EchoMqError: ${String(err)}`),
+    );
+
+/** Every key matching `pattern` with its DUMP and TTL flag: a byte-exact picture of the data. */
+export async function snapshot(raw: Redis, pattern: string): Promise<Record<string, string>> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, found] = await raw.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...found);
+  } while (cursor !== '0');
+  const out: Record<string, string> = {};
+  for (const k of keys.sort()) {
+    const dump = await raw.dumpBuffer(k);
+    out[k] = `${dump ? dump.toString('hex') : 'gone'} ttl=${(await raw.pttl(k)) > 0}`;
+  }
+  return out;
+}
+
+/** Server clock, ms. */
+export async function serverMs(raw: Redis): Promise<number> {
+  const [s, us] = await raw.time();
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+}
+
+/** Waits until the server clock has moved past `ms`. */
+export async function pastMs(raw: Redis, ms: number): Promise<void> {
+  while ((await serverMs(raw)) <= ms) await new Promise((r) => setTimeout(r, 2));
+}
