@@ -2,6 +2,7 @@ import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { InvalidOptionError } from '../protocol/errors.js';
 import type { EventHandler } from '../bus/group-options.js';
+import { findDecoratedMethods } from './method-scanner.js';
 import { getOnEventMetadata, type OnEventMetadata } from './on-event.decorator.js';
 
 /** A discovered `@OnEvent` method, bound to its instance. */
@@ -29,21 +30,12 @@ export class EventExplorer implements OnModuleInit {
   onModuleInit(): void {
     this.handlers.length = 0;
     const seen = new Map<string, string>();
-    for (const wrapper of this.discovery.getProviders()) {
-      const instance: unknown = wrapper.instance;
-      if (!instance || typeof instance !== 'object' || !wrapper.isDependencyTreeStatic()) continue;
-      const proto = Object.getPrototypeOf(instance) as object;
-      for (const key of this.scanner.getAllMethodNames(proto)) {
-        const method = (instance as Record<string, unknown>)[key];
-        const meta = getOnEventMetadata(method);
-        if (!meta) continue;
-        const name = `${(instance as object).constructor.name}.${key}`;
-        const slot = `${meta.topic}\u0000${meta.options.group}`;
-        const other = seen.get(slot);
-        if (other) throw new InvalidOptionError(`${name} and ${other} both consume group "${meta.options.group}" of topic "${meta.topic}"`);
-        seen.set(slot, name);
-        this.handlers.push({ ...meta, handler: (method as EventHandler<unknown>).bind(instance), name });
-      }
+    for (const { meta, bound, name } of findDecoratedMethods(this.discovery, this.scanner, getOnEventMetadata)) {
+      const slot = `${meta.topic}\u0000${meta.options.group}`;
+      const other = seen.get(slot);
+      if (other) throw new InvalidOptionError(`${name} and ${other} both consume group "${meta.options.group}" of topic "${meta.topic}"`);
+      seen.set(slot, name);
+      this.handlers.push({ ...meta, handler: bound as EventHandler<unknown>, name });
     }
   }
 }

@@ -1,6 +1,7 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { JobHandler } from '../queue/job.js';
+import { findDecoratedMethods } from './method-scanner.js';
 import { getProcessorMetadata, type ProcessorMetadata } from './processor.decorator.js';
 
 /** A discovered `@Processor` method, bound to its instance. */
@@ -23,20 +24,8 @@ export class ProcessorExplorer implements OnModuleInit {
 
   onModuleInit(): void {
     this.processors.length = 0;
-    for (const wrapper of this.discovery.getProviders()) {
-      const instance: unknown = wrapper.instance;
-      if (!instance || typeof instance !== 'object' || !wrapper.isDependencyTreeStatic()) continue;
-      const proto = Object.getPrototypeOf(instance) as object;
-      for (const key of this.scanner.getAllMethodNames(proto)) {
-        const method = (instance as Record<string, unknown>)[key];
-        const meta = getProcessorMetadata(method);
-        if (!meta) continue;
-        this.processors.push({
-          ...meta,
-          handler: (method as JobHandler<unknown, unknown>).bind(instance),
-          name: `${(instance as object).constructor.name}.${key}`,
-        });
-      }
+    for (const { meta, bound, name } of findDecoratedMethods(this.discovery, this.scanner, getProcessorMetadata)) {
+      this.processors.push({ ...meta, handler: bound as JobHandler<unknown, unknown>, name });
     }
   }
 }

@@ -1,30 +1,8 @@
 import { EVENT_NS, EchoMqError, ID_EPOCH_MS, composeId, eventIdOf, eventInstant, isBrandedId, streamIdOf } from '../../src/index.js';
 import { compareStreamIds } from '../../src/bus/stream-id.js';
+import { codeOf, prng } from '../helpers/units.js';
 
 const LOW = 2 ** 22;
-
-/** The code of the EchoMqError `fn` throws. */
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(EchoMqError);
-    return (err as EchoMqError).code;
-  }
-  throw new Error('expected a throw');
-}
-
-/** mulberry32: a small seeded PRNG, so the property test is reproducible. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('event ids', () => {
   it('round-trips stream ids at the edges of the range', () => {

@@ -11,32 +11,10 @@ import {
   ID_EPOCH_MS,
 } from '../../src/index.js';
 import { BASE62, BODY_LENGTH, ID_LENGTH, MAX_NODE, SEQ_BITS } from '../../src/protocol/ids.js';
+import { codeOf, prng } from '../helpers/units.js';
 
 const MAX_U64 = (1n << 64n) - 1n;
 const MAX_SEQ = (1 << SEQ_BITS) - 1;
-
-/** The code of the EchoMqError `fn` throws (fails the test if it throws anything else, or nothing). */
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(EchoMqError);
-    return (err as EchoMqError).code;
-  }
-  throw new Error('expected a throw');
-}
-
-/** mulberry32: a small seeded PRNG, so the property test is reproducible. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
-}
 
 /** A random u64 of random magnitude (so short and long values both occur). */
 function randomU64(next: () => number): bigint {
