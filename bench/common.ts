@@ -51,6 +51,22 @@ export interface BenchSizes {
   readonly latencyConcurrency: number;
   /** Pending jobs whose memory is measured. */
   readonly memoryJobs: number;
+  /** Sizes of the Bus phases (EchoMQ only). */
+  readonly bus: BusSizes;
+}
+
+/** How big each Bus phase is. */
+export interface BusSizes {
+  /** Events published one call each (100 in flight). */
+  readonly publishSingle: number;
+  /** Events published 1,000 per `publishMany`. */
+  readonly publishBatch: number;
+  /** Events pre-published and handled by one group consumer, per concurrency. */
+  readonly group: Readonly<Record<'c1' | 'c50', number>>;
+  /** Events per second of the latency load, for how many seconds, and the consumer's concurrency. */
+  readonly latencyRate: number;
+  readonly latencySeconds: number;
+  readonly latencyConcurrency: number;
 }
 
 /** The sizes of a full run and of a `--quick` run. */
@@ -66,6 +82,7 @@ export function sizes(quick: boolean): BenchSizes {
         latencySeconds: 2,
         latencyConcurrency: 10,
         memoryJobs: 10_000,
+        bus: { publishSingle: 5000, publishBatch: 10_000, group: { c1: 2000, c50: 5000 }, latencyRate: 500, latencySeconds: 2, latencyConcurrency: 10 },
       }
     : {
         quick,
@@ -77,6 +94,7 @@ export function sizes(quick: boolean): BenchSizes {
         latencySeconds: 3,
         latencyConcurrency: 10,
         memoryJobs: 10_000,
+        bus: { publishSingle: 20_000, publishBatch: 50_000, group: { c1: 5000, c50: 30_000 }, latencyRate: 500, latencySeconds: 3, latencyConcurrency: 10 },
       };
 }
 

@@ -22,3 +22,9 @@ export function prng(seed: number): () => number {
     return (t ^ (t >>> 14)) >>> 0;
   };
 }
+
+/** A seeded PRNG of floats in [0, 1). */
+export function prngUnit(seed: number): () => number {
+  const next = prng(seed);
+  return () => next() / 4294967296;
+}

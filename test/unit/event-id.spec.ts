@@ -1,6 +1,6 @@
 import { EVENT_NS, EchoMqError, ID_EPOCH_MS, composeId, eventIdOf, eventInstant, isBrandedId, streamIdOf } from '../../src/index.js';
 import { compareStreamIds } from '../../src/bus/stream-id.js';
-import { codeOf, prng } from '../helpers/units.js';
+import { codeOf, prngUnit as prng } from '../helpers/units.js';
 
 const LOW = 2 ** 22;
 
