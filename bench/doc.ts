@@ -2,7 +2,8 @@
  * The prose of `docs/benchmarks.md`, filled in from a run's numbers.
  */
 import { METRICS, lowerIsBetter, type Metric } from './common.js';
-import { markdownTable, ratio, shown, type PhaseRecord, type Report } from './format.js';
+import { busSection } from './bus-doc.js';
+import { costTable, markdownTable, ratio, shown, type PhaseRecord, type Report } from './format.js';
 
 const SYSTEM_NAMES = ['echomq', 'bullmq'] as const;
 
@@ -24,23 +25,10 @@ const MEANING: Readonly<Record<Metric, string>> = {
 
 const fmt = (v: number, d = 1): string => v.toFixed(d);
 
-function costTable(records: readonly PhaseRecord[]): string {
-  const lines = [
-    '| Phase | System | Wall s | Wall µs/job | Client CPU µs/job | Valkey CPU µs/job | in scripts µs/job | Script calls/job | Valkey commands/job |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
-  ];
-  const phases = [...new Set(records.map((r) => r.phase))];
-  for (const phase of phases) {
-    for (const system of SYSTEM_NAMES) {
-      const r = records.find((x) => x.phase === phase && x.system === system);
-      const c = r?.cost;
-      if (!c) continue;
-      lines.push(
-        `| ${phase} | ${system} | ${fmt(c.seconds, 2)} | ${fmt(c.wallUsPerJob)} | ${fmt(c.clientUsPerJob)} | ${fmt(c.serverUsPerJob)} | ${fmt(c.scriptUsPerJob)} | ${fmt(c.scriptsPerJob, 3)} | ${fmt(c.commandsPerJob)} |`,
-      );
-    }
-  }
-  return lines.join('\n');
+/** The records of the phases both systems ran (the EchoMQ-only ones go to the Bus section). */
+function queueRecords(records: readonly PhaseRecord[]): PhaseRecord[] {
+  const both = new Set(records.filter((r) => r.system === 'bullmq').map((r) => r.phase));
+  return records.filter((r) => both.has(r.phase));
 }
 
 function repetitions(report: Report): string {
@@ -146,7 +134,7 @@ plus the child processes' own in the 2×50 row), Valkey CPU (\`INFO cpu\` delta)
 inside scripts (\`usec\` of EVALSHA/EVAL in \`INFO commandstats\`, wall time, so it can exceed the CPU
 when Valkey is descheduled), script calls, and every command Valkey ran including those run by scripts.
 
-${costTable(report.medianRecords)}
+${costTable(queueRecords(report.medianRecords))}
 
 Reading it: batching shows up as script calls per job well below 1 (EchoMQ claims up to its free
 concurrency and completes everything that finished in one call). Where both systems make about one
@@ -157,6 +145,7 @@ working in parallel on the two CPUs; when it is well above, both wait on the net
 In the latency row the wall time is the pacing (one job every ${fmt(1000 / report.sizes.latencyRate, 0)} ms), and the CPU per job includes
 the cost of waking up idle processes, which is high on a virtual machine.
 
+${busSection(report)}
 ## Every repetition
 
 ${repetitions(report)}

@@ -3,7 +3,7 @@
  * consume, configured as `ConsumerOrchestrator` configures it, with a done retention of 1000.
  */
 import { Redis } from 'iovalkey';
-import { BUILTIN_DEFAULTS, Consumer, EchoMqConnection, QueueService, queueKeys } from '../src/index.js';
+import { BUILTIN_DEFAULTS, Consumer, EchoMqConnection, QueueService, queueKeys, type QueueDefaults } from '../src/index.js';
 import { resolveConsumerOptions } from '../src/queue/queue.options.js';
 import type { ConsumerHandle, Driver, Producer } from './common.js';
 
@@ -16,19 +16,22 @@ async function open(url: string): Promise<EchoMqConnection> {
   return conn;
 }
 
-/** Drives EchoMQ on the Valkey at `url`. */
+/** Drives EchoMQ on the Valkey at `url`, its producers and consumers using the queue `defaults`. */
 export class EchoMqDriver implements Driver {
   readonly name = 'echomq' as const;
   private readonly raw: Redis;
 
-  constructor(private readonly url: string) {
+  constructor(
+    private readonly url: string,
+    private readonly defaults: QueueDefaults = BUILTIN_DEFAULTS,
+  ) {
     this.raw = new Redis(url, { maxRetriesPerRequest: 1 });
   }
 
   /** Opens a connection and a `QueueService` bound to `queue`. */
   async producer(queue: string): Promise<Producer> {
     const conn = await open(this.url);
-    const svc = new QueueService(conn);
+    const svc = new QueueService(conn, this.defaults);
     return {
       add: (payload) => svc.enqueue(queue, payload),
       addBatch: (payloads) => svc.enqueueMany(queue, payloads.map((payload) => ({ payload }))),
@@ -39,7 +42,7 @@ export class EchoMqDriver implements Driver {
   /** Opens a connection and builds a `Consumer` of `queue`; `start()` begins claiming. */
   async consumer(queue: string, concurrency: number, onJob: (payload: unknown) => void): Promise<ConsumerHandle> {
     const conn = await open(this.url);
-    const d = new QueueService(conn).settings(queue);
+    const d = new QueueService(conn, this.defaults).settings(queue);
     const consumer = new Consumer(conn, {
       queue,
       handler: (job) => {

@@ -2,7 +2,18 @@
  * The shapes of a run's report and how its numbers are rounded, shown and compared.
  */
 import { METRICS, lowerIsBetter, type BenchSizes, type Metric, type Results, type SystemName } from './common.js';
+import { BUS_METRICS, EVENTS_LOG_METRIC, type BusMetric } from './bus.js';
 import type { PhaseResult } from './phases.js';
+
+/** Any row of the report: a queue metric, a Bus metric, or the lifecycle-log row. */
+export type AnyMetric = Metric | BusMetric | typeof EVENTS_LOG_METRIC;
+
+/** The EchoMQ-only medians: the Bus rows, and the lifecycle-log row when it was measured. */
+export interface EchoOnlyResults {
+  readonly bus: Readonly<Record<BusMetric, number>>;
+  /** `process_c50_events_log_per_s`; absent when this build's queue has no `eventsLog` option. */
+  readonly eventsLog?: number;
+}
 
 /** The machine and software a run measured on. */
 export interface Environment {
@@ -30,6 +41,8 @@ export interface PhaseRecord extends PhaseResult {
 export interface Report {
   /** The median over the repetitions of each metric. */
   readonly results: Readonly<Record<SystemName, Results>>;
+  /** The medians of the EchoMQ-only rows (no BullMQ equivalent). */
+  readonly echoOnly: EchoOnlyResults;
   /** Every phase of every repetition. */
   readonly records: readonly PhaseRecord[];
   /** Per phase and system, the repetition whose value is the median (for the cost table). */
@@ -41,14 +54,14 @@ export interface Report {
 }
 
 /** A value rounded for the JSON file and the table. */
-export function rounded(m: Metric, v: number): number {
+export function rounded(m: AnyMetric, v: number): number {
   if (m.endsWith('_per_s')) return Math.round(v);
   if (m.startsWith('bytes')) return Math.round(v * 10) / 10;
   return Math.round(v * 1000) / 1000;
 }
 
 /** A value as the table shows it. */
-export function shown(m: Metric, v: number): string {
+export function shown(m: AnyMetric, v: number): string {
   const r = rounded(m, v);
   return m.endsWith('_per_s') ? r.toLocaleString('en-US') : String(r);
 }
@@ -77,11 +90,17 @@ export function median(xs: readonly number[]): number {
   return s[Math.floor((s.length - 1) / 2)];
 }
 
+/** The median of `metric` over the EchoMQ records that measured it (undefined if none did). */
+function echoMedian(records: readonly PhaseRecord[], metric: AnyMetric): number | undefined {
+  const values = records.filter((r) => r.system === 'echomq' && metric in r.values).map((r) => r.values[metric]);
+  return values.length === 0 ? undefined : median(values);
+}
+
 /**
  * Reduces every repetition to one value per metric and system (the median), and picks, per
  * phase and system, the repetition whose first metric is that median.
  */
-export function summarize(records: readonly PhaseRecord[]): Pick<Report, 'results' | 'medianRecords'> {
+export function summarize(records: readonly PhaseRecord[]): Pick<Report, 'results' | 'echoOnly' | 'medianRecords'> {
   const results = { echomq: {}, bullmq: {} } as Record<SystemName, Results>;
   const medianRecords: PhaseRecord[] = [];
   for (const system of ['echomq', 'bullmq'] as const) {
@@ -98,5 +117,31 @@ export function summarize(records: readonly PhaseRecord[]): Pick<Report, 'result
       medianRecords.push(reps.find((r) => r.values[first] === mid) ?? reps[0]);
     }
   }
-  return { results, medianRecords };
+  const bus = {} as Record<BusMetric, number>;
+  for (const m of BUS_METRICS) {
+    const v = echoMedian(records, m);
+    if (v === undefined) throw new Error(`metric ${m} of the bus was not measured`);
+    bus[m] = v;
+  }
+  return { results, echoOnly: { bus, eventsLog: echoMedian(records, EVENTS_LOG_METRIC) }, medianRecords };
+}
+
+/** The per-job cost table of `records` (one row per phase and system that has a cost), as Markdown. */
+export function costTable(records: readonly PhaseRecord[], unit = 'job'): string {
+  const fmt = (v: number, d = 1): string => v.toFixed(d);
+  const u = unit;
+  const lines = [
+    `| Phase | System | Wall s | Wall µs/${u} | Client CPU µs/${u} | Valkey CPU µs/${u} | in scripts µs/${u} | Script calls/${u} | Valkey commands/${u} |`,
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const phase of new Set(records.map((r) => r.phase))) {
+    for (const system of ['echomq', 'bullmq'] as const) {
+      const c = records.find((x) => x.phase === phase && x.system === system)?.cost;
+      if (!c) continue;
+      lines.push(
+        `| ${phase} | ${system} | ${fmt(c.seconds, 2)} | ${fmt(c.wallUsPerJob)} | ${fmt(c.clientUsPerJob)} | ${fmt(c.serverUsPerJob)} | ${fmt(c.scriptUsPerJob)} | ${fmt(c.scriptsPerJob, 3)} | ${fmt(c.commandsPerJob)} |`,
+      );
+    }
+  }
+  return lines.join('\n');
 }

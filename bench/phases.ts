@@ -34,7 +34,8 @@ export interface PhaseContext {
   readonly url: string;
 }
 
-const WARMUP = 2000;
+/** Untimed calls before each enqueue or publish phase. */
+export const WARMUP = 2000;
 
 async function drained(d: Driver, queue: string, timeoutMs = 60_000): Promise<void> {
   const until = Date.now() + timeoutMs;
@@ -131,8 +132,8 @@ export async function processChildren(ctx: PhaseContext, metric: string, k: numb
   }
 }
 
-/** Adds `count` jobs at `rate` per second, one call each, stamped with the enqueue instant. */
-async function steady(add: (s: StampPayload) => Promise<unknown>, rate: number, count: number, measured: boolean): Promise<void> {
+/** Adds `count` jobs (or events) at `rate` per second, one call each, stamped with the call instant. */
+export async function steady(add: (s: StampPayload) => Promise<unknown>, rate: number, count: number, measured: boolean): Promise<void> {
   const every = 1000 / rate;
   const t0 = performance.now();
   const calls: Promise<unknown>[] = [];

@@ -5,6 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { BUS_METRICS, EVENTS_LOG_METRIC } from './bus.js';
 import { METRICS, type SystemName } from './common.js';
 import { renderDoc } from './doc.js';
 import { ratio, rounded, shown, type Environment, type Report } from './format.js';
@@ -41,12 +42,26 @@ export function printTable(results: Report['results']): void {
   console.log(`\n${line(head)}\n${w.map((n) => '-'.repeat(n)).join('  ')}\n${rows.map(line).join('\n')}\n`);
 }
 
-/** Writes `bench/results.json` and `docs/benchmarks.md`; returns their paths (relative). */
+/** Prints the EchoMQ-only rows (the Bus, and the lifecycle-log row when measured) on stdout. */
+export function printEchoOnly(echoOnly: Report['echoOnly']): void {
+  const rows: [string, string][] = BUS_METRICS.map((m) => [m, shown(m, echoOnly.bus[m])]);
+  rows.push([EVENTS_LOG_METRIC, echoOnly.eventsLog === undefined ? 'not measured (no eventsLog option)' : shown(EVENTS_LOG_METRIC, echoOnly.eventsLog)]);
+  const w = Math.max(...rows.map((r) => r[0].length));
+  console.log(`EchoMQ only (no BullMQ equivalent):\n${rows.map(([m, v]) => `${m.padEnd(w)}  ${v}`).join('\n')}\n`);
+}
+
+/**
+ * Writes `bench/results.json` (`echomq`, `bullmq`, and the EchoMQ-only `bus` rows) and
+ * `docs/benchmarks.md`; returns their paths (relative). */
 export function writeReport(report: Report): string[] {
-  const json: Record<SystemName, Record<string, number>> = { echomq: {}, bullmq: {} };
+  const json: Record<SystemName | 'bus', Record<string, number>> = { echomq: {}, bullmq: {}, bus: {} };
   for (const system of ['echomq', 'bullmq'] as const) {
     for (const m of METRICS) json[system][m] = rounded(m, report.results[system][m]);
   }
+  // EchoMQ-only rows: the lifecycle-log queue row beside the other EchoMQ queue rows, the Bus under "bus".
+  const { eventsLog, bus } = report.echoOnly;
+  if (eventsLog !== undefined) json.echomq[EVENTS_LOG_METRIC] = rounded(EVENTS_LOG_METRIC, eventsLog);
+  for (const m of BUS_METRICS) json.bus[m] = rounded(m, bus[m]);
   writeFileSync(root('bench/results.json'), JSON.stringify(json, null, 2) + '\n');
   writeFileSync(root('docs/benchmarks.md'), renderDoc(report));
   return ['bench/results.json', 'docs/benchmarks.md'];

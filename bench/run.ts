@@ -1,34 +1,47 @@
 /**
  * `npm run bench [-- --quick]`: starts one fresh Valkey, measures EchoMQ and BullMQ on it phase
- * by phase (each phase on a fresh queue, FLUSHALL in between), prints the table, and writes
- * `docs/benchmarks.md` and `bench/results.json`. Stops Valkey at the end.
+ * by phase (each phase on a fresh queue, FLUSHALL in between), plus the EchoMQ-only rows (the Bus,
+ * and the queue with its lifecycle log), prints the tables, and writes `docs/benchmarks.md` and
+ * `bench/results.json`. Stops Valkey at the end.
  */
 import { startEmbeddedValkey } from '../src/index.js';
 import { SYSTEMS, sizes, type BenchSizes, type SystemName } from './common.js';
 import { makeDriver } from './drivers.js';
+import { busGroup, busLatency, busPublishBatch, busPublishSingle, processEventsLog } from './bus-phases.js';
 import { enqueueBatch, enqueueSingle, latency, memory, processChildren, processLocal, type PhaseContext, type PhaseResult } from './phases.js';
 import { Probe } from './probe.js';
 import { summarize, type PhaseRecord } from './format.js';
-import { environment, printTable, writeReport } from './report.js';
+import { environment, printEchoOnly, printTable, writeReport } from './report.js';
 
 /** One phase of the run: a label, and how to run it for one system. */
 interface Phase {
   readonly label: string;
   /** Run in the first repetition only (the measurement is deterministic). */
   readonly once?: boolean;
+  /** The systems it runs for (default both); the Bus and lifecycle-log phases are EchoMQ only. */
+  readonly systems?: readonly SystemName[];
   run(ctx: PhaseContext): Promise<PhaseResult>;
 }
 
+const ECHO_ONLY: readonly SystemName[] = ['echomq'];
+
 function phases(s: BenchSizes): Phase[] {
   const p = s.process;
+  const b = s.bus;
   return [
     { label: 'enqueue single', run: (c) => enqueueSingle(c, s.enqueueSingle) },
     { label: 'enqueue batch', run: (c) => enqueueBatch(c, s.enqueueBatch) },
     { label: 'process c1', run: (c) => processLocal(c, 'process_c1_per_s', 1, p.c1) },
     { label: 'process c10', run: (c) => processLocal(c, 'process_c10_per_s', 10, p.c10) },
     { label: 'process c50', run: (c) => processLocal(c, 'process_c50_per_s', 50, p.c50) },
+    { label: 'process c50 events log', systems: ECHO_ONLY, run: (c) => processEventsLog(c, p.c50) },
     { label: 'process 2x50', run: (c) => processChildren(c, 'process_2x50_per_s', 2, 50, p['2x50']) },
     { label: 'latency', run: (c) => latency(c, s.latencyRate, s.latencySeconds, s.latencyConcurrency) },
+    { label: 'bus publish single', systems: ECHO_ONLY, run: (c) => busPublishSingle(c, b.publishSingle) },
+    { label: 'bus publish batch', systems: ECHO_ONLY, run: (c) => busPublishBatch(c, b.publishBatch) },
+    { label: 'bus group c1', systems: ECHO_ONLY, run: (c) => busGroup(c, 'bus_group_c1_per_s', 1, b.group.c1) },
+    { label: 'bus group c50', systems: ECHO_ONLY, run: (c) => busGroup(c, 'bus_group_c50_per_s', 50, b.group.c50) },
+    { label: 'bus latency', systems: ECHO_ONLY, run: (c) => busLatency(c, b.latencyRate, b.latencySeconds, b.latencyConcurrency) },
     { label: 'memory', once: true, run: (c) => memory(c, s.memoryJobs) },
   ];
 }
@@ -50,19 +63,25 @@ async function main(): Promise<void> {
       await processLocal({ driver, probe, url: valkey.url }, 'warmup', 10, 2000);
       await driver.close();
     }
+    // And of the Bus group consumer (EchoMQ only).
+    const busDriver = makeDriver('echomq', valkey.url);
+    await busGroup({ driver: busDriver, probe, url: valkey.url }, 'warmup', 10, 2000);
+    await busDriver.close();
     const list = phases(s);
     // The whole suite repeats, so the repetitions of one phase are spread over the run.
     for (let rep = 0; rep < s.reps; rep++) {
       for (const [i, phase] of list.entries()) {
         if (phase.once && rep > 0) continue;
         // Alternate which system goes first, so neither always runs on a warmer server.
-        const order: readonly SystemName[] = (i + rep) % 2 === 0 ? SYSTEMS : [...SYSTEMS].reverse();
+        const systems = phase.systems ?? SYSTEMS;
+        const order: readonly SystemName[] = (i + rep) % 2 === 0 ? systems : [...systems].reverse();
         for (const system of order) records.push(await runOne(phase, system, rep, valkey.url, probe));
       }
     }
-    const { results, medianRecords } = summarize(records);
+    const { results, echoOnly, medianRecords } = summarize(records);
     printTable(results);
-    const files = writeReport({ results, records, medianRecords, env, sizes: s, seconds: (Date.now() - started) / 1000 });
+    printEchoOnly(echoOnly);
+    const files = writeReport({ results, echoOnly, records, medianRecords, env, sizes: s, seconds: (Date.now() - started) / 1000 });
     console.log(`wrote ${files.join(' and ')}`);
   } finally {
     await probe.close();
@@ -75,7 +94,7 @@ async function runOne(phase: Phase, system: SystemName, rep: number, url: string
   try {
     const r = await phase.run({ driver, probe, url });
     const shown = Object.entries(r.values).map(([k, v]) => `${k}=${v.toFixed(v < 100 ? 3 : 0)}`);
-    console.log(`  #${rep + 1} ${phase.label.padEnd(15)} ${system.padEnd(7)} ${shown.join(' ')}${r.note ? `  (${r.note})` : ''}`);
+    console.log(`  #${rep + 1} ${phase.label.padEnd(22)} ${system.padEnd(7)} ${shown.join(' ')}${r.note ? `  (${r.note})` : ''}`);
     return { phase: phase.label, system, rep, ...r };
   } finally {
     await driver.close();

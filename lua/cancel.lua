@@ -10,6 +10,7 @@
 -- KEYS[6]  emq:{q}:opts       hash id -> the job's own options (until its first claim)
 -- KEYS[7]  emq:{q}:job:       prefix of job rows
 -- KEYS[8]  emq:{q}:job:<id>   the job's row
+-- KEYS[9]  emq:{q}:events     lifecycle events: sharded channel and bounded stream
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  id
 -- ARGV[3]  cancelled retention: how many cancelled rows to keep (1..1000000)
@@ -19,9 +20,19 @@ local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-local stored = redis.call('HGET', KEYS[1], 'v')
+local meta = redis.call('HMGET', KEYS[1], 'v', 'elog')
+local stored, elog = meta[1], tonumber(meta[2]) or 0
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+end
+-- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
+-- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
+local function emit(key, elog, kind, ids, now)
+  if #ids == 0 then return end
+  redis.call('SPUBLISH', key, cjson.encode({ e = kind, ids = ids, at = now }))
+  if elog > 0 then
+    redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
+  end
 end
 -- The 14-byte gate: namespace `job`, 11 base62 digits, body at most 2^64-1. Compared byte by
 -- byte: Lua's `>` on strings follows the server's collation locale, not byte order.
@@ -51,8 +62,11 @@ if not status then
     return -1
   end
 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if status == 'active' then
   redis.call('HSET', row, 'cancel', '1')
+  emit(KEYS[9], elog, 'cancel-requested', { id }, now)
   return 2
 end
 if status == 'pending' then
@@ -62,8 +76,6 @@ elseif status == 'scheduled' then
 else
   return 0
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', row, 'status', 'cancelled', 'finished', now)
 redis.call('HDEL', KEYS[6], id)
 redis.call('ZADD', KEYS[4], now, id)
@@ -75,4 +87,5 @@ if excess > 0 then
     redis.call('HDEL', KEYS[5], old[i])
   end
 end
+emit(KEYS[9], elog, 'cancelled', { id }, now)
 return 1

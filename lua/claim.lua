@@ -11,6 +11,7 @@
 -- KEYS[6]  emq:{q}:data       hash id -> payload
 -- KEYS[7]  emq:{q}:opts       hash id -> "<max attempts>|<backoff>" (until the first claim)
 -- KEYS[8]  emq:{q}:job:       prefix of job rows (a row is this prefix followed by the id)
+-- KEYS[9]  emq:{q}:events     lifecycle events: sharded channel and bounded stream
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  n, the most jobs to claim (0..1000; 0 only promotes)
 -- ARGV[3]  lease in ms (1..86400000)
@@ -23,9 +24,19 @@ local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-local stored = redis.call('HGET', KEYS[1], 'v')
+local meta = redis.call('HMGET', KEYS[1], 'v', 'elog')
+local stored, elog = meta[1], tonumber(meta[2]) or 0
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+end
+-- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
+-- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
+local function emit(key, elog, kind, ids, now)
+  if #ids == 0 then return end
+  redis.call('SPUBLISH', key, cjson.encode({ e = kind, ids = ids, at = now }))
+  if elog > 0 then
+    redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
+  end
 end
 local n, lease, promote = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 if not n or n < 0 or n > 1000 or n % 1 ~= 0 then return redis.error_reply('EMQ_BAD_ARG claim count must be 0..1000') end
@@ -83,7 +94,12 @@ if n > 0 then
         out[k + 4] = payload
       end
     end
-    if #zargs > 0 then redis.call('ZADD', KEYS[4], unpack(zargs)) end
+    if #zargs > 0 then
+      redis.call('ZADD', KEYS[4], unpack(zargs))
+      local claimed = {}
+      for i = 2, #zargs, 2 do claimed[#claimed + 1] = zargs[i] end
+      emit(KEYS[9], elog, 'claimed', claimed, now)
+    end
   end
 end
 

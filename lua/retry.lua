@@ -11,6 +11,7 @@
 -- KEYS[6]  emq:{q}:data       hash id -> payload (for jobs trimmed out of the morgue)
 -- KEYS[7]  emq:{q}:job:       prefix of job rows (for rows trimmed out of the morgue)
 -- KEYS[8]  emq:{q}:job:<id>   the job's row
+-- KEYS[9]  emq:{q}:events     lifecycle events: sharded channel and bounded stream
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  id
 -- ARGV[3]  fencing token
@@ -26,9 +27,19 @@ local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-local stored = redis.call('HGET', KEYS[1], 'v')
+local meta = redis.call('HMGET', KEYS[1], 'v', 'elog')
+local stored, elog = meta[1], tonumber(meta[2]) or 0
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+end
+-- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
+-- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
+local function emit(key, elog, kind, ids, now)
+  if #ids == 0 then return end
+  redis.call('SPUBLISH', key, cjson.encode({ e = kind, ids = ids, at = now }))
+  if elog > 0 then
+    redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
+  end
 end
 -- The 14-byte gate: namespace `job`, 11 base62 digits, body at most 2^64-1. Compared byte by
 -- byte: Lua's `>` on strings follows the server's collation locale, not byte order.
@@ -71,6 +82,7 @@ if fatal == '1' or att >= max then
       redis.call('HDEL', KEYS[6], old[i])
     end
   end
+  emit(KEYS[9], elog, 'buried', { id }, now)
   return { 2, now }
 end
 local kind, base = string.match(cur[5] or defBackoff, '^([fe]):(%d+)$')
@@ -81,4 +93,5 @@ local runAt = now + math.floor(delay)
 redis.call('HSET', row, 'status', 'scheduled', 'error', err)
 redis.call('ZADD', KEYS[3], runAt, id)
 if redis.call('LLEN', KEYS[5]) == 0 then redis.call('LPUSH', KEYS[5], '1') end
+emit(KEYS[9], elog, 'retried', { id }, now)
 return { 1, runAt }

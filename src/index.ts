@@ -21,7 +21,7 @@ export type { ConsumerConfig, ConsumerLogger } from './queue/consumer.js';
 export { BUILTIN_DEFAULTS, MAX_BATCH, resolveDefaults, resolveConsumerOptions } from './queue/queue.options.js';
 export type { ResolvedConsumerOptions } from './queue/queue.options.js';
 export type { BackoffOptions, QueueDefaults, EnqueueOptions, ProcessorOptions } from './queue/queue.options.js';
-export type { Job, JobView, JobStatus, JobCounts, JobHandler } from './queue/job.js';
+export type { Job, JobView, JobStatus, JobCounts, JobHandler, QueueEvent, QueueEventKind } from './queue/job.js';
 export { BusService } from './bus/bus.service.js';
 export type { BusOptions } from './bus/bus.options.js';
 export { eventIdOf, streamIdOf, eventInstant, EVENT_NS } from './bus/event-id.js';

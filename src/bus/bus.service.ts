@@ -10,7 +10,7 @@ import type { BusEvent, DeadLetter, ReplayOptions, RetentionPolicy, TrimResult }
 import { BUS_BATCH_LIMIT, EXPIRE_LIMIT, busWire } from './bus-wire.js';
 import { eventIdOf } from './event-id.js';
 import { replay } from './replay.js';
-import { SignalHub } from './signals.js';
+import { SignalHub } from '../protocol/signal-hub.js';
 
 /** Default interval of automatic trims of the topics published to. */
 export const TRIM_INTERVAL_MS = 5000;
@@ -125,12 +125,12 @@ export class BusService implements OnModuleDestroy {
 
   /** Sends a fire-and-forget signal to the topic's live subscribers (at most once). */
   signal<T = Json>(topic: string, payload: T): Promise<number> {
-    return this.hub.publish(topic, payload);
+    return this.hub.publish(topicKeys(topic).signal, payload);
   }
 
   /** The topic's signals, shared by all observers; bad JSON messages are dropped. */
   signals<T = Json>(topic: string): Observable<T> {
-    return this.hub.observe<T>(topic);
+    return this.hub.observe<T>(topicKeys(topic).signal);
   }
 
   /** The newest dead letters of a topic (read only), newest first. */

@@ -157,7 +157,19 @@ export class EchoMqConnection {
     return c;
   }
 
-  /** Closes a client made by `blockingClient`. */
+  /**
+   * A dedicated client to one node (host/port) of this connection's deployment, e.g. a cluster
+   * primary for sharded subscriptions; closed with this connection.
+   */
+  async nodeClient(host: string, port: number): Promise<ValkeyClient> {
+    const { cluster: _seeds, url: _url, ...rest } = this.options;
+    const c = createClient({ ...rest, host, port, commandTimeoutMs: 0, autoPipelining: false });
+    this.extra.add(c);
+    await connectClient(c);
+    return c;
+  }
+
+  /** Closes a client made by `blockingClient` or `nodeClient`. */
   release(c: ValkeyClient): void {
     this.extra.delete(c);
     c.disconnect();

@@ -21,7 +21,7 @@ export function assertName(name: unknown, what = 'queue'): asserts name is strin
 }
 
 /** The per-queue key kinds of protocol v1. */
-export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake' | 'data' | 'opts';
+export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake' | 'data' | 'opts' | 'events';
 
 /**
  * The keys of one queue. Every key carries the queue name as its hash tag, so all of them
@@ -40,6 +40,8 @@ export class QueueKeys {
   readonly data: string;
   /** Hash id → a job's own options, until its first claim. */
   readonly opts: string;
+  /** Lifecycle events: the sharded channel, and the bounded stream of the same name. */
+  readonly events: string;
   /** Prefix of job rows; a row is `jobPrefix + id`. */
   readonly jobPrefix: string;
 
@@ -56,6 +58,7 @@ export class QueueKeys {
     this.wake = base + 'wake';
     this.data = base + 'data';
     this.opts = base + 'opts';
+    this.events = base + 'events';
     this.jobPrefix = base + 'job:';
   }
 

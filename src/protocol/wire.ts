@@ -38,7 +38,7 @@ export const calls = {
   claim(k: QueueKeys, n: number, leaseMs: number, promote = 1000): ScriptCall<ClaimReply> {
     return {
       name: 'claim',
-      keys: [k.meta, k.pending, k.scheduled, k.active, k.wake, k.data, k.opts, k.jobPrefix],
+      keys: [k.meta, k.pending, k.scheduled, k.active, k.wake, k.data, k.opts, k.jobPrefix, k.events],
       args: [PROTOCOL_VERSION, n, leaseMs, promote],
       parse: (reply) => {
         const r = reply as (string | number)[];
@@ -52,7 +52,7 @@ export const calls = {
   },
 
   complete(k: QueueKeys, keepDone: number, done: readonly WireCompletion[]): ScriptCall<number[]> {
-    const keys = [k.meta, k.active, k.done, k.data, k.jobPrefix];
+    const keys = [k.meta, k.active, k.done, k.data, k.jobPrefix, k.events];
     const args: (string | number)[] = [PROTOCOL_VERSION, keepDone, done.length];
     for (const d of done) {
       keys.push(k.claimedRow(d.id));
@@ -67,10 +67,11 @@ export const calls = {
  * services never assemble keys.
  */
 export const wire = {
-  async enqueue(c: ScriptClient, k: QueueKeys, maxBytes: number, jobs: readonly WireJob[]): Promise<number[]> {
-    const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, jobs.length];
+  /** `eventsLog`: the lifecycle-log length to record for the queue ("" keeps what is there). */
+  async enqueue(c: ScriptClient, k: QueueKeys, maxBytes: number, jobs: readonly WireJob[], eventsLog: number | '' = ''): Promise<number[]> {
+    const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, jobs.length, eventsLog];
     for (const j of jobs) args.push(j.id, j.payload, j.delayMs, j.runAtMs, j.maxAttempts ?? '', j.backoff ?? '');
-    return (await runScript(c, 'enqueue', [k.meta, k.pending, k.scheduled, k.wake, k.data, k.opts], args)) as number[];
+    return (await runScript(c, 'enqueue', [k.meta, k.pending, k.scheduled, k.wake, k.data, k.opts, k.events], args)) as number[];
   },
 
   claim(c: ScriptClient, k: QueueKeys, n: number, leaseMs: number, promote = 1000): Promise<ClaimReply> {
@@ -90,7 +91,7 @@ export const wire = {
     const r = (await runScript(
       c,
       'retry',
-      [k.meta, k.active, k.scheduled, k.dead, k.wake, k.data, k.jobPrefix, k.job(job.id)],
+      [k.meta, k.active, k.scheduled, k.dead, k.wake, k.data, k.jobPrefix, k.job(job.id), k.events],
       [PROTOCOL_VERSION, job.id, job.token, job.error, job.fatal ? '1' : '0', defaults.maxAttempts, defaults.backoff, defaults.deadCap],
     )) as number[];
     const outcome = r[0] === 1 ? 'retry' : r[0] === 2 ? 'dead' : 'stale';
@@ -108,7 +109,7 @@ export const wire = {
   },
 
   async release(c: ScriptClient, k: QueueKeys, held: readonly { id: string; token: string }[]): Promise<number[]> {
-    const keys = [k.meta, k.active, k.pending, k.wake, k.jobPrefix];
+    const keys = [k.meta, k.active, k.pending, k.wake, k.jobPrefix, k.events];
     const args: (string | number)[] = [PROTOCOL_VERSION, held.length];
     for (const h of held) {
       keys.push(k.claimedRow(h.id));
@@ -121,7 +122,7 @@ export const wire = {
     const r = (await runScript(
       c,
       'reap',
-      [k.meta, k.active, k.pending, k.dead, k.wake, k.data, k.jobPrefix],
+      [k.meta, k.active, k.pending, k.dead, k.wake, k.data, k.jobPrefix, k.events],
       [PROTOCOL_VERSION, limit, maxAttempts, deadCap],
     )) as number[];
     return { requeued: r[0], buried: r[1] };
@@ -131,7 +132,7 @@ export const wire = {
     return (await runScript(
       c,
       'cancel',
-      [k.meta, k.pending, k.scheduled, k.cancelled, k.data, k.opts, k.jobPrefix, k.job(id)],
+      [k.meta, k.pending, k.scheduled, k.cancelled, k.data, k.opts, k.jobPrefix, k.job(id), k.events],
       [PROTOCOL_VERSION, id, keepCancelled],
     )) as number;
   },

@@ -41,3 +41,25 @@ export type JobCounts = Record<JobStatus, number>;
 
 /** A handler of a queue. */
 export type JobHandler<T = Json, R = unknown> = (job: Job<T>) => Promise<R> | R;
+
+/** What a lifecycle event reports. */
+export type QueueEventKind =
+  | 'enqueued'
+  | 'scheduled'
+  | 'claimed'
+  | 'completed'
+  | 'retried'
+  | 'buried'
+  | 'requeued'
+  | 'released'
+  | 'cancelled'
+  | 'cancel-requested';
+
+/** One lifecycle event: every job one script call moved the same way. */
+export interface QueueEvent {
+  readonly queue: string;
+  readonly kind: QueueEventKind;
+  readonly ids: readonly string[];
+  /** The server's clock at the transition. */
+  readonly at: Date;
+}

@@ -23,6 +23,11 @@ export interface QueueDefaults {
   readonly keepCancelled: number;
   /** Largest payload (JSON bytes). Default 512 KiB. */
   readonly maxPayloadBytes: number;
+  /**
+   * Length of the queue's lifecycle log (a stream of every transition, trimmed to about this
+   * many entries). 0 (default): transitions are only signalled, not logged.
+   */
+  readonly eventsLog: number;
 }
 
 /** The defaults that apply when neither the module nor the queue says otherwise. */
@@ -34,6 +39,7 @@ export const BUILTIN_DEFAULTS: QueueDefaults = {
   deadCap: 10_000,
   keepCancelled: 1000,
   maxPayloadBytes: DEFAULT_MAX_PAYLOAD_BYTES,
+  eventsLog: 0,
 };
 
 /** Most jobs in one `enqueueMany` (one script call, one round trip). */
@@ -68,6 +74,7 @@ export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefault
   intIn(d.deadCap, 1, 1_000_000, 'deadCap');
   intIn(d.keepCancelled, 1, 1_000_000, 'keepCancelled');
   intIn(d.maxPayloadBytes, 1, 64 * 1024 * 1024, 'maxPayloadBytes');
+  intIn(d.eventsLog, 0, 1_000_000, 'eventsLog');
   return d;
 }
 

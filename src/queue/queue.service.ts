@@ -4,7 +4,9 @@ import { BatchTooLargeError, InvalidOptionError, fromReplyError } from '../proto
 import { assertBrandedId, parseId } from '../protocol/ids.js';
 import { queueKeys } from '../protocol/keys.js';
 import { wire, type WireJob } from '../protocol/wire.js';
-import type { JobCounts, JobStatus, JobView } from './job.js';
+import { map, type Observable } from 'rxjs';
+import { SignalHub } from '../protocol/signal-hub.js';
+import type { JobCounts, JobStatus, JobView, QueueEvent, QueueEventKind } from './job.js';
 import {
   BUILTIN_DEFAULTS,
   MAX_BATCH,
@@ -29,6 +31,7 @@ const STATUSES: readonly JobStatus[] = ['scheduled', 'pending', 'active', 'done'
  */
 export class QueueService {
   private readonly perQueue = new Map<string, QueueDefaults>();
+  private hub?: SignalHub;
 
   constructor(
     private readonly conn: EchoMqConnection,
@@ -62,9 +65,9 @@ export class QueueService {
     const keys = queueKeys(queue);
     if (!Array.isArray(items) || items.length === 0) throw new InvalidOptionError('enqueueMany needs at least one item');
     if (items.length > MAX_BATCH) throw new BatchTooLargeError(items.length, MAX_BATCH);
-    const { maxPayloadBytes } = this.settings(queue);
+    const { maxPayloadBytes, eventsLog } = this.settings(queue);
     const jobs = items.map((it) => this.toWire(it, maxPayloadBytes));
-    await wire.enqueue(this.conn.scriptClient, keys, maxPayloadBytes, jobs);
+    await wire.enqueue(this.conn.scriptClient, keys, maxPayloadBytes, jobs, eventsLog);
     return jobs.map((j) => j.id);
   }
 
@@ -119,6 +122,19 @@ export class QueueService {
       finishedAt: row.finished ? new Date(Number(row.finished)) : undefined,
       cancelRequested: row.cancel === '1',
     };
+  }
+
+  /**
+   * The queue's lifecycle events as they happen (sharded pub/sub; at most once: events sent while
+   * nobody listens are gone — set `eventsLog` to also keep them in the queue's bounded stream).
+   * One message per script call and kind, carrying every job id it moved.
+   */
+  events(queue: string): Observable<QueueEvent> {
+    const channel = queueKeys(queue).events;
+    this.hub ??= new SignalHub(this.conn, 64 * 1024 * 1024);
+    return this.hub.observe<{ e: QueueEventKind; ids: string[]; at: number }>(channel).pipe(
+      map((m) => ({ queue, kind: m.e, ids: m.ids, at: new Date(m.at) })),
+    );
   }
 
   /** Jobs per status, read in one round trip. */

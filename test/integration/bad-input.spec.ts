@@ -77,7 +77,7 @@ async function sent(call: (c: ScriptClient) => Promise<unknown>): Promise<{ keys
 }
 /** A script call with some ARGV (0-based index → value) replaced. */
 const withArgs = (args: (string | number)[], patch: Record<number, string | number>) => args.map((v, i) => (i in patch ? patch[i] : v));
-/** enqueue ARGV (0-based): 0 version, 1 payload limit, 2 n, then per job: 3 id, 4 payload, 5 delay, 6 run-at, 7 max attempts, 8 backoff. */
+/** enqueue ARGV (0-based): 0 version, 1 payload limit, 2 n, 3 lifecycle-log length, then per job: 4 id, 5 payload, 6 delay, 7 run-at, 8 max attempts, 9 backoff. */
 const enqueueCall = (q: string, id: string) => sent((c) => wire.enqueue(c, queueKeys(q), 1024, [wireJob(id)]));
 const claimCall = (q: string) => sent((c) => wire.claim(c, queueKeys(q), 1, 1000, 10));
 const cancelCall = (q: string, id: string) => sent((c) => wire.cancel(c, queueKeys(q), id, 10));
@@ -229,8 +229,9 @@ describe('scripts called directly with garbage ARGV', () => {
 
   const id = jobId(424242n);
   it.each([
-    ['a bad delay', { 5: 'soon' }], ['a negative run-at', { 6: -1 }], ['max attempts 0', { 7: '0' }],
-    ['a bad backoff', { 8: 'x:1' }], ['n = 2 with one job', { 2: 2 }], ['payload limit 0', { 1: 0 }], ['an empty payload', { 4: '' }],
+    ['a bad delay', { 6: 'soon' }], ['a negative run-at', { 7: -1 }], ['max attempts 0', { 8: '0' }],
+    ['a bad backoff', { 9: 'x:1' }], ['n = 2 with one job', { 2: 2 }], ['payload limit 0', { 1: 0 }], ['an empty payload', { 5: '' }],
+    ['a bad lifecycle-log length', { 3: '-1' }],
   ] as [string, Record<number, string | number>][])('enqueue with %s: EMQ_BAD_ARG, nothing written', async (_w, patch) => {
     const q = await seeded();
     const { keys, args } = await enqueueCall(q, id);
@@ -262,7 +263,7 @@ describe('scripts called directly with garbage ARGV', () => {
     async (bad) => {
       const q = await seeded();
       const enq = await enqueueCall(q, id);
-      await refusedUnchanged(q, 'EMQ_BAD_ID', () => runScript(conn.scriptClient, 'enqueue', enq.keys, withArgs(enq.args, { 3: bad })));
+      await refusedUnchanged(q, 'EMQ_BAD_ID', () => runScript(conn.scriptClient, 'enqueue', enq.keys, withArgs(enq.args, { 4: bad })));
       for (const [name, call] of [['cancel', await cancelCall(q, id)], ['peek', await peekCall(q, id)]] as const) {
         const keys = call.keys.map((key) => (key === queueKeys(q).job(id) ? queueKeys(q).jobPrefix + bad : key));
         await refusedUnchanged(q, 'EMQ_BAD_ID', () => runScript(conn.scriptClient, name, keys, withArgs(call.args, { 1: bad })));

@@ -1,19 +1,20 @@
 import { Cluster } from 'iovalkey';
 import { Observable, share, type Subscriber } from 'rxjs';
-import { decodePayload, encodePayload } from '../protocol/codec.js';
-import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
-import { fromReplyError } from '../protocol/errors.js';
-import { topicKeys } from '../protocol/keys.js';
+import { decodePayload, encodePayload } from './codec.js';
+import type { EchoMqConnection, ValkeyClient } from './connection.js';
+import { fromReplyError } from './errors.js';
+import { keySlot } from './slot.js';
 
 /**
- * Fire-and-forget signals of topics: `SPUBLISH` on the topic's sharded channel (plain `PUBLISH`
- * on a cluster client, whose sharded subscriber routing is broken in iovalkey). One dedicated
- * subscriber connection serves every topic; each topic is subscribed once, shared by all its
- * observers, and unsubscribed when the last one leaves. The client re-subscribes after a
+ * Fire-and-forget signals on sharded pub/sub channels (`SPUBLISH` / `SSUBSCRIBE`): Bus topic
+ * signals and queue lifecycle events. One dedicated subscriber connection serves every channel
+ * (on a cluster: one per primary, opened to the node owning the channel's slot, because
+ * iovalkey's cluster client cannot route SSUBSCRIBE); each channel is subscribed once, shared by
+ * all its observers, and unsubscribed when the last one leaves. The client re-subscribes after a
  * reconnect. At most once: a signal sent while no one is subscribed is gone.
  */
 export class SignalHub {
-  private subscriber?: Promise<ValkeyClient>;
+  private readonly subscribers = new Map<string, Promise<ValkeyClient>>();
   private readonly listeners = new Map<string, Set<Subscriber<unknown>>>();
   private readonly shared = new Map<string, Observable<unknown>>();
   private closed = false;
@@ -23,25 +24,18 @@ export class SignalHub {
     private readonly maxBytes: number,
   ) {}
 
-  private get sharded(): boolean {
-    return !(this.conn.client instanceof Cluster);
-  }
-
   /** Sends one signal; resolves to the number of subscribers that received it (on this shard). */
-  async publish(topic: string, payload: unknown): Promise<number> {
-    const channel = topicKeys(topic).signal;
+  async publish(channel: string, payload: unknown): Promise<number> {
     const text = encodePayload(payload, this.maxBytes);
     try {
-      const c = this.conn.client;
-      return Number(this.sharded ? await c.spublish(channel, text) : await c.publish(channel, text));
+      return Number(await this.conn.client.spublish(channel, text));
     } catch (err) {
       throw fromReplyError(err);
     }
   }
 
-  /** The shared observable of a topic's signals. Bad JSON messages are dropped. */
-  observe<T>(topic: string): Observable<T> {
-    const channel = topicKeys(topic).signal;
+  /** The shared observable of a channel's signals. Bad JSON messages are dropped. */
+  observe<T>(channel: string): Observable<T> {
     let obs = this.shared.get(channel);
     if (!obs) {
       obs = new Observable<unknown>((subscriber) => {
@@ -63,17 +57,33 @@ export class SignalHub {
     return obs as Observable<T>;
   }
 
-  private client(): Promise<ValkeyClient> {
-    if (!this.subscriber) {
-      this.subscriber = this.conn.blockingClient().then((c) => {
-        const onMessage = (channel: string, message: string): void => this.dispatch(channel, message);
-        c.on(this.sharded ? 'smessage' : 'message', onMessage);
+  /** The subscriber connection for `channel`: the one client, or on a cluster the slot owner's. */
+  private client(channel: string): Promise<ValkeyClient> {
+    const node = this.ownerOf(channel);
+    let sub = this.subscribers.get(node);
+    if (!sub) {
+      sub = this.open(node).then((c) => {
+        c.on('smessage', (ch: string, message: string) => this.dispatch(ch, message));
         return c;
       });
+      this.subscribers.set(node, sub);
       // A failed connect is retried by the next subscription.
-      this.subscriber.catch(() => (this.subscriber = undefined));
+      sub.catch(() => this.subscribers.delete(node));
     }
-    return this.subscriber;
+    return sub;
+  }
+
+  private ownerOf(channel: string): string {
+    const c = this.conn.client;
+    if (!(c instanceof Cluster)) return '';
+    const slots = (c as unknown as { slots: string[][] }).slots;
+    return slots[keySlot(channel)]?.[0] ?? '';
+  }
+
+  private open(node: string): Promise<ValkeyClient> {
+    if (node === '') return this.conn.blockingClient();
+    const colon = node.lastIndexOf(':');
+    return this.conn.nodeClient(node.slice(0, colon), Number(node.slice(colon + 1)));
   }
 
   private dispatch(channel: string, message: string): void {
@@ -90,19 +100,17 @@ export class SignalHub {
   }
 
   private async subscribe(channel: string): Promise<void> {
-    if (this.closed) throw new Error('EchoMQ bus is closed');
-    const c = await this.client();
-    if (this.sharded) await c.ssubscribe(channel);
-    else await c.subscribe(channel);
+    if (this.closed) throw new Error('EchoMQ signals are closed');
+    await (await this.client(channel)).ssubscribe(channel);
   }
 
   private async unsubscribe(channel: string): Promise<void> {
-    if (!this.subscriber || this.closed) return;
+    const sub = this.subscribers.get(this.ownerOf(channel));
+    if (!sub || this.closed) return;
     try {
-      const c = await this.subscriber;
+      const c = await sub;
       if (this.listeners.has(channel)) return; // re-subscribed meanwhile
-      if (this.sharded) await c.sunsubscribe(channel);
-      else await c.unsubscribe(channel);
+      await c.sunsubscribe(channel);
     } catch {
       // the connection is gone; nothing is subscribed on it any more
     }
@@ -111,12 +119,12 @@ export class SignalHub {
   /** Closes the subscriber connection; observers complete. */
   async close(): Promise<void> {
     this.closed = true;
-    const sub = this.subscriber;
-    this.subscriber = undefined;
+    const subs = [...this.subscribers.values()];
+    this.subscribers.clear();
     const all = [...this.listeners.values()].flatMap((set) => [...set]);
     this.listeners.clear();
     for (const s of all) s.complete();
-    if (sub) {
+    for (const sub of subs) {
       try {
         this.conn.release(await sub);
       } catch {

@@ -1,0 +1,109 @@
+/**
+ * The "Bus" section of `docs/benchmarks.md`: the EchoMQ-only rows (the Bus, and the queue's
+ * lifecycle log when this build has it), what each means, their cost and every repetition.
+ */
+import { BUS_METRICS, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, type BusMetric } from './bus.js';
+import { costTable, shown, type AnyMetric, type PhaseRecord, type Report } from './format.js';
+
+const BUS_MEANING: Readonly<Record<BusMetric, string>> = {
+  bus_publish_single_per_s: 'events/s published one `BusService.publish` call per event with 100 calls in flight (one `publish.lua` call each).',
+  bus_publish_batch_per_s: 'events/s published 1,000 per `BusService.publishMany` call, one call in flight.',
+  bus_group_c1_per_s:
+    'events/s handled by one `GroupConsumer` of concurrency 1 (no Nest) with a no-op handler. The events are published first (untimed); the clock runs from `start()` (which creates the group at the start of the log) until every handler ran and the group\'s `XPENDING` summary is 0, i.e. every entry is acknowledged.',
+  bus_group_c50_per_s: 'the same at concurrency 50.',
+  bus_latency_p50_ms:
+    'median ms from just before the `publish` call to the start of the group handler, under a steady ~500 single publishes/s into a running group member (concurrency 10, same process, so one clock). The payload carries `performance.timeOrigin + performance.now()`.',
+  bus_latency_p99_ms: 'the 99th percentile of the same samples.',
+};
+
+/** The medians of the EchoMQ-only rows as a Markdown table. */
+function busTable(report: Report): string {
+  const lines = ['| Metric | EchoMQ | Better |', '|---|---:|---|'];
+  for (const m of BUS_METRICS) lines.push(`| \`${m}\` | ${shown(m, report.echoOnly.bus[m])} | ${m.includes('latency') ? 'lower' : 'higher'} |`);
+  return lines.join('\n');
+}
+
+/** Every repetition of the EchoMQ-only rows (full runs only). */
+function busRepetitions(report: Report): string {
+  if (report.sizes.reps < 2) return 'One repetition (quick run).';
+  const rows: AnyMetric[] = [...BUS_METRICS];
+  if (report.echoOnly.eventsLog !== undefined) rows.push(EVENTS_LOG_METRIC);
+  const lines = ['| Metric | EchoMQ runs |', '|---|---|'];
+  for (const m of rows) {
+    const runs = report.records.filter((r) => r.system === 'echomq' && m in r.values).map((r) => shown(m, r.values[m]));
+    lines.push(`| \`${m}\` | ${runs.join(' · ')} |`);
+  }
+  return lines.join('\n');
+}
+
+/** The lifecycle-log comparison: plain c50 against c50 with `eventsLog` on, or why it is missing. */
+function eventsLogPart(report: Report): string {
+  const withLog = report.echoOnly.eventsLog;
+  if (withLog === undefined) {
+    return `Not measured in this run: this build's \`QueueDefaults\` has no \`eventsLog\` option, so
+\`${EVENTS_LOG_METRIC}\` is absent from \`bench/results.json\`.`;
+  }
+  const plain = report.results.echomq.process_c50_per_s;
+  return `| Metric | EchoMQ | vs \`process_c50_per_s\` |
+|---|---:|---:|
+| \`process_c50_per_s\` (signals only, \`eventsLog: 0\`) | ${shown('process_c50_per_s', plain)} | 1.00× |
+| \`${EVENTS_LOG_METRIC}\` (\`eventsLog: ${EVENTS_LOG_ENTRIES.toLocaleString('en-US')}\`) | ${shown(EVENTS_LOG_METRIC, withLog)} | ${(withLog / plain).toFixed(2)}× |
+
+\`${EVENTS_LOG_METRIC}\`: the \`process_c50_per_s\` phase (same job count, one in-process consumer of
+concurrency 50, \`keepDone: 1000\`) with \`eventsLog: ${EVENTS_LOG_ENTRIES}\` on the queue defaults of the producer
+and the consumer (\`new QueueService(conn, resolveDefaults(BUILTIN_DEFAULTS, { eventsLog: ${EVENTS_LOG_ENTRIES} }))\`), so
+every transition is also appended to the queue's bounded lifecycle stream (as this build writes it: one
+stream entry per script call and kind of transition, listing that call's job ids). Both rows come from the same
+run and Valkey; the ratio is the cost of the lifecycle log (below 1× = slower). It is written under
+\`"echomq"\` in \`bench/results.json\`, beside \`process_c50_per_s\`. For reference, BullMQ appends to its
+events stream by default, so its \`process_c50_per_s\` in the queue table already includes that kind of cost.`;
+}
+
+/** Renders the "Bus" section (with its lifecycle-log part) of `docs/benchmarks.md`. */
+export function busSection(report: Report): string {
+  const b = report.sizes.bus;
+  const n = (v: number): string => v.toLocaleString('en-US');
+  const echoOnly = echoOnlyRecords(report.medianRecords);
+  return `## Bus (EchoMQ only)
+
+These rows have no BullMQ column: BullMQ has no retained, replayable event log read by consumer
+groups (its \`QueueEvents\` stream reports job transitions, it is not an application bus), so there is
+nothing like-for-like to run. They were measured on the same Valkey in the same run as the queue
+rows, each the median over the same repetitions, and are written under \`"bus"\` in
+\`bench/results.json\`. Counts per run: ${n(b.publishSingle)} single publishes, ${n(b.publishBatch)} batch-published events,
+${n(b.group.c1)} events at group c1, ${n(b.group.c50)} at group c50, ${b.latencySeconds} s of latency load at ~${b.latencyRate}/s. Payload: the
+same 100 bytes of JSON as the queue phases (the latency phase carries the timestamp instead).
+
+${busTable(report)}
+
+- **Configuration:** \`BusService\` with its defaults (automatic trim of published topics every 5 s; no
+  retention policy is set, so a trim cuts nothing). \`GroupConsumer\` with its defaults except the
+  concurrency: \`maxDeliveries\` 5, \`ackTimeoutMs\` 30,000, \`XREADGROUP … BLOCK 5000\` on its own
+  connection, acknowledgements of one tick batched in one \`XACK\`. Group \`bench\`, \`from: 'start'\`.
+  Warm-up: an untimed 2,000-event group run (concurrency 10) at the start, and 2,000 untimed calls
+  before each publish phase.
+
+${BUS_METRICS.map((m) => `- \`${m}\`: ${BUS_MEANING[m]}`).join('\n')}
+
+### Queue lifecycle log (\`eventsLog\`)
+
+${eventsLogPart(report)}
+
+### Where the time goes (EchoMQ-only phases)
+
+Per event (per job for the lifecycle-log phase), measured as for the queue phases above. A group
+consumer runs no script: it reads with \`XREADGROUP\` and acknowledges with \`XACK\`, so its script
+columns are 0 and its cost shows in the command count.
+
+${costTable(echoOnly, 'event')}
+
+### Every repetition (EchoMQ-only rows)
+
+${busRepetitions(report)}
+`;
+}
+
+/** The EchoMQ-only phase records of `records` (those BullMQ did not run). */
+export function echoOnlyRecords(records: readonly PhaseRecord[]): PhaseRecord[] {
+  return records.filter((r) => r.system === 'echomq' && !records.some((x) => x.phase === r.phase && x.system === 'bullmq'));
+}

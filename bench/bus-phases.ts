@@ -1,0 +1,132 @@
+/**
+ * The Bus phases (EchoMQ only) and the queue's lifecycle-log phase. Like the queue phases, each
+ * uses a fresh random topic or queue, closes everything it opened, and FLUSHALLs at the end.
+ */
+import { BATCH, IN_FLIGHT, inLanes, nowMs, payload100, percentile, randomQueue, sleep, type StampPayload } from './common.js';
+import { BUILTIN_DEFAULTS, resolveDefaults } from '../src/index.js';
+import { BusInspector, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, openMember, openPublisher, type Publisher } from './bus.js';
+import { EchoMqDriver } from './echomq.js';
+import { WARMUP, processLocal, steady, type PhaseContext, type PhaseResult } from './phases.js';
+
+/** Publishes `n` payloads 1,000 per `publishMany`, one call in flight. */
+async function publishBatches(pub: Publisher, topic: string, n: number, make: (i: number) => unknown): Promise<void> {
+  for (let i = 0; i < n; i += BATCH) {
+    const part = Array.from({ length: Math.min(BATCH, n - i) }, (_, j) => make(i + j));
+    await pub.bus.publishMany(topic, part);
+  }
+}
+
+/** `bus_publish_single_per_s`: `n` `BusService.publish` calls, `IN_FLIGHT` at a time. */
+export async function busPublishSingle({ url, probe }: PhaseContext, n: number): Promise<PhaseResult> {
+  const topic = randomQueue('bsingle');
+  const pub = await openPublisher(url);
+  try {
+    await inLanes(WARMUP, IN_FLIGHT, (i) => pub.bus.publish(topic, payload100(i)));
+    const m = await probe.start();
+    await inLanes(n, IN_FLIGHT, (i) => pub.bus.publish(topic, payload100(i)));
+    const cost = await m.stop(n);
+    return { values: { bus_publish_single_per_s: n / cost.seconds }, cost };
+  } finally {
+    await pub.close();
+    await probe.flush();
+  }
+}
+
+/** `bus_publish_batch_per_s`: `n` events 1,000 per `publishMany`, one call in flight. */
+export async function busPublishBatch({ url, probe }: PhaseContext, n: number): Promise<PhaseResult> {
+  const topic = randomQueue('bbatch');
+  const pub = await openPublisher(url);
+  try {
+    await publishBatches(pub, topic, WARMUP, payload100);
+    const m = await probe.start();
+    await publishBatches(pub, topic, n, payload100);
+    const cost = await m.stop(n);
+    return { values: { bus_publish_batch_per_s: n / cost.seconds }, cost };
+  } finally {
+    await pub.close();
+    await probe.flush();
+  }
+}
+
+/**
+ * `bus_group_c<c>_per_s`: pre-publishes `n` events (untimed), then times one `GroupConsumer` of
+ * concurrency `c` with a no-op handler, from `start()` (which creates the group at the start of
+ * the log) until every handler ran and the group's `XPENDING` summary shows 0 (all acked).
+ */
+export async function busGroup({ url, probe }: PhaseContext, metric: string, c: number, n: number): Promise<PhaseResult> {
+  const topic = randomQueue(`bc${c}`);
+  const pub = await openPublisher(url);
+  await publishBatches(pub, topic, n, payload100);
+  await pub.close();
+  const inspect = new BusInspector(url);
+  let handled = 0;
+  let allRan!: () => void;
+  const ran = new Promise<void>((r) => (allRan = r));
+  const member = await openMember(url, topic, c, () => {
+    if (++handled === n) allRan();
+  });
+  try {
+    const m = await probe.start();
+    await member.start();
+    await ran;
+    await inspect.acked(topic);
+    const cost = await m.stop(n);
+    return { values: { [metric]: n / cost.seconds }, cost, note: handled === n ? undefined : `handled ${handled} of ${n}` };
+  } finally {
+    await member.close();
+    await inspect.close();
+    await probe.flush();
+  }
+}
+
+/**
+ * `bus_latency_p50_ms` / `bus_latency_p99_ms`: a steady `rate` of single publishes for `seconds`
+ * into a running group member (same process, concurrency `conc`) whose handler records now − the
+ * publish instant carried by the payload.
+ */
+export async function busLatency({ url, probe }: PhaseContext, rate: number, seconds: number, conc: number): Promise<PhaseResult> {
+  const topic = randomQueue('blat');
+  const samples: number[] = [];
+  let received = 0;
+  const member = await openMember(url, topic, conc, (e) => {
+    const at = nowMs();
+    const s = e.payload as StampPayload;
+    received++;
+    if (s.m) samples.push(at - s.t);
+  });
+  await member.start();
+  const pub = await openPublisher(url);
+  try {
+    const warm = Math.round(rate / 2);
+    await steady((s) => pub.bus.publish(topic, s), rate, warm, false);
+    const n = Math.round(rate * seconds);
+    const m = await probe.start();
+    await steady((s) => pub.bus.publish(topic, s), rate, n, true);
+    while (received < warm + n) await sleep(1);
+    const cost = await m.stop(n);
+    samples.sort((a, b) => a - b);
+    return {
+      values: { bus_latency_p50_ms: percentile(samples, 0.5), bus_latency_p99_ms: percentile(samples, 0.99) },
+      cost,
+      note: `${samples.length} samples, max ${samples[samples.length - 1].toFixed(2)} ms`,
+    };
+  } finally {
+    await pub.close();
+    await member.close();
+    await probe.flush();
+  }
+}
+
+/**
+ * `process_c50_events_log_per_s`: the `process_c50_per_s` phase (`n` jobs, one in-process consumer
+ * of concurrency 50, `keepDone` 1000) for EchoMQ with `eventsLog: 10000` on the queue defaults of
+ * its producer and consumer, so every transition is also appended to the bounded lifecycle stream.
+ */
+export async function processEventsLog(ctx: PhaseContext, n: number): Promise<PhaseResult> {
+  const driver = new EchoMqDriver(ctx.url, resolveDefaults(BUILTIN_DEFAULTS, { eventsLog: EVENTS_LOG_ENTRIES }));
+  try {
+    return await processLocal({ ...ctx, driver }, EVENTS_LOG_METRIC, 50, n);
+  } finally {
+    await driver.close();
+  }
+}
