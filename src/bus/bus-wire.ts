@@ -32,4 +32,9 @@ export const busWire = {
     const r = (await runScript(c, 'trim', [k.meta, k.log, k.archive, k.segPrefix], [PROTOCOL_VERSION, limit, segmentBytes, expireLimit])) as number[];
     return { archived: r[0], trimmed: r[1], expired: r[2], more: r[3] === 1 };
   },
+
+  /** `retention.lua`: replaces the topic's retention policy (absent fields = unbounded). */
+  async retention(c: ScriptClient, k: TopicKeys, p: { maxLen?: number; maxAgeMs?: number; archiveMaxAgeMs?: number }): Promise<void> {
+    await runScript(c, 'retention', [k.meta], [PROTOCOL_VERSION, p.maxLen ?? '', p.maxAgeMs ?? '', p.archiveMaxAgeMs ?? '']);
+  },
 };

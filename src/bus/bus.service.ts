@@ -2,9 +2,8 @@ import type { OnModuleDestroy } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodePayload, encodePayload, type Json } from '../protocol/codec.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
-import { BatchTooLargeError, InvalidOptionError, VersionMismatchError, fromReplyError } from '../protocol/errors.js';
+import { BatchTooLargeError, InvalidOptionError, fromReplyError } from '../protocol/errors.js';
 import { topicKeys } from '../protocol/keys.js';
-import { PROTOCOL_VERSION } from '../protocol/scripts.js';
 import type { BusOptions } from './bus.options.js';
 import type { BusEvent, DeadLetter, ReplayOptions, RetentionPolicy, TrimResult } from './bus.types.js';
 import { BUS_BATCH_LIMIT, EXPIRE_LIMIT, busWire } from './bus-wire.js';
@@ -74,25 +73,11 @@ export class BusService implements OnModuleDestroy {
     for (const key of Object.keys(policy)) {
       if (!(POLICY_FIELDS as readonly string[]).includes(key)) throw new InvalidOptionError(`unknown retention option ${JSON.stringify(key)}`);
     }
-    const set: string[] = [];
     for (const f of POLICY_FIELDS) {
       const v = policy[f];
-      if (v === undefined) continue;
-      if (!positiveInt(v)) throw new InvalidOptionError(`retention ${f} must be a positive integer`);
-      set.push(f, String(v));
+      if (v !== undefined && !positiveInt(v)) throw new InvalidOptionError(`retention ${f} must be a positive integer`);
     }
-    const c = this.conn.client;
-    try {
-      const stored = await c.hget(k.meta, 'v');
-      if (stored !== null && stored !== PROTOCOL_VERSION) {
-        throw new VersionMismatchError(`topic data is protocol ${stored}, runtime speaks ${PROTOCOL_VERSION}`);
-      }
-      const m = c.multi().hdel(k.meta, ...POLICY_FIELDS).hsetnx(k.meta, 'v', PROTOCOL_VERSION);
-      if (set.length) m.hset(k.meta, ...set);
-      await m.exec();
-    } catch (err) {
-      throw fromReplyError(err);
-    }
+    await busWire.retention(this.conn.scriptClient, k, policy);
     this.markDirty(topic);
   }
 
