@@ -4,6 +4,7 @@ import { callPipeline, type ScriptCall } from '../protocol/scripts.js';
 import { calls, wire, type ClaimReply, type WireCompletion } from '../protocol/wire.js';
 import type { JobHandler } from './job.js';
 import { JobRunner, type Held } from './job-runner.js';
+import type { ResolvedConsumerOptions } from './queue.options.js';
 
 /** Where a consumer reports what it cannot throw to anyone. */
 export interface ConsumerLogger {
@@ -11,20 +12,13 @@ export interface ConsumerLogger {
   error(message: string, err?: unknown): void;
 }
 
-/** Everything a consumer loop needs, resolved. */
-export interface ConsumerConfig {
+/**
+ * Everything a consumer loop needs, resolved (see `resolveConsumerOptions`). `prefetch` defaults
+ * to the concurrency: jobs claimed ahead of free slots, started without a round trip.
+ */
+export interface ConsumerConfig extends ResolvedConsumerOptions {
   readonly queue: string;
   readonly handler: JobHandler<unknown, unknown>;
-  readonly concurrency: number;
-  /** Jobs claimed ahead of free slots, started without a round trip. Default: the concurrency. */
-  readonly prefetch?: number;
-  readonly leaseMs: number;
-  readonly attempts: number;
-  /** Wire form of the default backoff (`f:<ms>` / `e:<ms>`). */
-  readonly backoff: string;
-  readonly keepDone: number;
-  readonly deadCap: number;
-  readonly maxResultBytes: number;
   /** Longest idle block before re-checking (ms). Default 5000. */
   readonly maxIdleMs?: number;
   readonly logger?: ConsumerLogger;
