@@ -15,7 +15,7 @@ export interface EchoMqModuleOptions {
   readonly bus?: BusOptions;
   /** How long shutdown waits for running handlers (ms). Default 10,000. */
   readonly shutdownTimeoutMs?: number;
-  /** Set false to register services without starting `@Processor` loops. Default true. */
+  /** Set false to register services without starting `@Processor` and `@OnEvent` loops. Default true. */
   readonly consumers?: boolean;
 }
 
