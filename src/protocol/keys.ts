@@ -119,6 +119,56 @@ export function topicKeys(topic: string): TopicKeys {
   return k;
 }
 
+/** Longest cache key (bytes of its UTF-16 text). */
+export const MAX_CACHE_KEY_LENGTH = 512;
+const CACHE_KEY_RE = /^[\x21-\x7a\x7c\x7e]+$/; // printable ASCII without space, `{` and `}`
+
+/** Throws `InvalidNameError` unless `key` is a legal cache key. */
+export function assertCacheKey(key: unknown): asserts key is string {
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_CACHE_KEY_LENGTH || !CACHE_KEY_RE.test(key)) {
+    const shown = typeof key === 'string' ? JSON.stringify(key.slice(0, 40)) : typeof key;
+    throw new InvalidNameError(
+      `cache key ${shown} must be 1..${MAX_CACHE_KEY_LENGTH} printable ASCII characters without spaces or braces`,
+    );
+  }
+}
+
+/**
+ * The keys of one cache namespace. Entries carry their own hash tag (`{c:<ns>:<key>}`), so a
+ * namespace spreads across cluster slots; the namespace's own keys (invalidation log, tag index)
+ * share the namespace tag.
+ */
+export class CacheKeys {
+  /** Stream: the namespace's retained invalidation log. */
+  readonly log: string;
+  /** Sharded channel: invalidations signalled for speed. */
+  readonly signal: string;
+
+  constructor(readonly ns: string) {
+    assertName(ns, 'cache namespace');
+    this.log = `emq:{${ns}}:cache:log`;
+    this.signal = `emq:{${ns}}:cache:signal`;
+  }
+
+  /** The L2 entry (hash) of `key`, in its own slot. */
+  entry(key: string): string {
+    assertCacheKey(key);
+    return `emq:{c:${this.ns}:${key}}:entry`;
+  }
+
+  /** The cross-process fill lease of `key` (same slot as its entry). */
+  lease(key: string): string {
+    assertCacheKey(key);
+    return `emq:{c:${this.ns}:${key}}:lease`;
+  }
+
+  /** The set of keys carrying `tag` (namespace slot). */
+  tag(tag: string): string {
+    assertCacheKey(tag);
+    return `emq:{${this.ns}}:cache:tag:${tag}`;
+  }
+}
+
 /** Cluster-wide keys, under the `{emq}` reserve tag. */
 export const globalKeys = {
   /** Counter that spreads node-number claims. */

@@ -1,0 +1,60 @@
+import type { Json } from '../protocol/codec.js';
+
+/** Options of one cached read or write. */
+export interface CacheEntryOptions {
+  /** Namespace (key grammar). Default: the service's default namespace ("default"). */
+  readonly namespace?: string;
+  /** Time to live in ms (> 0). Default: the service's `ttlMs`. */
+  readonly ttlMs?: number;
+  /** Random spread added to the TTL, as a fraction (0..1). Default 0.1 (cohorts never expire in step). */
+  readonly jitter?: number;
+  /** How long past expiry a stale value may still be served while one refresh runs, or when the loader fails (ms). Default 0. */
+  readonly graceMs?: number;
+  /** Cache a loader's `undefined`/`null` result for this long (ms); 0 (default) = never cache misses. */
+  readonly negativeTtlMs?: number;
+  /** Tags, for `invalidateTag`. */
+  readonly tags?: readonly string[];
+  /** Across processes, let one node load while the others wait briefly or serve stale (default false). */
+  readonly fillLease?: boolean;
+}
+
+/** Options of the cache, under `EchoMqModuleOptions.cache`. */
+export interface CacheOptions {
+  /** Default namespace. Default "default". */
+  readonly namespace?: string;
+  /** Default TTL in ms. Default 60,000. */
+  readonly ttlMs?: number;
+  /** L1 bound: entries. Default 10,000. */
+  readonly l1MaxEntries?: number;
+  /** L1 bound: bytes of JSON. Default 64 MiB. */
+  readonly l1MaxBytes?: number;
+  /** Largest value (JSON bytes). Default 512 KiB. */
+  readonly maxValueBytes?: number;
+  /** How long an invalidation's tombstone refuses older writes (ms). Default 10,000. */
+  readonly tombstoneMs?: number;
+  /** Poll period of the invalidation log, the staleness bound when a signal is missed (ms). Default 1000. */
+  readonly pollMs?: number;
+}
+
+/** Counters readable from the service. */
+export interface CacheStats {
+  readonly l1Hits: number;
+  readonly l2Hits: number;
+  readonly misses: number;
+  readonly loads: number;
+  readonly staleServed: number;
+  readonly invalidations: number;
+}
+
+/** A loader for `getOrLoad`. */
+export type Loader<T> = () => Promise<T> | T;
+
+/** The cache surface the Nest layer (decorators, interceptor) relies on. */
+export interface CacheApi {
+  getOrLoad<T extends Json | undefined>(key: string, loader: Loader<T>, opts?: CacheEntryOptions): Promise<T>;
+  get<T extends Json>(key: string, opts?: { namespace?: string }): Promise<T | undefined>;
+  set<T extends Json>(key: string, value: T, opts?: CacheEntryOptions): Promise<void>;
+  invalidate(key: string, opts?: { namespace?: string }): Promise<void>;
+  invalidateTag(tag: string, opts?: { namespace?: string }): Promise<void>;
+  stats(): CacheStats;
+}
