@@ -8,6 +8,7 @@ import type { EchoMqModuleAsyncOptions, EchoMqModuleOptions } from './echomq.opt
 import { ConsumerOrchestrator } from './consumer.orchestrator.js';
 import { ProcessorExplorer } from './processor.explorer.js';
 import { BusService } from '../bus/bus.service.js';
+import { CacheService } from '../cache/cache.service.js';
 import { EventExplorer } from './event.explorer.js';
 import { GroupOrchestrator } from './group.orchestrator.js';
 
@@ -32,6 +33,11 @@ const services: Provider[] = [
     inject: [EchoMqConnection, ECHOMQ_OPTIONS],
     useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) => new BusService(conn, o.bus ?? {}),
   },
+  {
+    provide: CacheService,
+    inject: [EchoMqConnection, ECHOMQ_OPTIONS],
+    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) => new CacheService(conn, o.cache ?? {}),
+  },
   ProcessorExplorer,
   ConsumerOrchestrator,
   EventExplorer,
@@ -53,7 +59,7 @@ export class EchoMqModule {
       global: true,
       imports: [DiscoveryModule],
       providers: [{ provide: ECHOMQ_OPTIONS, useValue: options }, ...services],
-      exports: [QueueService, BusService, EchoMqConnection],
+      exports: [QueueService, BusService, CacheService, EchoMqConnection],
     };
   }
 
@@ -75,7 +81,7 @@ export class EchoMqModule {
         },
         ...services,
       ],
-      exports: [QueueService, BusService, EchoMqConnection],
+      exports: [QueueService, BusService, CacheService, EchoMqConnection],
     };
   }
 }

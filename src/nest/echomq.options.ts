@@ -2,6 +2,7 @@ import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency } from '
 import type { ValkeyConnectionOptions } from '../protocol/connection.js';
 import type { QueueDefaults } from '../queue/queue.options.js';
 import type { BusOptions } from '../bus/bus.options.js';
+import type { CacheOptions } from '../cache/cache.types.js';
 
 /** Options of `EchoMqModule.forRoot`. */
 export interface EchoMqModuleOptions {
@@ -11,6 +12,8 @@ export interface EchoMqModuleOptions {
   readonly defaults?: Partial<QueueDefaults>;
   /** Per-queue overrides of the defaults, by queue name. */
   readonly queues?: Readonly<Record<string, Partial<QueueDefaults>>>;
+  /** Cache options (L1 bounds, default TTL, tombstone window, poll period). */
+  readonly cache?: CacheOptions;
   /** Bus options (consumer instance name, payload limit, dead-letter cap). */
   readonly bus?: BusOptions;
   /** How long shutdown waits for running handlers (ms). Default 10,000. */
