@@ -45,3 +45,10 @@ export type { BusEvent as LogEvent, RetentionPolicy, TrimResult, ReplayOptions, 
 export { busWire, BUS_BATCH_LIMIT } from './bus/bus-wire.js';
 export type { TrimReply } from './bus/bus-wire.js';
 export { TRIM_INTERVAL_MS } from './bus/bus.service.js';
+export { CacheService } from './cache/cache.service.js';
+export type { CacheApi, CacheEntryOptions, CacheOptions, CacheStats, Loader } from './cache/cache.types.js';
+export { Cached, CacheEvict } from './nest/cached.decorator.js';
+export type { CachedOptions, CacheEvictOptions } from './nest/cached.decorator.js';
+export { CacheInterceptor, CacheScope } from './nest/cache.interceptor.js';
+export type { HttpCacheScope, HttpCacheOptions } from './nest/cache.interceptor.js';
+export { assertCacheKey, CacheKeys } from './protocol/keys.js';

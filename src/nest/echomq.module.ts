@@ -9,6 +9,8 @@ import { ConsumerOrchestrator } from './consumer.orchestrator.js';
 import { ProcessorExplorer } from './processor.explorer.js';
 import { BusService } from '../bus/bus.service.js';
 import { CacheService } from '../cache/cache.service.js';
+import { CacheExplorer } from './cache.explorer.js';
+import { CacheInterceptor } from './cache.interceptor.js';
 import { EventExplorer } from './event.explorer.js';
 import { GroupOrchestrator } from './group.orchestrator.js';
 
@@ -42,6 +44,8 @@ const services: Provider[] = [
   ConsumerOrchestrator,
   EventExplorer,
   GroupOrchestrator,
+  CacheExplorer,
+  CacheInterceptor,
 ];
 
 /**
@@ -59,7 +63,7 @@ export class EchoMqModule {
       global: true,
       imports: [DiscoveryModule],
       providers: [{ provide: ECHOMQ_OPTIONS, useValue: options }, ...services],
-      exports: [QueueService, BusService, CacheService, EchoMqConnection],
+      exports: [QueueService, BusService, CacheService, CacheInterceptor, EchoMqConnection],
     };
   }
 
@@ -81,7 +85,7 @@ export class EchoMqModule {
         },
         ...services,
       ],
-      exports: [QueueService, BusService, CacheService, EchoMqConnection],
+      exports: [QueueService, BusService, CacheService, CacheInterceptor, EchoMqConnection],
     };
   }
 }

@@ -7,6 +7,9 @@ export interface FoundMethod<M> {
   readonly bound: (...args: never[]) => unknown;
   /** `ClassName.method`, for logs and errors. */
   readonly name: string;
+  /** The provider instance and the method's property name on it. */
+  readonly instance: Record<string, unknown>;
+  readonly key: string;
 }
 
 /**
@@ -31,6 +34,8 @@ export function findDecoratedMethods<M>(
         meta,
         bound: (method as (...args: never[]) => unknown).bind(instance),
         name: `${(instance as object).constructor.name}.${key}`,
+        instance: instance as Record<string, unknown>,
+        key,
       });
     }
   }
