@@ -1,4 +1,12 @@
+import type { Subscription } from 'rxjs';
+import { compareStreamIds } from '../bus/stream-id.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
+import { InvalidOptionError } from '../protocol/errors.js';
+import { assertBrandedId } from '../protocol/ids.js';
+import { CacheKeys, assertCacheKey } from '../protocol/keys.js';
+import { PROTOCOL_VERSION, runScript } from '../protocol/scripts.js';
+import { SignalHub } from '../protocol/signal-hub.js';
+import { LOG_START, logEnd, readLog, type LogSnapshot } from './coherence-log.js';
 
 /** What coherence applies to: the process's L1. */
 export interface L1Target {
@@ -8,23 +16,226 @@ export interface L1Target {
   dropNamespace(ns: string): void;
 }
 
+/** Tuning of coherence beyond the poll period. */
+export interface CoherenceOptions {
+  /** Bound of each namespace's invalidation log (`MAXLEN ~`). Default 10,000 entries. */
+  readonly logMaxLen?: number;
+}
+
+/** Default poll period (ms): the staleness bound when a signal is lost. */
+export const DEFAULT_COHERENCE_POLL_MS = 1000;
+/** Default bound of a namespace's invalidation log (entries). */
+export const DEFAULT_COHERENCE_LOG_MAX_LEN = 10_000;
+/** Most keys one log entry carries; larger announcements are split into several entries. */
+export const MAX_KEYS_PER_ANNOUNCEMENT = 1000;
+const READ_BATCH = 1000;
+
+/** One watched namespace: where this node stands in its log, and its read loop state. */
+interface Follower {
+  readonly ns: string;
+  readonly keys: CacheKeys;
+  /** The last applied stream id; undefined until the start position is read. */
+  pos?: string;
+  /** A read loop is running. */
+  busy: boolean;
+  /** Something asked for a read while one was running: read again when it ends. */
+  again: boolean;
+  running?: Promise<void>;
+  sub?: Subscription;
+  readonly ready: Promise<void>;
+  markReady: () => void;
+}
+
 /**
- * Invalidations ride the Bus: announced to the namespace's retained invalidation log and
- * signalled for speed; every node applies them in order and keeps its position. (Being written.)
+ * Invalidations ride the Bus: announced to the namespace's retained invalidation log
+ * (`cache-announce.lua`) and signalled on its sharded channel for speed. Every node follows the
+ * log of each namespace it watches from its own position, in order: it reads on a signal, and
+ * every `pollMs` in case a signal was lost; after a disconnect it replays what it missed; when
+ * the log was trimmed past its position it drops the namespace from L1 and jumps to the end.
  */
 export class Coherence {
+  private readonly followers = new Map<string, Follower>();
+  private readonly hub: SignalHub;
+  private readonly logMaxLen: number;
+  private timer?: NodeJS.Timeout;
+  private closed = false;
+
   constructor(
     protected readonly conn: EchoMqConnection,
     protected readonly l1: L1Target,
-    protected readonly pollMs: number,
-  ) {}
+    protected readonly pollMs: number = DEFAULT_COHERENCE_POLL_MS,
+    options: CoherenceOptions = {},
+  ) {
+    if (!Number.isFinite(pollMs) || pollMs < 1) throw new InvalidOptionError(`coherence pollMs must be a number >= 1`);
+    const max = options.logMaxLen ?? DEFAULT_COHERENCE_LOG_MAX_LEN;
+    if (!Number.isSafeInteger(max) || max < 1 || max > 1_000_000) throw new InvalidOptionError('coherence logMaxLen must be 1..1000000');
+    this.logMaxLen = max;
+    this.hub = new SignalHub(conn, 1024);
+  }
 
-  /** Announces that `keys` of `ns` were invalidated at version `ver`. */
-  async announce(_ns: string, _keys: readonly string[], _ver: string): Promise<void> {}
+  /**
+   * Announces that `keys` of `ns` were invalidated at version `ver`: one log entry per 1000 keys,
+   * each signalled. Validates everything before any I/O. Resolves to the id of the last entry
+   * (`""` when `keys` is empty: nothing is written).
+   */
+  async announce(ns: string, keys: readonly string[], ver: string): Promise<string> {
+    const k = new CacheKeys(ns);
+    for (const key of keys) assertCacheKey(key);
+    assertBrandedId(ver, 'ver');
+    let id = '';
+    for (let i = 0; i < keys.length; i += MAX_KEYS_PER_ANNOUNCEMENT) {
+      const chunk = keys.slice(i, i + MAX_KEYS_PER_ANNOUNCEMENT);
+      id = String(await runScript(this.conn.scriptClient, 'cache-announce', [k.log, k.signal], [PROTOCOL_VERSION, this.logMaxLen, ver, ...chunk]));
+    }
+    return id;
+  }
 
-  /** Starts following the invalidations of `ns` (idempotent). */
-  watch(_ns: string): void {}
+  /** Starts following the invalidations of `ns` (idempotent). The start position is the log's end. */
+  watch(ns: string): void {
+    void this.follower(ns);
+  }
+
+  /**
+   * Like `watch`, and resolves once this node holds its start position: invalidations announced
+   * after that are guaranteed to reach L1. (Retries while Valkey is unreachable.)
+   */
+  watching(ns: string): Promise<void> {
+    return this.follower(ns).ready;
+  }
+
+  /** Reads every watched namespace's log now, and resolves when those reads end. */
+  async sync(): Promise<void> {
+    for (const f of this.followers.values()) this.kick(f);
+    await Promise.allSettled([...this.followers.values()].map((f) => f.running));
+  }
 
   /** Stops following; closes what it opened. */
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    const all = [...this.followers.values()];
+    for (const f of all) f.sub?.unsubscribe();
+    await Promise.allSettled(all.map((f) => f.running));
+    this.followers.clear();
+    await this.hub.close();
+  }
+
+  /**
+   * A signal arrived for `ns` (`{"id": <entry id>}`): read unless this node already stands at or
+   * past that entry. Subclasses may intercept signals (tests stop the signal path this way).
+   */
+  protected signalled(ns: string, message: unknown): void {
+    const f = this.followers.get(ns);
+    if (!f) return;
+    const id = typeof message === 'object' && message !== null ? (message as { id?: unknown }).id : undefined;
+    if (typeof id === 'string' && f.pos !== undefined) {
+      try {
+        if (compareStreamIds(id, f.pos) <= 0) return;
+      } catch {
+        // a malformed hint: read anyway
+      }
+    }
+    this.kick(f);
+  }
+
+  private follower(ns: string): Follower {
+    let f = this.followers.get(ns);
+    if (f) return f;
+    if (this.closed) throw new InvalidOptionError('coherence is closed');
+    const keys = new CacheKeys(ns);
+    let markReady = (): void => {};
+    const ready = new Promise<void>((resolve) => (markReady = resolve));
+    const created: Follower = { ns, keys, busy: false, again: false, ready, markReady };
+    f = created;
+    this.followers.set(ns, created);
+    // Subscribe before reading the start position, so a signal racing the start is not lost.
+    created.sub = this.hub.observe<unknown>(keys.signal).subscribe({
+      next: (message) => this.signalled(ns, message),
+      error: () => {
+        // The subscriber could not connect: polling still bounds staleness.
+        created.sub = undefined;
+      },
+    });
+    this.startTimer();
+    this.kick(created);
+    return created;
+  }
+
+  private startTimer(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      for (const f of this.followers.values()) this.kick(f);
+    }, this.pollMs);
+    this.timer.unref();
+  }
+
+  /** Runs the read loop of `f` unless one runs; then one more pass runs after it. */
+  private kick(f: Follower): void {
+    if (this.closed) return;
+    if (f.busy) {
+      f.again = true;
+      return;
+    }
+    f.busy = true;
+    f.running = this.drain(f);
+  }
+
+  private async drain(f: Follower): Promise<void> {
+    try {
+      do {
+        f.again = false;
+        await this.step(f);
+      } while (f.again && !this.closed);
+    } catch {
+      // Valkey unreachable or the read failed: the next signal or poll retries from the same position.
+    } finally {
+      f.busy = false;
+    }
+  }
+
+  /** One pass: take the start position, or apply every entry after the position, in order. */
+  private async step(f: Follower): Promise<void> {
+    if (f.pos === undefined) {
+      const end = await logEnd(this.conn.client, f.keys.log);
+      if (this.closed) return;
+      f.pos = end;
+      f.markReady();
+      return;
+    }
+    for (;;) {
+      const snap = await readLog(this.conn.client, f.keys.log, f.pos, READ_BATCH);
+      if (this.closed) return;
+      if (this.hasGap(f.pos, snap)) {
+        // Entries after our position are gone: what they invalidated is unknown, so drop it all.
+        this.apply(() => this.l1.dropNamespace(f.ns));
+        f.pos = snap.lastId;
+        return;
+      }
+      for (const e of snap.entries) {
+        for (const key of e.keys) this.apply(() => this.l1.applyInvalidation(f.ns, key, e.ver));
+        f.pos = e.id;
+      }
+      if (snap.entries.length < READ_BATCH) return;
+    }
+  }
+
+  /**
+   * True when entries after `pos` were removed before this node applied them: a trim (or XDEL)
+   * removed an id past `pos`, or the log was deleted or replaced (its end is before `pos`).
+   */
+  private hasGap(pos: string, snap: LogSnapshot): boolean {
+    if (!snap.exists) return pos !== LOG_START;
+    return compareStreamIds(snap.maxDeletedId, pos) > 0 || compareStreamIds(snap.lastId, pos) < 0;
+  }
+
+  /** Calls into L1; an L1 failure never stalls the log (the position still advances). */
+  private apply(fn: () => void): void {
+    try {
+      fn();
+    } catch {
+      // L1 is in-process; a throwing target is its own bug and must not wedge coherence.
+    }
+  }
 }
