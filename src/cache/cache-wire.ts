@@ -1,5 +1,6 @@
+import { EchoMqError, fromReplyError } from '../protocol/errors.js';
 import type { CacheKeys } from '../protocol/keys.js';
-import { PROTOCOL_VERSION, runScript, type ScriptClient } from '../protocol/scripts.js';
+import { PROTOCOL_VERSION, runScript, type ScriptCall, type ScriptClient } from '../protocol/scripts.js';
 
 /** The reply of `cache-set.lua`. */
 export interface SetReply {
@@ -51,3 +52,62 @@ export const cacheWire = {
     return (await runScript(c, 'cache-lease', [k.lease(key)], [PROTOCOL_VERSION, 'drop', token, 1])) === 1;
   },
 };
+
+/** What one atomic read of an L2 entry found. */
+export type L2Read =
+  | { readonly state: 'none' | 'tombstone'; readonly leased: boolean }
+  | {
+      readonly state: 'live';
+      readonly leased: boolean;
+      readonly ver: string;
+      /** JSON text; undefined for a cached miss. */
+      readonly json: string | undefined;
+      /** ms the entry stays fresh (0 = stale, within its grace). */
+      readonly freshMs: number;
+      /** ms the entry stays servable (fresh + grace left). */
+      readonly liveMs: number;
+    };
+
+/** The commands of one atomic read (MULTI on the entry's slot). */
+interface ReadClient {
+  multi(): {
+    hmget(key: string, ...fields: string[]): unknown;
+    pttl(key: string): unknown;
+    exists(key: string): unknown;
+    exec(): Promise<[Error | null, unknown][] | null>;
+  };
+}
+
+/**
+ * Reads an entry (`HMGET v d n x g` and `PTTL`, plus the lease's `EXISTS` when asked) in one
+ * MULTI: the entry and its lease share a slot. Freshness comes from the server's clock only:
+ * fresh while PTTL > g.
+ */
+export async function readEntry(client: unknown, k: CacheKeys, key: string, withLease = false): Promise<L2Read> {
+  const entry = k.entry(key);
+  const m = (client as ReadClient).multi();
+  m.hmget(entry, 'v', 'd', 'n', 'x', 'g');
+  m.pttl(entry);
+  if (withLease) m.exists(k.lease(key));
+  let r: [Error | null, unknown][] | null;
+  try {
+    r = await m.exec();
+  } catch (err) {
+    throw fromReplyError(err);
+  }
+  if (!r) throw new EchoMqError('EMQ_INTERNAL', 'cache read: transaction aborted');
+  for (const [err] of r) if (err) throw fromReplyError(err);
+  const [v, d, n, x, g] = r[0][1] as (string | null)[];
+  const pttl = Number(r[1][1]);
+  const leased = withLease ? Number(r[2][1]) === 1 : false;
+  if (!v || pttl === -2) return { state: 'none', leased };
+  if (x === '1' || (d === null && n !== '1')) return { state: 'tombstone', leased };
+  const liveMs = pttl < 0 ? Number.MAX_SAFE_INTEGER : pttl;
+  const freshMs = Math.max(0, liveMs - (Number(g) || 0));
+  return { state: 'live', leased, ver: v, json: d ?? undefined, freshMs, liveMs };
+}
+
+/** A `cache-invalidate.lua` call, for pipelines (`invalidateTag`). */
+export function invalidateCall(k: CacheKeys, key: string, ver: string, tombstoneMs: number): ScriptCall<boolean> {
+  return { name: 'cache-invalidate', keys: [k.entry(key)], args: [PROTOCOL_VERSION, ver, tombstoneMs], parse: (r) => r === 1 };
+}

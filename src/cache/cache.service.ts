@@ -1,10 +1,308 @@
+import { randomBytes } from 'node:crypto';
+import type { OnModuleDestroy } from '@nestjs/common';
+import { Cluster } from 'iovalkey';
+import { decodePayload, encodePayload, type Json } from '../protocol/codec.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
-import type { CacheOptions } from './cache.types.js';
+import { fromReplyError } from '../protocol/errors.js';
+import { CacheKeys, assertCacheKey } from '../protocol/keys.js';
+import { callPipeline, call } from '../protocol/scripts.js';
+import { jittered, resolveCacheOptions, resolveEntryOptions, type ResolvedCacheOptions, type ResolvedEntryOptions } from './cache.options.js';
+import type { CacheApi, CacheEntryOptions, CacheOptions, CacheStats, Loader } from './cache.types.js';
+import { cacheWire, invalidateCall, readEntry, type L2Read } from './cache-wire.js';
+import { Coherence } from './coherence.js';
+import { L1 } from './l1.js';
+import { SingleFlight } from './single-flight.js';
 
-/** The coherent L1/L2 cache. (Being written.) */
-export class CacheService {
+/** Most keys invalidated per pipeline by `invalidateTag`. */
+const TAG_CHUNK = 1000;
+/** Poll period of a fill-lease loser waiting for the winner's value (ms). */
+const LEASE_POLL_MS = 5;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+type Live = Extract<L2Read, { state: 'live' }>;
+type Counters = { -readonly [K in keyof CacheStats]: number };
+
+/**
+ * The coherent L1/L2 near-cache. L2 is one Valkey hash per entry, written only by newer
+ * versions (`cache-set.lua`); L1 is an in-process LRU under the same version rule. An
+ * invalidation leaves a tombstone in both, so a load that began before it can never write its
+ * old value back. Misses share one load per process (single flight) and, with `fillLease`, one
+ * load across processes.
+ */
+export class CacheService implements CacheApi, OnModuleDestroy {
+  private readonly o: ResolvedCacheOptions;
+  /** The in-process near cache (exposed for tests and coherence). */
+  readonly l1: L1;
+  private readonly coherence: Coherence;
+  private readonly flights = new SingleFlight();
+  private readonly namespaces = new Map<string, CacheKeys>();
+  private readonly background = new Set<Promise<void>>();
+  private readonly counters: Counters = { l1Hits: 0, l2Hits: 0, misses: 0, loads: 0, staleServed: 0, invalidations: 0 };
+  private readonly token = randomBytes(12).toString('base64url');
+  private closed = false;
+
   constructor(
     protected readonly conn: EchoMqConnection,
     protected readonly options: CacheOptions = {},
-  ) {}
+  ) {
+    this.o = resolveCacheOptions(options);
+    new CacheKeys(this.o.namespace); // validates the default namespace at construction
+    this.l1 = new L1({ maxEntries: this.o.l1MaxEntries, maxBytes: this.o.l1MaxBytes, tombstoneMs: this.o.tombstoneMs });
+    this.coherence = new Coherence(conn, this.l1, this.o.pollMs);
+  }
+
+  /** The value of `key`, loading it (once per process, or once across processes with `fillLease`) on a miss. */
+  async getOrLoad<T extends Json | undefined>(key: string, loader: Loader<T>, opts?: CacheEntryOptions): Promise<T> {
+    const k = this.keysOf(opts?.namespace);
+    assertCacheKey(key);
+    const o = resolveEntryOptions(this.o, opts, k);
+    const hit = this.l1.get(k.ns, key);
+    if (hit && hit.expiresAt > Date.now()) {
+      this.counters.l1Hits++;
+      return decode<T>(hit.json);
+    }
+    if (hit) {
+      this.counters.staleServed++;
+      this.refresh(k, key, loader, o);
+      return decode<T>(hit.json);
+    }
+    return this.flights.run(`g:${k.ns}\u0000${key}`, () => this.fill(k, key, loader, o));
+  }
+
+  /** The fresh value of `key`, or undefined (a miss, a tombstone, a cached miss, or past its TTL). */
+  async get<T extends Json>(key: string, opts?: { namespace?: string }): Promise<T | undefined> {
+    const k = this.keysOf(opts?.namespace);
+    assertCacheKey(key);
+    const hit = this.l1.get(k.ns, key);
+    if (hit && hit.expiresAt > Date.now()) {
+      this.counters.l1Hits++;
+      return decode<T | undefined>(hit.json);
+    }
+    const r = await this.read(k, key);
+    if (r.state !== 'live' || r.freshMs <= 0) {
+      this.counters.misses++;
+      return undefined;
+    }
+    this.counters.l2Hits++;
+    this.fillL1(k, key, r);
+    return decode<T | undefined>(r.json);
+  }
+
+  /** Writes `value` (JSON) under a freshly minted version. */
+  async set<T extends Json>(key: string, value: T, opts?: CacheEntryOptions): Promise<void> {
+    const k = this.keysOf(opts?.namespace);
+    assertCacheKey(key);
+    const o = resolveEntryOptions(this.o, opts, k);
+    const json = encodePayload(value, this.o.maxValueBytes);
+    await this.tagMembers(k, key, o);
+    await this.write(k, key, this.conn.ids.next('ver'), json, o, false);
+  }
+
+  /** Tombstones `key` in L2 and L1 at a fresh version, then announces it to the other nodes. */
+  async invalidate(key: string, opts?: { namespace?: string }): Promise<void> {
+    const k = this.keysOf(opts?.namespace);
+    k.entry(key);
+    const ver = this.conn.ids.next('ver');
+    await cacheWire.invalidate(this.conn.scriptClient, k, key, ver, this.o.tombstoneMs);
+    this.l1.applyInvalidation(k.ns, key, ver);
+    this.counters.invalidations++;
+    await this.coherence.announce(k.ns, [key], ver);
+  }
+
+  /** Invalidates every key carrying `tag` (pipelined), announces them, and empties the tag. */
+  async invalidateTag(tag: string, opts?: { namespace?: string }): Promise<void> {
+    const k = this.keysOf(opts?.namespace);
+    const tagKey = k.tag(tag);
+    const members = (await this.command(() => this.conn.client.smembers(tagKey))).filter(isCacheKey);
+    if (members.length === 0) return;
+    const ver = this.conn.ids.next('ver');
+    for (let i = 0; i < members.length; i += TAG_CHUNK) {
+      const chunk = members.slice(i, i + TAG_CHUNK);
+      const calls = chunk.map((m) => invalidateCall(k, m, ver, this.o.tombstoneMs));
+      if (this.conn.client instanceof Cluster) {
+        await Promise.all(calls.map((c) => call(this.conn.scriptClient, c)));
+      } else {
+        const settled = await callPipeline(this.conn.scriptClient, calls);
+        const failed = settled.find((s) => s.status === 'rejected');
+        if (failed) throw failed.reason;
+      }
+      for (const m of chunk) this.l1.applyInvalidation(k.ns, m, ver);
+      this.counters.invalidations += chunk.length;
+      await this.coherence.announce(k.ns, chunk, ver);
+      // SREM, not DEL: a key tagged while this ran stays in the set.
+      await this.command(() => this.conn.client.srem(tagKey, ...chunk));
+    }
+  }
+
+  /** A snapshot of the counters. `l1Hits` counts calls; the others count flights (joined callers share one). */
+  stats(): CacheStats {
+    return { ...this.counters };
+  }
+
+  /** Waits for background refreshes and closes coherence. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.allSettled([...this.background]);
+    await this.coherence.close();
+  }
+
+  /** Nest lifecycle: closes before the connection is closed at application shutdown. */
+  async onModuleDestroy(): Promise<void> {
+    await this.close();
+  }
+
+  /** The keys of a namespace (validated), following its invalidations from first use. */
+  private keysOf(ns: string | undefined): CacheKeys {
+    const name = ns ?? this.o.namespace;
+    let k = this.namespaces.get(name);
+    if (!k) {
+      k = new CacheKeys(name);
+      this.namespaces.set(name, k);
+      this.coherence.watch(name);
+    }
+    return k;
+  }
+
+  /** One flight of a miss: L2, else (lease-gated) load. */
+  private async fill<T extends Json | undefined>(k: CacheKeys, key: string, loader: Loader<T>, o: ResolvedEntryOptions): Promise<T> {
+    const r = await this.read(k, key);
+    if (r.state === 'live') {
+      this.fillL1(k, key, r);
+      if (r.freshMs > 0) {
+        this.counters.l2Hits++;
+      } else {
+        this.counters.staleServed++;
+        this.refresh(k, key, loader, o);
+      }
+      return decode<T>(r.json);
+    }
+    this.counters.misses++;
+    return o.fillLease ? this.leasedLoad(k, key, loader, o) : this.load(k, key, loader, o);
+  }
+
+  /** With the fill lease: the winner loads; a loser polls L2 until a value lands, the lease goes, or its time runs out. */
+  private async leasedLoad<T extends Json | undefined>(k: CacheKeys, key: string, loader: Loader<T>, o: ResolvedEntryOptions): Promise<T> {
+    const deadline = Date.now() + o.fillLeaseMs;
+    while (Date.now() < deadline) {
+      if (await cacheWire.takeLease(this.conn.scriptClient, k, key, this.token, o.fillLeaseMs)) {
+        try {
+          return await this.load(k, key, loader, o);
+        } finally {
+          await cacheWire.dropLease(this.conn.scriptClient, k, key, this.token).catch(() => false);
+        }
+      }
+      for (;;) {
+        await sleep(LEASE_POLL_MS);
+        const r = await this.read(k, key, true);
+        if (r.state === 'live') {
+          this.counters.l2Hits++;
+          this.fillL1(k, key, r);
+          return decode<T>(r.json);
+        }
+        if (!r.leased || Date.now() >= deadline) break;
+      }
+    }
+    return this.load(k, key, loader, o);
+  }
+
+  /** Runs the loader under a version minted when the load begins, then writes its result. */
+  private async load<T extends Json | undefined>(k: CacheKeys, key: string, loader: Loader<T>, o: ResolvedEntryOptions): Promise<T> {
+    await this.tagMembers(k, key, o);
+    const ver = this.conn.ids.next('ver');
+    this.counters.loads++;
+    const value = await loader();
+    if (value === undefined || value === null) {
+      if (o.negativeTtlMs > 0) {
+        await this.write(k, key, ver, value === null ? 'null' : '', { ...o, ttlMs: o.negativeTtlMs, graceMs: 0 }, true);
+      }
+      return value;
+    }
+    await this.write(k, key, ver, encodePayload(value, this.o.maxValueBytes), o, false);
+    return value;
+  }
+
+  /** cache-set with `ver`; L1 takes the value only when L2 did (so never an older value than L2). */
+  private async write(k: CacheKeys, key: string, ver: string, json: string, o: ResolvedEntryOptions, negative: boolean): Promise<boolean> {
+    const ttlMs = negative ? o.ttlMs : jittered(o.ttlMs, o.jitter);
+    const r = await cacheWire.set(this.conn.scriptClient, k, key, {
+      ver, json, ttlMs, graceMs: o.graceMs, maxBytes: this.o.maxValueBytes, tags: o.tags,
+    });
+    if (!r.written) return false;
+    const now = Date.now();
+    this.l1.set(k.ns, key, { json: json === '' ? undefined : json, ver, expiresAt: now + ttlMs, graceUntil: now + ttlMs + o.graceMs });
+    return true;
+  }
+
+  /** One background refresh per key at a time; a failure keeps the stale value (within its grace). */
+  private refresh<T extends Json | undefined>(k: CacheKeys, key: string, loader: Loader<T>, o: ResolvedEntryOptions): void {
+    if (this.closed) return;
+    const fk = `r:${k.ns}\u0000${key}`;
+    if (this.flights.has(fk)) return;
+    const run = async (): Promise<void> => {
+      if (o.fillLease && !(await cacheWire.takeLease(this.conn.scriptClient, k, key, this.token, o.fillLeaseMs))) return;
+      try {
+        await this.load(k, key, loader, o);
+      } finally {
+        if (o.fillLease) await cacheWire.dropLease(this.conn.scriptClient, k, key, this.token).catch(() => false);
+      }
+    };
+    const p = this.flights.run(fk, run).catch(() => undefined);
+    this.background.add(p);
+    void p.finally(() => this.background.delete(p));
+  }
+
+  /**
+   * Adds `key` to its tags' sets BEFORE its version is minted: an `invalidateTag` that misses
+   * the member was minted earlier, so this write's data is newer than what it invalidated.
+   */
+  private async tagMembers(k: CacheKeys, key: string, o: ResolvedEntryOptions): Promise<void> {
+    if (o.tags.length === 0) return;
+    const ms = Math.ceil(Math.max(o.ttlMs * (1 + o.jitter), o.negativeTtlMs) + o.graceMs);
+    const p = this.conn.client.pipeline();
+    for (const t of o.tags) {
+      const tk = k.tag(t);
+      p.sadd(tk, key).pexpire(tk, ms, 'NX').pexpire(tk, ms, 'GT');
+    }
+    const failed = (await this.command(() => p.exec()))?.find(([err]) => err);
+    if (failed?.[0]) throw fromReplyError(failed[0]);
+  }
+
+  /**
+   * Reads L2 once this node follows the namespace's invalidations from a known position: a value
+   * read before that could miss an invalidation announced in between and stay in L1.
+   */
+  private async read(k: CacheKeys, key: string, withLease = false): Promise<L2Read> {
+    // Bounded: while Valkey is unreachable the read below fails fast with a typed error instead.
+    let timer: NodeJS.Timeout | undefined;
+    const cap = new Promise<void>((r) => (timer = setTimeout(r, 2000)));
+    await Promise.race([this.coherence.watching(k.ns), cap]);
+    clearTimeout(timer);
+    return readEntry(this.conn.client, k, key, withLease);
+  }
+
+  private fillL1(k: CacheKeys, key: string, r: Live): void {
+    const now = Date.now();
+    this.l1.set(k.ns, key, { json: r.json, ver: r.ver, expiresAt: now + r.freshMs, graceUntil: now + r.liveMs });
+  }
+
+  /** Runs a plain command, mapping its failure to a typed error. */
+  private async command<R>(fn: () => Promise<R>): Promise<R> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw fromReplyError(err);
+    }
+  }
+}
+
+const decode = <T>(json: string | undefined): T => decodePayload(json) as T;
+
+/** Tag members come from Valkey: one that breaks the key grammar is skipped, never used as a key. */
+function isCacheKey(m: string): boolean {
+  try {
+    assertCacheKey(m);
+    return true;
+  } catch {
+    return false;
+  }
 }

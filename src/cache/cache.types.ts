@@ -16,6 +16,8 @@ export interface CacheEntryOptions {
   readonly tags?: readonly string[];
   /** Across processes, let one node load while the others wait briefly or serve stale (default false). */
   readonly fillLease?: boolean;
+  /** How long the fill lease is held, and how long the others poll L2 before loading themselves (ms, 1..600,000). Default 2000. */
+  readonly fillLeaseMs?: number;
 }
 
 /** Options of the cache, under `EchoMqModuleOptions.cache`. */

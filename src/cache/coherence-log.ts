@@ -1,4 +1,5 @@
 import type { ValkeyClient } from '../protocol/connection.js';
+import { compareStreamIds } from '../bus/stream-id.js';
 import { EchoMqError, fromReplyError } from '../protocol/errors.js';
 
 /** One entry of a namespace's invalidation log: `v <ver> k <key> [k <key> …]`. */
@@ -21,8 +22,18 @@ export interface LogSnapshot {
   readonly exists: boolean;
   /** `last-generated-id`: the id of the newest entry ever added (`0-0` when none). */
   readonly lastId: string;
-  /** `max-deleted-entry-id`: the newest id a trim (or XDEL) removed (`0-0` when none). */
+  /** `max-deleted-entry-id`: the newest id XDEL removed (`0-0` when none; trims do not set it). */
   readonly maxDeletedId: string;
+  /** `entries-added`: how many entries were ever added (0 when the log does not exist). */
+  readonly added: number;
+  /** How many entries the log holds now: the last `length` of the `added` entries (trims cut the oldest). */
+  readonly length: number;
+}
+
+/** A position in the log: the last applied id, and how many entries had been added up to it. */
+export interface LogPosition {
+  readonly id: string;
+  readonly added: number;
 }
 
 /** The empty position: before every entry. */
@@ -59,26 +70,47 @@ function entriesOf(reply: unknown): InvalidationEntry[] {
 }
 
 /** Maps an XINFO STREAM reply (or its "no such key" error) to the stream's bounds. */
-function boundsOf(err: Error | null, reply: unknown): Pick<LogSnapshot, 'exists' | 'lastId' | 'maxDeletedId'> {
+type Bounds = Omit<LogSnapshot, 'entries'>;
+const NO_LOG: Bounds = { exists: false, lastId: LOG_START, maxDeletedId: LOG_START, added: 0, length: 0 };
+
+function boundsOf(err: Error | null, reply: unknown): Bounds {
   if (err) {
-    if (isNoSuchKey(err)) return { exists: false, lastId: LOG_START, maxDeletedId: LOG_START };
+    if (isNoSuchKey(err)) return NO_LOG;
     throw fromReplyError(err);
   }
   const info = fieldsOf(reply);
   const lastId = info.get('last-generated-id');
   const maxDeleted = info.get('max-deleted-entry-id');
-  if (typeof lastId !== 'string') throw new EchoMqError('EMQ_INTERNAL', 'XINFO STREAM reply lacks last-generated-id');
-  return { exists: true, lastId, maxDeletedId: typeof maxDeleted === 'string' ? maxDeleted : LOG_START };
+  const added = Number(info.get('entries-added'));
+  const length = Number(info.get('length'));
+  if (typeof lastId !== 'string' || !Number.isSafeInteger(added) || !Number.isSafeInteger(length)) {
+    throw new EchoMqError('EMQ_INTERNAL', 'XINFO STREAM reply lacks last-generated-id, entries-added or length (Valkey 7+ needed)');
+  }
+  return { exists: true, lastId, maxDeletedId: typeof maxDeleted === 'string' ? maxDeleted : LOG_START, added, length };
 }
 
-/** The log's current end (`last-generated-id`; `0-0` when the log does not exist yet). */
-export async function logEnd(client: ValkeyClient, log: string): Promise<string> {
+/** The log's current end: its `last-generated-id` and `entries-added` (`0-0`/0 when it does not exist yet). */
+export async function logEnd(client: ValkeyClient, log: string): Promise<LogPosition> {
+  let b: Bounds;
   try {
-    return boundsOf(null, await client.xinfo('STREAM', log)).lastId;
+    b = boundsOf(null, await client.xinfo('STREAM', log));
   } catch (err) {
-    if (err instanceof Error && isNoSuchKey(err)) return LOG_START;
-    throw fromReplyError(err);
+    if (!(err instanceof Error && isNoSuchKey(err))) throw fromReplyError(err);
+    b = NO_LOG;
   }
+  return { id: b.lastId, added: b.added };
+}
+
+/**
+ * True when entries after position `p` left the log before they were applied: a trim cut past
+ * it (more entries were ever added than the log holds beyond `p`), XDEL removed an id past it,
+ * or the log was deleted or replaced (it ends before `p`, or counts fewer additions).
+ */
+export function hasGap(p: LogPosition, snap: LogSnapshot): boolean {
+  if (!snap.exists) return p.added > 0 || p.id !== LOG_START;
+  if (snap.added < p.added || compareStreamIds(snap.lastId, p.id) < 0) return true;
+  if (compareStreamIds(snap.maxDeletedId, p.id) > 0) return true;
+  return snap.added - snap.length > p.added;
 }
 
 /**

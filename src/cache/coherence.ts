@@ -6,7 +6,7 @@ import { assertBrandedId } from '../protocol/ids.js';
 import { CacheKeys, assertCacheKey } from '../protocol/keys.js';
 import { PROTOCOL_VERSION, runScript } from '../protocol/scripts.js';
 import { SignalHub } from '../protocol/signal-hub.js';
-import { LOG_START, logEnd, readLog, type LogSnapshot } from './coherence-log.js';
+import { hasGap, logEnd, readLog, type LogPosition } from './coherence-log.js';
 
 /** What coherence applies to: the process's L1. */
 export interface L1Target {
@@ -34,8 +34,8 @@ const READ_BATCH = 1000;
 interface Follower {
   readonly ns: string;
   readonly keys: CacheKeys;
-  /** The last applied stream id; undefined until the start position is read. */
-  pos?: string;
+  /** The last applied stream id and the log's addition count there; undefined until the start is read. */
+  pos?: LogPosition;
   /** A read loop is running. */
   busy: boolean;
   /** Something asked for a read while one was running: read again when it ends. */
@@ -92,7 +92,7 @@ export class Coherence {
 
   /** Starts following the invalidations of `ns` (idempotent). The start position is the log's end. */
   watch(ns: string): void {
-    void this.follower(ns);
+    if (!this.closed) this.follower(ns);
   }
 
   /**
@@ -132,7 +132,7 @@ export class Coherence {
     const id = typeof message === 'object' && message !== null ? (message as { id?: unknown }).id : undefined;
     if (typeof id === 'string' && f.pos !== undefined) {
       try {
-        if (compareStreamIds(id, f.pos) <= 0) return;
+        if (compareStreamIds(id, f.pos.id) <= 0) return;
       } catch {
         // a malformed hint: read anyway
       }
@@ -205,29 +205,22 @@ export class Coherence {
       return;
     }
     for (;;) {
-      const snap = await readLog(this.conn.client, f.keys.log, f.pos, READ_BATCH);
+      const snap = await readLog(this.conn.client, f.keys.log, f.pos.id, READ_BATCH);
       if (this.closed) return;
-      if (this.hasGap(f.pos, snap)) {
+      if (hasGap(f.pos, snap)) {
         // Entries after our position are gone: what they invalidated is unknown, so drop it all.
         this.apply(() => this.l1.dropNamespace(f.ns));
-        f.pos = snap.lastId;
+        f.pos = { id: snap.lastId, added: snap.added };
         return;
       }
+      // No gap: the entries after the position are the next ones added, contiguous.
+      let added: number = f.pos.added;
       for (const e of snap.entries) {
         for (const key of e.keys) this.apply(() => this.l1.applyInvalidation(f.ns, key, e.ver));
-        f.pos = e.id;
+        f.pos = { id: e.id, added: ++added };
       }
       if (snap.entries.length < READ_BATCH) return;
     }
-  }
-
-  /**
-   * True when entries after `pos` were removed before this node applied them: a trim (or XDEL)
-   * removed an id past `pos`, or the log was deleted or replaced (its end is before `pos`).
-   */
-  private hasGap(pos: string, snap: LogSnapshot): boolean {
-    if (!snap.exists) return pos !== LOG_START;
-    return compareStreamIds(snap.maxDeletedId, pos) > 0 || compareStreamIds(snap.lastId, pos) < 0;
   }
 
   /** Calls into L1; an L1 failure never stalls the log (the position still advances). */

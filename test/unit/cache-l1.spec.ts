@@ -1,0 +1,85 @@
+import { L1, type L1Entry } from '../../src/cache/l1.js';
+import { SingleFlight } from '../../src/cache/single-flight.js';
+
+let now = 1_000_000;
+const clock = (): number => now;
+const entry = (json: string | undefined, ver: string, ttl = 1000, grace = 0): L1Entry => ({
+  json, ver, expiresAt: now + ttl, graceUntil: now + ttl + grace,
+});
+const v = (n: number): string => `ver${String(n).padStart(11, '0')}`;
+
+describe('L1', () => {
+  it('evicts the least recently used entry past maxEntries', () => {
+    const l1 = new L1({ maxEntries: 3, maxBytes: 1e9, tombstoneMs: 100 }, clock);
+    for (const k of ['a', 'b', 'c']) l1.set('ns', k, entry('1', v(1)));
+    l1.get('ns', 'a');
+    l1.set('ns', 'd', entry('1', v(1)));
+    expect(['a', 'b', 'c', 'd'].map((k) => l1.get('ns', k) !== undefined)).toEqual([true, false, true, true]);
+    expect(l1.size).toBe(3);
+  });
+
+  it('evicts past maxBytes and never holds a value larger than the bound', () => {
+    const l1 = new L1({ maxEntries: 100, maxBytes: 10, tombstoneMs: 100 }, clock);
+    l1.set('ns', 'a', entry('"1234"', v(1)));
+    l1.set('ns', 'b', entry('"5678"', v(1)));
+    expect(l1.bytes).toBe(12 - 6);
+    expect(l1.get('ns', 'a')).toBeUndefined();
+    expect(l1.set('ns', 'big', entry('"12345678901"', v(1)))).toBe(false);
+    expect(l1.get('ns', 'b')?.json).toBe('"5678"');
+  });
+
+  it('ignores a write older than the version held; keeps fresh, stale and expired apart', () => {
+    const l1 = new L1({ maxEntries: 10, maxBytes: 1e9, tombstoneMs: 100 }, clock);
+    expect(l1.set('ns', 'k', entry('2', v(2), 100, 100))).toBe(true);
+    expect(l1.set('ns', 'k', entry('1', v(1)))).toBe(false);
+    expect(l1.set('ns', 'k', entry('2', v(2)))).toBe(false);
+    expect(l1.get('ns', 'k')?.json).toBe('2');
+    now += 150;
+    const stale = l1.get('ns', 'k');
+    expect(stale && stale.expiresAt <= now && stale.graceUntil > now).toBe(true);
+    now += 100;
+    expect(l1.get('ns', 'k')).toBeUndefined();
+    expect(l1.size).toBe(0);
+  });
+
+  it('applyInvalidation drops unless newer, and refuses older fills for the tombstone window', () => {
+    const l1 = new L1({ maxEntries: 10, maxBytes: 1e9, tombstoneMs: 100 }, clock);
+    l1.set('ns', 'k', entry('5', v(5)));
+    l1.applyInvalidation('ns', 'k', v(4));
+    expect(l1.get('ns', 'k')?.json).toBe('5');
+    l1.applyInvalidation('ns', 'k', v(6));
+    expect(l1.get('ns', 'k')).toBeUndefined();
+    expect(l1.set('ns', 'k', entry('old', v(3)))).toBe(false);
+    expect(l1.set('ns', 'k', entry('same', v(6)))).toBe(false);
+    expect(l1.set('ns', 'k', entry('new', v(7)))).toBe(true);
+    l1.applyInvalidation('ns', 'j', v(10));
+    now += 101;
+    expect(l1.set('ns', 'j', entry('late', v(9)))).toBe(true); // the window has passed
+  });
+
+  it('dropNamespace drops only that namespace', () => {
+    const l1 = new L1({ maxEntries: 10, maxBytes: 1e9, tombstoneMs: 100 }, clock);
+    l1.set('a', 'k', entry('1', v(1)));
+    l1.set('ab', 'k', entry('1', v(1)));
+    l1.dropNamespace('a');
+    expect(l1.get('a', 'k')).toBeUndefined();
+    expect(l1.get('ab', 'k')).toBeDefined();
+  });
+});
+
+describe('SingleFlight', () => {
+  it('shares one run among concurrent callers, and clears after settling (even a sync throw)', async () => {
+    const sf = new SingleFlight();
+    let runs = 0;
+    const fn = async (): Promise<number> => {
+      runs++;
+      await new Promise((r) => setTimeout(r, 5));
+      return runs;
+    };
+    expect(await Promise.all([sf.run('k', fn), sf.run('k', fn), sf.run('k', fn)])).toEqual([1, 1, 1]);
+    expect(sf.size).toBe(0);
+    await expect(sf.run('x', () => { throw new Error('sync'); })).rejects.toThrow('sync');
+    expect(sf.size).toBe(0);
+    expect(await sf.run('k', fn)).toBe(2);
+  });
+});
