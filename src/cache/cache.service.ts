@@ -87,14 +87,19 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     return decode<T | undefined>(r.json);
   }
 
-  /** Writes `value` (JSON) under a freshly minted version. */
+  /**
+   * Writes `value` (JSON) under a freshly minted version, then announces it so the other nodes
+   * drop their older L1 copies (they re-read the new value from L2).
+   */
   async set<T extends Json>(key: string, value: T, opts?: CacheEntryOptions): Promise<void> {
     const k = this.keysOf(opts?.namespace);
     assertCacheKey(key);
     const o = resolveEntryOptions(this.o, opts, k);
     const json = encodePayload(value, this.o.maxValueBytes);
     await this.tagMembers(k, key, o);
-    await this.write(k, key, this.conn.ids.next('ver'), json, o, false);
+    const ver = this.conn.ids.next('ver');
+    await this.write(k, key, ver, json, o, false);
+    await this.coherence.announce(k.ns, [key], ver);
   }
 
   /** Tombstones `key` in L2 and L1 at a fresh version, then announces it to the other nodes. */

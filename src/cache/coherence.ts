@@ -10,7 +10,7 @@ import { hasGap, logEnd, readLog, type LogPosition } from './coherence-log.js';
 
 /** What coherence applies to: the process's L1. */
 export interface L1Target {
-  /** Drops `key` of `ns` from L1 unless L1 holds a version newer than `ver`. */
+  /** Drops `key` of `ns` from L1 when L1 holds a version older than `ver` (and refuses older fills for a while). */
   applyInvalidation(ns: string, key: string, ver: string): void;
   /** Drops every L1 entry of `ns` (the log was trimmed past this node's position). */
   dropNamespace(ns: string): void;

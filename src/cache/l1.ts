@@ -82,7 +82,7 @@ export class L1 implements L1Target {
     const tomb = this.tombstones.get(k);
     if (tomb) {
       if (tomb.until <= now) this.tombstones.delete(k);
-      else if (entry.ver <= tomb.ver) return false;
+      else if (entry.ver < tomb.ver) return false;
     }
     const old = this.entries.get(k);
     if (old && entry.ver <= old.ver) return false;
@@ -102,7 +102,8 @@ export class L1 implements L1Target {
   applyInvalidation(ns: string, key: string, ver: string): void {
     const k = mapKey(ns, key);
     const e = this.entries.get(k);
-    if (e && e.ver > ver) return;
+    // Versions are unique mints: an entry at `ver` itself is the announced write, not older.
+    if (e && e.ver >= ver) return;
     if (e) this.remove(k, e);
     const now = this.clock();
     const prev = this.tombstones.get(k);
