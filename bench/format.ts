@@ -4,9 +4,11 @@
 import { METRICS, lowerIsBetter, type BenchSizes, type Metric, type Results, type SystemName } from './common.js';
 import { BUS_METRICS, EVENTS_LOG_METRIC, type BusMetric } from './bus.js';
 import type { PhaseResult } from './phases.js';
+import type { CacheReport } from './cache-phases.js';
+import type { CacheMetric } from './cache.js';
 
-/** Any row of the report: a queue metric, a Bus metric, or the lifecycle-log row. */
-export type AnyMetric = Metric | BusMetric | typeof EVENTS_LOG_METRIC;
+/** Any row of the report: a queue metric, a Bus metric, the lifecycle-log row, or a cache metric. */
+export type AnyMetric = Metric | BusMetric | typeof EVENTS_LOG_METRIC | CacheMetric;
 
 /** The EchoMQ-only medians: the Bus rows, and the lifecycle-log row when it was measured. */
 export interface EchoOnlyResults {
@@ -26,7 +28,7 @@ export interface Environment {
   readonly valkey: string;
   /** The 1-minute load average when the run started (other work on the machine skews results). */
   readonly loadAvg: number;
-  readonly versions: Readonly<Record<'echomq' | 'bullmq' | 'ioredis' | 'iovalkey', string>>;
+  readonly versions: Readonly<Record<'echomq' | 'bullmq' | 'ioredis' | 'iovalkey' | 'bentocache', string>>;
 }
 
 /** One phase's outcome for one system, as recorded for the report. */
@@ -49,6 +51,8 @@ export interface Report {
   readonly medianRecords: readonly PhaseRecord[];
   readonly env: Environment;
   readonly sizes: BenchSizes;
+  /** The cache rows (EchoMQ vs bentocache), medians and every repetition. */
+  readonly cache: CacheReport;
   /** Wall seconds of the whole run. */
   readonly seconds: number;
 }

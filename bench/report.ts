@@ -6,6 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { BUS_METRICS, EVENTS_LOG_METRIC } from './bus.js';
+import { CACHE_METRICS } from './cache.js';
 import { METRICS, type SystemName } from './common.js';
 import { renderDoc } from './doc.js';
 import { ratio, rounded, shown, type Environment, type Report } from './format.js';
@@ -29,7 +30,7 @@ export async function environment(probe: Probe, quick: boolean): Promise<Environ
     node: process.version,
     valkey: await probe.serverVersion(),
     loadAvg: loadavg()[0],
-    versions: { echomq: version('.'), bullmq: version('bullmq'), ioredis: version('ioredis'), iovalkey: version('iovalkey') },
+    versions: { echomq: version('.'), bullmq: version('bullmq'), ioredis: version('ioredis'), iovalkey: version('iovalkey'), bentocache: version('bentocache') },
   };
 }
 
@@ -50,11 +51,30 @@ export function printEchoOnly(echoOnly: Report['echoOnly']): void {
   console.log(`EchoMQ only (no BullMQ equivalent):\n${rows.map(([m, v]) => `${m.padEnd(w)}  ${v}`).join('\n')}\n`);
 }
 
+/** Prints the cache table (EchoMQ vs bentocache) on stdout. */
+export function printCache(cache: Report['cache']): void {
+  const rows = CACHE_METRICS.map((m) => {
+    const e = cache.results.echomq[m];
+    const b = cache.results.bentocache[m];
+    return [m, shown(m, e), shown(m, b), `${(e / b).toFixed(2)}×`];
+  });
+  const head = ['metric', 'echomq', 'bentocache', 'echomq/bentocache'];
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join('  ');
+  console.log(`Cache:\n${line(head)}\n${w.map((n) => '-'.repeat(n)).join('  ')}\n${rows.map(line).join('\n')}\n`);
+}
+
 /**
- * Writes `bench/results.json` (`echomq`, `bullmq`, and the EchoMQ-only `bus` rows) and
+ * Writes `bench/results.json` (`echomq`, `bullmq`, the EchoMQ-only `bus` rows, and `cache` with
+ * EchoMQ and bentocache side by side) and
  * `docs/benchmarks.md`; returns their paths (relative). */
 export function writeReport(report: Report): string[] {
-  const json: Record<SystemName | 'bus', Record<string, number>> = { echomq: {}, bullmq: {}, bus: {} };
+  const json: Record<SystemName | 'bus', Record<string, number>> & { cache: Record<'echomq' | 'bentocache', Record<string, number>> } = {
+    echomq: {},
+    bullmq: {},
+    bus: {},
+    cache: { echomq: {}, bentocache: {} },
+  };
   for (const system of ['echomq', 'bullmq'] as const) {
     for (const m of METRICS) json[system][m] = rounded(m, report.results[system][m]);
   }
@@ -62,6 +82,9 @@ export function writeReport(report: Report): string[] {
   const { eventsLog, bus } = report.echoOnly;
   if (eventsLog !== undefined) json.echomq[EVENTS_LOG_METRIC] = rounded(EVENTS_LOG_METRIC, eventsLog);
   for (const m of BUS_METRICS) json.bus[m] = rounded(m, bus[m]);
+  for (const system of ['echomq', 'bentocache'] as const) {
+    for (const m of CACHE_METRICS) json.cache[system][m] = rounded(m, report.cache.results[system][m]);
+  }
   writeFileSync(root('bench/results.json'), JSON.stringify(json, null, 2) + '\n');
   writeFileSync(root('docs/benchmarks.md'), renderDoc(report));
   return ['bench/results.json', 'docs/benchmarks.md'];

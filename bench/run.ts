@@ -1,7 +1,8 @@
 /**
  * `npm run bench [-- --quick]`: starts one fresh Valkey, measures EchoMQ and BullMQ on it phase
  * by phase (each phase on a fresh queue, FLUSHALL in between), plus the EchoMQ-only rows (the Bus,
- * and the queue with its lifecycle log), prints the tables, and writes `docs/benchmarks.md` and
+ * and the queue with its lifecycle log), then the Cache against bentocache on the same Valkey,
+ * prints the tables, and writes `docs/benchmarks.md` and
  * `bench/results.json`. Stops Valkey at the end.
  */
 import { startEmbeddedValkey } from '../src/index.js';
@@ -11,7 +12,8 @@ import { busGroup, busLatency, busPublishBatch, busPublishSingle, processEventsL
 import { enqueueBatch, enqueueSingle, latency, memory, processChildren, processLocal, type PhaseContext, type PhaseResult } from './phases.js';
 import { Probe } from './probe.js';
 import { summarize, type PhaseRecord } from './format.js';
-import { environment, printEchoOnly, printTable, writeReport } from './report.js';
+import { environment, printCache, printEchoOnly, printTable, writeReport } from './report.js';
+import { runCacheSuite } from './cache-phases.js';
 
 /** One phase of the run: a label, and how to run it for one system. */
 interface Phase {
@@ -78,10 +80,14 @@ async function main(): Promise<void> {
         for (const system of order) records.push(await runOne(phase, system, rep, valkey.url, probe));
       }
     }
+    // The cache: EchoMQ vs bentocache, same Valkey, same repetitions.
+    console.log('Cache: EchoMQ vs bentocache');
+    const cache = await runCacheSuite(valkey.url, probe, quick, s.reps, env.versions.bentocache);
     const { results, echoOnly, medianRecords } = summarize(records);
     printTable(results);
     printEchoOnly(echoOnly);
-    const files = writeReport({ results, echoOnly, records, medianRecords, env, sizes: s, seconds: (Date.now() - started) / 1000 });
+    printCache(cache);
+    const files = writeReport({ results, echoOnly, records, medianRecords, env, sizes: s, cache, seconds: (Date.now() - started) / 1000 });
     console.log(`wrote ${files.join(' and ')}`);
   } finally {
     await probe.close();

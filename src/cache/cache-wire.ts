@@ -1,4 +1,3 @@
-import { EchoMqError, fromReplyError } from '../protocol/errors.js';
 import type { CacheKeys } from '../protocol/keys.js';
 import { PROTOCOL_VERSION, runScript, type ScriptCall, type ScriptClient } from '../protocol/scripts.js';
 
@@ -68,38 +67,20 @@ export type L2Read =
       readonly liveMs: number;
     };
 
-/** The commands of one atomic read (MULTI on the entry's slot). */
-interface ReadClient {
-  multi(): {
-    hmget(key: string, ...fields: string[]): unknown;
-    pttl(key: string): unknown;
-    exists(key: string): unknown;
-    exec(): Promise<[Error | null, unknown][] | null>;
-  };
-}
-
 /**
- * Reads an entry (`HMGET v d n x g` and `PTTL`, plus the lease's `EXISTS` when asked) in one
- * MULTI: the entry and its lease share a slot. Freshness comes from the server's clock only:
- * fresh while PTTL > g.
+ * Reads an entry in one command (`cache-get.lua`: its fields, its PTTL and, when asked, whether
+ * its fill lease is held — all on the entry's slot). Freshness comes from the server's clock
+ * only: fresh while PTTL > g.
  */
-export async function readEntry(client: unknown, k: CacheKeys, key: string, withLease = false): Promise<L2Read> {
-  const entry = k.entry(key);
-  const m = (client as ReadClient).multi();
-  m.hmget(entry, 'v', 'd', 'n', 'x', 'g');
-  m.pttl(entry);
-  if (withLease) m.exists(k.lease(key));
-  let r: [Error | null, unknown][] | null;
-  try {
-    r = await m.exec();
-  } catch (err) {
-    throw fromReplyError(err);
-  }
-  if (!r) throw new EchoMqError('EMQ_INTERNAL', 'cache read: transaction aborted');
-  for (const [err] of r) if (err) throw fromReplyError(err);
-  const [v, d, n, x, g] = r[0][1] as (string | null)[];
-  const pttl = Number(r[1][1]);
-  const leased = withLease ? Number(r[2][1]) === 1 : false;
+export async function readEntry(client: ScriptClient, k: CacheKeys, key: string, withLease = false): Promise<L2Read> {
+  const r = (await runScript(client, 'cache-get', [k.entry(key), k.lease(key)], [PROTOCOL_VERSION, withLease ? '1' : '0'])) as (
+    | string
+    | number
+    | null
+  )[];
+  const [v, d, n, x, g] = r.slice(0, 5).map((f) => (typeof f === 'string' ? f : null));
+  const pttl = Number(r[5]);
+  const leased = Number(r[6]) === 1;
   if (!v || pttl === -2) return { state: 'none', leased };
   if (x === '1' || (d === null && n !== '1')) return { state: 'tombstone', leased };
   const liveMs = pttl < 0 ? Number.MAX_SAFE_INTEGER : pttl;

@@ -156,6 +156,9 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     await this.close();
   }
 
+  /** Namespaces whose invalidations this node follows from a known position. */
+  private readonly watched = new Set<string>();
+
   /** The keys of a namespace (validated), following its invalidations from first use. */
   private keysOf(ns: string | undefined): CacheKeys {
     const name = ns ?? this.o.namespace;
@@ -277,12 +280,15 @@ export class CacheService implements CacheApi, OnModuleDestroy {
    * read before that could miss an invalidation announced in between and stay in L1.
    */
   private async read(k: CacheKeys, key: string, withLease = false): Promise<L2Read> {
-    // Bounded: while Valkey is unreachable the read below fails fast with a typed error instead.
-    let timer: NodeJS.Timeout | undefined;
-    const cap = new Promise<void>((r) => (timer = setTimeout(r, 2000)));
-    await Promise.race([this.coherence.watching(k.ns), cap]);
-    clearTimeout(timer);
-    return readEntry(this.conn.client, k, key, withLease);
+    if (!this.watched.has(k.ns)) {
+      // Bounded: while Valkey is unreachable the read below fails fast with a typed error instead.
+      let timer: NodeJS.Timeout | undefined;
+      const cap = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 2000)));
+      const ready = await Promise.race([this.coherence.watching(k.ns).then(() => true), cap]);
+      clearTimeout(timer);
+      if (ready) this.watched.add(k.ns);
+    }
+    return readEntry(this.conn.scriptClient, k, key, withLease);
   }
 
   private fillL1(k: CacheKeys, key: string, r: Live): void {

@@ -63,11 +63,13 @@ describe('the stale-set race', () => {
   it('a loader older than a set is refused: the newer mint wins in L2 and L1', async () => {
     const { a, b, k } = pair();
     const g = gate();
+    const began = gate();
     const slow = a.getOrLoad('p', async () => {
+      began.open(); // the load's version was minted before the loader was called
       await g.wait;
       return 'old';
     });
-    await sleep(5);
+    await began.wait;
     await b.set('p', 'new');
     g.open();
     expect(await slow).toBe('old');

@@ -1,0 +1,145 @@
+/**
+ * The "Cache" section of `docs/benchmarks.md`: EchoMQ's `CacheService` against bentocache on the
+ * same Valkey, with the ratios, the targets, what each row means, the configuration, the
+ * trade-offs and every repetition.
+ */
+import { CACHE_IN_FLIGHT, CACHE_METRICS, CACHE_SYSTEMS, CACHE_TTL_MS, L1_MAX_ITEMS, cacheLowerIsBetter, type CacheMetric } from './cache.js';
+import type { CacheReport } from './cache-phases.js';
+import { shown } from './format.js';
+
+const MEANING: Readonly<Record<CacheMetric, string>> = {
+  cache_l1_hit_per_s: `gets/s of one hot key already in the instance's L1 (set, then read once, then 10,000 untimed gets), in sequential batches of ${CACHE_IN_FLIGHT} concurrent calls. No Valkey traffic: this is the in-process read path (lookup, freshness check, JSON decode).`,
+  cache_l2_hit_per_s: `gets/s of distinct keys written beforehand by a second instance of the same system (untimed), read once each by an instance whose L1 has never seen them, ${CACHE_IN_FLIGHT} in flight: every call is an L1 miss and an L2 hit (one Valkey round trip, then an L1 fill).`,
+  cache_get_or_load_per_s: `EchoMQ \`getOrLoad\` / bentocache \`getOrSet\` calls/s over distinct keys nobody wrote, ${CACHE_IN_FLIGHT} in flight, with a synchronous loader returning the 100-byte payload: L1 miss, L2 miss, load, write to L2 and L1. The run checks the loader ran exactly once per key.`,
+  cache_invalidation_lag_p50_ms:
+    'median ms between two processes: a child (`node dist/bench/cache-worker.js`) holds the hot key in L1 and polls `get` in a tight `setImmediate` loop; the parent takes a timestamp, then `set`s a new value (EchoMQ: L2 write + announce on the invalidation log and signal; bentocache: L2 write + publish on its redis bus). The lag is the child\'s first sight of the new value minus the parent\'s timestamp (`performance.timeOrigin + now()` on one machine). The child confirms before each round that it still serves the old value.',
+  cache_invalidation_lag_p99_ms: 'the 99th percentile of the same rounds.',
+};
+
+/** The targets (notes, not assertions): the ratio EchoMQ / bentocache a throughput row should reach, or the absolute bound of a lag row. */
+const TARGETS: Readonly<Partial<Record<CacheMetric, { text: string; met: (e: number, b: number) => boolean }>>> = {
+  cache_l1_hit_per_s: { text: '≥ 1.0× bentocache', met: (e, b) => e >= b },
+  cache_l2_hit_per_s: { text: '≥ 1.5× bentocache', met: (e, b) => e >= 1.5 * b },
+  cache_get_or_load_per_s: { text: '≥ 1.5× bentocache', met: (e, b) => e >= 1.5 * b },
+  cache_invalidation_lag_p99_ms: { text: '< 5 ms', met: (e) => e < 5 },
+};
+
+function targetCell(m: CacheMetric, e: number, b: number): string {
+  const t = TARGETS[m];
+  return t ? `${t.text}: ${t.met(e, b) ? '**met**' : '**missed**'}` : '—';
+}
+
+/** The medians of both systems as a Markdown table with ratios and targets. */
+function cacheTable(report: CacheReport): string {
+  const lines = ['| Metric | EchoMQ | bentocache | EchoMQ / bentocache | Better | Target (EchoMQ) |', '|---|---:|---:|---:|---|---|'];
+  for (const m of CACHE_METRICS) {
+    const e = report.results.echomq[m];
+    const b = report.results.bentocache[m];
+    const lower = cacheLowerIsBetter(m);
+    const winner = (lower ? e < b : e > b) ? 'EchoMQ' : 'bentocache';
+    lines.push(`| \`${m}\` | ${shown(m, e)} | ${shown(m, b)} | ${(e / b).toFixed(2)}× | ${lower ? 'lower' : 'higher'}: ${winner} | ${targetCell(m, e, b)} |`);
+  }
+  return lines.join('\n');
+}
+
+/** Every repetition of the cache rows (full runs only). */
+function cacheRepetitions(report: CacheReport): string {
+  if (report.reps < 2) return 'One repetition (quick run).';
+  const lines = ['| Metric | EchoMQ runs | bentocache runs |', '|---|---|---|'];
+  for (const m of CACHE_METRICS) {
+    const runs = CACHE_SYSTEMS.map((sys) =>
+      report.records
+        .filter((r) => r.system === sys && r.values[m] !== undefined)
+        .map((r) => shown(m, r.values[m] as number))
+        .join(' · '),
+    );
+    lines.push(`| \`${m}\` | ${runs[0]} | ${runs[1]} |`);
+  }
+  return lines.join('\n');
+}
+
+/** The targets this run missed, as a sentence (or that it met them all). */
+function verdict(report: CacheReport): string {
+  const missed = CACHE_METRICS.filter((m) => {
+    const t = TARGETS[m];
+    return t !== undefined && !t.met(report.results.echomq[m], report.results.bentocache[m]);
+  });
+  return missed.length === 0
+    ? 'In this run EchoMQ met every target.'
+    : `In this run EchoMQ missed the target on ${missed.map((m) => `\`${m}\` (${TARGETS[m]?.text})`).join(', ')}; the reasons are below.`;
+}
+
+/** Notes the phases left (e.g. lag rounds that began without the old value in the child's L1). */
+function cacheNotes(report: CacheReport): string {
+  const notes = report.records.filter((r) => r.note).map((r) => `- #${r.rep + 1} ${r.phase}, ${r.system}: ${r.note}`);
+  return notes.length === 0 ? '' : `\nNotes of this run:\n\n${notes.join('\n')}\n`;
+}
+
+/** Renders the "Cache" section of `docs/benchmarks.md`. */
+export function cacheSection(report: CacheReport): string {
+  const s = report.sizes;
+  const n = (v: number): string => v.toLocaleString('en-US');
+  const reps = report.reps > 1 ? `the median of ${report.reps} repetitions` : 'one repetition';
+  return `## Cache: EchoMQ vs bentocache
+
+EchoMQ's \`CacheService\` against [bentocache](https://bentocache.dev) ${report.bentocacheVersion}, both as a two-level
+cache (in-process L1, shared L2 in Valkey) with cross-process L1 invalidation, measured on the same
+Valkey in the same run as the rows above; each phase on a fresh namespace / prefix with FLUSHALL
+in between, the order of the two systems alternating; every number is ${reps}. Written under
+\`"cache": { "echomq": …, "bentocache": … }\` in \`bench/results.json\`. Counts per run: ${n(s.l1Hits)} L1 gets,
+${n(s.l2Hits)} L2 gets, ${n(s.getOrLoad)} cold \`getOrLoad\`s, ${n(s.lagRounds)} invalidation rounds (after 20 untimed). Values: the
+same 100 bytes of JSON as the queue phases. Targets are notes for EchoMQ, not assertions.
+
+${cacheTable(report)}
+
+${verdict(report)}
+${cacheNotes(report)}
+${CACHE_METRICS.map((m) => `- \`${m}\`: ${MEANING[m]}`).join('\n')}
+
+### How the two caches are configured
+
+- **EchoMQ:** one \`EchoMqConnection\` (iovalkey) per instance and \`new CacheService(conn, { namespace, ttlMs:
+  ${n(CACHE_TTL_MS)}, l1MaxEntries: ${n(L1_MAX_ITEMS)} })\`; everything else its default (jitter 0.1, grace 0, no fill lease,
+  \`pollMs\` 1,000, L1 bounded to 64 MiB). L1 holds JSON text and decodes it on every hit.
+- **bentocache:** \`new BentoCache({ default, prefix, ttl: ${n(CACHE_TTL_MS)}, stores: { bench: bentostore()
+  .useL1Layer(memoryDriver({ maxItems: ${n(L1_MAX_ITEMS)} })).useL2Layer(redisDriver({ connection }))
+  .useBus(redisBusDriver({ connection })) } })\` with \`connection = { host, port }\` of the bench Valkey, so
+  its L2 and its bus (a publisher and a subscriber) open their own ioredis clients. Everything else its
+  default: L1 serialized (\`serializeL1: true\`, so it too decodes on every hit), no grace, no timeouts,
+  the bus retry queue on. \`maxItems\` is raised from its default 1,000 to EchoMQ's 10,000.
+- **Both:** one instance per role and process; the L2 and getOrLoad phases use a second instance of
+  the same system in the same process (the writer), the lag phase a second process. Untimed warm-up:
+  2,000 cold \`getOrLoad\`s and 20,000 L1 gets per system at the start.
+
+### Trade-offs
+
+- **L1 hits are local work.** Neither system touches Valkey; the difference is the call path. EchoMQ's
+  \`get\` is a map lookup, a freshness check against \`Date.now()\` and a \`JSON.parse\`; bentocache's goes
+  through its option resolution, a tracing channel and the deserialization of an
+  item wrapper (\`{ value, logicalExpiration, tags, createdAt }\`).
+- **An EchoMQ L2 read carries more than the value.** It is one \`MULTI\` of \`HMGET v d n x g\` and \`PTTL\`
+  (the version, tombstone and negative flags, grace, and freshness from the server's clock), and each read
+  first waits on the namespace's coherence position with a 2 s guard timer (\`CacheService.read\`). A
+  bentocache L2 hit is one \`GET\` of a serialized blob whose logical expiry is checked against the client's
+  clock. The extra fields are what make EchoMQ's version rule and tombstones work; with the extra client
+  work per read they are the likely reasons for the gap on this row (not profiled further here).
+- **A cold EchoMQ \`getOrLoad\` is a read plus a script.** L2 read (\`MULTI\`), load, then \`cache-set.lua\`
+  (the version compare that refuses a write older than a concurrent invalidation). bentocache does
+  \`GET\`, load, \`SET\` and a bus \`PUBLISH\` per miss, guarded by an in-process lock per key. EchoMQ
+  announces nothing on a load (a load never replaces a newer value), bentocache tells every instance.
+- **Invalidation: a log versus a pub/sub message.** bentocache's bus is Redis pub/sub: the message
+  itself names the key, the receiver deletes it from L1, the next \`get\` reads L2. Delivery is
+  at most once: a subscriber that is reconnecting misses the message and serves the old value until its
+  TTL (the retry queue only covers failed publishes). EchoMQ appends the invalidation to a bounded stream
+  and \`SPUBLISH\`es a wake-up signal; the receiver reads the stream (one more round trip), drops the key,
+  and the next \`get\` reads L2. A missed signal is caught by the \`pollMs\` poll and a disconnect replays the
+  log in order (docs/cache.md, "The staleness bound"), so the extra hop buys a bound on staleness.
+- **The lag rows measure a busy machine.** The child spins on \`get\` with \`setImmediate\`,
+  so Valkey, the parent and the child compete for the CPUs listed under Machine above; the p99 is set by scheduling and GC pauses and
+  moves from run to run (see every repetition below).
+
+### Every repetition (cache rows)
+
+${cacheRepetitions(report)}
+`;
+}
