@@ -35,7 +35,7 @@ async function runLifecycle(conn: EchoMqConnection, queues: QueueService, q: str
   try {
     await eventually(() => seen.some((e) => e.kind === 'buried') && seen.some((e) => e.kind === 'completed'), 5000, 'events');
     for (const p of probes) expect(await queues.cancel(q, p)).toBe('cancelled');
-    await eventually(() => seen.some((e) => e.kind === 'cancelled'), 3000, 'cancel event');
+    await eventually(() => seen.some((e) => e.kind === 'cancelled' && e.ids.includes(probe)), 3000, 'cancel event');
   } finally {
     await consumer.stop(1000);
     sub.unsubscribe();
