@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { OnModuleDestroy } from '@nestjs/common';
 import { Cluster } from 'iovalkey';
 import { decodePayload, encodePayload, type Json } from '../protocol/codec.js';
+import { composeId, parseId } from '../protocol/ids.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { fromReplyError } from '../protocol/errors.js';
 import { CacheKeys, assertCacheKey } from '../protocol/keys.js';
@@ -216,7 +217,10 @@ export class CacheService implements CacheApi, OnModuleDestroy {
   /** Runs the loader under a version minted when the load begins, then writes its result. */
   private async load<T extends Json | undefined>(k: CacheKeys, key: string, loader: Loader<T>, o: ResolvedEntryOptions): Promise<T> {
     await this.tagMembers(k, key, o);
-    const ver = this.conn.ids.next('ver');
+    // A fill's version is the floor of the millisecond its load began (node 0, sequence 0): ids
+    // of one millisecond order by node number, so a set or invalidation minted in that same
+    // millisecond on any node must still count as newer than the data this load may read.
+    const ver = composeId('ver', { ms: parseId(this.conn.ids.next('ver')).ms, node: 0, seq: 0 });
     this.counters.loads++;
     const value = await loader();
     if (value === undefined || value === null) {
