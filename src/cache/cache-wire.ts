@@ -1,3 +1,4 @@
+import { fromReplyError } from '../protocol/errors.js';
 import type { CacheKeys } from '../protocol/keys.js';
 import { PROTOCOL_VERSION, runScript, type ScriptCall, type ScriptClient } from '../protocol/scripts.js';
 
@@ -91,4 +92,36 @@ export async function readEntry(client: ScriptClient, k: CacheKeys, key: string,
 /** A `cache-invalidate.lua` call, for pipelines (`invalidateTag`). */
 export function invalidateCall(k: CacheKeys, key: string, ver: string, tombstoneMs: number): ScriptCall<boolean> {
   return { name: 'cache-invalidate', keys: [k.entry(key)], args: [PROTOCOL_VERSION, ver, tombstoneMs], parse: (r) => r === 1 };
+}
+
+/** The pipeline surface `addTagMembers` needs. */
+interface TagClient {
+  pipeline(): {
+    sadd(key: string, member: string): unknown;
+    pexpire(key: string, ms: number, mode: 'NX' | 'GT'): unknown;
+    exec(): Promise<[Error | null, unknown][] | null>;
+  };
+}
+
+/**
+ * Adds `key` to each tag's set (namespace slot, one pipeline), stretching the set's life to the
+ * entry's. Runs before the write's version is minted, so an `invalidateTag` that read the members
+ * before this `SADD` was minted earlier than this write's data.
+ */
+export async function addTagMembers(client: unknown, k: CacheKeys, key: string, tags: readonly string[], ms: number): Promise<void> {
+  const p = (client as TagClient).pipeline();
+  for (const t of tags) {
+    const tk = k.tag(t);
+    p.sadd(tk, key);
+    p.pexpire(tk, ms, 'NX');
+    p.pexpire(tk, ms, 'GT');
+  }
+  let replies: [Error | null, unknown][] | null;
+  try {
+    replies = await p.exec();
+  } catch (err) {
+    throw fromReplyError(err);
+  }
+  const failed = replies?.find(([err]) => err);
+  if (failed?.[0]) throw fromReplyError(failed[0]);
 }

@@ -5,11 +5,11 @@ import { decodePayload, encodePayload, type Json } from '../protocol/codec.js';
 import { composeId, parseId } from '../protocol/ids.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { fromReplyError } from '../protocol/errors.js';
-import { CacheKeys, assertCacheKey } from '../protocol/keys.js';
+import { CacheKeys, assertCacheKey, isCacheKey } from '../protocol/keys.js';
 import { callPipeline, call } from '../protocol/scripts.js';
 import { jittered, resolveCacheOptions, resolveEntryOptions, type ResolvedCacheOptions, type ResolvedEntryOptions } from './cache.options.js';
 import type { CacheApi, CacheEntryOptions, CacheOptions, CacheStats, Loader } from './cache.types.js';
-import { cacheWire, invalidateCall, readEntry, type L2Read } from './cache-wire.js';
+import { addTagMembers, cacheWire, invalidateCall, readEntry, type L2Read } from './cache-wire.js';
 import { Coherence } from './coherence.js';
 import { L1 } from './l1.js';
 import { SingleFlight } from './single-flight.js';
@@ -118,6 +118,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
   async invalidateTag(tag: string, opts?: { namespace?: string }): Promise<void> {
     const k = this.keysOf(opts?.namespace);
     const tagKey = k.tag(tag);
+    // Members come from Valkey: one that breaks the key grammar is skipped, never used as a key.
     const members = (await this.command(() => this.conn.client.smembers(tagKey))).filter(isCacheKey);
     if (members.length === 0) return;
     const ver = this.conn.ids.next('ver');
@@ -156,9 +157,6 @@ export class CacheService implements CacheApi, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     await this.close();
   }
-
-  /** Namespaces whose invalidations this node follows from a known position. */
-  private readonly watched = new Set<string>();
 
   /** The keys of a namespace (validated), following its invalidations from first use. */
   private keysOf(ns: string | undefined): CacheKeys {
@@ -269,14 +267,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
    */
   private async tagMembers(k: CacheKeys, key: string, o: ResolvedEntryOptions): Promise<void> {
     if (o.tags.length === 0) return;
-    const ms = Math.ceil(Math.max(o.ttlMs * (1 + o.jitter), o.negativeTtlMs) + o.graceMs);
-    const p = this.conn.client.pipeline();
-    for (const t of o.tags) {
-      const tk = k.tag(t);
-      p.sadd(tk, key).pexpire(tk, ms, 'NX').pexpire(tk, ms, 'GT');
-    }
-    const failed = (await this.command(() => p.exec()))?.find(([err]) => err);
-    if (failed?.[0]) throw fromReplyError(failed[0]);
+    await addTagMembers(this.conn.client, k, key, o.tags, Math.ceil(Math.max(o.ttlMs * (1 + o.jitter), o.negativeTtlMs) + o.graceMs));
   }
 
   /**
@@ -284,14 +275,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
    * read before that could miss an invalidation announced in between and stay in L1.
    */
   private async read(k: CacheKeys, key: string, withLease = false): Promise<L2Read> {
-    if (!this.watched.has(k.ns)) {
-      // Bounded: while Valkey is unreachable the read below fails fast with a typed error instead.
-      let timer: NodeJS.Timeout | undefined;
-      const cap = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 2000)));
-      const ready = await Promise.race([this.coherence.watching(k.ns).then(() => true), cap]);
-      clearTimeout(timer);
-      if (ready) this.watched.add(k.ns);
-    }
+    await this.coherence.ready(k.ns);
     return readEntry(this.conn.scriptClient, k, key, withLease);
   }
 
@@ -312,12 +296,3 @@ export class CacheService implements CacheApi, OnModuleDestroy {
 
 const decode = <T>(json: string | undefined): T => decodePayload(json) as T;
 
-/** Tag members come from Valkey: one that breaks the key grammar is skipped, never used as a key. */
-function isCacheKey(m: string): boolean {
-  try {
-    assertCacheKey(m);
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -103,6 +103,21 @@ export class Coherence {
     return this.follower(ns).ready;
   }
 
+  /**
+   * Resolves once this node follows `ns` from a known position — or after 2 s, so that while
+   * Valkey is unreachable a caller's own read fails fast with a typed error instead of hanging.
+   */
+  async ready(ns: string): Promise<void> {
+    if (this.ready_.has(ns)) return;
+    let timer: NodeJS.Timeout | undefined;
+    const cap = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 2000)));
+    const ok = await Promise.race([this.watching(ns).then(() => true), cap]);
+    clearTimeout(timer);
+    if (ok) this.ready_.add(ns);
+  }
+
+  private readonly ready_ = new Set<string>();
+
   /** Reads every watched namespace's log now, and resolves when those reads end. */
   async sync(): Promise<void> {
     for (const f of this.followers.values()) this.kick(f);

@@ -133,6 +133,11 @@ export function assertCacheKey(key: unknown): asserts key is string {
   }
 }
 
+/** True when `key` is a legal cache key. */
+export function isCacheKey(key: unknown): key is string {
+  return typeof key === 'string' && key.length > 0 && key.length <= MAX_CACHE_KEY_LENGTH && CACHE_KEY_RE.test(key);
+}
+
 /**
  * The keys of one cache namespace. Entries carry their own hash tag (`{c:<ns>:<key>}`), so a
  * namespace spreads across cluster slots; the namespace's own keys (invalidation log, tag index)
