@@ -150,20 +150,22 @@ export class EchoMqConnection {
   }
 
   /** A dedicated connection for blocking commands; closed with this connection. */
-  async blockingClient(): Promise<ValkeyClient> {
-    const c = createClient({ ...this.options, commandTimeoutMs: 0, autoPipelining: false });
-    this.extra.add(c);
-    await connectClient(c);
-    return c;
+  blockingClient(): Promise<ValkeyClient> {
+    return this.dedicated(this.options);
   }
 
   /**
    * A dedicated client to one node (host/port) of this connection's deployment, e.g. a cluster
    * primary for sharded subscriptions; closed with this connection.
    */
-  async nodeClient(host: string, port: number): Promise<ValkeyClient> {
+  nodeClient(host: string, port: number): Promise<ValkeyClient> {
     const { cluster: _seeds, url: _url, ...rest } = this.options;
-    const c = createClient({ ...rest, host, port, commandTimeoutMs: 0, autoPipelining: false });
+    return this.dedicated({ ...rest, host, port });
+  }
+
+  /** Opens a tracked client with no command timeout (it may block) and no auto-pipelining. */
+  private async dedicated(o: ValkeyConnectionOptions): Promise<ValkeyClient> {
+    const c = createClient({ ...o, commandTimeoutMs: 0, autoPipelining: false });
     this.extra.add(c);
     await connectClient(c);
     return c;

@@ -1,5 +1,6 @@
 import type { Redis } from 'iovalkey';
-import { EchoMqError } from '../../src/index.js';
+import { BusService, EchoMqError, type EchoMqConnection } from '../../src/index.js';
+import { openConnection, rawClient } from '../helpers/valkey.js';
 
 /** Drains an async iterable into an array. */
 export async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
@@ -43,4 +44,26 @@ export async function serverMs(raw: Redis): Promise<number> {
 /** Waits until the server clock has moved past `ms`. */
 export async function pastMs(raw: Redis, ms: number): Promise<void> {
   while ((await serverMs(raw)) <= ms) await new Promise((r) => setTimeout(r, 2));
+}
+
+/** What a Bus test file shares: a raw client, a connection and a BusService (no trim timer). */
+export interface BusFixture {
+  raw: Redis;
+  conn: EchoMqConnection;
+  bus: BusService;
+}
+
+/** Registers the hooks that open the fixture before the file and close it after. */
+export function busFixture(): BusFixture {
+  const f = {} as BusFixture;
+  beforeAll(async () => {
+    f.raw = rawClient();
+    f.conn = await openConnection();
+    f.bus = new BusService(f.conn, { trimIntervalMs: 0 });
+  });
+  afterAll(async () => {
+    await f.bus.close();
+    await Promise.all([f.conn.close(), f.raw.quit()]);
+  });
+  return f;
 }

@@ -1,18 +1,8 @@
-import type { Redis } from 'iovalkey';
-import { BusService, EchoMqConnection, eventIdOf, eventInstant, streamIdOf, topicKeys } from '../../src/index.js';
-import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
-import { collect, pastMs } from './bus-core.helpers.js';
+import { BusService, eventIdOf, eventInstant, streamIdOf, topicKeys } from '../../src/index.js';
+import { eventually, randomQueue } from '../helpers/valkey.js';
+import { busFixture, collect, pastMs } from './bus-core.helpers.js';
 
-let raw: Redis, conn: EchoMqConnection, bus: BusService;
-beforeAll(async () => {
-  raw = rawClient();
-  conn = await openConnection();
-  bus = new BusService(conn, { trimIntervalMs: 0 });
-});
-afterAll(async () => {
-  await bus.close();
-  await Promise.all([conn.close(), raw.quit()]);
-});
+const f = busFixture();
 
 const ids = (events: { id: string }[]): string[] => events.map((e) => e.id);
 
@@ -20,9 +10,9 @@ const ids = (events: { id: string }[]): string[] => events.map((e) => e.id);
 async function fill(t: string, batches: number, size: number): Promise<string[]> {
   const all: string[] = [];
   for (let b = 0; b < batches; b++) {
-    const got = await bus.publishMany(t, Array.from({ length: size }, (_, i) => ({ b, i })));
+    const got = await f.bus.publishMany(t, Array.from({ length: size }, (_, i) => ({ b, i })));
     all.push(...got);
-    await pastMs(raw, eventInstant(got[0]));
+    await pastMs(f.raw, eventInstant(got[0]));
   }
   return all;
 }
@@ -30,8 +20,8 @@ async function fill(t: string, batches: number, size: number): Promise<string[]>
 /** Every asc/desc replay of [from, to] in several batch sizes equals `want`. */
 async function expectReplay(t: string, want: string[], range: { from?: string | Date; to?: string | Date } = {}, batches = [1, 4, 9, 1000]): Promise<void> {
   for (const batch of batches) {
-    expect(ids(await collect(bus.replay(t, { ...range, batch })))).toEqual(want);
-    expect(ids(await collect(bus.replay(t, { ...range, batch, order: 'desc' })))).toEqual([...want].reverse());
+    expect(ids(await collect(f.bus.replay(t, { ...range, batch })))).toEqual(want);
+    expect(ids(await collect(f.bus.replay(t, { ...range, batch, order: 'desc' })))).toEqual([...want].reverse());
   }
 }
 
@@ -40,17 +30,17 @@ describe('retention by length', () => {
     const t = randomQueue('ret');
     const k = topicKeys(t);
     const all = await fill(t, 6, 5);
-    await bus.setRetention(t, { maxLen: 12 });
-    expect(await bus.getRetention(t)).toEqual({ maxLen: 12, maxAgeMs: undefined, archiveMaxAgeMs: undefined });
-    expect(await bus.trim(t)).toEqual({ archived: 18, trimmed: 18, expiredSegments: 0 });
-    expect((await raw.xrange(k.log, '-', '+')).map(([sid]) => eventIdOf(sid))).toEqual(all.slice(18));
+    await f.bus.setRetention(t, { maxLen: 12 });
+    expect(await f.bus.getRetention(t)).toEqual({ maxLen: 12, maxAgeMs: undefined, archiveMaxAgeMs: undefined });
+    expect(await f.bus.trim(t)).toEqual({ archived: 18, trimmed: 18, expiredSegments: 0 });
+    expect((await f.raw.xrange(k.log, '-', '+')).map(([sid]) => eventIdOf(sid))).toEqual(all.slice(18));
     const member = `${all[0]}-${all[17]}`;
-    expect(await raw.zrange(k.archive, 0, -1, 'WITHSCORES')).toEqual([member, String(eventInstant(all[0]))]);
-    const seg = JSON.parse((await raw.get(k.segPrefix + member))!) as [string, string][];
+    expect(await f.raw.zrange(k.archive, 0, -1, 'WITHSCORES')).toEqual([member, String(eventInstant(all[0]))]);
+    const seg = JSON.parse((await f.raw.get(k.segPrefix + member))!) as [string, string][];
     expect(seg.map(([sid]) => sid)).toEqual(all.slice(0, 18).map(streamIdOf));
     expect(seg.map(([, p]) => JSON.parse(p))).toEqual(Array.from({ length: 18 }, (_, n) => ({ b: Math.floor(n / 5), i: n % 5 })));
     // Nothing more is due.
-    expect(await bus.trim(t)).toEqual({ archived: 0, trimmed: 0, expiredSegments: 0 });
+    expect(await f.bus.trim(t)).toEqual({ archived: 0, trimmed: 0, expiredSegments: 0 });
 
     await expectReplay(t, all);
     // From an instant before the live log's start: read from the archive, then the log.
@@ -64,10 +54,10 @@ describe('retention by length', () => {
   it('trims more than 1000 entries in several calls (one segment each), replay has no gaps or duplicates', async () => {
     const t = randomQueue('ret');
     const all = await fill(t, 5, 500);
-    await bus.setRetention(t, { maxLen: 100 });
-    expect(await bus.trim(t)).toEqual({ archived: 2400, trimmed: 2400, expiredSegments: 0 });
-    expect(await raw.zcard(topicKeys(t).archive)).toBe(3);
-    expect(await raw.xlen(topicKeys(t).log)).toBe(100);
+    await f.bus.setRetention(t, { maxLen: 100 });
+    expect(await f.bus.trim(t)).toEqual({ archived: 2400, trimmed: 2400, expiredSegments: 0 });
+    expect(await f.raw.zcard(topicKeys(t).archive)).toBe(3);
+    expect(await f.raw.xlen(topicKeys(t).log)).toBe(100);
     await expectReplay(t, all, {}, [7, 1000]);
     await expectReplay(t, all.slice(999, 2401), { from: all[999], to: all[2400] }, [13, 200]);
   });
@@ -75,20 +65,20 @@ describe('retention by length', () => {
   it('a replay running while trims move its next entries into the archive misses nothing', async () => {
     const t = randomQueue('ret');
     const all = await fill(t, 4, 250);
-    await bus.setRetention(t, { maxLen: 10 });
+    await f.bus.setRetention(t, { maxLen: 10 });
     for (const order of ['asc', 'desc'] as const) {
       const got: string[] = [];
       let n = 0;
-      for await (const e of bus.replay(t, { batch: 50, order })) {
+      for await (const e of f.bus.replay(t, { batch: 50, order })) {
         got.push(e.id);
         if (++n === 60) {
-          await bus.publishMany(t, [{ late: 1 }]);
-          await bus.trim(t);
+          await f.bus.publishMany(t, [{ late: 1 }]);
+          await f.bus.trim(t);
         }
       }
       const want = order === 'asc' ? all : [...all].reverse();
       expect(got).toEqual(want);
-      all.push(...ids(await collect(bus.replay(t, { from: all[all.length - 1] }))).slice(1));
+      all.push(...ids(await collect(f.bus.replay(t, { from: all[all.length - 1] }))).slice(1));
     }
   });
 });
@@ -100,17 +90,17 @@ describe('retention by age and the archive age', () => {
     const old = await fill(t, 2, 3);
     await new Promise((r) => setTimeout(r, 150));
     const young = await fill(t, 1, 3);
-    await bus.setRetention(t, { maxAgeMs: 100 });
-    expect(await bus.trim(t)).toEqual({ archived: 6, trimmed: 6, expiredSegments: 0 });
-    expect((await raw.xrange(k.log, '-', '+')).map(([sid]) => eventIdOf(sid))).toEqual(young);
+    await f.bus.setRetention(t, { maxAgeMs: 100 });
+    expect(await f.bus.trim(t)).toEqual({ archived: 6, trimmed: 6, expiredSegments: 0 });
+    expect((await f.raw.xrange(k.log, '-', '+')).map(([sid]) => eventIdOf(sid))).toEqual(young);
     await expectReplay(t, [...old, ...young]);
     await expectReplay(t, [...old.slice(3), ...young], { from: new Date(eventInstant(old[3])) });
 
-    await bus.setRetention(t, { maxAgeMs: 100, archiveMaxAgeMs: 120 });
+    await f.bus.setRetention(t, { maxAgeMs: 100, archiveMaxAgeMs: 120 });
     await new Promise((r) => setTimeout(r, 150));
-    expect(await bus.trim(t)).toEqual({ archived: 3, trimmed: 3, expiredSegments: 1 });
-    expect(await raw.zrange(k.archive, 0, -1)).toEqual([`${young[0]}-${young[2]}`]);
-    expect(await raw.exists(k.segPrefix + `${old[0]}-${old[5]}`)).toBe(0);
+    expect(await f.bus.trim(t)).toEqual({ archived: 3, trimmed: 3, expiredSegments: 1 });
+    expect(await f.raw.zrange(k.archive, 0, -1)).toEqual([`${young[0]}-${young[2]}`]);
+    expect(await f.raw.exists(k.segPrefix + `${old[0]}-${old[5]}`)).toBe(0);
     await expectReplay(t, young);
   });
 });
@@ -120,42 +110,42 @@ describe('consumer groups bound the cut', () => {
     const t = randomQueue('ret');
     const k = topicKeys(t);
     const all = await fill(t, 4, 5);
-    await raw.xgroup('CREATE', k.log, 'slow', '0');
-    await raw.xgroup('CREATE', k.log, 'fast', '0');
+    await f.raw.xgroup('CREATE', k.log, 'slow', '0');
+    await f.raw.xgroup('CREATE', k.log, 'fast', '0');
     const read = async (group: string, count: number) =>
-      ((await raw.xreadgroup('GROUP', group, 'c1', 'COUNT', count, 'STREAMS', k.log, '>')) as [string, [string, string[]][]][])[0][1].map(([sid]) => sid);
-    await bus.setRetention(t, { maxLen: 2, maxAgeMs: 1 });
+      ((await f.raw.xreadgroup('GROUP', group, 'c1', 'COUNT', count, 'STREAMS', k.log, '>')) as [string, [string, string[]][]][])[0][1].map(([sid]) => sid);
+    await f.bus.setRetention(t, { maxLen: 2, maxAgeMs: 1 });
     // Neither group has read anything: nothing may go.
-    expect(await bus.trim(t)).toEqual({ archived: 0, trimmed: 0, expiredSegments: 0 });
+    expect(await f.bus.trim(t)).toEqual({ archived: 0, trimmed: 0, expiredSegments: 0 });
     // slow reads 8 and acks the first 3; fast reads and acks everything.
     const slowRead = await read('slow', 8);
-    await raw.xack(k.log, 'slow', ...slowRead.slice(0, 3));
-    await raw.xack(k.log, 'fast', ...(await read('fast', 100)));
-    expect(await bus.trim(t)).toEqual({ archived: 3, trimmed: 3, expiredSegments: 0 });
-    expect((await raw.xrange(k.log, '-', '+')).map(([sid]) => eventIdOf(sid))).toEqual(all.slice(3));
+    await f.raw.xack(k.log, 'slow', ...slowRead.slice(0, 3));
+    await f.raw.xack(k.log, 'fast', ...(await read('fast', 100)));
+    expect(await f.bus.trim(t)).toEqual({ archived: 3, trimmed: 3, expiredSegments: 0 });
+    expect((await f.raw.xrange(k.log, '-', '+')).map(([sid]) => eventIdOf(sid))).toEqual(all.slice(3));
     // Its pending entries still have their bodies.
-    const mine = (await raw.xreadgroup('GROUP', 'slow', 'c1', 'STREAMS', k.log, '0')) as [string, [string, string[] | null][]][];
+    const mine = (await f.raw.xreadgroup('GROUP', 'slow', 'c1', 'STREAMS', k.log, '0')) as [string, [string, string[] | null][]][];
     expect(mine[0][1].map(([sid, f]) => [eventIdOf(sid), f])).toEqual(all.slice(3, 8).map((id, i) => [id, ['p', JSON.stringify({ b: Math.floor((i + 3) / 5), i: (i + 3) % 5 })]]));
     // Acking all but one pending entry: the cut stops at it.
-    await raw.xack(k.log, 'slow', ...slowRead.slice(3, 5), ...slowRead.slice(6));
-    expect(await bus.trim(t)).toEqual({ archived: 2, trimmed: 2, expiredSegments: 0 });
-    expect(eventIdOf((await raw.xrange(k.log, '-', '+', 'COUNT', 1))[0][0])).toBe(all[5]);
+    await f.raw.xack(k.log, 'slow', ...slowRead.slice(3, 5), ...slowRead.slice(6));
+    expect(await f.bus.trim(t)).toEqual({ archived: 2, trimmed: 2, expiredSegments: 0 });
+    expect(eventIdOf((await f.raw.xrange(k.log, '-', '+', 'COUNT', 1))[0][0])).toBe(all[5]);
     // Everything acked but nothing more delivered: the undelivered entries stay.
-    await raw.xack(k.log, 'slow', slowRead[5]);
-    expect(await bus.trim(t)).toEqual({ archived: 3, trimmed: 3, expiredSegments: 0 });
-    expect(eventIdOf((await raw.xrange(k.log, '-', '+', 'COUNT', 1))[0][0])).toBe(all[8]);
+    await f.raw.xack(k.log, 'slow', slowRead[5]);
+    expect(await f.bus.trim(t)).toEqual({ archived: 3, trimmed: 3, expiredSegments: 0 });
+    expect(eventIdOf((await f.raw.xrange(k.log, '-', '+', 'COUNT', 1))[0][0])).toBe(all[8]);
     await expectReplay(t, all);
   });
 });
 
 describe('automatic trims', () => {
   it('trims a topic it published to within the interval', async () => {
-    const auto = new BusService(conn, { trimIntervalMs: 50 });
+    const auto = new BusService(f.conn, { trimIntervalMs: 50 });
     try {
       const t = randomQueue('ret');
       await auto.setRetention(t, { maxLen: 5 });
       const all = await auto.publishMany(t, Array.from({ length: 40 }, (_, i) => i));
-      await eventually(async () => (await raw.xlen(topicKeys(t).log)) === 5, 3000, 'the automatic trim');
+      await eventually(async () => (await f.raw.xlen(topicKeys(t).log)) === 5, 3000, 'the automatic trim');
       expect(ids(await collect(auto.replay(t)))).toEqual(all);
     } finally {
       await auto.close();

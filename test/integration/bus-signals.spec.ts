@@ -1,28 +1,19 @@
-import type { Redis } from 'iovalkey';
 import type { Subscription } from 'rxjs';
-import { BusService, EchoMqConnection, eventIdOf, topicKeys } from '../../src/index.js';
-import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
+import { BusService, eventIdOf, topicKeys } from '../../src/index.js';
+import { eventually, randomQueue } from '../helpers/valkey.js';
+import { busFixture } from './bus-core.helpers.js';
 
-let raw: Redis, conn: EchoMqConnection, bus: BusService;
-beforeAll(async () => {
-  raw = rawClient();
-  conn = await openConnection();
-  bus = new BusService(conn, { trimIntervalMs: 0 });
-});
-afterAll(async () => {
-  await bus.close();
-  await Promise.all([conn.close(), raw.quit()]);
-});
+const f = busFixture();
 
 /** Number of connections subscribed to the topic's sharded channel. */
 const subscribers = async (t: string): Promise<number> => {
-  const r = (await raw.call('PUBSUB', 'SHARDNUMSUB', topicKeys(t).signal)) as [string, number];
+  const r = (await f.raw.call('PUBSUB', 'SHARDNUMSUB', topicKeys(t).signal)) as [string, number];
   return Number(r[1]);
 };
 
 /** The CLIENT LIST id of the connection subscribed to a sharded channel. */
 async function subscriberId(): Promise<string[]> {
-  const list = (await raw.call('CLIENT', 'LIST')) as string;
+  const list = (await f.raw.call('CLIENT', 'LIST')) as string;
   return list
     .split('\n')
     .filter((l) => / ssub=[1-9]/.test(l))
@@ -36,48 +27,48 @@ describe('signals', () => {
     const b: unknown[] = [];
     const errors: unknown[] = [];
     const subs: Subscription[] = [
-      bus.signals(t).subscribe({ next: (v) => a.push(v), error: (e) => errors.push(e) }),
-      bus.signals(t).subscribe({ next: (v) => b.push(v), error: (e) => errors.push(e) }),
+      f.bus.signals(t).subscribe({ next: (v) => a.push(v), error: (e) => errors.push(e) }),
+      f.bus.signals(t).subscribe({ next: (v) => b.push(v), error: (e) => errors.push(e) }),
     ];
     await eventually(async () => (await subscribers(t)) === 1, 3000, 'the subscription');
-    expect(await bus.signal(t, { n: 1 })).toBe(1);
-    await raw.call('SPUBLISH', topicKeys(t).signal, 'not json {');
-    await raw.call('SPUBLISH', topicKeys(t).signal, '');
-    expect(await bus.signal(t, 'two')).toBe(1);
+    expect(await f.bus.signal(t, { n: 1 })).toBe(1);
+    await f.raw.call('SPUBLISH', topicKeys(t).signal, 'not json {');
+    await f.raw.call('SPUBLISH', topicKeys(t).signal, '');
+    expect(await f.bus.signal(t, 'two')).toBe(1);
     await eventually(() => a.length === 2 && b.length === 2, 3000, 'two signals each');
     expect(a).toEqual([{ n: 1 }, 'two']);
     expect(b).toEqual([{ n: 1 }, 'two']);
 
     const [id] = await subscriberId();
     expect(id).toBeDefined();
-    await raw.call('CLIENT', 'KILL', 'ID', id);
+    await f.raw.call('CLIENT', 'KILL', 'ID', id);
     await eventually(async () => (await subscriberId()).some((x) => x !== id) && (await subscribers(t)) === 1, 5000, 'the resubscription');
-    await bus.signal(t, 3);
+    await f.bus.signal(t, 3);
     await eventually(() => a.length === 3 && b.length === 3, 3000, 'the signal after the reconnect');
     expect(a).toEqual([{ n: 1 }, 'two', 3]);
     expect(errors).toEqual([]);
 
     // The subscription lives while one observer does.
     subs[0].unsubscribe();
-    await bus.signal(t, 4);
+    await f.bus.signal(t, 4);
     await eventually(() => b.length === 4, 3000, 'the signal to the remaining observer');
     expect(a).toHaveLength(3);
     subs[1].unsubscribe();
     await eventually(async () => (await subscribers(t)) === 0, 3000, 'the unsubscription');
-    expect(await bus.signal(t, 5)).toBe(0);
+    expect(await f.bus.signal(t, 5)).toBe(0);
 
     // A new observer subscribes again.
     const c: unknown[] = [];
-    const again = bus.signals<number>(t).subscribe((v) => c.push(v));
+    const again = f.bus.signals<number>(t).subscribe((v) => c.push(v));
     await eventually(async () => (await subscribers(t)) === 1, 3000, 'the new subscription');
-    await bus.signal(t, 6);
+    await f.bus.signal(t, 6);
     await eventually(() => c.length === 1, 3000, 'the signal to the new observer');
     expect(c).toEqual([6]);
     again.unsubscribe();
   });
 
-  it('observers complete when the bus closes; signals never touch the log', async () => {
-    const own = new BusService(conn, { trimIntervalMs: 0 });
+  it('observers complete when the f.bus closes; signals never touch the log', async () => {
+    const own = new BusService(f.conn, { trimIntervalMs: 0 });
     const t = randomQueue('sig');
     let completed = false;
     own.signals(t).subscribe({ complete: () => (completed = true) });
@@ -86,7 +77,7 @@ describe('signals', () => {
     await own.close();
     expect(completed).toBe(true);
     await eventually(async () => (await subscribers(t)) === 0, 3000, 'the closed subscriber');
-    expect(await raw.exists(topicKeys(t).log, topicKeys(t).meta)).toBe(0);
+    expect(await f.raw.exists(topicKeys(t).log, topicKeys(t).meta)).toBe(0);
   });
 });
 
@@ -94,13 +85,13 @@ describe('dead letters', () => {
   it('reads the dead log newest first, in the documented format', async () => {
     const t = randomQueue('dead');
     const k = topicKeys(t);
-    expect(await bus.deadLetters(t)).toEqual([]);
+    expect(await f.bus.deadLetters(t)).toEqual([]);
     const evt = eventIdOf('1795947512131-7');
     for (let i = 0; i < 3; i++) {
-      await raw.xadd(k.dead, '*', 'id', evt, 'group', 'g', 'consumer', 'host-0', 'deliveries', String(5 + i), 'error', `Error: boom ${i}`, 'p', JSON.stringify({ i }), 'at', String(1795947512200 + i));
+      await f.raw.xadd(k.dead, '*', 'id', evt, 'group', 'g', 'consumer', 'host-0', 'deliveries', String(5 + i), 'error', `Error: boom ${i}`, 'p', JSON.stringify({ i }), 'at', String(1795947512200 + i));
     }
-    await raw.xadd(k.dead, '*', 'id', evt, 'group', 'g', 'consumer', 'host-0', 'deliveries', '1', 'error', 'x', 'p', 'not json', 'at', '1795947512300');
-    const got = await bus.deadLetters<{ i: number }>(t, { count: 3 });
+    await f.raw.xadd(k.dead, '*', 'id', evt, 'group', 'g', 'consumer', 'host-0', 'deliveries', '1', 'error', 'x', 'p', 'not json', 'at', '1795947512300');
+    const got = await f.bus.deadLetters<{ i: number }>(t, { count: 3 });
     expect(got.map((d) => [d.id, d.group, d.consumer, d.deliveries, d.error, d.payload, d.at.getTime()])).toEqual([
       [evt, 'g', 'host-0', 1, 'x', undefined, 1795947512300],
       [evt, 'g', 'host-0', 7, 'Error: boom 2', { i: 2 }, 1795947512202],

@@ -1,11 +1,8 @@
-import type { Redis } from 'iovalkey';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
 import { queueKeys } from '../../src/protocol/keys.js';
-import type { Consumer } from '../../src/queue/consumer.js';
-import { QueueService } from '../../src/queue/queue.service.js';
-import { killChildren, spawnFixture } from '../helpers/child.js';
+import { spawnFixture } from '../helpers/child.js';
 import { startConsumer } from '../helpers/consumers.js';
-import { eventually, openConnection, queueKeysIn, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
+import { eventually, queueKeysIn, randomQueue, testUrl } from '../helpers/valkey.js';
+import { queueFixture } from '../helpers/queue-fixture.js';
 
 interface Call {
   readonly id: string;
@@ -14,24 +11,7 @@ interface Call {
 }
 
 describe('a consumer process killed with SIGKILL mid-job', () => {
-  let conn: EchoMqConnection;
-  let raw: Redis;
-  let queues: QueueService;
-  const consumers: Consumer[] = [];
-
-  beforeAll(async () => {
-    conn = await openConnection();
-    raw = rawClient();
-    queues = new QueueService(conn);
-  });
-  afterEach(async () => {
-    await killChildren();
-    await Promise.all(consumers.splice(0).map((c) => c.stop(1000)));
-  });
-  afterAll(async () => {
-    await conn.close();
-    await raw.quit();
-  });
+  const f = queueFixture();
 
   /** Starts a `hang` child on `queue`, waits until its handler started, then SIGKILLs it. */
   async function crashChildOn(queue: string, id: string): Promise<string> {
@@ -39,7 +19,7 @@ describe('a consumer process killed with SIGKILL mid-job', () => {
     const [, startedId, token, attempt] = await child.waitForLine(/^STARTED (\S+) (\d+) (\d+)$/);
     expect(startedId).toBe(id);
     expect(attempt).toBe('1');
-    const row = await raw.hgetall(queueKeys(queue).job(id));
+    const row = await f.raw.hgetall(queueKeys(queue).job(id));
     expect(row).toMatchObject({ status: 'active', attempts: '1', token });
     child.signal('SIGKILL');
     expect(await child.exited).toEqual({ code: null, signal: 'SIGKILL' });
@@ -49,12 +29,12 @@ describe('a consumer process killed with SIGKILL mid-job', () => {
   it('re-delivers the job after the lease expires; the next consumer completes it exactly once', async () => {
     const q = randomQueue('crash');
     const k = queueKeys(q);
-    const id = await queues.enqueue(q, { n: 7 });
+    const id = await f.queues.enqueue(q, { n: 7 });
     const firstToken = await crashChildOn(q, id);
 
     const calls: Call[] = [];
     const { consumer, log } = await startConsumer(
-      conn,
+      f.conn,
       q,
       (job) => {
         calls.push({ id: job.id, attempt: job.attempt, token: job.token });
@@ -62,14 +42,14 @@ describe('a consumer process killed with SIGKILL mid-job', () => {
       },
       { leaseMs: 1000 },
     );
-    consumers.push(consumer);
+    f.consumers.push(consumer);
 
-    await eventually(async () => (await queues.getJob(q, id))?.status === 'done', 20_000, 'the re-delivered job to complete');
+    await eventually(async () => (await f.queues.getJob(q, id))?.status === 'done', 20_000, 'the re-delivered job to complete');
 
     // A sentinel enqueued afterwards is processed too: the loop went round again, and the
     // crashed job was still not run a second time.
-    const sentinel = await queues.enqueue(q, { n: 0 });
-    await eventually(async () => (await queues.getJob(q, sentinel))?.status === 'done', 20_000, 'the sentinel');
+    const sentinel = await f.queues.enqueue(q, { n: 0 });
+    await eventually(async () => (await f.queues.getJob(q, sentinel))?.status === 'done', 20_000, 'the sentinel');
 
     const mine = calls.filter((c) => c.id === id);
     expect(mine).toHaveLength(1);
@@ -77,16 +57,16 @@ describe('a consumer process killed with SIGKILL mid-job', () => {
     expect(BigInt(mine[0].token)).toBeGreaterThan(BigInt(firstToken));
     expect(calls.map((c) => c.id)).toEqual([id, sentinel]);
 
-    const job = await queues.getJob(q, id);
+    const job = await f.queues.getJob(q, id);
     expect(job).toMatchObject({ status: 'done', attempts: 2, result: { by: 'second', n: 7 }, payload: { n: 7 } });
     // It came back through the lease-expiry path (reap), not through a retry.
     expect(job?.error).toBe('lease expired');
-    expect(await raw.hget(k.job(id), 'token')).toBe(mine[0].token);
+    expect(await f.raw.hget(k.job(id), 'token')).toBe(mine[0].token);
 
-    expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 2, dead: 0, cancelled: 0 });
-    expect(await raw.zrange(k.done, 0, -1)).toEqual([id, sentinel]);
+    expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 2, dead: 0, cancelled: 0 });
+    expect(await f.raw.zrange(k.done, 0, -1)).toEqual([id, sentinel]);
     const allowed = new Set([k.meta, k.done, k.wake, k.data, k.job(id), k.job(sentinel)]);
-    const keys = await queueKeysIn(raw, q);
+    const keys = await queueKeysIn(f.raw, q);
     expect(keys.filter((key) => !allowed.has(key))).toEqual([]);
     expect(log.warnings).toEqual([]);
     expect(log.errors).toEqual([]);
@@ -95,29 +75,29 @@ describe('a consumer process killed with SIGKILL mid-job', () => {
   it('a killed last attempt goes to the morgue on lease expiry, without running again', async () => {
     const q = randomQueue('crash-last');
     const k = queueKeys(q);
-    const id = await queues.enqueue(q, { n: 1 }, { attempts: 1 });
+    const id = await f.queues.enqueue(q, { n: 1 }, { attempts: 1 });
     await crashChildOn(q, id);
 
     const calls: Call[] = [];
     const { consumer, log } = await startConsumer(
-      conn,
+      f.conn,
       q,
       (job) => {
         calls.push({ id: job.id, attempt: job.attempt, token: job.token });
       },
       { leaseMs: 1000 },
     );
-    consumers.push(consumer);
+    f.consumers.push(consumer);
 
-    await eventually(async () => (await queues.getJob(q, id))?.status === 'dead', 20_000, 'the job to be buried');
-    const sentinel = await queues.enqueue(q, { n: 0 });
-    await eventually(async () => (await queues.getJob(q, sentinel))?.status === 'done', 20_000, 'the sentinel');
+    await eventually(async () => (await f.queues.getJob(q, id))?.status === 'dead', 20_000, 'the job to be buried');
+    const sentinel = await f.queues.enqueue(q, { n: 0 });
+    await eventually(async () => (await f.queues.getJob(q, sentinel))?.status === 'done', 20_000, 'the sentinel');
 
     expect(calls.map((c) => c.id)).toEqual([sentinel]);
-    const job = await queues.getJob(q, id);
+    const job = await f.queues.getJob(q, id);
     expect(job).toMatchObject({ status: 'dead', attempts: 1, error: 'lease expired after attempt 1' });
-    expect(await raw.zrange(k.dead, 0, -1)).toEqual([id]);
-    expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 1, dead: 1, cancelled: 0 });
+    expect(await f.raw.zrange(k.dead, 0, -1)).toEqual([id]);
+    expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 1, dead: 1, cancelled: 0 });
     expect(log.warnings).toEqual([]);
   });
 });

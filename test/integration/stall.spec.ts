@@ -1,13 +1,10 @@
-import type { Redis } from 'iovalkey';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
 import { queueKeys } from '../../src/protocol/keys.js';
 import { wire } from '../../src/protocol/wire.js';
-import type { Consumer } from '../../src/queue/consumer.js';
-import { QueueService } from '../../src/queue/queue.service.js';
-import { killChildren, spawnFixture, type ChildHandle } from '../helpers/child.js';
+import { spawnFixture, type ChildHandle } from '../helpers/child.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueState, type KeyState } from '../helpers/state.js';
-import { eventually, openConnection, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
+import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
+import { queueFixture } from '../helpers/queue-fixture.js';
 
 /** What the queue looked like once the job was completed by its second holder. */
 interface Snapshot {
@@ -16,24 +13,7 @@ interface Snapshot {
 }
 
 describe('a stalled holder that wakes up after its lease expired', () => {
-  let conn: EchoMqConnection;
-  let raw: Redis;
-  let queues: QueueService;
-  const consumers: Consumer[] = [];
-
-  beforeAll(async () => {
-    conn = await openConnection();
-    raw = rawClient();
-    queues = new QueueService(conn);
-  });
-  afterEach(async () => {
-    await killChildren();
-    await Promise.all(consumers.splice(0).map((c) => c.stop(1000)));
-  });
-  afterAll(async () => {
-    await conn.close();
-    await raw.quit();
-  });
+  const f = queueFixture();
 
   /**
    * The child holding `id` is stopped (SIGSTOP); a second, in-process consumer reclaims the job
@@ -43,7 +23,7 @@ describe('a stalled holder that wakes up after its lease expired', () => {
     child.signal('SIGSTOP');
     const calls: { id: string; attempt: number }[] = [];
     const { consumer, log } = await startConsumer(
-      conn,
+      f.conn,
       q,
       (job) => {
         calls.push({ id: job.id, attempt: job.attempt });
@@ -51,29 +31,29 @@ describe('a stalled holder that wakes up after its lease expired', () => {
       },
       { leaseMs: 1000 },
     );
-    consumers.push(consumer);
-    await eventually(async () => (await queues.getJob(q, id))?.status === 'done', 20_000, 'the reclaimed job to complete');
+    f.consumers.push(consumer);
+    await eventually(async () => (await f.queues.getJob(q, id))?.status === 'done', 20_000, 'the reclaimed job to complete');
     expect(calls).toEqual([{ id, attempt: 2 }]);
     expect(log.warnings).toEqual([]);
-    const row = await raw.hgetall(queueKeys(q).job(id));
+    const row = await f.raw.hgetall(queueKeys(q).job(id));
     expect(row).toMatchObject({ status: 'done', attempts: '2', result: '{"by":"X"}' });
-    return { row, state: await queueState(raw, q, [queueKeys(q).wake]) };
+    return { row, state: await queueState(f.raw, q, [queueKeys(q).wake]) };
   }
 
   /** The stale holder changed nothing: not the row, not any other key of the queue. */
   async function assertUntouched(q: string, id: string, before: Snapshot): Promise<void> {
     const k = queueKeys(q);
-    expect(await raw.hgetall(k.job(id))).toEqual(before.row);
-    expect(await queueState(raw, q, [k.wake])).toEqual(before.state);
-    expect(await raw.zrange(k.done, 0, -1)).toEqual([id]);
-    expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 1, dead: 0, cancelled: 0 });
-    const job = await queues.getJob(q, id);
+    expect(await f.raw.hgetall(k.job(id))).toEqual(before.row);
+    expect(await queueState(f.raw, q, [k.wake])).toEqual(before.state);
+    expect(await f.raw.zrange(k.done, 0, -1)).toEqual([id]);
+    expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 1, dead: 0, cancelled: 0 });
+    const job = await f.queues.getJob(q, id);
     expect(job).toMatchObject({ status: 'done', attempts: 2, result: { by: 'X' } });
   }
 
   it('a Consumer frozen past its lease cannot overwrite the result once it resumes', async () => {
     const q = randomQueue('stall');
-    const id = await queues.enqueue(q, { n: 1 });
+    const id = await f.queues.enqueue(q, { n: 1 });
     const child = spawnFixture('consumer-child', [testUrl(), q, '1000', 'stall']);
     const [, startedId, staleToken] = await child.waitForLine(/^STARTED (\S+) (\d+) 1$/);
     expect(startedId).toBe(id);
@@ -106,9 +86,9 @@ describe('a stalled holder that wakes up after its lease expired', () => {
     }
   });
 
-  it('a raw holder frozen past its lease gets [0] from complete, and the row is unchanged', async () => {
+  it('a f.raw holder frozen past its lease gets [0] from complete, and the row is unchanged', async () => {
     const q = randomQueue('stall-wire');
-    const id = await queues.enqueue(q, { n: 2 });
+    const id = await f.queues.enqueue(q, { n: 2 });
     const child = spawnFixture('consumer-child', [testUrl(), q, '1000', 'claim']);
     const [, claimedId, staleToken, attempt] = await child.waitForLine(/^CLAIMED (\S+) (\d+) (\d+)$/);
     expect([claimedId, attempt]).toEqual([id, '1']);
@@ -126,9 +106,9 @@ describe('a stalled holder that wakes up after its lease expired', () => {
   it('at the wire level, a token superseded by a re-claim is refused by complete, extend and retry', async () => {
     const q = randomQueue('fence');
     const k = queueKeys(q);
-    const c = conn.scriptClient;
-    const id = conn.ids.next('job');
-    const other = conn.ids.next('job');
+    const c = f.conn.scriptClient;
+    const id = f.conn.ids.next('job');
+    const other = f.conn.ids.next('job');
     expect(await wire.enqueue(c, k, 1024, [{ id, payload: '{"n":3}', delayMs: 0, runAtMs: 0 }])).toEqual([1]);
 
     const first = await wire.claim(c, k, 1, 50);
@@ -136,7 +116,7 @@ describe('a stalled holder that wakes up after its lease expired', () => {
     const t1 = first.jobs[0].token;
 
     await eventually(async () => (await wire.reap(c, k, 10, 3, 100)).requeued === 1, 10_000, 'the lease to expire and be reaped');
-    expect(await raw.hgetall(k.job(id))).toMatchObject({ status: 'pending', error: 'lease expired', attempts: '1' });
+    expect(await f.raw.hgetall(k.job(id))).toMatchObject({ status: 'pending', error: 'lease expired', attempts: '1' });
     // Refused while pending, too.
     expect(await wire.complete(c, k, 1000, [{ id, token: t1, result: '"Y"' }])).toEqual([0]);
     expect(await wire.extend(c, k, 60_000, [{ id, token: t1 }])).toEqual([0]);
@@ -146,9 +126,9 @@ describe('a stalled holder that wakes up after its lease expired', () => {
     const t2 = second.jobs[0].token;
     expect(BigInt(t2)).toBeGreaterThan(BigInt(t1));
 
-    const rowBefore = await raw.hgetall(k.job(id));
-    const stateBefore = await queueState(raw, q);
-    const leaseBefore = await raw.zscore(k.active, id);
+    const rowBefore = await f.raw.hgetall(k.job(id));
+    const stateBefore = await queueState(f.raw, q);
+    const leaseBefore = await f.raw.zscore(k.active, id);
     expect(rowBefore).toMatchObject({ status: 'active', token: t2, attempts: '2' });
 
     expect(await wire.complete(c, k, 1000, [{ id, token: t1, result: '"Y"' }])).toEqual([0]);
@@ -157,10 +137,10 @@ describe('a stalled holder that wakes up after its lease expired', () => {
     expect((await wire.retry(c, k, { id, token: t1, error: 'stale boom', fatal: true }, defaults)).outcome).toBe('stale');
     expect((await wire.retry(c, k, { id, token: t1, error: 'stale boom', fatal: false }, defaults)).outcome).toBe('stale');
 
-    expect(await raw.hgetall(k.job(id))).toEqual(rowBefore);
-    expect(await queueState(raw, q)).toEqual(stateBefore);
-    expect(await raw.zscore(k.active, id)).toBe(leaseBefore);
-    expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 1, done: 0, dead: 0, cancelled: 0 });
+    expect(await f.raw.hgetall(k.job(id))).toEqual(rowBefore);
+    expect(await queueState(f.raw, q)).toEqual(stateBefore);
+    expect(await f.raw.zscore(k.active, id)).toBe(leaseBefore);
+    expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 1, done: 0, dead: 0, cancelled: 0 });
 
     // In a batch, only the stale entry is refused.
     expect(await wire.enqueue(c, k, 1024, [{ id: other, payload: '{"n":4}', delayMs: 0, runAtMs: 0 }])).toEqual([1]);
@@ -171,19 +151,19 @@ describe('a stalled holder that wakes up after its lease expired', () => {
       { id: other, token: t3, result: '"Z"' },
     ]);
     expect(reply).toEqual([0, 1]);
-    expect(await raw.hgetall(k.job(id))).toEqual(rowBefore);
+    expect(await f.raw.hgetall(k.job(id))).toEqual(rowBefore);
 
     // The live token completes; afterwards it is spent as well.
     expect(await wire.complete(c, k, 1000, [{ id, token: t2, result: '"X"' }])).toEqual([1]);
-    const done = await raw.hgetall(k.job(id));
+    const done = await f.raw.hgetall(k.job(id));
     expect(done).toMatchObject({ status: 'done', result: '"X"', attempts: '2', token: t2 });
-    const stateDone = await queueState(raw, q);
+    const stateDone = await queueState(f.raw, q);
     expect(await wire.complete(c, k, 1000, [{ id, token: t2, result: '"again"' }])).toEqual([0]);
     expect(await wire.extend(c, k, 60_000, [{ id, token: t2 }])).toEqual([0]);
     expect((await wire.retry(c, k, { id, token: t2, error: 'late', fatal: false }, defaults)).outcome).toBe('stale');
-    expect(await raw.hgetall(k.job(id))).toEqual(done);
-    expect(await queueState(raw, q)).toEqual(stateDone);
-    expect((await raw.zrange(k.done, 0, -1)).sort()).toEqual([id, other].sort());
-    expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 2, dead: 0, cancelled: 0 });
+    expect(await f.raw.hgetall(k.job(id))).toEqual(done);
+    expect(await queueState(f.raw, q)).toEqual(stateDone);
+    expect((await f.raw.zrange(k.done, 0, -1)).sort()).toEqual([id, other].sort());
+    expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 2, dead: 0, cancelled: 0 });
   });
 });
