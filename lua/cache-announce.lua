@@ -14,23 +14,29 @@
 -- ARGV[4 .. 3+n] the n invalidated keys (1..1000), each 1..512 bytes of printable ASCII
 --          without space, `{` or `}`
 -- Returns: the stream id `<ms>-<seq>` of the entry.
--- Errors:  EMQ_VERSION, EMQ_BAD_ARG (keys, length bound, no keys), EMQ_BAD_ID (ver),
---          EMQ_BAD_NAME (a key), EMQ_BATCH_TOO_LARGE (more than 1000 keys). Nothing is written
---          or signalled unless every input is valid.
+-- Errors:  EMQ_BAD_ARG (a wrong key count, fewer than 4 arguments, keys, a length bound that is
+--          not a decimal integer in range), EMQ_VERSION, EMQ_BAD_ID (ver), EMQ_BAD_NAME (a key),
+--          EMQ_BATCH_TOO_LARGE (more than 1000 keys), EMQ_WRONGTYPE (the log is not a stream).
+--          Nothing is written or signalled unless every input is valid.
+-- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+local function int(s, lo, hi)
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
+  local v = tonumber(s)
+  if v < lo or v > hi then return nil end
+  return v
+end
 local V = '1'
+if #KEYS ~= 2 or #ARGV < 4 then return redis.error_reply('EMQ_BAD_ARG expected 2 keys (log, signal) and at least 4 arguments') end
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-if #KEYS ~= 2 then return redis.error_reply('EMQ_BAD_ARG expected 2 keys (log, signal)') end
 local ns = string.match(KEYS[1], '^emq:{([A-Za-z0-9_.%-]+)}:cache:log$')
 if not ns or #ns > 100 then return redis.error_reply('EMQ_BAD_ARG key 1 is not a cache namespace log') end
 if KEYS[2] ~= 'emq:{' .. ns .. '}:cache:signal' then
   return redis.error_reply('EMQ_BAD_ARG key 2 is not the signal channel of namespace ' .. ns)
 end
-local maxLen = tonumber(ARGV[2])
-if not maxLen or maxLen < 1 or maxLen > 1000000 or maxLen % 1 ~= 0 then
-  return redis.error_reply('EMQ_BAD_ARG log length must be 1..1000000')
-end
+local maxLen = int(ARGV[2], 1, 1000000)
+if not maxLen then return redis.error_reply('EMQ_BAD_ARG log length must be an integer in 1..1000000') end
 -- The 14-byte gate for namespace `ver`: 11 base62 digits, body at most 2^64-1, compared byte by
 -- byte (Lua's `>` on strings follows the server's collation locale, not byte order).
 local function badId(id)
@@ -56,6 +62,12 @@ for i = 1, n do
   end
   fields[#fields + 1] = 'k'
   fields[#fields + 1] = key
+end
+
+-- The log's first touch would be a write: check its type first.
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind ~= 'stream' and kind ~= 'none' then
+  return redis.error_reply('EMQ_WRONGTYPE the invalidation log holds a ' .. kind .. ', not a stream')
 end
 
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', unpack(fields))

@@ -9,13 +9,22 @@
 -- ARGV[2]  the invalidation's version: a 14-byte branded id `ver<11 base62>`, minted now
 -- ARGV[3]  tombstone window in ms (1..86400000)
 -- Returns: 1 tombstoned, 0 kept (the entry holds the same or a newer version).
--- Errors:  EMQ_VERSION (caller's version, or a stored `v` that is not a version id),
---          EMQ_BAD_ARG, EMQ_BAD_ID.
+-- Errors:  EMQ_BAD_ARG (a wrong key or argument count, a tombstone window that is not a decimal
+--          integer in range), EMQ_VERSION (caller's version, or a stored `v` that is not a
+--          version id), EMQ_BAD_ID, EMQ_WRONGTYPE (the entry is not a hash). Nothing is written
+--          unless every input is valid.
+-- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+local function int(s, lo, hi)
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
+  local v = tonumber(s)
+  if v < lo or v > hi then return nil end
+  return v
+end
 local V = '1'
+if #KEYS ~= 1 or #ARGV ~= 3 then return redis.error_reply('EMQ_BAD_ARG expected 1 key and 3 arguments') end
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-if #KEYS ~= 1 or #ARGV ~= 3 then return redis.error_reply('EMQ_BAD_ARG expected 1 key and 3 arguments') end
 -- The 14-byte gate: namespace `ver`, 11 base62 digits, body at most 2^64-1. Compared byte by
 -- byte: Lua's `<` on strings follows the server's collation locale, not byte order.
 local function badId(id)
@@ -37,10 +46,13 @@ local function older(a, b)
 end
 local ver = ARGV[2]
 if badId(ver) then return redis.error_reply('EMQ_BAD_ID the version is not a 14-byte ver id') end
-if not string.match(ARGV[3], '^%d+$') or tonumber(ARGV[3]) < 1 or tonumber(ARGV[3]) > 86400000 then
-  return redis.error_reply('EMQ_BAD_ARG tombstone ms must be an integer in 1..86400000')
+local tombMs = int(ARGV[3], 1, 86400000)
+if not tombMs then return redis.error_reply('EMQ_BAD_ARG tombstone ms must be an integer in 1..86400000') end
+local stored = redis.pcall('HGET', KEYS[1], 'v')
+if type(stored) == 'table' and stored.err then
+  if string.find(stored.err, 'WRONGTYPE', 1, true) then return redis.error_reply('EMQ_WRONGTYPE the cache entry is not a hash') end
+  return redis.error_reply(stored.err)
 end
-local stored = redis.call('HGET', KEYS[1], 'v')
 if stored and badId(stored) then
   return redis.error_reply('EMQ_VERSION the entry is not protocol ' .. V .. ' cache data')
 end
@@ -48,5 +60,5 @@ end
 if stored and not older(stored, ver) then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'v', ver, 'x', '1')
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
+redis.call('PEXPIRE', KEYS[1], tombMs)
 return 1

@@ -14,12 +14,15 @@
 -- ARGV[7]  grace in ms (0..315360000000): the entry lives ttl + grace, stale during the grace
 -- Returns: {1} written, or {0, storedVersion} when the entry holds the same or a newer version.
 -- Errors:  EMQ_VERSION (caller's version, or a stored `v` that is not a version id),
---          EMQ_BAD_ARG, EMQ_BAD_ID, EMQ_PAYLOAD_TOO_LARGE.
+--          EMQ_BAD_ARG (missing or malformed arguments: every number is a decimal integer in
+--          range), EMQ_BAD_ID, EMQ_PAYLOAD_TOO_LARGE, EMQ_WRONGTYPE (the entry is not a hash).
+--          Every input is checked, and the entry read, before the first write: a refusal
+--          writes nothing. The tag index is not written here (another slot): see cache-tag.lua.
 local V = '1'
+if #KEYS ~= 1 or #ARGV ~= 7 then return redis.error_reply('EMQ_BAD_ARG expected 1 key and 7 arguments') end
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-if #KEYS ~= 1 or #ARGV ~= 7 then return redis.error_reply('EMQ_BAD_ARG expected 1 key and 7 arguments') end
 -- The 14-byte gate: namespace `ver`, 11 base62 digits, body at most 2^64-1. Compared byte by
 -- byte: Lua's `<` on strings follows the server's collation locale, not byte order.
 local function badId(id)
@@ -40,11 +43,12 @@ local function older(a, b)
   return false
 end
 local LIMIT = 315360000000
+-- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
 local function int(s, lo, hi)
-  if not string.match(s, '^%d+$') then return nil end
-  local n = tonumber(s)
-  if n < lo or n > hi then return nil end
-  return n
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
+  local v = tonumber(s)
+  if v < lo or v > hi then return nil end
+  return v
 end
 local ver, value, tags = ARGV[2], ARGV[3], ARGV[6]
 if badId(ver) then return redis.error_reply('EMQ_BAD_ID the version is not a 14-byte ver id') end
@@ -63,7 +67,11 @@ if tags ~= '' then
     return redis.error_reply('EMQ_BAD_ARG tags must be printable ASCII without braces, separated by single spaces')
   end
 end
-local stored = redis.call('HGET', KEYS[1], 'v')
+local stored = redis.pcall('HGET', KEYS[1], 'v')
+if type(stored) == 'table' and stored.err then
+  if string.find(stored.err, 'WRONGTYPE', 1, true) then return redis.error_reply('EMQ_WRONGTYPE the cache entry is not a hash') end
+  return redis.error_reply(stored.err)
+end
 if stored and badId(stored) then
   return redis.error_reply('EMQ_VERSION the entry is not protocol ' .. V .. ' cache data')
 end

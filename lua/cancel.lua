@@ -1,29 +1,56 @@
 -- cancel.lua: EchoMQ protocol v1. Cancels a job that has not started: a pending or scheduled
 -- job moves to `cancelled` (kept in a bounded set). An active job is not interrupted here; its
--- row is flagged `cancel` = 1 for the holder to observe.
+-- row is flagged `cancel` = 1: the holder may observe it, and an attempt that ends without
+-- completing (retry, reap, release) ends the job `cancelled` (a complete still completes it).
 --
--- KEYS[1]  emq:{q}:meta       queue meta hash
--- KEYS[2]  emq:{q}:pending    list of pending ids
+-- Bounded cost whatever the backlog: a pending job's id is not searched for in `pending` (no
+-- LREM). It stays there as a ghost: its payload moves into its row (field `payload`), its `data`
+-- field becomes "" (so an enqueue of the same id is still refused) and meta `ghosts` counts it;
+-- claim drops the id when it pops it and puts the payload back into `data`.
+--
+-- KEYS[1]  emq:{q}:meta       queue meta hash (`ghosts`: ghost ids in pending; `keepc`: the
+--                             cancelled retention, recorded here for retry, reap and release)
+-- KEYS[2]  emq:{q}:pending    list of pending ids (not touched: kept in the layout)
 -- KEYS[3]  emq:{q}:scheduled  zset id -> run-at
 -- KEYS[4]  emq:{q}:cancelled  zset id -> cancelled at (bounded retention)
--- KEYS[5]  emq:{q}:data       hash id -> payload
+-- KEYS[5]  emq:{q}:data       hash id -> payload ("" for a ghost)
 -- KEYS[6]  emq:{q}:opts       hash id -> the job's own options (until its first claim)
 -- KEYS[7]  emq:{q}:job:       prefix of job rows
 -- KEYS[8]  emq:{q}:job:<id>   the job's row
 -- KEYS[9]  emq:{q}:events     lifecycle events: sharded channel and bounded stream
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  id
--- ARGV[3]  cancelled retention: how many cancelled rows to keep (1..1000000)
--- Returns: 1 cancelled; 2 active, flagged for cooperative cancel; 0 already finished; -1 no such job.
--- Errors:  EMQ_VERSION, EMQ_BAD_ARG, EMQ_BAD_ID.
+-- ARGV[3]  cancelled retention: how many cancelled rows to keep (decimal integer, 1..1000000)
+-- Returns: 1 cancelled; 2 active, flagged; 0 already finished; -1 no such job (integers).
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments, KEYS[8] not the row of the id),
+--          EMQ_VERSION, EMQ_BAD_ID, EMQ_WRONGTYPE. Every check comes before the first write.
+-- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+local function int(s, lo, hi)
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
+  local v = tonumber(s)
+  if v < lo or v > hi then return nil end
+  return v
+end
+if #KEYS ~= 9 or #ARGV ~= 3 then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 3 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-local meta = redis.call('HMGET', KEYS[1], 'v', 'elog')
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc')
+if meta.err then return redis.error_reply('EMQ_WRONGTYPE the queue meta key is not a hash') end
 local stored, elog = meta[1], tonumber(meta[2]) or 0
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+end
+-- Refuses (EMQ_WRONGTYPE) unless each key is absent or of its type: checked before the first
+-- write wherever a key's first touch would be a write that could fail midway.
+local function wrongType(list)
+  for i = 1, #list, 2 do
+    local t = redis.call('TYPE', list[i])['ok']
+    if t ~= 'none' and t ~= list[i + 1] then
+      return redis.error_reply('EMQ_WRONGTYPE ' .. list[i] .. ' is a ' .. t .. ', not a ' .. list[i + 1])
+    end
+  end
 end
 -- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
 -- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
@@ -46,18 +73,38 @@ local function badId(id)
   end
   return false
 end
-local id, keep = ARGV[2], tonumber(ARGV[3])
+-- Trims the cancelled set to `keep` (at most 1000 rows per call): the oldest rows and payloads
+-- go. A ghost's `data` marker stays, so claim still recognises its id (and an enqueue of it is
+-- still refused) until claim pops it.
+local function trimCancelled(set, data, prefix, keep)
+  local excess = math.min(redis.call('ZCARD', set) - keep, 1000)
+  if excess <= 0 then return end
+  local old = redis.call('ZPOPMIN', set, excess)
+  for i = 1, #old, 2 do
+    redis.call('DEL', prefix .. old[i])
+    if redis.call('HGET', data, old[i]) ~= '' then redis.call('HDEL', data, old[i]) end
+  end
+end
+local id, keep = ARGV[2], int(ARGV[3], 1, 1000000)
 if badId(id) then return redis.error_reply('EMQ_BAD_ID malformed job id') end
 if KEYS[8] ~= KEYS[7] .. id then return redis.error_reply('EMQ_BAD_ARG KEYS[8] is not the row of ' .. id) end
-if not keep or keep < 1 or keep > 1000000 then return redis.error_reply('EMQ_BAD_ARG retention must be 1..1000000') end
+if not keep then return redis.error_reply('EMQ_BAD_ARG retention must be an integer in 1..1000000') end
 
 local row = KEYS[8]
-local status = redis.call('HGET', row, 'status')
+local status = redis.pcall('HGET', row, 'status')
+if type(status) == 'table' then return redis.error_reply('EMQ_WRONGTYPE the job row is not a hash') end
+local err = wrongType({ KEYS[3], 'zset', KEYS[4], 'zset', KEYS[5], 'hash', KEYS[6], 'hash' })
+if err then return err end
+if elog > 0 then
+  err = wrongType({ KEYS[9], 'stream' })
+  if err then return err end
+end
+local payload = redis.call('HGET', KEYS[5], id)
 if not status then
   -- No row yet: a job that was never claimed is scheduled or pending.
   if redis.call('ZSCORE', KEYS[3], id) then
     status = 'scheduled'
-  elseif redis.call('HEXISTS', KEYS[5], id) == 1 then
+  elseif payload and payload ~= '' then -- "" is a ghost whose row left the retention
     status = 'pending'
   else
     return -1
@@ -65,28 +112,31 @@ if not status then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function recordKeep()
+  if meta[3] ~= ARGV[3] then redis.call('HSET', KEYS[1], 'keepc', keep) end
+end
 if status == 'active' then
+  recordKeep()
   redis.call('HSET', row, 'cancel', '1')
   emit(KEYS[9], elog, 'cancel-requested', { id }, now)
   return 2
 end
 if status == 'pending' then
-  redis.call('LREM', KEYS[2], 1, id)
+  -- The id stays in `pending` as a ghost (see the header): O(1) instead of an LREM.
+  if payload and payload ~= '' then
+    redis.call('HSET', row, 'payload', payload)
+    redis.call('HSET', KEYS[5], id, '')
+    redis.call('HINCRBY', KEYS[1], 'ghosts', 1)
+  end
 elseif status == 'scheduled' then
   redis.call('ZREM', KEYS[3], id)
 else
   return 0
 end
+recordKeep()
 redis.call('HSET', row, 'status', 'cancelled', 'finished', now)
 redis.call('HDEL', KEYS[6], id)
 redis.call('ZADD', KEYS[4], now, id)
-local excess = math.min(redis.call('ZCARD', KEYS[4]) - keep, 1000) -- bounded work per call
-if excess > 0 then
-  local old = redis.call('ZPOPMIN', KEYS[4], excess)
-  for i = 1, #old, 2 do
-    redis.call('DEL', KEYS[7] .. old[i])
-    redis.call('HDEL', KEYS[5], old[i])
-  end
-end
+trimCancelled(KEYS[4], KEYS[5], KEYS[7], keep)
 emit(KEYS[9], elog, 'cancelled', { id }, now)
 return 1

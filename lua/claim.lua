@@ -15,19 +15,44 @@
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  n, the most jobs to claim (0..1000; 0 only promotes)
 -- ARGV[3]  lease in ms (1..86400000)
--- ARGV[4]  the most scheduled jobs to promote in this call (0..10000)
+-- ARGV[4]  the most scheduled jobs to promote in this call (0..10000), earliest run-at first
+-- Every number is a decimal integer: no sign, fraction, exponent or blank.
 -- Returns: { wait, id_1, token_1, attempt_1, payload_1, ..., id_k, token_k, attempt_k, payload_k }
---          where wait is -1 when jobs remain pending, else the ms until the next scheduled job
---          is due (-2 when none is scheduled).
--- Errors:  EMQ_VERSION, EMQ_BAD_ARG.
+--          (k <= n) where wait is -1 when jobs remain pending, else the ms until the next
+--          scheduled job is due (0 when one is due already; -2 when none is scheduled; at most
+--          2^53-1). wait, token and attempt are integer replies; id and payload bulk strings.
+--          Jobs are claimed oldest first: pending in FIFO order, then the jobs this call promoted.
+--          An id whose data is gone (deleted by hand) is dropped from pending, without a row.
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key that is not
+--          the one the key grammar spells for the queue of KEYS[1]), EMQ_VERSION,
+--          EMQ_WRONGTYPE (a key, or meta `token`, holds another type). Every check and every
+--          read comes before the first write.
+-- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+local function int(s, lo, hi)
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
+  local v = tonumber(s)
+  if v < lo or v > hi then return nil end
+  return v
+end
+-- The reply of a command run through redis.pcall, when it failed: WRONGTYPE becomes
+-- EMQ_WRONGTYPE naming the key, any other error passes as it is; nil when it succeeded.
+local function refused(r, key)
+  if type(r) ~= 'table' or not r.err then return nil end
+  if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
+    return redis.error_reply('EMQ_WRONGTYPE ' .. key .. ' holds a value of another type than the protocol gives it')
+  end
+  return r
+end
+if #KEYS ~= 9 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 4 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-local meta = redis.call('HMGET', KEYS[1], 'v', 'elog')
-local stored, elog = meta[1], tonumber(meta[2]) or 0
-if stored and stored ~= V then
-  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+-- Every fixed key is the one the key grammar spells for this queue (docs/protocol.md §2).
+local base = string.sub(KEYS[1], 1, -5)
+if not string.match(base, '^emq:{[0-9A-Za-z_.%-]+}:$') then return redis.error_reply('EMQ_BAD_ARG KEYS[1] is not a queue meta key') end
+for i, kind in ipairs({ 'meta', 'pending', 'scheduled', 'active', 'wake', 'data', 'opts', 'job:', 'events' }) do
+  if KEYS[i] ~= base .. kind then return redis.error_reply('EMQ_BAD_ARG KEYS[' .. i .. '] must be ' .. base .. kind) end
 end
 -- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
 -- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
@@ -39,76 +64,174 @@ local function emit(key, elog, kind, ids, now)
     redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
   end
 end
-local n, lease, promote = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-if not n or n < 0 or n > 1000 or n % 1 ~= 0 then return redis.error_reply('EMQ_BAD_ARG claim count must be 0..1000') end
-if not lease or lease < 1 or lease > 86400000 then return redis.error_reply('EMQ_BAD_ARG lease must be 1..86400000 ms') end
-if not promote or promote < 0 or promote > 10000 then return redis.error_reply('EMQ_BAD_ARG promote limit must be 0..10000') end
+local n, lease, promote = int(ARGV[2], 0, 1000), int(ARGV[3], 1, 86400000), int(ARGV[4], 0, 10000)
+if not n then return redis.error_reply('EMQ_BAD_ARG claim count must be 0..1000') end
+if not lease then return redis.error_reply('EMQ_BAD_ARG lease must be 1..86400000 ms') end
+if not promote then return redis.error_reply('EMQ_BAD_ARG promote limit must be 0..10000') end
 
+-- Reads first: every key this call writes is read before anything is written, so a key of the
+-- wrong type is refused with nothing changed.
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token')
+local e = refused(meta, KEYS[1])
+if e then return e end
+local stored = meta[1]
+if stored and stored ~= V then
+  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+end
+if meta[3] and not int(meta[3], 0, 9007199254740991) then
+  return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[1] .. ' field token is not an integer')
+end
+local elog = int(meta[2], 0, 1000000) or 0
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local prefix = KEYS[8]
 
+local due = {}
 if promote > 0 then
-  local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, promote)
-  if #due > 0 then
-    redis.call('ZREM', KEYS[3], unpack(due))
-    for i = 1, #due do
-      local row = prefix .. due[i]
-      -- A retried job has a row; a delayed job gets one at its first claim.
-      if redis.call('EXISTS', row) == 1 then redis.call('HSET', row, 'status', 'pending') end
-      redis.call('LPUSH', KEYS[2], due[i])
+  due = redis.pcall('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, promote)
+  e = refused(due, KEYS[3])
+  if e then return e end
+end
+-- A retried job has a row (its status goes back to pending); a delayed job gets one at its first claim.
+local dueRow = {}
+for i = 1, #due do
+  local r = redis.pcall('HLEN', prefix .. due[i])
+  e = refused(r, prefix .. due[i])
+  if e then return e end
+  dueRow[i] = r > 0
+end
+local plen = redis.pcall('LLEN', KEYS[2])
+e = refused(plen, KEYS[2])
+if e then return e end
+-- The ids this call pops, in pop order: the tail of pending (oldest first), then the promoted
+-- jobs (which join the head of pending) in run-at order.
+local k = math.min(n, plen + #due)
+local take = {}
+if k > 0 then
+  local fromPending = math.min(k, plen)
+  if fromPending > 0 then
+    local tail = redis.call('LRANGE', KEYS[2], -fromPending, -1)
+    for i = #tail, 1, -1 do take[#take + 1] = tail[i] end
+  end
+  for i = 1, k - fromPending do take[#take + 1] = due[i] end
+  e = refused(redis.pcall('ZCARD', KEYS[4]), KEYS[4])
+  if e then return e end
+end
+local hasOpts = false -- most queues never set per-job options
+if k > 0 then
+  local r = redis.pcall('HLEN', KEYS[7])
+  e = refused(r, KEYS[7])
+  if e then return e end
+  hasOpts = r > 0
+end
+local jobs, att, ghosts = {}, {}, {}
+for i = 1, #take do
+  local id = take[i]
+  local payload = redis.pcall('HGET', KEYS[6], id)
+  e = refused(payload, KEYS[6])
+  if e then return e end
+  if payload == '' then
+    -- A ghost (cancel.lua): a job cancelled while pending leaves its id here (no LREM), its
+    -- payload in its row and "" in `data`. Dropped; its payload goes back to `data` below.
+    local p = redis.pcall('HGET', prefix .. id, 'payload')
+    e = refused(p, prefix .. id)
+    if e then return e end
+    ghosts[#ghosts + 1] = { id, p }
+    payload = false
+  end
+  if payload then -- data deleted by hand: the id is dropped, no row is half-created
+    local a = att[id]
+    if not a then
+      local cur = redis.pcall('HGET', prefix .. id, 'attempts')
+      e = refused(cur, prefix .. id)
+      if e then return e end
+      a = int(cur, 0, 9007199254740991) or 0
     end
+    a = a + 1
+    att[id] = a
+    local o = false
+    if a == 1 and hasOpts then o = redis.call('HGET', KEYS[7], id) end
+    jobs[#jobs + 1] = { id, payload, a, o }
   end
 end
-
-local out = { -1 }
-if n > 0 then
-  local ids = redis.call('RPOP', KEYS[2], n)
-  if ids then
-    local last = redis.call('HINCRBY', KEYS[1], 'token', #ids)
-    local hasOpts = redis.call('EXISTS', KEYS[7]) == 1 -- most queues never set per-job options
-    local deadline = now + lease
-    local zargs = {}
-    for i = 1, #ids do
-      local id = ids[i]
-      local row = prefix .. id
-      local payload = redis.call('HGET', KEYS[6], id)
-      if payload then -- data deleted by hand: the id is dropped, no row is half-created
-        local token = last - #ids + i
-        local att = redis.call('HINCRBY', row, 'attempts', 1)
-        if att == 1 and hasOpts then
-          local o = redis.call('HGET', KEYS[7], id)
-          if o then
-            local maxA, backoff = string.match(o, '^(%d*)|(.*)$')
-            if maxA ~= '' then redis.call('HSET', row, 'max', maxA) end
-            if backoff ~= '' then redis.call('HSET', row, 'backoff', backoff) end
-            redis.call('HDEL', KEYS[7], id)
-          end
-        end
-        redis.call('HSET', row, 'status', 'active', 'token', token)
-        zargs[#zargs + 1] = deadline
-        zargs[#zargs + 1] = id
-        local k = #out
-        out[k + 1] = id
-        out[k + 2] = token
-        out[k + 3] = att
-        out[k + 4] = payload
-      end
-    end
-    if #zargs > 0 then
-      redis.call('ZADD', KEYS[4], unpack(zargs))
-      local claimed = {}
-      for i = 2, #zargs, 2 do claimed[#claimed + 1] = zargs[i] end
-      emit(KEYS[9], elog, 'claimed', claimed, now)
-    end
+local remaining = plen + #due - k
+local wakeLen, nxt = 1, nil
+if remaining > 0 then
+  if #jobs > 0 then
+    wakeLen = redis.pcall('LLEN', KEYS[5])
+    e = refused(wakeLen, KEYS[5])
+    if e then return e end
   end
-end
-
-if redis.call('LLEN', KEYS[2]) > 0 then
-  -- More work remains: make sure another idle consumer wakes up (chain wake-up).
-  if #out > 1 and redis.call('LLEN', KEYS[5]) == 0 then redis.call('LPUSH', KEYS[5], '1') end
 else
-  local nxt = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  if nxt[2] then out[1] = math.max(0, tonumber(nxt[2]) - now) else out[1] = -2 end
+  -- The earliest scheduled job that this call does not promote.
+  nxt = redis.pcall('ZRANGE', KEYS[3], #due, #due, 'WITHSCORES')
+  e = refused(nxt, KEYS[3])
+  if e then return e end
+end
+if elog > 0 and #jobs > 0 then
+  local kind = redis.call('TYPE', KEYS[9])['ok']
+  if kind ~= 'none' and kind ~= 'stream' then
+    return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[9] .. ' holds a ' .. kind .. ', not a stream')
+  end
+end
+
+-- Writes. Promotion goes in slices of 1000 ids (a command takes a bounded number of arguments).
+for i = 1, #due, 1000 do
+  local j = math.min(i + 999, #due)
+  redis.call('ZREM', KEYS[3], unpack(due, i, j))
+  redis.call('LPUSH', KEYS[2], unpack(due, i, j))
+end
+for i = 1, #due do
+  if dueRow[i] then redis.call('HSET', prefix .. due[i], 'status', 'pending') end
+end
+if k > 0 then redis.call('RPOP', KEYS[2], k) end
+-- Ghosts popped (see the read loop): the payload back to `data`, one ghost fewer in meta.
+for i = 1, #ghosts do
+  local id, p = ghosts[i][1], ghosts[i][2]
+  if p then
+    redis.call('HSET', KEYS[6], id, p)
+    redis.call('HDEL', prefix .. id, 'payload')
+  else
+    redis.call('HDEL', KEYS[6], id) -- its row left the cancelled retention
+  end
+end
+if #ghosts > 0 then redis.call('HINCRBY', KEYS[1], 'ghosts', -#ghosts) end
+local out = { -1 }
+if #jobs > 0 then
+  local last = redis.call('HINCRBY', KEYS[1], 'token', #jobs)
+  local deadline = now + lease
+  local zargs, ids, moved = {}, {}, {}
+  for i = 1, #jobs do
+    local id, payload, a, o = jobs[i][1], jobs[i][2], jobs[i][3], jobs[i][4]
+    local token = last - #jobs + i
+    local row = { 'status', 'active', 'token', token, 'attempts', a }
+    if o then
+      local maxA, backoff = string.match(o, '^(%d*)|(.*)$')
+      if maxA and maxA ~= '' then row[#row + 1] = 'max'; row[#row + 1] = maxA end
+      if backoff and backoff ~= '' then row[#row + 1] = 'backoff'; row[#row + 1] = backoff end
+      moved[#moved + 1] = id
+    end
+    redis.call('HSET', prefix .. id, unpack(row))
+    zargs[#zargs + 1] = deadline
+    zargs[#zargs + 1] = id
+    ids[#ids + 1] = id
+    local m = #out
+    out[m + 1] = id
+    out[m + 2] = token
+    out[m + 3] = a
+    out[m + 4] = payload
+  end
+  if #moved > 0 then redis.call('HDEL', KEYS[7], unpack(moved)) end
+  redis.call('ZADD', KEYS[4], unpack(zargs))
+  emit(KEYS[9], elog, 'claimed', ids, now)
+end
+
+if remaining > 0 then
+  -- More work remains: make sure another idle consumer wakes up (chain wake-up).
+  if #jobs > 0 and wakeLen == 0 then redis.call('LPUSH', KEYS[5], '1') end
+elseif nxt[2] then
+  out[1] = math.min(math.max(0, tonumber(nxt[2]) - now), 9007199254740991)
+else
+  out[1] = -2
 end
 return out

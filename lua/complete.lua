@@ -1,7 +1,9 @@
 -- complete.lua: EchoMQ protocol v1. Completes one or many active jobs, each fenced by the token
 -- its claim minted: a holder whose lease expired (the job was reaped or re-claimed) is refused
 -- and changes nothing. A completed job is kept in the bounded `done` set, or deleted (row and
--- data) at once when the retention is 0; the oldest jobs beyond the retention are deleted.
+-- data) at once when the retention is 0. The done set is then trimmed towards the retention,
+-- oldest first: at most (the jobs this call added to it) + 100 rows per call, so lowering the
+-- retention (even to 0) drains older rows over the next completions at a bounded cost.
 --
 -- KEYS[1]  emq:{q}:meta     queue meta hash
 -- KEYS[2]  emq:{q}:active   zset id -> lease deadline
@@ -13,17 +15,40 @@
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  done retention: how many done rows to keep (0..1000000)
 -- ARGV[3]  n, the number of jobs (1..1000)
--- ARGV[4+3(i-1) .. 6+3(i-1)] per job i: id, token, result (JSON text, "" for none)
--- Returns: an array of n integers: 1 = completed, 0 = refused (stale token or not active).
--- Errors:  EMQ_VERSION, EMQ_BAD_ARG, EMQ_BAD_ID, EMQ_BATCH_TOO_LARGE.
+-- ARGV[4+3(i-1) .. 6+3(i-1)] per job i: id, token (decimal digits), result (JSON text, "" for none)
+-- Every number is a decimal integer: no sign, fraction, exponent or blank.
+-- Returns: an array of n integers: 1 = completed, 0 = refused (stale token, not active, or the
+--          same id earlier in this call). A call that completes nothing writes nothing.
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key that is not
+--          the one the key grammar spells for the queue of KEYS[1], a row key that is not
+--          the row of its id), EMQ_VERSION, EMQ_WRONGTYPE (a key holds another type), EMQ_BAD_ID,
+--          EMQ_BATCH_TOO_LARGE. Every check comes before the first write.
+-- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+local function int(s, lo, hi)
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
+  local v = tonumber(s)
+  if v < lo or v > hi then return nil end
+  return v
+end
+-- The reply of a command run through redis.pcall, when it failed: WRONGTYPE becomes
+-- EMQ_WRONGTYPE naming the key, any other error passes as it is; nil when it succeeded.
+local function refused(r, key)
+  if type(r) ~= 'table' or not r.err then return nil end
+  if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
+    return redis.error_reply('EMQ_WRONGTYPE ' .. key .. ' holds a value of another type than the protocol gives it')
+  end
+  return r
+end
+if #KEYS < 6 or #ARGV < 3 then return redis.error_reply('EMQ_BAD_ARG expected at least 6 keys and 3 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-local meta = redis.call('HMGET', KEYS[1], 'v', 'elog')
-local stored, elog = meta[1], tonumber(meta[2]) or 0
-if stored and stored ~= V then
-  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+-- Every fixed key is the one the key grammar spells for this queue (docs/protocol.md §2).
+local base = string.sub(KEYS[1], 1, -5)
+if not string.match(base, '^emq:{[0-9A-Za-z_.%-]+}:$') then return redis.error_reply('EMQ_BAD_ARG KEYS[1] is not a queue meta key') end
+for i, kind in ipairs({ 'meta', 'active', 'done', 'data', 'job:', 'events' }) do
+  if KEYS[i] ~= base .. kind then return redis.error_reply('EMQ_BAD_ARG KEYS[' .. i .. '] must be ' .. base .. kind) end
 end
 -- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
 -- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
@@ -46,9 +71,9 @@ local function badId(id)
   end
   return false
 end
-local keep, n = tonumber(ARGV[2]), tonumber(ARGV[3])
-if not keep or keep < 0 or keep > 1000000 or keep % 1 ~= 0 then return redis.error_reply('EMQ_BAD_ARG retention must be 0..1000000') end
-if not n or n < 1 or n % 1 ~= 0 then return redis.error_reply('EMQ_BAD_ARG bad job count') end
+local keep, n = int(ARGV[2], 0, 1000000), int(ARGV[3], 1, 1000000000)
+if not keep then return redis.error_reply('EMQ_BAD_ARG retention must be 0..1000000') end
+if not n then return redis.error_reply('EMQ_BAD_ARG bad job count') end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
 if #KEYS ~= 6 + n or #ARGV ~= 3 + 3 * n then return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (3 * n) .. ' job arguments') end
 for i = 1, n do
@@ -58,50 +83,80 @@ for i = 1, n do
   if not string.match(ARGV[5 + 3 * (i - 1)], '^%d+$') then return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad token') end
 end
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local out, ids, rows, zdone = {}, {}, {}, {}
+-- Reads first: every key this call writes is read (or is the first write) before anything is
+-- written, so a key of the wrong type is refused with nothing changed.
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog')
+local e = refused(meta, KEYS[1])
+if e then return e end
+local stored = meta[1]
+if stored and stored ~= V then
+  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+end
+local elog = int(meta[2], 0, 1000000) or 0
+local out, ids, rows, seen = {}, {}, {}, {}
 for i = 1, n do
-  local b = 3 * (i - 1)
-  local id, token, result = ARGV[4 + b], ARGV[5 + b], ARGV[6 + b]
-  local row = KEYS[6 + i]
-  local cur = redis.call('HMGET', row, 'status', 'token')
-  if cur[1] ~= 'active' or cur[2] ~= token then
+  local id, token, row = ARGV[4 + 3 * (i - 1)], ARGV[5 + 3 * (i - 1)], KEYS[6 + i]
+  local cur = redis.pcall('HMGET', row, 'status', 'token')
+  e = refused(cur, row)
+  if e then return e end
+  if seen[id] or cur[1] ~= 'active' or cur[2] ~= token then
     out[i] = 0
   else
+    seen[id] = true
     ids[#ids + 1] = id
-    if keep == 0 then
-      rows[#rows + 1] = row
-    else
-      redis.call('HSET', row, 'status', 'done', 'result', result, 'finished', now)
-      zdone[#zdone + 1] = now
-      zdone[#zdone + 1] = id
-    end
+    rows[#rows + 1] = i
     out[i] = 1
   end
 end
--- Set operations are batched: one command for all the jobs of this call.
-if #ids > 0 then
-  redis.call('ZREM', KEYS[2], unpack(ids))
-  emit(KEYS[6], elog, 'completed', ids, now)
+if #ids == 0 then return out end
+local card = redis.pcall('ZCARD', KEYS[3])
+e = refused(card, KEYS[3])
+if e then return e end
+local added = 0
+if keep > 0 then added = #ids end
+local excess = math.min(card + added - keep, added + 100)
+if keep == 0 or excess > 0 then
+  e = refused(redis.pcall('HLEN', KEYS[4]), KEYS[4])
+  if e then return e end
 end
-if #rows > 0 then
-  redis.call('DEL', unpack(rows))
+if elog > 0 then
+  local kind = redis.call('TYPE', KEYS[6])['ok']
+  if kind ~= 'none' and kind ~= 'stream' then
+    return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[6] .. ' holds a ' .. kind .. ', not a stream')
+  end
+end
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- The first write is the type check of `active`: a write refused with WRONGTYPE changes nothing.
+e = refused(redis.pcall('ZREM', KEYS[2], unpack(ids)), KEYS[2])
+if e then return e end
+if keep == 0 then
+  local del = {}
+  for j = 1, #rows do del[j] = KEYS[6 + rows[j]] end
+  redis.call('DEL', unpack(del))
   redis.call('HDEL', KEYS[4], unpack(ids))
-end
-if #zdone > 0 then
+else
+  local zdone = {}
+  for j = 1, #rows do
+    local i = rows[j]
+    redis.call('HSET', KEYS[6 + i], 'status', 'done', 'result', ARGV[6 + 3 * (i - 1)], 'finished', now)
+    zdone[#zdone + 1] = now
+    zdone[#zdone + 1] = ids[j]
+  end
   redis.call('ZADD', KEYS[3], unpack(zdone))
-  -- Bounded work per call: at most 1000 of the oldest done jobs leave the retention at once.
-  local excess = math.min(redis.call('ZCARD', KEYS[3]) - keep, 1000)
-  if excess > 0 then
-    local old = redis.call('ZPOPMIN', KEYS[3], excess)
-    local oldIds, oldRows = {}, {}
-    for i = 1, #old, 2 do
-      oldIds[#oldIds + 1] = old[i]
-      oldRows[#oldRows + 1] = KEYS[5] .. old[i]
-    end
+end
+if excess > 0 then
+  local old = redis.call('ZPOPMIN', KEYS[3], excess)
+  local oldIds, oldRows = {}, {}
+  for i = 1, #old, 2 do
+    oldIds[#oldIds + 1] = old[i]
+    oldRows[#oldRows + 1] = KEYS[5] .. old[i]
+  end
+  if #oldIds > 0 then
     redis.call('DEL', unpack(oldRows))
     redis.call('HDEL', KEYS[4], unpack(oldIds))
   end
 end
+emit(KEYS[6], elog, 'completed', ids, now)
 return out

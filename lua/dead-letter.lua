@@ -19,17 +19,27 @@
 -- Returns: {status, deliveries}: status 1 = dead-lettered and acked, 2 = entry gone from the log
 --          (acked, nothing appended: the caller reports it lost), 0 = not pending in the group
 --          or not idle long enough (nothing written). deliveries = the server's delivery count.
--- Errors:  EMQ_VERSION, EMQ_BAD_ARG, EMQ_BAD_NAME, EMQ_BAD_ID; NOGROUP (from XPENDING, before any
---          write) when the log or the group does not exist.
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments, keys of different topics), EMQ_VERSION,
+--          EMQ_BAD_NAME, EMQ_BAD_ID, EMQ_WRONGTYPE (meta not a hash, log or dead not a stream),
+--          EMQ_NOT_FOUND (NOGROUP: the log or the group does not exist). Every check precedes the
+--          first write.
+-- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+local function int(s, lo, hi)
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
+  local v = tonumber(s)
+  if v < lo or v > hi then return nil end
+  return v
+end
+if #KEYS ~= 3 or #ARGV ~= 8 then return redis.error_reply('EMQ_BAD_ARG expected 3 keys and 8 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-local stored = redis.call('HGET', KEYS[1], 'v')
+local stored = redis.pcall('HGET', KEYS[1], 'v')
+if type(stored) == 'table' and stored.err then return redis.error_reply('EMQ_WRONGTYPE the topic meta key is not a hash') end
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION topic data is protocol ' .. stored .. ', script speaks ' .. V)
 end
-if #KEYS ~= 3 or #ARGV ~= 8 then return redis.error_reply('EMQ_BAD_ARG expected 3 keys and 8 arguments') end
 local base = string.match(KEYS[1], '^(emq:{[A-Za-z0-9_.-]+}:bus:)meta$')
 if not base or KEYS[2] ~= base .. 'log' or KEYS[3] ~= base .. 'dead' then
   return redis.error_reply('EMQ_BAD_ARG keys must be the meta, log and dead keys of one topic')
@@ -53,12 +63,21 @@ local function badId(id)
 end
 if badId(evt) then return redis.error_reply('EMQ_BAD_ID bad event id') end
 if #err > 65536 then return redis.error_reply('EMQ_BAD_ARG error text is over 65536 bytes') end
-local minIdle, cap = tonumber(ARGV[7]), tonumber(ARGV[8])
-if not minIdle or minIdle < 0 or minIdle > 86400000 or minIdle % 1 ~= 0 then return redis.error_reply('EMQ_BAD_ARG min idle must be 0..86400000') end
-if not cap or cap < 1 or cap > 1000000 or cap % 1 ~= 0 then return redis.error_reply('EMQ_BAD_ARG dead-letter cap must be 1..1000000') end
+local minIdle, cap = int(ARGV[7], 0, 86400000), int(ARGV[8], 1, 1000000)
+if not minIdle then return redis.error_reply('EMQ_BAD_ARG min idle must be an integer in 0..86400000') end
+if not cap then return redis.error_reply('EMQ_BAD_ARG dead-letter cap must be an integer in 1..1000000') end
+local deadKind = redis.call('TYPE', KEYS[3])['ok']
+if deadKind ~= 'stream' and deadKind ~= 'none' then
+  return redis.error_reply('EMQ_WRONGTYPE the dead-letter key holds a ' .. deadKind .. ', not a stream')
+end
 
--- Reads only from here on; NOGROUP raises before any write.
-local pel = redis.call('XPENDING', KEYS[2], group, sid, sid, 1)
+-- Reads only from here on; a missing log or group (NOGROUP) is refused before any write.
+local pel = redis.pcall('XPENDING', KEYS[2], group, sid, sid, 1)
+if type(pel) == 'table' and pel.err then
+  if string.find(pel.err, 'WRONGTYPE', 1, true) then return redis.error_reply('EMQ_WRONGTYPE the log key is not a stream') end
+  if string.find(pel.err, 'NOGROUP', 1, true) then return redis.error_reply('EMQ_NOT_FOUND NOGROUP no log or no group ' .. group .. ' on it') end
+  return redis.error_reply('EMQ_BAD_ARG ' .. pel.err)
+end
 if #pel == 0 then return {0, 0} end
 local deliveries = tonumber(pel[1][4])
 if tonumber(pel[1][3]) < minIdle then return {0, deliveries} end

@@ -12,22 +12,49 @@
 -- KEYS[6]  emq:{q}:opts       hash id -> "<max attempts>|<backoff>" for jobs with their own options
 -- KEYS[7]  emq:{q}:events     lifecycle events: sharded channel and bounded stream
 -- ARGV[1]  protocol version ("1")
--- ARGV[2]  largest payload in bytes
+-- ARGV[2]  largest payload in bytes (1..536870912)
 -- ARGV[3]  n, the number of jobs (1..1000)
 -- ARGV[4]  the queue's lifecycle-log length to record in meta `elog` (0..1000000; "" = keep)
--- ARGV[5+6(i-1) .. 10+6(i-1)] per job i: id, payload (JSON text), delay ms (0 = none),
---          run-at epoch ms (0 = none), max attempts ("" = consumer default),
---          backoff ("" = consumer default, or "f:<ms>" fixed, "e:<ms>" exponential)
--- Returns: an array of n integers: 1 = added, 0 = a job with this id already existed.
--- Errors:  EMQ_VERSION, EMQ_BAD_ARG, EMQ_BAD_ID, EMQ_PAYLOAD_TOO_LARGE, EMQ_BATCH_TOO_LARGE.
+-- ARGV[5+6(i-1) .. 10+6(i-1)] per job i: id; payload (JSON text, 1..limit bytes); delay ms
+--          (0..315360000000, ten 365-day years; 0 = none); run-at epoch ms on the server clock
+--          (0..7258118400000, 2200-01-01T00:00:00Z; 0 = none); max attempts (1..1000, "" =
+--          the consumer's default); backoff ("" = the consumer's default, "f:<ms>" fixed or
+--          "e:<ms>" exponential, ms 0..86400000). A non-zero delay wins over the run-at. A job
+--          whose instant (now + delay, or run-at) is not in the future goes straight to pending.
+-- Every number is a decimal integer: no sign, fraction, exponent or blank.
+-- Returns: an array of n integers: 1 = added, 0 = a job with this id already existed (or came
+--          earlier in the same call). A wake marker is pushed (when `wake` is empty) only when a
+--          job was added.
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key that is not
+--          the one the key grammar spells for the queue of KEYS[1]), EMQ_VERSION,
+--          EMQ_WRONGTYPE (a key holds another type), EMQ_BAD_ID, EMQ_PAYLOAD_TOO_LARGE,
+--          EMQ_BATCH_TOO_LARGE. Every check comes before the first write.
+-- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+local function int(s, lo, hi)
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
+  local v = tonumber(s)
+  if v < lo or v > hi then return nil end
+  return v
+end
+-- The reply of a command run through redis.pcall, when it failed: WRONGTYPE becomes
+-- EMQ_WRONGTYPE naming the key, any other error passes as it is; nil when it succeeded.
+local function refused(r, key)
+  if type(r) ~= 'table' or not r.err then return nil end
+  if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
+    return redis.error_reply('EMQ_WRONGTYPE ' .. key .. ' holds a value of another type than the protocol gives it')
+  end
+  return r
+end
+if #KEYS ~= 7 or #ARGV < 4 then return redis.error_reply('EMQ_BAD_ARG expected 7 keys and at least 4 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-local meta = redis.call('HMGET', KEYS[1], 'v', 'elog')
-local stored, elog = meta[1], tonumber(meta[2]) or 0
-if stored and stored ~= V then
-  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+-- Every fixed key is the one the key grammar spells for this queue (docs/protocol.md §2).
+local base = string.sub(KEYS[1], 1, -5)
+if not string.match(base, '^emq:{[0-9A-Za-z_.%-]+}:$') then return redis.error_reply('EMQ_BAD_ARG KEYS[1] is not a queue meta key') end
+for i, kind in ipairs({ 'meta', 'pending', 'scheduled', 'wake', 'data', 'opts', 'events' }) do
+  if KEYS[i] ~= base .. kind then return redis.error_reply('EMQ_BAD_ARG KEYS[' .. i .. '] must be ' .. base .. kind) end
 end
 -- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
 -- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
@@ -50,19 +77,20 @@ local function badId(id)
   end
   return false
 end
-local maxBytes = tonumber(ARGV[2])
-local n = tonumber(ARGV[3])
-if not maxBytes or maxBytes < 1 or not n or n < 1 or n % 1 ~= 0 then
-  return redis.error_reply('EMQ_BAD_ARG bad payload limit or job count')
+local maxBytes, n = int(ARGV[2], 1, 536870912), int(ARGV[3], 1, 1000000000)
+if not maxBytes or not n then
+  return redis.error_reply('EMQ_BAD_ARG the payload limit must be an integer in 1..536870912 and the job count an integer >= 1')
 end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
-if #KEYS ~= 7 or #ARGV ~= 4 + 6 * n then
+if #ARGV ~= 4 + 6 * n then
   return redis.error_reply('EMQ_BAD_ARG expected 7 keys and ' .. (6 * n) .. ' job arguments')
 end
-local setLog = ARGV[4]
-if setLog ~= '' and (not string.match(setLog, '^%d+$') or tonumber(setLog) > 1000000) then
-  return redis.error_reply('EMQ_BAD_ARG lifecycle-log length must be 0..1000000')
+local setLog = nil
+if ARGV[4] ~= '' then
+  setLog = int(ARGV[4], 0, 1000000)
+  if not setLog then return redis.error_reply('EMQ_BAD_ARG lifecycle-log length must be 0..1000000') end
 end
+local ids = {}
 for i = 1, n do
   local b = 4 + 6 * (i - 1)
   local id, payload = ARGV[b + 1], ARGV[b + 2]
@@ -73,49 +101,97 @@ for i = 1, n do
   if #payload > maxBytes then
     return redis.error_reply('EMQ_PAYLOAD_TOO_LARGE job ' .. i .. ' payload is ' .. #payload .. ' bytes, the limit is ' .. maxBytes)
   end
-  local delay, runAt = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
-  if not delay or delay < 0 or not runAt or runAt < 0 then
-    return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad delay or run-at')
+  if not int(ARGV[b + 3], 0, 315360000000) or not int(ARGV[b + 4], 0, 7258118400000) then
+    return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad delay (0..315360000000 ms) or run-at (0..7258118400000)')
   end
   local maxA, backoff = ARGV[b + 5], ARGV[b + 6]
-  if maxA ~= '' and not string.match(maxA, '^[1-9]%d?%d?%d?$') then
-    return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has bad max attempts')
+  if maxA ~= '' and not int(maxA, 1, 1000) then
+    return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has bad max attempts (1..1000)')
   end
-  if backoff ~= '' and not string.match(backoff, '^[fe]:%d+$') then
-    return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad backoff')
+  if backoff ~= '' and not int(string.match(backoff, '^[fe]:(%d+)$'), 0, 86400000) then
+    return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad backoff (f:<ms> or e:<ms>, ms 0..86400000)')
   end
+  ids[i] = id
 end
 
+-- Reads first: every key this call writes is read (or is the first write) before anything is
+-- written, so a key of the wrong type is refused with nothing changed.
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog')
+local e = refused(meta, KEYS[1])
+if e then return e end
+local stored = meta[1]
+if stored and stored ~= V then
+  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+end
+local elog = int(meta[2], 0, 1000000) or 0
+local logged = elog
+local have = redis.pcall('HMGET', KEYS[5], unpack(ids))
+e = refused(have, KEYS[5])
+if e then return e end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if not stored then redis.call('HSET', KEYS[1], 'v', V) end
-if setLog ~= '' and tonumber(setLog) ~= elog then
-  elog = tonumber(setLog)
-  redis.call('HSET', KEYS[1], 'elog', setLog)
-end
-local out, queued, scheduled = {}, {}, {}
+local out, data, opts, queued, scheduled, zargs, seen = {}, {}, {}, {}, {}, {}, {}
 for i = 1, n do
   local b = 4 + 6 * (i - 1)
-  local id = ARGV[b + 1]
-  if redis.call('HSETNX', KEYS[5], id, ARGV[b + 2]) == 0 then
+  local id = ids[i]
+  if have[i] or seen[id] then
     out[i] = 0
   else
-    local delay, runAt = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
-    local at = runAt
+    seen[id] = true
+    out[i] = 1
+    data[#data + 1] = id
+    data[#data + 1] = ARGV[b + 2]
+    local delay, at = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
     if delay > 0 then at = now + delay end
     local maxA, backoff = ARGV[b + 5], ARGV[b + 6]
-    if maxA ~= '' or backoff ~= '' then redis.call('HSET', KEYS[6], id, maxA .. '|' .. backoff) end
+    if maxA ~= '' or backoff ~= '' then
+      opts[#opts + 1] = id
+      opts[#opts + 1] = maxA .. '|' .. backoff
+    end
     if at > now then
-      redis.call('ZADD', KEYS[3], at, id)
+      zargs[#zargs + 1] = at
+      zargs[#zargs + 1] = id
       scheduled[#scheduled + 1] = id
     else
-      redis.call('LPUSH', KEYS[2], id)
       queued[#queued + 1] = id
     end
-    out[i] = 1
   end
 end
-if redis.call('LLEN', KEYS[4]) == 0 then redis.call('LPUSH', KEYS[4], '1') end
+if setLog then elog = setLog end
+local wakeLen = 1
+if #data > 0 then
+  wakeLen = redis.pcall('LLEN', KEYS[4])
+  e = refused(wakeLen, KEYS[4])
+  if e then return e end
+  if #opts > 0 then
+    e = refused(redis.pcall('HLEN', KEYS[6]), KEYS[6])
+    if e then return e end
+  end
+  if #queued > 0 and #zargs > 0 then
+    e = refused(redis.pcall('ZCARD', KEYS[3]), KEYS[3])
+    if e then return e end
+  end
+  if elog > 0 then
+    local kind = redis.call('TYPE', KEYS[7])['ok']
+    if kind ~= 'none' and kind ~= 'stream' then
+      return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[7] .. ' holds a ' .. kind .. ', not a stream')
+    end
+  end
+  -- The first write is the type check of its own key: a write refused with WRONGTYPE changes nothing.
+  if #queued > 0 then
+    e = refused(redis.pcall('LPUSH', KEYS[2], unpack(queued)), KEYS[2])
+    if e then return e end
+    if #zargs > 0 then redis.call('ZADD', KEYS[3], unpack(zargs)) end
+  else
+    e = refused(redis.pcall('ZADD', KEYS[3], unpack(zargs)), KEYS[3])
+    if e then return e end
+  end
+  redis.call('HSET', KEYS[5], unpack(data))
+  if #opts > 0 then redis.call('HSET', KEYS[6], unpack(opts)) end
+end
+if not stored then redis.call('HSET', KEYS[1], 'v', V) end
+if setLog and setLog ~= logged then redis.call('HSET', KEYS[1], 'elog', setLog) end
+if wakeLen == 0 then redis.call('LPUSH', KEYS[4], '1') end
 emit(KEYS[7], elog, 'enqueued', queued, now)
 emit(KEYS[7], elog, 'scheduled', scheduled, now)
 return out

@@ -8,14 +8,43 @@
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  new lease in ms from now (1..86400000)
 -- ARGV[3]  n, the number of jobs (1..1000)
--- ARGV[4+2(i-1)], ARGV[5+2(i-1)] per job i: id, token
--- Returns: an array of n integers: 1 = extended, 0 = lease lost.
--- Errors:  EMQ_VERSION, EMQ_BAD_ARG, EMQ_BAD_ID, EMQ_BATCH_TOO_LARGE.
+-- ARGV[4+2(i-1)], ARGV[5+2(i-1)] per job i: id, token (decimal digits)
+-- Every number is a decimal integer: no sign, fraction, exponent or blank.
+-- Returns: an array of n integers: 1 = extended (deadline = server now + lease), 0 = lease lost.
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key that is not
+--          the one the key grammar spells for the queue of KEYS[1], a row key that is not
+--          the row of its id), EMQ_VERSION, EMQ_WRONGTYPE (a key holds another type), EMQ_BAD_ID,
+--          EMQ_BATCH_TOO_LARGE. Every check comes before the first write.
+-- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+local function int(s, lo, hi)
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
+  local v = tonumber(s)
+  if v < lo or v > hi then return nil end
+  return v
+end
+-- The reply of a command run through redis.pcall, when it failed: WRONGTYPE becomes
+-- EMQ_WRONGTYPE naming the key, any other error passes as it is; nil when it succeeded.
+local function refused(r, key)
+  if type(r) ~= 'table' or not r.err then return nil end
+  if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
+    return redis.error_reply('EMQ_WRONGTYPE ' .. key .. ' holds a value of another type than the protocol gives it')
+  end
+  return r
+end
+if #KEYS < 3 or #ARGV < 3 then return redis.error_reply('EMQ_BAD_ARG expected at least 3 keys and 3 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-local stored = redis.call('HGET', KEYS[1], 'v')
+-- Every fixed key is the one the key grammar spells for this queue (docs/protocol.md §2).
+local base = string.sub(KEYS[1], 1, -5)
+if not string.match(base, '^emq:{[0-9A-Za-z_.%-]+}:$') then return redis.error_reply('EMQ_BAD_ARG KEYS[1] is not a queue meta key') end
+for i, kind in ipairs({ 'meta', 'active', 'job:' }) do
+  if KEYS[i] ~= base .. kind then return redis.error_reply('EMQ_BAD_ARG KEYS[' .. i .. '] must be ' .. base .. kind) end
+end
+local stored = redis.pcall('HGET', KEYS[1], 'v')
+local e = refused(stored, KEYS[1])
+if e then return e end
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
 end
@@ -30,9 +59,9 @@ local function badId(id)
   end
   return false
 end
-local lease, n = tonumber(ARGV[2]), tonumber(ARGV[3])
-if not lease or lease < 1 or lease > 86400000 then return redis.error_reply('EMQ_BAD_ARG lease must be 1..86400000 ms') end
-if not n or n < 1 or n % 1 ~= 0 then return redis.error_reply('EMQ_BAD_ARG bad job count') end
+local lease, n = int(ARGV[2], 1, 86400000), int(ARGV[3], 1, 1000000000)
+if not lease then return redis.error_reply('EMQ_BAD_ARG lease must be 1..86400000 ms') end
+if not n then return redis.error_reply('EMQ_BAD_ARG bad job count') end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
 if #KEYS ~= 3 + n or #ARGV ~= 3 + 2 * n then return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (2 * n) .. ' job arguments') end
 for i = 1, n do
@@ -44,15 +73,23 @@ end
 
 local t = redis.call('TIME')
 local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + lease
-local out = {}
+local out, zargs = {}, {}
 for i = 1, n do
-  local id, token = ARGV[4 + 2 * (i - 1)], ARGV[5 + 2 * (i - 1)]
-  local cur = redis.call('HMGET', KEYS[3 + i], 'status', 'token')
+  local id, token, row = ARGV[4 + 2 * (i - 1)], ARGV[5 + 2 * (i - 1)], KEYS[3 + i]
+  local cur = redis.pcall('HMGET', row, 'status', 'token')
+  e = refused(cur, row)
+  if e then return e end
   if cur[1] == 'active' and cur[2] == token then
-    redis.call('ZADD', KEYS[2], 'XX', deadline, id)
+    zargs[#zargs + 1] = deadline
+    zargs[#zargs + 1] = id
     out[i] = 1
   else
     out[i] = 0
   end
+end
+-- The only write, one command for the whole batch; refused with WRONGTYPE it changes nothing.
+if #zargs > 0 then
+  e = refused(redis.pcall('ZADD', KEYS[2], 'XX', unpack(zargs)), KEYS[2])
+  if e then return e end
 end
 return out

@@ -10,14 +10,37 @@
 -- KEYS[6]  emq:{q}:job:<id>   the job's row
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  id
--- Returns: a flat field/value array (the row's fields, then `payload`; `status` derived when
---          there is no row), or an empty array when no such job exists.
--- Errors:  EMQ_VERSION, EMQ_BAD_ARG, EMQ_BAD_ID.
+-- Returns: a flat array of bulk strings, field/value pairs: the row's fields (§3 of
+--          docs/protocol.md), then `payload` when the job's data exists. A job with no row yet
+--          gets `status` (`scheduled` when its id is in the scheduled set, else `pending`),
+--          `attempts` "0" and, from its own options, `max` / `backoff`. An empty array when no
+--          such job exists (never enqueued, or trimmed out of its retention).
+-- Errors:  EMQ_BAD_ARG (missing arguments, a wrong key count or a key that is not
+--          the one the key grammar spells for the queue of KEYS[1], KEYS[6] not the row of the id),
+--          EMQ_VERSION, EMQ_WRONGTYPE (a key holds another type), EMQ_BAD_ID.
+-- The reply of a command run through redis.pcall, when it failed: WRONGTYPE becomes
+-- EMQ_WRONGTYPE naming the key, any other error passes as it is; nil when it succeeded.
+local function refused(r, key)
+  if type(r) ~= 'table' or not r.err then return nil end
+  if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
+    return redis.error_reply('EMQ_WRONGTYPE ' .. key .. ' holds a value of another type than the protocol gives it')
+  end
+  return r
+end
+if #KEYS ~= 6 or #ARGV ~= 2 then return redis.error_reply('EMQ_BAD_ARG expected 6 keys and 2 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-local stored = redis.call('HGET', KEYS[1], 'v')
+-- Every fixed key is the one the key grammar spells for this queue (docs/protocol.md §2).
+local base = string.sub(KEYS[1], 1, -5)
+if not string.match(base, '^emq:{[0-9A-Za-z_.%-]+}:$') then return redis.error_reply('EMQ_BAD_ARG KEYS[1] is not a queue meta key') end
+for i, kind in ipairs({ 'meta', 'scheduled', 'data', 'opts', 'job:' }) do
+  if KEYS[i] ~= base .. kind then return redis.error_reply('EMQ_BAD_ARG KEYS[' .. i .. '] must be ' .. base .. kind) end
+end
+local stored = redis.pcall('HGET', KEYS[1], 'v')
+local e = refused(stored, KEYS[1])
+if e then return e end
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
 end
@@ -36,19 +59,26 @@ local id = ARGV[2]
 if badId(id) then return redis.error_reply('EMQ_BAD_ID malformed job id') end
 if KEYS[6] ~= KEYS[5] .. id then return redis.error_reply('EMQ_BAD_ARG KEYS[6] is not the row of ' .. id) end
 
-local out = redis.call('HGETALL', KEYS[6])
-local payload = redis.call('HGET', KEYS[3], id)
+local out = redis.pcall('HGETALL', KEYS[6])
+e = refused(out, KEYS[6])
+if e then return e end
+local payload = redis.pcall('HGET', KEYS[3], id)
+e = refused(payload, KEYS[3])
+if e then return e end
+-- "" marks a ghost (cancel.lua): a job cancelled while pending, whose payload is in its row.
+if payload == '' then payload = false end
 if #out == 0 then
   if not payload then return {} end
-  local status = 'pending'
-  if redis.call('ZSCORE', KEYS[2], id) then status = 'scheduled' end
-  out = { 'status', status, 'attempts', '0' }
-  local o = redis.call('HGET', KEYS[4], id)
-  if o then
-    local maxA, backoff = string.match(o, '^(%d*)|(.*)$')
-    if maxA ~= '' then out[#out + 1] = 'max'; out[#out + 1] = maxA end
-    if backoff ~= '' then out[#out + 1] = 'backoff'; out[#out + 1] = backoff end
-  end
+  local at = redis.pcall('ZSCORE', KEYS[2], id)
+  e = refused(at, KEYS[2])
+  if e then return e end
+  local o = redis.pcall('HGET', KEYS[4], id)
+  e = refused(o, KEYS[4])
+  if e then return e end
+  out = { 'status', at and 'scheduled' or 'pending', 'attempts', '0' }
+  local maxA, backoff = string.match(o or '', '^(%d*)|(.*)$')
+  if maxA and maxA ~= '' then out[#out + 1] = 'max'; out[#out + 1] = maxA end
+  if backoff and backoff ~= '' then out[#out + 1] = 'backoff'; out[#out + 1] = backoff end
 end
 if payload then
   out[#out + 1] = 'payload'

@@ -6,26 +6,38 @@
 -- KEYS[1]  emq:{t}:bus:meta  topic meta hash (protocol version `v`, retention policy)
 -- KEYS[2]  emq:{t}:bus:log   stream: the event log
 -- ARGV[1]  protocol version ("1")
--- ARGV[2]  largest payload in bytes (>= 1)
--- ARGV[3]  n, the number of events (1..1000)
+-- ARGV[2]  largest payload in bytes (decimal integer, 1..536870912)
+-- ARGV[3]  n, the number of events (decimal integer, 1..1000)
 -- ARGV[4 .. 3+n]  the payloads (JSON text, non-empty), in publish order
 -- Returns: an array of n stream ids `<ms>-<seq>`, in publish order.
--- Errors:  EMQ_VERSION, EMQ_BAD_ARG, EMQ_PAYLOAD_TOO_LARGE, EMQ_BATCH_TOO_LARGE.
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a wrong key count), EMQ_VERSION,
+--          EMQ_WRONGTYPE (meta is not a hash or the log is not a stream), EMQ_PAYLOAD_TOO_LARGE,
+--          EMQ_BATCH_TOO_LARGE. Every check comes before the first write.
+-- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+local function int(s, lo, hi)
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
+  local v = tonumber(s)
+  if v < lo or v > hi then return nil end
+  return v
+end
+if #KEYS ~= 2 or #ARGV < 4 then return redis.error_reply('EMQ_BAD_ARG expected 2 keys and at least 4 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-local stored = redis.call('HGET', KEYS[1], 'v')
+local got = redis.pcall('HGET', KEYS[1], 'v')
+if type(got) == 'table' and got.err then return redis.error_reply('EMQ_WRONGTYPE the topic meta key is not a hash') end
+local stored = got
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION topic data is protocol ' .. stored .. ', script speaks ' .. V)
 end
-local maxBytes = tonumber(ARGV[2])
-local n = tonumber(ARGV[3])
-if not maxBytes or maxBytes < 1 or not n or n < 1 or n % 1 ~= 0 then
-  return redis.error_reply('EMQ_BAD_ARG bad payload limit or event count')
+local maxBytes = int(ARGV[2], 1, 536870912)
+local n = int(ARGV[3], 1, 1000000000)
+if not maxBytes or not n then
+  return redis.error_reply('EMQ_BAD_ARG payload limit must be an integer in 1..536870912 and the event count an integer >= 1')
 end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 events per call') end
-if #KEYS ~= 2 or #ARGV ~= 3 + n then
+if #ARGV ~= 3 + n then
   return redis.error_reply('EMQ_BAD_ARG expected 2 keys and ' .. n .. ' payloads')
 end
 for i = 1, n do
@@ -37,7 +49,7 @@ for i = 1, n do
 end
 local kind = redis.call('TYPE', KEYS[2])['ok']
 if kind ~= 'stream' and kind ~= 'none' then
-  return redis.error_reply('EMQ_BAD_ARG the log key holds a ' .. kind .. ', not a stream')
+  return redis.error_reply('EMQ_WRONGTYPE the log key holds a ' .. kind .. ', not a stream')
 end
 
 if not stored then redis.call('HSET', KEYS[1], 'v', V) end

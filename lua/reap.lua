@@ -1,7 +1,9 @@
 -- reap.lua: EchoMQ protocol v1. Moves jobs whose lease expired (on the server clock) back to the
--- front of pending, or to the morgue when they have used their last attempt. Bounded work per
--- call; any live consumer runs it, nothing depends on one special process. The old holder's
--- token stops being valid the moment the row leaves `active`.
+-- front of pending, or to the morgue when they have used their last attempt. A job flagged by
+-- cancel while active (`cancel` = 1) ends `cancelled` instead (kept in the cancelled set, trimmed
+-- to meta `keepc`, default 1000; the set's key is the row prefix with `job:` replaced by
+-- `cancelled`, same slot). Bounded work per call; any live consumer runs it, nothing depends on
+-- one special process. The old holder's token stops being valid the moment the row leaves `active`.
 --
 -- KEYS[1]  emq:{q}:meta     queue meta hash
 -- KEYS[2]  emq:{q}:active   zset id -> lease deadline
@@ -12,19 +14,39 @@
 -- KEYS[7]  emq:{q}:job:     prefix of job rows
 -- KEYS[8]  emq:{q}:events   lifecycle events: sharded channel and bounded stream
 -- ARGV[1]  protocol version ("1")
--- ARGV[2]  the most jobs to reap in this call (1..1000)
--- ARGV[3]  default max attempts (1..1000), used when the row has none
--- ARGV[4]  morgue cap (1..1000000)
--- Returns: { requeued, buried }
--- Errors:  EMQ_VERSION, EMQ_BAD_ARG.
+-- ARGV[2]  the most jobs to reap in this call (decimal integer, 1..1000)
+-- ARGV[3]  default max attempts (decimal integer, 1..1000), used when the row has none
+-- ARGV[4]  morgue cap (decimal integer, 1..1000000)
+-- Returns: { requeued, buried, cancelled } (integers: how many jobs took each way)
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments), EMQ_VERSION, EMQ_WRONGTYPE. Every
+--          check comes before the first write.
+-- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+local function int(s, lo, hi)
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
+  local v = tonumber(s)
+  if v < lo or v > hi then return nil end
+  return v
+end
+if #KEYS ~= 8 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 8 keys and 4 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-local meta = redis.call('HMGET', KEYS[1], 'v', 'elog')
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc')
+if meta.err then return redis.error_reply('EMQ_WRONGTYPE the queue meta key is not a hash') end
 local stored, elog = meta[1], tonumber(meta[2]) or 0
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+end
+-- Refuses (EMQ_WRONGTYPE) unless each key is absent or of its type: checked before the first
+-- write wherever a key's first touch would be a write that could fail midway.
+local function wrongType(list)
+  for i = 1, #list, 2 do
+    local t = redis.call('TYPE', list[i])['ok']
+    if t ~= 'none' and t ~= list[i + 1] then
+      return redis.error_reply('EMQ_WRONGTYPE ' .. list[i] .. ' is a ' .. t .. ', not a ' .. list[i + 1])
+    end
+  end
 end
 -- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
 -- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
@@ -36,23 +58,53 @@ local function emit(key, elog, kind, ids, now)
     redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
   end
 end
-local limit, defMax, cap = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-if not limit or limit < 1 or limit > 1000 then return redis.error_reply('EMQ_BAD_ARG reap limit must be 1..1000') end
-if not defMax or defMax < 1 or defMax > 1000 then return redis.error_reply('EMQ_BAD_ARG default max attempts must be 1..1000') end
-if not cap or cap < 1 or cap > 1000000 then return redis.error_reply('EMQ_BAD_ARG morgue cap must be 1..1000000') end
+-- Trims the cancelled set to `keep` (at most 1000 rows per call): the oldest rows and payloads
+-- go. A ghost's `data` marker stays, so claim still recognises its id (and an enqueue of it is
+-- still refused) until claim pops it.
+local function trimCancelled(set, data, prefix, keep)
+  local excess = math.min(redis.call('ZCARD', set) - keep, 1000)
+  if excess <= 0 then return end
+  local old = redis.call('ZPOPMIN', set, excess)
+  for i = 1, #old, 2 do
+    redis.call('DEL', prefix .. old[i])
+    if redis.call('HGET', data, old[i]) ~= '' then redis.call('HDEL', data, old[i]) end
+  end
+end
+local limit, defMax, cap = int(ARGV[2], 1, 1000), int(ARGV[3], 1, 1000), int(ARGV[4], 1, 1000000)
+if not limit then return redis.error_reply('EMQ_BAD_ARG reap limit must be an integer in 1..1000') end
+if not defMax then return redis.error_reply('EMQ_BAD_ARG default max attempts must be an integer in 1..1000') end
+if not cap then return redis.error_reply('EMQ_BAD_ARG morgue cap must be an integer in 1..1000000') end
+if string.sub(KEYS[7], -4) ~= 'job:' then return redis.error_reply('EMQ_BAD_ARG KEYS[7] is not a row prefix') end
+local keepC = int(meta[3], 1, 1000000) or 1000
+local cancelled = string.sub(KEYS[7], 1, -5) .. 'cancelled'
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
-local requeuedIds, buriedIds = {}, {}
+local expired = redis.pcall('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
+if expired.err then return redis.error_reply('EMQ_WRONGTYPE the active key is not a zset') end
+if #expired == 0 then return { 0, 0, 0 } end
+local e = wrongType({ KEYS[3], 'list', KEYS[4], 'zset', KEYS[5], 'list', KEYS[6], 'hash', cancelled, 'zset' })
+if not e and elog > 0 then e = wrongType({ KEYS[8], 'stream' }) end
+if e then return e end
+-- Every row is read before the first write, so a row of the wrong type refuses the whole call.
+local rows = {}
 for i = 1, #expired do
-  local id = expired[i]
+  local cur = redis.pcall('HMGET', KEYS[7] .. expired[i], 'attempts', 'max', 'status', 'cancel')
+  if cur.err then return redis.error_reply('EMQ_WRONGTYPE the row of ' .. expired[i] .. ' is not a hash') end
+  rows[i] = cur
+end
+local requeuedIds, buriedIds, cancelledIds = {}, {}, {}
+for i = 1, #expired do
+  local id, cur = expired[i], rows[i]
   local row = KEYS[7] .. id
   redis.call('ZREM', KEYS[2], id)
-  local cur = redis.call('HMGET', row, 'attempts', 'max', 'status')
   if cur[3] == 'active' then
     local att, max = tonumber(cur[1]) or 1, tonumber(cur[2]) or defMax
-    if att >= max then
+    if cur[4] == '1' then
+      redis.call('HSET', row, 'status', 'cancelled', 'error', 'lease expired', 'finished', now)
+      redis.call('ZADD', cancelled, now, id)
+      cancelledIds[#cancelledIds + 1] = id
+    elseif att >= max then
       redis.call('HSET', row, 'status', 'dead', 'error', 'lease expired after attempt ' .. att, 'finished', now)
       redis.call('ZADD', KEYS[4], now, id)
       buriedIds[#buriedIds + 1] = id
@@ -66,6 +118,7 @@ end
 local requeued, buried = #requeuedIds, #buriedIds
 emit(KEYS[8], elog, 'requeued', requeuedIds, now)
 emit(KEYS[8], elog, 'buried', buriedIds, now)
+emit(KEYS[8], elog, 'cancelled', cancelledIds, now)
 if buried > 0 then
   local excess = math.min(redis.call('ZCARD', KEYS[4]) - cap, 1000) -- bounded work per call
   if excess > 0 then
@@ -76,5 +129,6 @@ if buried > 0 then
     end
   end
 end
+if #cancelledIds > 0 then trimCancelled(cancelled, KEYS[6], KEYS[7], keepC) end
 if requeued > 0 and redis.call('LLEN', KEYS[5]) == 0 then redis.call('LPUSH', KEYS[5], '1') end
-return { requeued, buried }
+return { requeued, buried, #cancelledIds }

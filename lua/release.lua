@@ -1,7 +1,10 @@
 -- release.lua: EchoMQ protocol v1. Hands active jobs back unstarted or unfinished, each fenced by
 -- its token: the job returns to the front of `pending` at once (instead of waiting for its lease
 -- to expire) and the attempt its claim counted is given back. Used for prefetched jobs a
--- consumer never started and for handlers abandoned at shutdown.
+-- consumer never started and for handlers abandoned at shutdown. A job flagged by cancel while
+-- active (`cancel` = 1) ends `cancelled` instead (attempt given back too; kept in the cancelled
+-- set, trimmed to meta `keepc`, default 1000; the set's key is the row prefix with `job:`
+-- replaced by `cancelled`, same slot).
 --
 -- KEYS[1]  emq:{q}:meta     queue meta hash
 -- KEYS[2]  emq:{q}:active   zset id -> lease deadline
@@ -11,18 +14,40 @@
 -- KEYS[6]  emq:{q}:events   lifecycle events: sharded channel and bounded stream
 -- KEYS[6+i] emq:{q}:job:<id_i> the row of job i, for i = 1..n
 -- ARGV[1]  protocol version ("1")
--- ARGV[2]  n, the number of jobs (1..1000)
--- ARGV[3+2(i-1)], ARGV[4+2(i-1)] per job i: id, token
--- Returns: an array of n integers: 1 = released, 0 = refused (stale token or not active).
--- Errors:  EMQ_VERSION, EMQ_BAD_ARG, EMQ_BAD_ID, EMQ_BATCH_TOO_LARGE.
+-- ARGV[2]  n, the number of jobs (decimal integer, 1..1000)
+-- ARGV[3+2(i-1)], ARGV[4+2(i-1)] per job i: id, token (decimal digits)
+-- Returns: an array of n integers: 1 = released, 2 = cancelled (it was flagged), 0 = refused
+--          (stale token, not active, or the earlier copy of an id given twice).
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a key that is not the row of its id),
+--          EMQ_VERSION, EMQ_BAD_ID, EMQ_BATCH_TOO_LARGE, EMQ_WRONGTYPE. Every check comes
+--          before the first write.
+-- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+local function int(s, lo, hi)
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
+  local v = tonumber(s)
+  if v < lo or v > hi then return nil end
+  return v
+end
+if #KEYS < 7 or #ARGV < 4 then return redis.error_reply('EMQ_BAD_ARG expected at least 7 keys and 4 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-local meta = redis.call('HMGET', KEYS[1], 'v', 'elog')
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc')
+if meta.err then return redis.error_reply('EMQ_WRONGTYPE the queue meta key is not a hash') end
 local stored, elog = meta[1], tonumber(meta[2]) or 0
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+end
+-- Refuses (EMQ_WRONGTYPE) unless each key is absent or of its type: checked before the first
+-- write wherever a key's first touch would be a write that could fail midway.
+local function wrongType(list)
+  for i = 1, #list, 2 do
+    local t = redis.call('TYPE', list[i])['ok']
+    if t ~= 'none' and t ~= list[i + 1] then
+      return redis.error_reply('EMQ_WRONGTYPE ' .. list[i] .. ' is a ' .. t .. ', not a ' .. list[i + 1])
+    end
+  end
 end
 -- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
 -- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
@@ -45,37 +70,72 @@ local function badId(id)
   end
   return false
 end
-local n = tonumber(ARGV[2])
-if not n or n < 1 or n % 1 ~= 0 then return redis.error_reply('EMQ_BAD_ARG bad job count') end
+-- Trims the cancelled set to `keep` (at most 1000 rows per call): the oldest rows and payloads
+-- go. A ghost's `data` marker stays, so claim still recognises its id (and an enqueue of it is
+-- still refused) until claim pops it.
+local function trimCancelled(set, data, prefix, keep)
+  local excess = math.min(redis.call('ZCARD', set) - keep, 1000)
+  if excess <= 0 then return end
+  local old = redis.call('ZPOPMIN', set, excess)
+  for i = 1, #old, 2 do
+    redis.call('DEL', prefix .. old[i])
+    if redis.call('HGET', data, old[i]) ~= '' then redis.call('HDEL', data, old[i]) end
+  end
+end
+local n = int(ARGV[2], 1, 1000000000)
+if not n then return redis.error_reply('EMQ_BAD_ARG job count must be an integer >= 1') end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
 if #KEYS ~= 6 + n or #ARGV ~= 2 + 2 * n then return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (2 * n) .. ' job arguments') end
+if string.sub(KEYS[5], -4) ~= 'job:' then return redis.error_reply('EMQ_BAD_ARG KEYS[5] is not a row prefix') end
 for i = 1, n do
-  local id = ARGV[3 + 2 * (i - 1)]
+  local id, token = ARGV[3 + 2 * (i - 1)], ARGV[4 + 2 * (i - 1)]
   if badId(id) then return redis.error_reply('EMQ_BAD_ID job ' .. i .. ' has a malformed id') end
   if KEYS[6 + i] ~= KEYS[5] .. id then return redis.error_reply('EMQ_BAD_ARG key ' .. (6 + i) .. ' is not the row of ' .. id) end
-  if not string.match(ARGV[4 + 2 * (i - 1)], '^%d+$') then return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad token') end
+  if #token > 20 or not string.match(token, '^%d+$') then return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad token') end
 end
+local keepC = int(meta[3], 1, 1000000) or 1000
+local base = string.sub(KEYS[5], 1, -5)
+local cancelled, data = base .. 'cancelled', base .. 'data'
+-- Every row is read before the first write, so a row of the wrong type refuses the whole call.
+local rows = {}
+for i = 1, n do
+  local cur = redis.pcall('HMGET', KEYS[6 + i], 'status', 'token', 'cancel')
+  if cur.err then return redis.error_reply('EMQ_WRONGTYPE the row of job ' .. i .. ' is not a hash') end
+  rows[i] = cur
+end
+local e = wrongType({ KEYS[2], 'zset', KEYS[3], 'list', KEYS[4], 'list', cancelled, 'zset', data, 'hash' })
+if not e and elog > 0 then e = wrongType({ KEYS[6], 'stream' }) end
+if e then return e end
 
-local out, ids = {}, {}
-local released = 0
--- Walk backwards so the first job given ends up first in line.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out, ids, cancelledIds, seen = {}, {}, {}, {}
+-- Walk backwards so the first job given ends up first in line. An id given twice is handed
+-- back once (the rows were read before the walk): its earlier copy answers 0.
 for i = n, 1, -1 do
   local id, token = ARGV[3 + 2 * (i - 1)], ARGV[4 + 2 * (i - 1)]
-  local row = KEYS[6 + i]
-  local cur = redis.call('HMGET', row, 'status', 'token')
-  if cur[1] == 'active' and cur[2] == token then
+  local row, cur = KEYS[6 + i], rows[i]
+  if cur[1] == 'active' and cur[2] == token and not seen[id] then
+    seen[id] = true
     redis.call('ZREM', KEYS[2], id)
-    redis.call('HSET', row, 'status', 'pending')
     redis.call('HINCRBY', row, 'attempts', -1)
-    redis.call('RPUSH', KEYS[3], id)
-    released = released + 1
-    ids[#ids + 1] = id
-    out[i] = 1
+    if cur[3] == '1' then
+      redis.call('HSET', row, 'status', 'cancelled', 'finished', now)
+      redis.call('ZADD', cancelled, now, id)
+      cancelledIds[#cancelledIds + 1] = id
+      out[i] = 2
+    else
+      redis.call('HSET', row, 'status', 'pending')
+      redis.call('RPUSH', KEYS[3], id)
+      ids[#ids + 1] = id
+      out[i] = 1
+    end
   else
     out[i] = 0
   end
 end
-if released > 0 and redis.call('LLEN', KEYS[4]) == 0 then redis.call('LPUSH', KEYS[4], '1') end
-local t = redis.call('TIME')
-emit(KEYS[6], elog, 'released', ids, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+if #ids > 0 and redis.call('LLEN', KEYS[4]) == 0 then redis.call('LPUSH', KEYS[4], '1') end
+if #cancelledIds > 0 then trimCancelled(cancelled, data, KEYS[5], keepC) end
+emit(KEYS[6], elog, 'released', ids, now)
+emit(KEYS[6], elog, 'cancelled', cancelledIds, now)
 return out

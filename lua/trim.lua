@@ -13,40 +13,50 @@
 -- KEYS[3]  emq:{t}:bus:archive  zset: segment index
 -- KEYS[4]  emq:{t}:bus:seg:     prefix of segments (a segment is this prefix followed by its member)
 -- ARGV[1]  protocol version ("1")
--- ARGV[2]  limit: the most entries to archive in this call (1..1000)
--- ARGV[3]  segment budget: the most payload bytes in one segment (>= 1; one entry always fits)
+-- ARGV[2]  limit: the most entries to archive in this call (decimal integer, 1..1000)
+-- ARGV[3]  segment budget: the most payload bytes in one segment (1..536870912; one entry always fits)
 -- ARGV[4]  the most expired segments to delete in this call (0..1000)
 -- Returns: { archived, trimmed, expired, more } where more = 1 when due entries remain.
--- Errors:  EMQ_VERSION, EMQ_BAD_ARG (arguments, a corrupt policy, a wrong key type),
---          EMQ_BAD_ID (an entry to archive has no branded form).
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a corrupt stored policy), EMQ_VERSION,
+--          EMQ_WRONGTYPE (meta not a hash, log not a stream, archive not a zset),
+--          EMQ_BAD_ID (an entry to archive has no branded form). Every check precedes the first write.
+-- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+local function int(s, lo, hi)
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
+  local v = tonumber(s)
+  if v < lo or v > hi then return nil end
+  return v
+end
+if #KEYS ~= 4 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 4 keys and 4 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
-local stored = redis.call('HGET', KEYS[1], 'v')
+local policy = redis.pcall('HMGET', KEYS[1], 'v', 'maxLen', 'maxAgeMs', 'archiveMaxAgeMs')
+if policy.err then return redis.error_reply('EMQ_WRONGTYPE the topic meta key is not a hash') end
+local stored = policy[1]
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION topic data is protocol ' .. stored .. ', script speaks ' .. V)
 end
-local limit, budget, expireLimit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-if #KEYS ~= 4 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 4 keys and 4 arguments') end
-if not limit or limit < 1 or limit > 1000 or limit % 1 ~= 0 then return redis.error_reply('EMQ_BAD_ARG limit must be 1..1000') end
-if not budget or budget < 1 then return redis.error_reply('EMQ_BAD_ARG segment budget must be >= 1') end
-if not expireLimit or expireLimit < 0 or expireLimit > 1000 then return redis.error_reply('EMQ_BAD_ARG expire limit must be 0..1000') end
-local policy = redis.call('HMGET', KEYS[1], 'maxLen', 'maxAgeMs', 'archiveMaxAgeMs')
+local limit, budget, expireLimit = int(ARGV[2], 1, 1000), int(ARGV[3], 1, 536870912), int(ARGV[4], 0, 1000)
+if not limit then return redis.error_reply('EMQ_BAD_ARG limit must be an integer in 1..1000') end
+if not budget then return redis.error_reply('EMQ_BAD_ARG segment budget must be an integer in 1..536870912') end
+if not expireLimit then return redis.error_reply('EMQ_BAD_ARG expire limit must be an integer in 0..1000') end
+local bounds = { 1000000000, 3153600000000, 3153600000000 }
 for i = 1, 3 do
-  local p = policy[i]
+  local p = policy[i + 1]
   if p then
-    if not string.match(p, '^[1-9]%d*$') or #p > 15 then
+    policy[i + 1] = int(p, 1, bounds[i])
+    if not policy[i + 1] or string.sub(p, 1, 1) == '0' then
       return redis.error_reply('EMQ_BAD_ARG stored retention policy is corrupt')
     end
-    policy[i] = tonumber(p)
   end
 end
-local maxLen, maxAge, archiveMaxAge = policy[1], policy[2], policy[3]
+local maxLen, maxAge, archiveMaxAge = policy[2], policy[3], policy[4]
 local logKind = redis.call('TYPE', KEYS[2])['ok']
 local archKind = redis.call('TYPE', KEYS[3])['ok']
 if (logKind ~= 'stream' and logKind ~= 'none') or (archKind ~= 'zset' and archKind ~= 'none') then
-  return redis.error_reply('EMQ_BAD_ARG the log or archive key holds the wrong type')
+  return redis.error_reply('EMQ_WRONGTYPE the log or archive key holds the wrong type')
 end
 
 local B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'

@@ -1,5 +1,5 @@
 import type { OnModuleDestroy } from '@nestjs/common';
-import type { Observable } from 'rxjs';
+import { throwError, type Observable } from 'rxjs';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodePayload, encodePayload, type Json } from '../protocol/codec.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { BatchTooLargeError, InvalidOptionError, fromReplyError } from '../protocol/errors.js';
@@ -108,14 +108,26 @@ export class BusService implements OnModuleDestroy {
     return { archived, trimmed, expiredSegments };
   }
 
-  /** Sends a fire-and-forget signal to the topic's live subscribers (at most once). */
-  signal<T = Json>(topic: string, payload: T): Promise<number> {
+  /**
+   * Sends a fire-and-forget signal to the topic's live subscribers (at most once). A bad topic
+   * or payload rejects the returned promise (it never throws).
+   */
+  async signal<T = Json>(topic: string, payload: T): Promise<number> {
     return this.hub.publish(topicKeys(topic).signal, payload);
   }
 
-  /** The topic's signals, shared by all observers; bad JSON messages are dropped. */
+  /**
+   * The topic's signals, shared by all observers; bad JSON messages are dropped. A bad topic
+   * errors the returned observable (it never throws).
+   */
   signals<T = Json>(topic: string): Observable<T> {
-    return this.hub.observe<T>(topicKeys(topic).signal);
+    let channel: string;
+    try {
+      channel = topicKeys(topic).signal;
+    } catch (err) {
+      return throwError(() => err);
+    }
+    return this.hub.observe<T>(channel);
   }
 
   /** The newest dead letters of a topic (read only), newest first. */

@@ -1,28 +1,34 @@
 import { Subject } from 'rxjs';
 import { decodePayload } from '../protocol/codec.js';
-import { InvalidOptionError } from '../protocol/errors.js';
-import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
+import type { EchoMqConnection } from '../protocol/connection.js';
 import { assertName, topicKeys, type TopicKeys } from '../protocol/keys.js';
 import type { ConsumerLogger } from '../queue/consumer.js';
 import { eventIdOf } from './event-id.js';
+import { AckBuffer } from './group-acks.js';
 import { busLosses$, type GroupLoss, type GroupLossKind } from './group-losses.js';
-import { consumerName, resolveGroupOptions, startId, type EventHandler, type OnEventOptions, type ResolvedGroupOptions } from './group-options.js';
+import { consumerName, intIn, resolveGroupOptions, startId, type EventHandler, type OnEventOptions, type ResolvedGroupOptions } from './group-options.js';
+import { GroupReader } from './group-reader.js';
 import { GroupReclaimer } from './group-reclaim.js';
-import { cmd, compareStreamIds, createGroup, errorText, isNoGroup, readGroup, type GroupEntry } from './group-wire.js';
+import { estimateLoss } from './group-upkeep.js';
+import { cmd, compareStreamIds, createGroup, errorText, isNoGroup, type GroupEntry } from './group-wire.js';
 
 /** Everything a group loop needs. */
 export interface GroupConsumerConfig {
   readonly topic: string;
   readonly options: OnEventOptions;
   readonly handler: EventHandler<unknown>;
-  /** Instance part of the consumer name (default `ECHOMQ_INSTANCE`, else "0"). */
+  /** Stable instance part of the consumer name (default `ECHOMQ_INSTANCE`; unset: a unique name, see `consumerName`). */
   readonly instance?: string;
-  /** The whole consumer name, overriding `<hostname>-<instance>` (tests run two members in one process). */
+  /** The whole consumer name, overriding `consumerName` (tests run two members in one process). */
   readonly consumer?: string;
   /** Dead-letter log cap (1..1,000,000). Default 10,000. */
   readonly deadCap?: number;
   /** Longest XREADGROUP BLOCK (ms). Default 5000. */
   readonly blockMs?: number;
+  /** How long past its BLOCK a read may hang before its connection is replaced (ms). Default 10,000. */
+  readonly hangMs?: number;
+  /** Another member with no pending entries and idle this long (ms, 100..86,400,000) is removed from the group. Default max(ackTimeoutMs, 60,000). */
+  readonly forgetIdleMs?: number;
   readonly logger?: ConsumerLogger;
 }
 
@@ -33,8 +39,10 @@ const silent: ConsumerLogger = { warn: () => undefined, error: () => undefined }
  * A supervised consumer-group loop on one topic's log, usable without Nest. It creates its group
  * (idempotently), re-reads its own pending entries first, then reads new ones with a finite
  * BLOCK on a dedicated connection, runs up to `concurrency` handlers and acknowledges (batched)
- * only after success. A timer keeps running entries fresh (`XCLAIM … JUSTID`) and reclaims
- * entries idle past the ack timeout; entries over the delivery limit go to the dead-letter log.
+ * only after success. An entry re-delivered after a failure or a crash (its own pending entries
+ * at start, entries reclaimed past the ack timeout) runs alone, one at a time, so a poison event
+ * that crashes its process spends only its own deliveries. A timer keeps running entries fresh
+ * (`XCLAIM … JUSTID`), dead-letters entries over the delivery limit and removes gone members.
  * `NOGROUP` (log or group deleted) recreates the group and reports the loss on `losses$`.
  */
 export class GroupConsumer {
@@ -54,20 +62,24 @@ export class GroupConsumer {
   readonly log: ConsumerLogger;
   /** Dead-letter log cap. */
   readonly deadCap: number;
+  /** Idle time after which a member without pending entries counts as gone. */
+  readonly forgetIdleMs: number;
+  /** Acknowledgements not yet sent. */
+  readonly acks: AckBuffer;
+  /** The timer side: heartbeat, dead letters, gone members, the group snapshot. */
+  readonly reclaimer: GroupReclaimer;
   private stopping = false;
   private phase: 'own' | 'new' = 'own';
+  private isolate = false;
   private cursor = '0';
   private lastSeen?: string;
-  private toAck: string[] = [];
-  private flushQueued = false;
-  private blocker?: ValkeyClient;
+  private readonly reader: GroupReader;
   private timer?: NodeJS.Timeout;
   private loopDone?: Promise<void>;
   private wake?: () => void;
-  private halt?: () => void;
-  private readonly halted = new Promise<void>((r) => (this.halt = r));
-  /** The timer side: heartbeat, reclaim, dead letters, recovery. */
-  readonly reclaimer: GroupReclaimer;
+  /** True while the loop waits for a free slot and will read right after (acks ride on that read). */
+  private slotParked = false;
+  private recovering?: Promise<void>;
 
   constructor(
     readonly conn: EchoMqConnection,
@@ -77,12 +89,14 @@ export class GroupConsumer {
     this.o = resolveGroupOptions(cfg.options);
     this.consumer = cfg.consumer ?? consumerName(cfg.instance);
     assertName(this.consumer, 'consumer');
-    this.deadCap = cfg.deadCap ?? 10_000;
-    if (!Number.isInteger(this.deadCap) || this.deadCap < 1 || this.deadCap > 1_000_000) {
-      throw new InvalidOptionError(`deadCap must be an integer in 1..1000000, got ${String(this.deadCap)}`);
-    }
+    this.deadCap = intIn(cfg.deadCap ?? 10_000, 1, 1_000_000, 'deadCap');
+    this.forgetIdleMs = intIn(cfg.forgetIdleMs ?? Math.max(this.o.ackTimeoutMs, 60_000), 100, 86_400_000, 'forgetIdleMs');
     this.log = cfg.logger ?? silent;
+    this.acks = new AckBuffer(conn.client, (c, ids) => cmd(c, 'XACK', [this.k.log, this.o.group, ...ids]), (err) =>
+      this.log.warn(`group ${this.name}: ack failed (${errorText(err)}); retried on the next tick`),
+    );
     this.reclaimer = new GroupReclaimer(this);
+    this.reader = new GroupReader(conn, this.k, this.o.group, this.consumer, this.acks, cfg.hangMs ?? 10_000);
   }
 
   /** The topic. */
@@ -100,12 +114,18 @@ export class GroupConsumer {
     return this.stopping;
   }
 
+  /** `topic/group/consumer`, for logs. */
+  get name(): string {
+    return `${this.topic}/${this.o.group}/${this.consumer}`;
+  }
+
   /** Creates the group if needed and starts reading. */
   async start(): Promise<void> {
     await createGroup(this.conn.client, this.k, this.o.group, startId(this.o.from));
-    this.blocker = await this.conn.blockingClient();
+    await this.reader.open();
     const every = Math.max(50, Math.min(Math.floor(this.o.ackTimeoutMs / 3), 5000));
     this.timer = setInterval(() => void this.reclaimer.tick(), every);
+    void this.reclaimer.tick();
     this.loopDone = this.loop();
   }
 
@@ -117,9 +137,8 @@ export class GroupConsumer {
   async stop(deadlineMs: number): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    this.halt?.();
+    this.reader.stop();
     if (this.timer) clearInterval(this.timer);
-    if (this.blocker) this.conn.release(this.blocker);
     this.wake?.();
     await this.loopDone;
     const until = Date.now() + deadlineMs;
@@ -127,61 +146,83 @@ export class GroupConsumer {
     for (const ac of this.running.values()) ac.abort(new Error('EchoMQ group consumer shut down'));
     const settle = Date.now() + 500;
     while (this.running.size > 0 && Date.now() < settle) await sleep(5);
-    await this.flushAcks();
+    await this.acks.settled();
+    await this.acks.flush();
     await this.reclaimer.idle();
   }
 
+  /** Asks the loop for an isolation pass (idle entries wait to be re-delivered, one at a time). */
+  requestIsolation(): void {
+    this.isolate = true;
+  }
+
+  /**
+   * The loop: one step at a time, every failure followed by a back-off sleep and another step, so
+   * it always resumes (no gate that a timer firing early could close for good). Steps: re-deliver
+   * one entry alone (own pending entries at start, or an isolation pass) once nothing else runs
+   * here; or wait for a free slot; or read new entries for the free slots.
+   */
   private async loop(): Promise<void> {
     let failures = 0;
     while (!this.stopping) {
-      if (this.free <= 0) {
-        await new Promise<void>((r) => (this.wake = r));
-        // Let completions that land together free their slots before the next read.
-        await new Promise((r) => setImmediate(r));
-        continue;
-      }
       try {
-        if (this.phase === 'own') await this.readOwn();
-        else {
-          const blockMs = this.cfg.blockMs ?? 5000;
-          const read = readGroup(this.blocker!, this.k, this.o.group, this.consumer, this.free, '>', blockMs);
-          const entries = await this.watchdog(read, blockMs + 10_000);
-          for (const e of entries) this.dispatch(e, 1);
+        if (this.phase === 'own' || this.isolate) {
+          if (this.running.size > 0) {
+            await this.park(false);
+            continue;
+          }
+          if (this.phase === 'own') await this.readOwn();
+          else this.isolate = await this.reclaimer.claimOne();
+        } else if (this.free <= 0) {
+          await this.park(true);
+          continue;
+        } else {
+          await this.readNew();
         }
         failures = 0;
       } catch (err) {
         if (this.stopping) break;
-        if (isNoGroup(err)) {
-          await this.recover().catch((e: unknown) => this.log.warn(`group ${this.name}: recreating the group failed (${errorText(e)})`));
-          continue;
-        }
+        this.slotParked = false;
+        this.acks.schedule();
         failures++;
+        if (isNoGroup(err)) {
+          await this.recoverGroup().catch((e: unknown) => this.log.warn(`group ${this.name}: recreating the group failed (${errorText(e)})`));
+          if (failures === 1) continue;
+        }
         const delay = Math.min(50 * 2 ** failures, 5000);
         this.log.warn(`group ${this.name}: read failed (${errorText(err)}); retrying in ${delay} ms`);
-        await sleep(delay);
+        await this.reader.nap(delay);
       }
     }
   }
 
-  /** `topic/group/consumer`, for logs. */
-  get name(): string {
-    return `${this.topic}/${this.o.group}/${this.consumer}`;
+  /** Waits for a handler to finish (then one turn, so completions landing together free their slots). */
+  private async park(forSlot: boolean): Promise<void> {
+    this.slotParked = forSlot;
+    if (!forSlot) this.acks.schedule();
+    await new Promise<void>((r) => (this.wake = r));
+    await new Promise((r) => setImmediate(r));
   }
 
-  /** One page of this member's own pending entries (`XREADGROUP … <cursor>`); empty ends the phase. */
+  private async readNew(): Promise<void> {
+    const blockMs = this.cfg.blockMs ?? 5000;
+    this.slotParked = false;
+    const entries = await this.reader.read(this.free, '>', blockMs);
+    for (const e of entries) this.dispatch(e, 1);
+  }
+
+  /** One of this member's own pending entries (`XREADGROUP … COUNT 1 <cursor>`), run alone; none left ends the phase. */
   private async readOwn(): Promise<void> {
-    const entries = await readGroup(this.blocker!, this.k, this.o.group, this.consumer, this.free, this.cursor);
-    if (entries.length === 0) {
+    this.slotParked = false;
+    const [e] = await this.reader.read(1, this.cursor);
+    if (e === undefined) {
       this.phase = 'new';
       return;
     }
-    this.cursor = entries[entries.length - 1].streamId;
-    const counts = await this.reclaimer.countsOf(entries);
-    for (const e of entries) {
-      const n = counts.get(e.streamId) ?? 1;
-      if (n > this.o.maxDeliveries && e.payload !== null) await this.reclaimer.bury(e.streamId, 0);
-      else this.dispatch(e, n);
-    }
+    this.cursor = e.streamId;
+    const n = (await this.reclaimer.countsOf([e])).get(e.streamId) ?? 1;
+    if (n > this.o.maxDeliveries && e.payload !== null) await this.reclaimer.bury(e.streamId, 0);
+    else this.dispatch(e, n);
   }
 
   /** Starts the handler of one entry, or acknowledges and reports it lost when it has no fields. */
@@ -228,67 +269,34 @@ export class GroupConsumer {
     if (deliveries >= this.o.maxDeliveries) void this.reclaimer.bury(streamId, 0);
   }
 
-  /** Queues an acknowledgement; acks issued in one tick go out in one XACK. */
+  /** Queues an acknowledgement: it rides on the loop's next read when the loop waits for this slot, else goes out next turn. */
   ack(streamId: string): void {
-    this.toAck.push(streamId);
     this.lastError.delete(streamId);
-    if (this.flushQueued) return;
-    this.flushQueued = true;
-    setImmediate(() => {
-      this.flushQueued = false;
-      void this.flushAcks();
-    });
-  }
-
-  /** Sends queued acknowledgements; failed ones are kept for the next flush. */
-  async flushAcks(): Promise<void> {
-    while (this.toAck.length > 0) {
-      const ids = this.toAck.splice(0, 1000);
-      try {
-        await cmd(this.conn.client, 'XACK', [this.k.log, this.o.group, ...ids]);
-      } catch (err) {
-        this.toAck.unshift(...ids);
-        this.log.warn(`group ${this.name}: ack failed (${errorText(err)}); retried on the next tick`);
-        return;
-      }
-    }
+    this.acks.push(streamId, this.slotParked && !this.stopping);
   }
 
   /** Reports a loss on this loop's `losses$` and on `busLosses$`. */
-  report(kind: GroupLossKind, ids: readonly string[], detail: string): void {
-    const loss: GroupLoss = { kind, topic: this.topic, group: this.o.group, consumer: this.consumer, ids, detail, at: new Date() };
+  report(kind: GroupLossKind, ids: readonly string[], detail: string, extra: Pick<GroupLoss, 'count' | 'first' | 'last'> = {}): void {
+    const count = extra.count ?? (kind === 'group-recreated' ? undefined : ids.length);
+    const loss: GroupLoss = { kind, topic: this.topic, group: this.o.group, consumer: this.consumer, ids, count, first: extra.first, last: extra.last, detail, at: new Date() };
     this.log.warn(`group ${this.name}: ${detail}`);
     this.losses$.next(loss);
     busLosses$.next(loss);
   }
 
-  private async recover(): Promise<void> {
-    const start = await this.reclaimer.recover(this.lastSeen);
-    this.phase = 'own';
-    this.cursor = '0';
-    this.report('group-recreated', [], `the log or the group vanished (NOGROUP); the group is back at ${start}: entries not yet handled are lost`);
+  /** After NOGROUP, seen by the loop or the timer: recreates the group (once at a time) and reports the loss. */
+  recoverGroup(): Promise<void> {
+    this.recovering ??= this.recover().finally(() => (this.recovering = undefined));
+    return this.recovering;
   }
 
-  /** Races a blocking read against a timer; a read that hangs gets a fresh connection. */
-  private async watchdog<T>(p: Promise<T>, ms: number): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const hang = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('blocking read hung past its BLOCK')), ms);
-    });
-    try {
-      const stopped = this.halted.then((): never => {
-        throw new Error('stopped');
-      });
-      return await Promise.race([p, hang, stopped]);
-    } catch (err) {
-      if (!this.stopping && err instanceof Error && err.message.startsWith('blocking read hung')) {
-        p.catch(() => undefined);
-        if (this.blocker) this.conn.release(this.blocker);
-        this.blocker = await this.conn.blockingClient();
-      }
-      throw err;
-    } finally {
-      clearTimeout(timer);
-    }
+  private async recover(): Promise<void> {
+    const seen = this.reclaimer.snapshot;
+    const { start, created } = await this.reclaimer.recover(this.lastSeen);
+    this.phase = 'own';
+    this.cursor = '0';
+    if (!created && seen === undefined) return; // recreated a moment ago: reported then
+    const lost = estimateLoss(seen);
+    this.report('group-recreated', [], `the log or the group vanished (NOGROUP); the group is back at ${start}: ${lost.detail}`, lost);
   }
 }

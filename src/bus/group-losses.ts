@@ -5,7 +5,8 @@ import { Subject } from 'rxjs';
  * - `lost`: pending entries that were trimmed or deleted from the log before they were handled
  *   (they came back with no fields, or in XAUTOCLAIM's deleted list); they were acknowledged.
  * - `group-recreated`: the log or the group vanished under the loop (`NOGROUP`): the group was
- *   created again, and whatever the old log held past the group's position is gone.
+ *   created again, and whatever the old log held past the group's position is gone; `count`,
+ *   `first` and `last` say how many entries and which, from the member's last look at the group.
  * - `dead-lettered`: an entry reached the delivery limit and moved to the dead-letter log.
  */
 export type GroupLossKind = 'lost' | 'group-recreated' | 'dead-lettered';
@@ -19,6 +20,11 @@ export interface GroupLoss {
   readonly consumer: string;
   /** Branded event ids concerned (empty for `group-recreated`). */
   readonly ids: readonly string[];
+  /** How many entries were lost or dead-lettered; absent when it cannot be known. */
+  readonly count?: number;
+  /** The oldest and newest entry concerned (branded event ids), when known. */
+  readonly first?: string;
+  readonly last?: string;
   /** A human-readable account, for logs. */
   readonly detail: string;
   readonly at: Date;

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { InvalidOptionError } from '../protocol/errors.js';
 import { assertName, MAX_NAME_LENGTH } from '../protocol/keys.js';
@@ -47,7 +48,8 @@ export type EventHandler<T = unknown> = (event: BusEvent<T>) => Promise<void>;
 
 const KNOWN = new Set(['group', 'concurrency', 'maxDeliveries', 'ackTimeoutMs', 'from']);
 
-const intIn = (v: unknown, lo: number, hi: number, what: string): number => {
+/** `v` when it is an integer in [lo, hi]; else throws `InvalidOptionError` naming `what`. */
+export const intIn = (v: unknown, lo: number, hi: number, what: string): number => {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
     throw new InvalidOptionError(`${what} must be an integer in ${lo}..${hi}, got ${String(v)}`);
   }
@@ -84,15 +86,20 @@ export function startId(from: GroupStart): string {
 }
 
 /**
- * The stable consumer name of this process: `<hostname>-<instance>`. The instance is the given
- * one, else `ECHOMQ_INSTANCE`, else "0" (validated by the key grammar). Characters of the host
- * name outside the grammar become `_`, and it is shortened so the name fits 100 characters.
+ * The consumer name of a group member. With an instance (the given one, else `ECHOMQ_INSTANCE`)
+ * it is `<hostname>-<instance>`, stable across restarts: the caller promises that no two live
+ * processes share it, and a restart under it re-reads its own pending entries. Without one it
+ * is unique per member: `<hostname>-<pid>-<8 random hex digits>`, so processes on one host never
+ * share a pending list (a restarted process's old entries are reclaimed by the live members and
+ * the gone member is removed from the group). Characters of the host name outside the grammar
+ * become `_`, and it is shortened so the name fits 100 characters.
  */
 export function consumerName(instance?: string): string {
-  const inst = instance ?? process.env.ECHOMQ_INSTANCE ?? '0';
-  assertName(inst, 'instance');
+  const inst = instance ?? process.env.ECHOMQ_INSTANCE;
+  if (inst !== undefined) assertName(inst, 'instance');
+  const suffix = inst ?? `${process.pid}-${randomBytes(4).toString('hex')}`;
   const host = hostname().replace(/[^A-Za-z0-9_.-]/g, '_') || 'host';
-  const name = `${host.slice(0, Math.max(0, MAX_NAME_LENGTH - inst.length - 1))}-${inst}`;
+  const name = `${host.slice(0, Math.max(0, MAX_NAME_LENGTH - suffix.length - 1))}-${suffix}`;
   assertName(name, 'consumer');
   return name;
 }

@@ -1,8 +1,22 @@
 import type { GroupConsumer } from './group-consumer.js';
 import { eventIdOf } from './event-id.js';
-import { autoClaim, cmd, compareStreamIds, createGroup, deadLetter, errorText, pending, type GroupEntry } from './group-wire.js';
+import { cmd, compareStreamIds, createGroup, deadLetter, errorText, isNoGroup, parseEntries, pending, type GroupEntry } from './group-wire.js';
 import { startId } from './group-options.js';
+import { forgetGone, snapshotGroup, type GroupSnapshot } from './group-upkeep.js';
 
+/** Most entries one isolation pass re-delivers (one at a time) before new entries get a turn. */
+const PASS_CLAIMS = 100;
+/** Most idle-entry listings of one pass, and the rows of one listing. */
+const PASS_SCANS = 50;
+const SCAN_ROWS = 10;
+
+const brand = (s: string): string => {
+  try {
+    return eventIdOf(s);
+  } catch {
+    return s;
+  }
+};
 
 /**
  * The timer side of a group loop, one tick every min(ackTimeoutMs / 3, 5 s):
@@ -11,13 +25,19 @@ import { startId } from './group-options.js';
  * 2. flushes acknowledgements that failed earlier;
  * 3. dead-letters entries idle past the ack timeout whose delivery count reached the limit
  *    (`XPENDING … IDLE`, then dead-letter.lua, which re-checks idle time and pendency atomically);
- * 4. reclaims idle entries up to the free handler slots with `XAUTOCLAIM` (cursor kept between
- *    ticks); ids in its deleted list are acknowledged and reported lost; claimed entries over the
- *    limit are dead-lettered, the others run with their delivery count.
+ *    when other idle entries remain it asks the loop for an isolation pass (`claimOne`);
+ * 4. removes members that are gone (`forgetGone`), and records a snapshot of the group so a
+ *    vanished log can be reported with a count and a range.
+ * The loop, never the timer, takes entries: a re-delivered entry may be the one that crashed its
+ * last process, so it runs alone.
  */
 export class GroupReclaimer {
   private busy?: Promise<void>;
-  private cursor = '0-0';
+  private cursor = '-';
+  private claims = 0;
+  private scans = 0;
+  /** The last look at the group (see `snapshotGroup`). */
+  snapshot?: GroupSnapshot;
 
   constructor(private readonly c: GroupConsumer) {}
 
@@ -25,7 +45,11 @@ export class GroupReclaimer {
   tick(): Promise<void> {
     if (!this.busy) {
       this.busy = this.run()
-        .catch((err: unknown) => this.c.log.warn(`group ${this.c.name}: maintenance failed (${errorText(err)})`))
+        .catch((err: unknown) => {
+          // The log or the group vanished while the loop waits for its handlers: recover now.
+          if (isNoGroup(err) && !this.c.isStopping) return this.c.recoverGroup().catch((e: unknown) => this.c.log.warn(`group ${this.c.name}: recreating the group failed (${errorText(e)})`));
+          this.c.log.warn(`group ${this.c.name}: maintenance failed (${errorText(err)})`);
+        })
         .finally(() => (this.busy = undefined));
     }
     return this.busy;
@@ -38,17 +62,19 @@ export class GroupReclaimer {
 
   /**
    * After NOGROUP: recreates the group after the last entry seen when the log still holds it (the
-   * group alone was destroyed), else from the log's start (the log is new). Returns the start id.
+   * group alone was destroyed), else from the log's start (the log is new). Returns the start id,
+   * and whether this call created the group (false: it was back already).
    */
-  async recover(lastSeen: string | undefined): Promise<string> {
+  async recover(lastSeen: string | undefined): Promise<{ start: string; created: boolean }> {
     const { k, o } = this.c;
     const first = (await cmd(this.c.conn.client, 'XRANGE', [k.log, '-', '+', 'COUNT', 1])) as [string, unknown][];
     const head = first.length > 0 ? String(first[0][0]) : undefined;
     let start = '0';
     if (head !== undefined && lastSeen !== undefined && compareStreamIds(head, lastSeen) <= 0) start = lastSeen;
     else if (head !== undefined && lastSeen === undefined) start = startId(o.from);
-    await createGroup(this.c.conn.client, k, o.group, start);
-    return start;
+    const created = await createGroup(this.c.conn.client, k, o.group, start);
+    this.snapshot = undefined;
+    return { start, created };
   }
 
   /** Delivery counts (XPENDING) of entries this member holds. */
@@ -77,6 +103,52 @@ export class GroupReclaimer {
     }
   }
 
+  /**
+   * One step of an isolation pass, run by the loop while no handler runs here. Looks at the next
+   * idle entries (`XPENDING … IDLE`, which moves no delivery count), dead-letters those at the
+   * limit, reports those gone from the log, and claims at most ONE other (`XCLAIM`, which counts
+   * a delivery for it alone) and starts it. Returns false when the pass is over (nothing idle is
+   * left, or its budget is spent): new entries are read again.
+   */
+  async claimOne(): Promise<boolean> {
+    const c = this.c;
+    const { k, o } = c;
+    const client = c.conn.client;
+    await c.acks.settled();
+    void c.acks.flush(client); // written before the claim, on the same connection
+    const rows = await pending(client, k, o.group, { idleMs: o.ackTimeoutMs, start: this.cursor, count: SCAN_ROWS });
+    this.scans++;
+    let claimed = false;
+    for (const r of rows) {
+      this.cursor = `(${r.streamId}`;
+      if (c.running.has(r.streamId)) continue;
+      if (r.deliveries >= o.maxDeliveries) {
+        await this.bury(r.streamId, o.ackTimeoutMs);
+        continue;
+      }
+      const [inLog, got] = await Promise.all([
+        cmd(client, 'XRANGE', [k.log, r.streamId, r.streamId]) as Promise<unknown[]>,
+        cmd(client, 'XCLAIM', [k.log, o.group, c.consumer, o.ackTimeoutMs, r.streamId]),
+      ]);
+      const [e] = parseEntries(got);
+      if (e === undefined) {
+        // Not claimed: taken by another member meanwhile, or deleted from the log (XCLAIM then
+        // drops it from the pending list): the latter is a loss.
+        if (inLog.length === 0) c.report('lost', [brand(r.streamId)], `entry ${brand(r.streamId)} was deleted from the log before it was handled`);
+        continue;
+      }
+      const n = (await this.countsOf([e])).get(e.streamId);
+      if (n !== undefined) c.dispatch(e, n); // undefined: claimed away from us in between
+      this.claims++;
+      claimed = true;
+      break;
+    }
+    const over = (!claimed && rows.length < SCAN_ROWS) || this.claims >= PASS_CLAIMS || this.scans >= PASS_SCANS;
+    if (over || rows.length < SCAN_ROWS) this.cursor = '-';
+    if (over) this.claims = this.scans = 0;
+    return !over;
+  }
+
   private async run(): Promise<void> {
     const c = this.c;
     const { k, o } = c;
@@ -85,36 +157,22 @@ export class GroupReclaimer {
     for (let i = 0; i < ids.length; i += 1000) {
       await cmd(client, 'XCLAIM', [k.log, o.group, c.consumer, 0, ...ids.slice(i, i + 1000), 'JUSTID']);
     }
-    await c.flushAcks();
+    await c.acks.flush();
     if (c.isStopping) return;
 
     const idle = await pending(client, k, o.group, { idleMs: o.ackTimeoutMs, count: 100 });
+    let waiting = false;
     for (const r of idle) {
-      if (r.deliveries >= o.maxDeliveries && !c.running.has(r.streamId)) await this.bury(r.streamId, o.ackTimeoutMs);
+      if (c.running.has(r.streamId)) continue;
+      if (r.deliveries >= o.maxDeliveries) await this.bury(r.streamId, o.ackTimeoutMs);
+      else waiting = true;
     }
+    if (waiting) c.requestIsolation();
 
-    if (c.free <= 0 || c.isStopping) return;
-    const got = await autoClaim(client, k, o.group, c.consumer, o.ackTimeoutMs, this.cursor, c.free);
-    this.cursor = got.cursor;
-    if (got.deleted.length > 0) {
-      await cmd(client, 'XACK', [k.log, o.group, ...got.deleted]);
-      const lost = got.deleted.map((s) => {
-        try {
-          return eventIdOf(s);
-        } catch {
-          return s;
-        }
-      });
-      c.report('lost', lost, `${lost.length} pending entries were deleted from the log before they were handled: ${lost.join(', ')}`);
+    for (const [name, had] of await forgetGone(client, k, o.group, c.consumer, c.forgetIdleMs)) {
+      if (had > 0) c.report('lost', [], `member ${name} was removed while it held ${had} pending entries: they can no longer be reclaimed`, { count: had });
+      else c.log.warn(`group ${c.name}: removed the gone member ${name}`);
     }
-    const live = got.entries.filter((e) => !c.running.has(e.streamId));
-    if (live.length === 0) return;
-    const counts = await this.countsOf(live);
-    for (const e of live) {
-      const n = counts.get(e.streamId);
-      if (n === undefined) continue; // claimed away from us in between: its new owner runs it
-      if (n > o.maxDeliveries && e.payload !== null) await this.bury(e.streamId, 0);
-      else if (!c.isStopping) c.dispatch(e, n);
-    }
+    this.snapshot = (await snapshotGroup(client, k, o.group)) ?? this.snapshot;
   }
 }

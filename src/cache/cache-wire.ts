@@ -1,4 +1,3 @@
-import { fromReplyError } from '../protocol/errors.js';
 import type { CacheKeys } from '../protocol/keys.js';
 import { PROTOCOL_VERSION, runScript, type ScriptCall, type ScriptClient } from '../protocol/scripts.js';
 
@@ -94,34 +93,24 @@ export function invalidateCall(k: CacheKeys, key: string, ver: string, tombstone
   return { name: 'cache-invalidate', keys: [k.entry(key)], args: [PROTOCOL_VERSION, ver, tombstoneMs], parse: (r) => r === 1 };
 }
 
-/** The pipeline surface `addTagMembers` needs. */
-interface TagClient {
-  pipeline(): {
-    sadd(key: string, member: string): unknown;
-    pexpire(key: string, ms: number, mode: 'NX' | 'GT'): unknown;
-    exec(): Promise<[Error | null, unknown][] | null>;
-  };
+/** The reply of `cache-tag.lua` add. */
+export interface TagReply {
+  /** True when the key was recorded in every tag's index; false when a tag's mark refused it. */
+  readonly recorded: boolean;
+  /** The mark (an invalidateTag's version) at or after the writer's version. */
+  readonly mark?: string;
 }
 
-/**
- * Adds `key` to each tag's set (namespace slot, one pipeline), stretching the set's life to the
- * entry's. Runs before the write's version is minted, so an `invalidateTag` that read the members
- * before this `SADD` was minted earlier than this write's data.
- */
-export async function addTagMembers(client: unknown, k: CacheKeys, key: string, tags: readonly string[], ms: number): Promise<void> {
-  const p = (client as TagClient).pipeline();
-  for (const t of tags) {
-    const tk = k.tag(t);
-    p.sadd(tk, key);
-    p.pexpire(tk, ms, 'NX');
-    p.pexpire(tk, ms, 'GT');
-  }
-  let replies: [Error | null, unknown][] | null;
-  try {
-    replies = await p.exec();
-  } catch (err) {
-    throw fromReplyError(err);
-  }
-  const failed = replies?.find(([err]) => err);
-  if (failed?.[0]) throw fromReplyError(failed[0]);
+/** Keys of `cache-tag.lua` add: each tag's index and mark, in pairs. */
+const tagPairs = (k: CacheKeys, tags: readonly string[]): string[] => tags.flatMap((t) => [k.tag(t), k.mark(t)]);
+
+/** `cache-tag.lua` add: records `key` (living `lifeMs` from now) in its tags' indexes, unless a tag was invalidated at or after `ver`. */
+export async function addToTags(c: ScriptClient, k: CacheKeys, key: string, tags: readonly string[], ver: string, lifeMs: number): Promise<TagReply> {
+  const r = (await runScript(c, 'cache-tag', tagPairs(k, tags), [PROTOCOL_VERSION, 'add', ver, key, lifeMs])) as [number, string?];
+  return r[0] === 1 ? { recorded: true } : { recorded: false, mark: r[1] };
+}
+
+/** `cache-tag.lua` mark: fences writes older than `ver` out of `tag` for `windowMs`; false when a newer mark is held. */
+export async function markTag(c: ScriptClient, k: CacheKeys, tag: string, ver: string, windowMs: number): Promise<boolean> {
+  return (await runScript(c, 'cache-tag', [k.mark(tag)], [PROTOCOL_VERSION, 'mark', ver, windowMs])) === 1;
 }

@@ -21,6 +21,7 @@ export interface ResolvedCacheOptions {
   readonly maxValueBytes: number;
   readonly tombstoneMs: number;
   readonly pollMs: number;
+  readonly clockSkewMs: number;
 }
 
 /** One call's entry options with every default applied. */
@@ -34,6 +35,20 @@ export interface ResolvedEntryOptions {
   readonly fillLeaseMs: number;
 }
 
+/** Longest clock skew allowance between nodes: one minute. */
+export const MAX_CLOCK_SKEW_MS = 60_000;
+
+const SERVICE_KEYS = new Set(['namespace', 'ttlMs', 'l1MaxEntries', 'l1MaxBytes', 'maxValueBytes', 'tombstoneMs', 'pollMs', 'clockSkewMs']);
+const ENTRY_KEYS = new Set(['namespace', 'ttlMs', 'jitter', 'graceMs', 'negativeTtlMs', 'tags', 'fillLease', 'fillLeaseMs']);
+
+/** Refuses an options value that is not an object, or has keys outside `known` (a typo would silently get a default). */
+function knownKeys(o: unknown, known: ReadonlySet<string>, what: string): void {
+  if (o === undefined) return;
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new InvalidOptionError(`${what} must be an object`);
+  const unknown = Object.keys(o).filter((k) => !known.has(k));
+  if (unknown.length > 0) throw new InvalidOptionError(`unknown ${what}: ${unknown.join(', ')} (known: ${[...known].join(', ')})`);
+}
+
 /** Checks a number option; integer options are checked for integrality too. */
 function num(v: number | undefined, dflt: number, what: string, lo: number, hi: number, integer = true): number {
   if (v === undefined) return dflt;
@@ -43,8 +58,9 @@ function num(v: number | undefined, dflt: number, what: string, lo: number, hi: 
   return v;
 }
 
-/** Resolves and validates the service options (throws `InvalidOptionError`). */
+/** Resolves and validates the service options; unknown keys are refused (throws `InvalidOptionError`). */
 export function resolveCacheOptions(o: CacheOptions): ResolvedCacheOptions {
+  knownKeys(o, SERVICE_KEYS, 'cache options');
   return {
     namespace: o.namespace ?? 'default',
     ttlMs: num(o.ttlMs, 60_000, 'cache ttlMs', 1, MAX_TTL_MS),
@@ -53,15 +69,19 @@ export function resolveCacheOptions(o: CacheOptions): ResolvedCacheOptions {
     maxValueBytes: num(o.maxValueBytes, DEFAULT_MAX_PAYLOAD_BYTES, 'cache maxValueBytes', 1, 536_870_912),
     tombstoneMs: num(o.tombstoneMs, 10_000, 'cache tombstoneMs', 1, MAX_TOMBSTONE_MS),
     pollMs: num(o.pollMs, 1000, 'cache pollMs', 1, 3_600_000),
+    clockSkewMs: num(o.clockSkewMs, 0, 'cache clockSkewMs', 0, MAX_CLOCK_SKEW_MS),
   };
 }
 
 /**
- * Resolves and validates one call's entry options against the service defaults. Tags are
+ * Resolves and validates one call's entry options against the service defaults (unknown keys
+ * are refused). Tags are
  * checked by the key grammar of `keys` (throws `InvalidNameError`); numbers throw
  * `InvalidOptionError`. Runs before any I/O.
  */
 export function resolveEntryOptions(base: ResolvedCacheOptions, o: CacheEntryOptions | undefined, keys: CacheKeys): ResolvedEntryOptions {
+  knownKeys(o, ENTRY_KEYS, 'cache entry options');
+  if (o?.fillLease !== undefined && typeof o.fillLease !== 'boolean') throw new InvalidOptionError('fillLease must be a boolean');
   const tags = o?.tags ?? [];
   if (!Array.isArray(tags) || tags.length > MAX_TAGS) throw new InvalidOptionError(`tags must be an array of at most ${MAX_TAGS} tags`);
   for (const t of tags) keys.tag(t);

@@ -2,25 +2,23 @@ import { randomBytes } from 'node:crypto';
 import type { OnModuleDestroy } from '@nestjs/common';
 import { Cluster } from 'iovalkey';
 import { decodePayload, encodePayload, type Json } from '../protocol/codec.js';
-import { composeId, parseId } from '../protocol/ids.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
-import { fromReplyError } from '../protocol/errors.js';
-import { CacheKeys, assertCacheKey, isCacheKey } from '../protocol/keys.js';
+import { CacheKeys, assertCacheKey } from '../protocol/keys.js';
 import { callPipeline, call } from '../protocol/scripts.js';
 import { jittered, resolveCacheOptions, resolveEntryOptions, type ResolvedCacheOptions, type ResolvedEntryOptions } from './cache.options.js';
 import type { CacheApi, CacheEntryOptions, CacheOptions, CacheStats, Loader } from './cache.types.js';
-import { addTagMembers, cacheWire, invalidateCall, readEntry, type L2Read } from './cache-wire.js';
+import { addToTags, cacheWire, invalidateCall, markTag, readEntry, type L2Read } from './cache-wire.js';
 import { Coherence } from './coherence.js';
+import { CacheBreaker } from './fallthrough.js';
 import { L1 } from './l1.js';
 import { SingleFlight } from './single-flight.js';
+import { TAG_LATE_MS, TAG_MARGIN_MS, fillVersion, scanTag } from './tag-index.js';
 
-/** Most keys invalidated per pipeline by `invalidateTag`. */
-const TAG_CHUNK = 1000;
 /** Poll period of a fill-lease loser waiting for the winner's value (ms). */
 const LEASE_POLL_MS = 5;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 type Live = Extract<L2Read, { state: 'live' }>;
-type Counters = { -readonly [K in keyof CacheStats]: number };
+type Counters = { -readonly [K in Exclude<keyof CacheStats, 'l1Evictions' | 'bypasses'>]: number };
 
 /**
  * The coherent L1/L2 near-cache. L2 is one Valkey hash per entry, written only by newer
@@ -39,6 +37,8 @@ export class CacheService implements CacheApi, OnModuleDestroy {
   private readonly background = new Set<Promise<void>>();
   private readonly counters: Counters = { l1Hits: 0, l2Hits: 0, misses: 0, loads: 0, staleServed: 0, invalidations: 0 };
   private readonly token = randomBytes(12).toString('base64url');
+  /** Skips the cache for a short while after it failed (used by `@Cached` and `CacheInterceptor`). */
+  readonly breaker = new CacheBreaker();
   private closed = false;
 
   constructor(
@@ -97,9 +97,8 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     assertCacheKey(key);
     const o = resolveEntryOptions(this.o, opts, k);
     const json = encodePayload(value, this.o.maxValueBytes);
-    await this.tagMembers(k, key, o);
     const ver = this.conn.ids.next('ver');
-    await this.write(k, key, ver, json, o, false);
+    if ((await this.write(k, key, ver, json, o, false)) === undefined) return; // a tag was invalidated since
     await this.coherence.announce(k.ns, [key], ver);
   }
 
@@ -114,16 +113,18 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     await this.coherence.announce(k.ns, [key], ver);
   }
 
-  /** Invalidates every key carrying `tag` (pipelined), announces them, and empties the tag. */
+  /**
+   * Invalidates every key carrying `tag`, in bounded chunks: mints one version, marks the tag
+   * with it (a tagged write older than it that records itself later is refused), then walks the
+   * tag's index (`ZSCAN`, ≤ 1000 members per call), tombstoning, applying to L1 and announcing
+   * each chunk before reading the next. Members stay in the index until they expire.
+   */
   async invalidateTag(tag: string, opts?: { namespace?: string }): Promise<void> {
     const k = this.keysOf(opts?.namespace);
-    const tagKey = k.tag(tag);
-    // Members come from Valkey: one that breaks the key grammar is skipped, never used as a key.
-    const members = (await this.command(() => this.conn.client.smembers(tagKey))).filter(isCacheKey);
-    if (members.length === 0) return;
+    const index = k.tag(tag);
     const ver = this.conn.ids.next('ver');
-    for (let i = 0; i < members.length; i += TAG_CHUNK) {
-      const chunk = members.slice(i, i + TAG_CHUNK);
+    await markTag(this.conn.scriptClient, k, tag, ver, this.o.tombstoneMs);
+    await scanTag(this.conn.client, index, async (chunk) => {
       const calls = chunk.map((m) => invalidateCall(k, m, ver, this.o.tombstoneMs));
       if (this.conn.client instanceof Cluster) {
         await Promise.all(calls.map((c) => call(this.conn.scriptClient, c)));
@@ -135,14 +136,12 @@ export class CacheService implements CacheApi, OnModuleDestroy {
       for (const m of chunk) this.l1.applyInvalidation(k.ns, m, ver);
       this.counters.invalidations += chunk.length;
       await this.coherence.announce(k.ns, chunk, ver);
-      // SREM, not DEL: a key tagged while this ran stays in the set.
-      await this.command(() => this.conn.client.srem(tagKey, ...chunk));
-    }
+    });
   }
 
   /** A snapshot of the counters. `l1Hits` counts calls; the others count flights (joined callers share one). */
   stats(): CacheStats {
-    return { ...this.counters };
+    return { ...this.counters, l1Evictions: this.l1.evictions, bypasses: this.breaker.bypasses };
   }
 
   /** Waits for background refreshes and closes coherence. */
@@ -214,11 +213,8 @@ export class CacheService implements CacheApi, OnModuleDestroy {
 
   /** Runs the loader under a version minted when the load begins, then writes its result. */
   private async load<T extends Json | undefined>(k: CacheKeys, key: string, loader: Loader<T>, o: ResolvedEntryOptions): Promise<T> {
-    await this.tagMembers(k, key, o);
-    // A fill's version is the floor of the millisecond its load began (node 0, sequence 0): ids
-    // of one millisecond order by node number, so a set or invalidation minted in that same
-    // millisecond on any node must still count as newer than the data this load may read.
-    const ver = composeId('ver', { ms: parseId(this.conn.ids.next('ver')).ms, node: 0, seq: 0 });
+    // Taken before the loader reads the origin: every write minted from now on is newer.
+    const ver = fillVersion(Date.now(), this.o.clockSkewMs);
     this.counters.loads++;
     const value = await loader();
     if (value === undefined || value === null) {
@@ -231,13 +227,23 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     return value;
   }
 
-  /** cache-set with `ver`; L1 takes the value only when L2 did (so never an older value than L2). */
-  private async write(k: CacheKeys, key: string, ver: string, json: string, o: ResolvedEntryOptions, negative: boolean): Promise<boolean> {
+  /**
+   * Records the key in its tags' indexes (refused when a tag was invalidated at or after `ver`:
+   * resolves undefined, nothing written), then cache-set with `ver`; L1 takes the value only
+   * when L2 did (so never an older value than L2). Resolves whether L2 took it.
+   */
+  private async write(k: CacheKeys, key: string, ver: string, json: string, o: ResolvedEntryOptions, negative: boolean): Promise<boolean | undefined> {
     const ttlMs = negative ? o.ttlMs : jittered(o.ttlMs, o.jitter);
+    const tag = (): Promise<boolean> =>
+      addToTags(this.conn.scriptClient, k, key, o.tags, ver, ttlMs + o.graceMs + TAG_MARGIN_MS).then((r) => r.recorded);
+    const taggedAt = performance.now();
+    if (o.tags.length > 0 && !(await tag())) return undefined;
     const r = await cacheWire.set(this.conn.scriptClient, k, key, {
       ver, json, ttlMs, graceMs: o.graceMs, maxBytes: this.o.maxValueBytes, tags: o.tags,
     });
     if (!r.written) return false;
+    // A cache-set that came late could outlive its index member: record it again.
+    if (o.tags.length > 0 && performance.now() - taggedAt > TAG_LATE_MS) await tag();
     const now = Date.now();
     this.l1.set(k.ns, key, { json: json === '' ? undefined : json, ver, expiresAt: now + ttlMs, graceUntil: now + ttlMs + o.graceMs });
     return true;
@@ -262,15 +268,6 @@ export class CacheService implements CacheApi, OnModuleDestroy {
   }
 
   /**
-   * Adds `key` to its tags' sets BEFORE its version is minted: an `invalidateTag` that misses
-   * the member was minted earlier, so this write's data is newer than what it invalidated.
-   */
-  private async tagMembers(k: CacheKeys, key: string, o: ResolvedEntryOptions): Promise<void> {
-    if (o.tags.length === 0) return;
-    await addTagMembers(this.conn.client, k, key, o.tags, Math.ceil(Math.max(o.ttlMs * (1 + o.jitter), o.negativeTtlMs) + o.graceMs));
-  }
-
-  /**
    * Reads L2 once this node follows the namespace's invalidations from a known position: a value
    * read before that could miss an invalidation announced in between and stay in L1.
    */
@@ -282,15 +279,6 @@ export class CacheService implements CacheApi, OnModuleDestroy {
   private fillL1(k: CacheKeys, key: string, r: Live): void {
     const now = Date.now();
     this.l1.set(k.ns, key, { json: r.json, ver: r.ver, expiresAt: now + r.freshMs, graceUntil: now + r.liveMs });
-  }
-
-  /** Runs a plain command, mapping its failure to a typed error. */
-  private async command<R>(fn: () => Promise<R>): Promise<R> {
-    try {
-      return await fn();
-    } catch (err) {
-      throw fromReplyError(err);
-    }
   }
 }
 

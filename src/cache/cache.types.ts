@@ -36,6 +36,12 @@ export interface CacheOptions {
   readonly tombstoneMs?: number;
   /** Poll period of the invalidation log, the staleness bound when a signal is missed (ms). Default 1000. */
   readonly pollMs?: number;
+  /**
+   * How far (ms, 0..60,000) another node's clock may lag this one's: a fill's version is taken
+   * this much earlier, so a write minted on a lagging node after the load began still wins.
+   * Default 0 (clocks agree to the millisecond, e.g. NTP on one network).
+   */
+  readonly clockSkewMs?: number;
 }
 
 /** Counters readable from the service. */
@@ -46,6 +52,10 @@ export interface CacheStats {
   readonly loads: number;
   readonly staleServed: number;
   readonly invalidations: number;
+  /** L1 entries pushed out by its bounds (`l1MaxEntries`, `l1MaxBytes`), least recently used first. */
+  readonly l1Evictions: number;
+  /** Calls that ran their loader uncached because the cache (L2) was unavailable. */
+  readonly bypasses: number;
 }
 
 /** A loader for `getOrLoad`. */

@@ -38,6 +38,7 @@ export class L1 implements L1Target {
   /** Remembered invalidations: map key → {ver, until}. Insertion order ≈ expiry order. */
   private readonly tombstones = new Map<string, { ver: string; until: number }>();
   private heldBytes = 0;
+  private evicted = 0;
 
   constructor(
     private readonly bounds: L1Bounds,
@@ -47,6 +48,11 @@ export class L1 implements L1Target {
   /** Entries held. */
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Entries pushed out by the bounds so far (least recently used first). */
+  get evictions(): number {
+    return this.evicted;
   }
 
   /** Bytes of JSON held. */
@@ -136,6 +142,7 @@ export class L1 implements L1Target {
     for (const [k, e] of this.entries) {
       if (this.entries.size <= this.bounds.maxEntries && this.heldBytes <= this.bounds.maxBytes) return;
       this.remove(k, e);
+      this.evicted++;
     }
   }
 

@@ -1,9 +1,11 @@
+import { createHash } from 'node:crypto';
 import { Injectable, SetMetadata, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { from, lastValueFrom, of, switchMap, type Observable } from 'rxjs';
+import { defer, lastValueFrom, type Observable } from 'rxjs';
 import type { Json } from '../protocol/codec.js';
 import { CacheService } from '../cache/cache.service.js';
 import type { CacheApi } from '../cache/cache.types.js';
+import { throughCache } from '../cache/fallthrough.js';
 
 /** Who may share a cached HTTP response. */
 export type HttpCacheScope = 'public' | 'user' | 'tenant';
@@ -57,10 +59,42 @@ interface HttpResponseLike {
 const PRIVATE_HEADERS = new Set(['set-cookie', 'x-cache', 'date', 'connection', 'content-length', 'transfer-encoding', 'etag']);
 
 /**
+ * The canonical form of a request for the cache: method, path (as sent), the query with its
+ * parameters sorted by name (repeated names keep their order; `+` and `%20` are one), the
+ * scope and its owner — hashed (SHA-256, base64url), so any URL or owner id gives a key that
+ * fits the key grammar.
+ */
+export function requestKey(method: string, url: string, scope: HttpCacheScope, owner: string): string {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  let query = q < 0 ? '' : url.slice(q + 1);
+  try {
+    const params = new URLSearchParams(query);
+    params.sort();
+    query = params.toString();
+  } catch {
+    // an unparsable query is keyed as sent
+  }
+  const digest = createHash('sha256').update(JSON.stringify([method, path, query, scope, owner])).digest('base64url');
+  return `${scope}:${digest}`;
+}
+
+/** True when a response's Cache-Control forbids storing it here (`no-store`; `private` on a shared route). */
+function forbidsStore(headers: Record<string, string>, scope: HttpCacheScope): boolean {
+  const cc = Object.entries(headers).find(([name]) => name.toLowerCase() === 'cache-control')?.[1]?.toLowerCase() ?? '';
+  const directives = cc.split(',').map((d) => d.trim().split('=')[0]);
+  return directives.includes('no-store') || (scope === 'public' && directives.includes('private'));
+}
+
+/**
  * Caches GET responses (status, headers, body) in the coherent cache, single-flight, with
- * `X-Cache: HIT|MISS`. The key always carries the route's declared scope (`@CacheScope`), so a
- * personalised route is never shared by accident: a `user` route without an authenticated user is
- * not cached. Extension points: `trackBy` and `isRequestCacheable`.
+ * `X-Cache: HIT|MISS|BYPASS`. The key is a digest of the canonical request (`requestKey`) and
+ * always carries the route's declared scope (`@CacheScope`), so a personalised route is never
+ * shared by accident: a `user` route without an authenticated user is not cached. A response
+ * marked `Cache-Control: no-store` (or `private`, on a public route) is not stored. The cache
+ * never turns a working endpoint into an error: when it is unavailable or slow the handler runs
+ * uncached (`BYPASS`), and the service's breaker skips the cache for a few seconds. Extension
+ * points: `trackBy` and `isRequestCacheable`.
  */
 @Injectable()
 export class CacheInterceptor implements NestInterceptor {
@@ -78,9 +112,9 @@ export class CacheInterceptor implements NestInterceptor {
   protected trackBy(ctx: ExecutionContext, meta: ScopeMeta): string | undefined {
     const req = ctx.switchToHttp().getRequest<HttpRequestLike>();
     const url = req.originalUrl ?? req.url;
-    if (meta.scope === 'public') return `public:${url}`;
+    if (meta.scope === 'public') return requestKey(req.method, url, 'public', '');
     const owner = meta.scope === 'user' ? req.user?.id : req.user?.tenantId;
-    return owner === undefined || owner === null || owner === '' ? undefined : `${meta.scope}=${String(owner)}:${url}`;
+    return owner === undefined || owner === null || owner === '' ? undefined : requestKey(req.method, url, meta.scope, String(owner));
   }
 
   intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -89,10 +123,7 @@ export class CacheInterceptor implements NestInterceptor {
     const key = this.trackBy(ctx, meta);
     if (key === undefined) return next.handle();
     const res = ctx.switchToHttp().getResponse<HttpResponseLike>();
-    let loaded = false;
-    const api = this.cache as unknown as CacheApi;
-    const load = async (): Promise<CachedResponse> => {
-      loaded = true;
+    const work = async (): Promise<CachedResponse> => {
       const body = (await lastValueFrom(next.handle())) as Json;
       const headers: Record<string, string> = {};
       for (const [name, value] of Object.entries(res.getHeaders())) {
@@ -101,16 +132,15 @@ export class CacheInterceptor implements NestInterceptor {
       return { status: res.statusCode, headers, body };
     };
     const opts = { namespace: meta.namespace ?? 'http', ttlMs: meta.ttlMs, tags: meta.tags };
-    return from(api.getOrLoad<CachedResponse>(key, load, opts)).pipe(
-      switchMap((value) => {
-        const entry = value;
-        res.setHeader('X-Cache', loaded ? 'MISS' : 'HIT');
-        if (!loaded) {
-          res.status(entry.status);
-          for (const [name, v] of Object.entries(entry.headers)) res.setHeader(name, v);
-        }
-        return of(entry.body);
-      }),
-    );
+    const answer = async (): Promise<unknown> => {
+      const r = await throughCache(this.cache as CacheApi, this.cache.breaker, key, work, opts, (v) => !forbidsStore(v.headers, meta.scope));
+      res.setHeader('X-Cache', r.via.toUpperCase());
+      if (r.via === 'hit') {
+        res.status(r.value.status);
+        for (const [name, v] of Object.entries(r.value.headers)) res.setHeader(name, v);
+      }
+      return r.value.body;
+    };
+    return defer(answer);
   }
 }

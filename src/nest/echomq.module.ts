@@ -1,4 +1,4 @@
-import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { Logger, Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { EchoMqConnection } from '../protocol/connection.js';
 import { QueueService } from '../queue/queue.service.js';
@@ -20,6 +20,8 @@ const services: Provider[] = [
     inject: [ECHOMQ_OPTIONS],
     useFactory: async (o: EchoMqModuleOptions) => {
       const conn = new EchoMqConnection(o.connection ?? { host: '127.0.0.1', port: 6379 });
+      const logger = new Logger('EchoMQ');
+      conn.logger = { warn: (m) => logger.warn(m) };
       await conn.open();
       return conn;
     },

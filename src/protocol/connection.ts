@@ -1,10 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'iovalkey';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
-import { InvalidOptionError, ValkeyUnavailableError } from './errors.js';
-import { IdMinter } from './ids.js';
+import { clientName, nameClient, typedErrors, type ClientRole } from './client-setup.js';
+import { InvalidOptionError, ValkeyUnavailableError, describeError, fromReplyError } from './errors.js';
+import { checkEvictionPolicy, processWarnings, type ConnectionLogger } from './eviction-policy.js';
+import { NodeLease, type NodeLeaseOptions } from './node-lease.js';
 import type { ScriptClient } from './scripts.js';
-import { wire } from './wire.js';
 
 /** Where Valkey is: a URL, host/port, or a cluster node list. */
 export interface ValkeyConnectionOptions {
@@ -28,6 +28,12 @@ export interface ValkeyConnectionOptions {
    * slower here (the client then waits for a whole batch's replies before the next write).
    */
   readonly autoPipelining?: boolean;
+  /**
+   * Start even when the server's `maxmemory-policy` is `allkeys-*`, which may evict any key
+   * (queue rows, fencing counters, the bus log): for a cache-only deployment. Default false:
+   * refused at startup with EMQ_EVICTION_POLICY (see docs/operations.md).
+   */
+  readonly allowEvictingPolicy?: boolean;
 }
 
 /** A client EchoMQ can run scripts and plain commands on. */
@@ -50,9 +56,14 @@ function redisOptions(o: ValkeyConnectionOptions): RedisOptions {
   };
 }
 
-/** Opens a client (not yet connected) for the options. */
-export function createClient(o: ValkeyConnectionOptions): ValkeyClient {
+/**
+ * Opens a client (not yet connected) for the options, named `name` in `CLIENT LIST` when given;
+ * every command on it fails with a typed EchoMqError.
+ */
+export function createClient(o: ValkeyConnectionOptions, name?: string): ValkeyClient {
   const client = buildClient(o, o.autoPipelining ?? false);
+  typedErrors(client);
+  if (name) void nameClient(client, name);
   // Connection errors surface through the commands that fail (typed EMQ_UNAVAILABLE) and the
   // reconnect loop; the last one is kept so a failed connect can name its real cause.
   client.on('error', (err: Error) => {
@@ -81,18 +92,21 @@ function buildClient(o: ValkeyConnectionOptions, autoPipeline: boolean): ValkeyC
   return new Redis({ ...base, host: o.host ?? '127.0.0.1', port: o.port ?? 6379, enableAutoPipelining: autoPipeline });
 }
 
-/** Connects a client, mapping failure to `ValkeyUnavailableError`. */
+/**
+ * Connects a client. Refused credentials fail with `AuthenticationError` (EMQ_AUTH), a denied
+ * command with `PermissionDeniedError` (EMQ_NOPERM); any other failure with `ValkeyUnavailableError`.
+ */
 export async function connectClient(client: ValkeyClient): Promise<void> {
   try {
     await client.connect();
   } catch (err) {
     client.disconnect();
     const cause = lastErrors.get(client) ?? (err as Error);
+    const typed = fromReplyError(cause);
+    if (typed.code === 'EMQ_AUTH' || typed.code === 'EMQ_NOPERM') throw typed;
     throw new ValkeyUnavailableError(`cannot connect to Valkey: ${cause.message}`, cause);
   }
 }
-
-const NODE_LEASE_MS = 60_000;
 
 /**
  * One process's link to Valkey: a command client, blocking clients on demand,
@@ -100,37 +114,51 @@ const NODE_LEASE_MS = 60_000;
  */
 export class EchoMqConnection {
   readonly client: ValkeyClient;
-  private minter?: IdMinter;
-  private readonly owner = randomBytes(12).toString('hex');
-  private renewTimer?: NodeJS.Timeout;
+  private lease?: NodeLease;
   private readonly extra = new Set<ValkeyClient>();
+  /** Where warnings go (the eviction policy, a failed re-check); set before `open`. Default: process warnings. */
+  logger: ConnectionLogger = processWarnings;
+  private readonly warned = new Set<string>();
 
-  constructor(readonly options: ValkeyConnectionOptions) {
-    this.client = createClient(options);
+  constructor(
+    readonly options: ValkeyConnectionOptions,
+    private readonly leaseOptions: NodeLeaseOptions = {},
+  ) {
+    this.client = createClient(options, clientName('cmd'));
   }
 
-  /** Connects and claims a node number. */
+  /**
+   * Connects, checks the server's eviction policy (refusing `allkeys-*` with EMQ_EVICTION_POLICY
+   * unless `allowEvictingPolicy`; again after every reconnect, then only warning), claims a node
+   * number and names the command connection `emq:cmd:<node>`.
+   */
   async open(): Promise<void> {
     await connectClient(this.client);
-    const node = await wire.node(this.scriptClient, this.owner, NODE_LEASE_MS);
-    if (node < 0) throw new ValkeyUnavailableError('every node number (0..1023) is leased');
-    this.minter = new IdMinter(node);
-    this.renewTimer = setInterval(() => void this.renew(), NODE_LEASE_MS / 3);
-    this.renewTimer.unref();
+    try {
+      await this.checkPolicy();
+    } catch (err) {
+      this.client.disconnect();
+      throw err;
+    }
+    this.client.on('ready', () => {
+      this.checkPolicy().catch((err: unknown) => this.warnOnce(`after a reconnect: ${describeError(err)}`));
+    });
+    // The node number: a lease in `{emq}:nodes`, renewed and checked by node-lease.ts.
+    const lease = new NodeLease(this.client, this.scriptClient, { waitMs: this.options.commandTimeoutMs || 10_000, ...this.leaseOptions });
+    await lease.open();
+    this.lease = lease;
+    await nameClient(this.client, clientName('cmd', lease.node));
   }
 
-  private async renew(): Promise<void> {
-    if (!this.minter) return;
-    try {
-      const got = await wire.node(this.scriptClient, this.owner, NODE_LEASE_MS, this.minter.node);
-      if (got < 0) {
-        // Our lease lapsed and another process took the number: take a fresh one.
-        const fresh = await wire.node(this.scriptClient, this.owner, NODE_LEASE_MS);
-        if (fresh >= 0) this.minter.rebind(fresh);
-      }
-    } catch {
-      // Renewal retries on the next tick; the lease outlives two missed renewals.
-    }
+
+  private async checkPolicy(): Promise<void> {
+    await checkEvictionPolicy(this.client, this.options.allowEvictingPolicy === true, { warn: (m) => this.warnOnce(m) });
+  }
+
+  private warnOnce(message: string): void {
+    if (this.warned.has(message)) return;
+    this.warned.add(message);
+    this.logger.warn(message);
   }
 
   /** The client as the script registry sees it. */
@@ -143,15 +171,21 @@ export class EchoMqConnection {
     return this.ids.node;
   }
 
-  /** Mints branded ids for this process. */
-  get ids(): IdMinter {
-    if (!this.minter) throw new ValkeyUnavailableError('EchoMQ connection is not open yet');
-    return this.minter;
+  /**
+   * Mints branded ids for this process under its node lease: `next()` throws `NodeLeaseError`
+   * (EMQ_NODE_LEASE) while the lease is uncertain; `await ids.ready()` waits until it is certain.
+   */
+  get ids(): NodeLease {
+    if (!this.lease) throw new ValkeyUnavailableError('EchoMQ connection is not open yet');
+    return this.lease;
   }
 
-  /** A dedicated connection for blocking commands; closed with this connection. */
-  blockingClient(): Promise<ValkeyClient> {
-    return this.dedicated(this.options);
+  /**
+   * A dedicated connection for blocking commands (named `emq:block:<node>`, or `emq:sub:<node>`
+   * for a subscriber); closed with this connection.
+   */
+  blockingClient(role: ClientRole = 'block'): Promise<ValkeyClient> {
+    return this.dedicated(this.options, role);
   }
 
   /**
@@ -160,14 +194,19 @@ export class EchoMqConnection {
    */
   nodeClient(host: string, port: number): Promise<ValkeyClient> {
     const { cluster: _seeds, url: _url, ...rest } = this.options;
-    return this.dedicated({ ...rest, host, port });
+    return this.dedicated({ ...rest, host, port }, 'sub');
   }
 
-  /** Opens a tracked client with no command timeout (it may block) and no auto-pipelining. */
-  private async dedicated(o: ValkeyConnectionOptions): Promise<ValkeyClient> {
-    const c = createClient({ ...o, commandTimeoutMs: 0, autoPipelining: false });
+  /** Opens a tracked, named client with no command timeout (it may block) and no auto-pipelining. */
+  private async dedicated(o: ValkeyConnectionOptions, role: ClientRole): Promise<ValkeyClient> {
+    const c = createClient({ ...o, commandTimeoutMs: 0, autoPipelining: false }, clientName(role, this.lease?.node));
     this.extra.add(c);
-    await connectClient(c);
+    try {
+      await connectClient(c);
+    } catch (err) {
+      this.extra.delete(c);
+      throw err;
+    }
     return c;
   }
 
@@ -179,7 +218,7 @@ export class EchoMqConnection {
 
   /** Closes every client. */
   async close(): Promise<void> {
-    if (this.renewTimer) clearInterval(this.renewTimer);
+    await this.lease?.release();
     for (const c of this.extra) c.disconnect();
     this.extra.clear();
     try {

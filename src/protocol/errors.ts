@@ -11,6 +11,16 @@ export type EchoMqErrorCode =
   | 'EMQ_UNAVAILABLE'
   | 'EMQ_NOT_FOUND'
   | 'EMQ_BAD_ARG'
+  | 'EMQ_WRONGTYPE'
+  | 'EMQ_ID_COLLISION'
+  | 'EMQ_OOM'
+  | 'EMQ_NOPERM'
+  | 'EMQ_AUTH'
+  | 'EMQ_READONLY'
+  | 'EMQ_BUSY'
+  | 'EMQ_LOADING'
+  | 'EMQ_EVICTION_POLICY'
+  | 'EMQ_NODE_LEASE'
   | 'EMQ_INTERNAL';
 
 /** Base class of every EchoMQ error; `code` is stable across releases. */
@@ -88,6 +98,79 @@ export class ValkeyUnavailableError extends EchoMqError {
   }
 }
 
+/**
+ * Valkey refused a command: the message is the server's text, the cause its original reply.
+ * The subclasses below carry the codes of the refusals a deployment meets in operation.
+ */
+export class ServerRefusalError extends EchoMqError {
+  constructor(code: EchoMqErrorCode, message: string, cause?: unknown) {
+    super(code, message, { cause });
+  }
+}
+
+/** `OOM`: Valkey is over `maxmemory` (under `noeviction`) and refused a write. */
+export class OutOfMemoryError extends ServerRefusalError {
+  constructor(message: string, cause?: unknown) {
+    super('EMQ_OOM', message, cause);
+  }
+}
+
+/** `NOPERM` / `ACL failure in script`: the ACL user may not run a command or touch a key or channel. */
+export class PermissionDeniedError extends ServerRefusalError {
+  constructor(message: string, cause?: unknown) {
+    super('EMQ_NOPERM', message, cause);
+  }
+}
+
+/** `WRONGTYPE`: a key holds another type than the protocol expects (a foreign key in EchoMQ's keyspace). */
+export class WrongTypeError extends ServerRefusalError {
+  constructor(message: string, cause?: unknown) {
+    super('EMQ_WRONGTYPE', message, cause);
+  }
+}
+
+/** `NOAUTH` / `WRONGPASS`: the connection is not authenticated, or the credentials are wrong. */
+export class AuthenticationError extends ServerRefusalError {
+  constructor(message: string, cause?: unknown) {
+    super('EMQ_AUTH', message, cause);
+  }
+}
+
+/** `READONLY`: the connection reached a replica, which refuses writes. */
+export class ReadOnlyError extends ServerRefusalError {
+  constructor(message: string, cause?: unknown) {
+    super('EMQ_READONLY', message, cause);
+  }
+}
+
+/** `BUSY`: a script has run past `busy-reply-threshold`; the server answers nothing else meanwhile. */
+export class ServerBusyError extends ServerRefusalError {
+  constructor(message: string, cause?: unknown) {
+    super('EMQ_BUSY', message, cause);
+  }
+}
+
+/** `LOADING`: the server is loading its dataset after a restart. */
+export class ServerLoadingError extends ServerRefusalError {
+  constructor(message: string, cause?: unknown) {
+    super('EMQ_LOADING', message, cause);
+  }
+}
+
+/** The server's `maxmemory-policy` may evict EchoMQ's data (`allkeys-*`), and no opt-out was given. */
+export class EvictionPolicyError extends EchoMqError {
+  constructor(message: string) {
+    super('EMQ_EVICTION_POLICY', message);
+  }
+}
+
+/** A freshly minted job id was already taken (another process minted it too) however often it was re-minted. */
+export class IdCollisionError extends EchoMqError {
+  constructor(message: string) {
+    super('EMQ_ID_COLLISION', message);
+  }
+}
+
 /** Throw this from a handler to send the job straight to the morgue, without retries. */
 export class FatalJobError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -106,23 +189,60 @@ const byCode: Record<string, (msg: string) => EchoMqError> = {
   EMQ_STALE_TOKEN: (m) => new StaleTokenError(m),
   EMQ_VERSION: (m) => new VersionMismatchError(m),
   EMQ_BAD_ARG: (m) => new EchoMqError('EMQ_BAD_ARG', m),
+  EMQ_WRONGTYPE: (m) => new WrongTypeError(m),
+  EMQ_NOT_FOUND: (m) => new EchoMqError('EMQ_NOT_FOUND', m),
 };
 
+/** Server refusals by their reply's leading word (the rest is the server's text, kept as the message). */
+const byServerWord: Record<string, (msg: string, cause: unknown) => EchoMqError> = {
+  OOM: (m, c) => new OutOfMemoryError(m, c),
+  NOPERM: (m, c) => new PermissionDeniedError(m, c),
+  WRONGTYPE: (m, c) => new WrongTypeError(m, c),
+  NOAUTH: (m, c) => new AuthenticationError(m, c),
+  WRONGPASS: (m, c) => new AuthenticationError(m, c),
+  READONLY: (m, c) => new ReadOnlyError(m, c),
+  BUSY: (m, c) => new ServerBusyError(m, c),
+  LOADING: (m, c) => new ServerLoadingError(m, c),
+  // Topology in motion or a primary that cannot accept writes now: retry later.
+  CLUSTERDOWN: (m, c) => new ServerRefusalError('EMQ_UNAVAILABLE', m, c),
+  MOVED: (m, c) => new ServerRefusalError('EMQ_UNAVAILABLE', m, c),
+  ASK: (m, c) => new ServerRefusalError('EMQ_UNAVAILABLE', m, c),
+  TRYAGAIN: (m, c) => new ServerRefusalError('EMQ_UNAVAILABLE', m, c),
+  MASTERDOWN: (m, c) => new ServerRefusalError('EMQ_UNAVAILABLE', m, c),
+  NOREPLICAS: (m, c) => new ServerRefusalError('EMQ_UNAVAILABLE', m, c),
+  MISCONF: (m, c) => new ServerRefusalError('EMQ_UNAVAILABLE', m, c),
+};
+
+const CONNECTION_FAILURE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|Connection is closed|max retries|Command timed out|MaxRetriesPerRequest|Stream isn't writeable|enableOfflineQueue/i;
+
 /**
- * Maps an error reply from a script (`EMQ_<CODE> message`) or from the connection to a typed
- * EchoMQ error, so callers never see a bare Lua error.
+ * Maps any error met talking to Valkey to a typed EchoMQ error, so callers never see a bare
+ * `ReplyError` or Lua error: a script's `EMQ_<CODE> message` reply to its class; a server refusal
+ * (`OOM`, `NOPERM`, `ERR ACL failure in script`, `WRONGTYPE`, `NOAUTH`/`WRONGPASS`, `READONLY`,
+ * `BUSY`, `LOADING`, cluster redirections and `CLUSTERDOWN`) to its code, keeping the server's text
+ * as the message and the reply as the cause; a lost connection or a timeout to `EMQ_UNAVAILABLE`;
+ * anything else to `EMQ_INTERNAL`, its text kept. Idempotent.
  */
-export function fromReplyError(err: unknown): Error {
+export function fromReplyError(err: unknown): EchoMqError {
   if (err instanceof EchoMqError) return err;
   const message = err instanceof Error ? err.message : String(err);
   const m = /(EMQ_[A-Z_]+) (.*)$/s.exec(message);
   if (m) {
     const make = byCode[m[1]];
     if (make) return make(m[2]);
-    return new EchoMqError('EMQ_INTERNAL', m[2]);
+    return new EchoMqError('EMQ_INTERNAL', m[2], { cause: err });
   }
-  if (/ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection is closed|max retries|Command timed out|MaxRetriesPerRequest|Stream isn't writeable|enableOfflineQueue/i.test(message)) {
-    return new ValkeyUnavailableError(`Valkey is unavailable: ${message}`, err);
-  }
-  return err instanceof Error ? err : new Error(message);
+  const word = /^[A-Z]+/.exec(message)?.[0] ?? '';
+  const refusal = byServerWord[word];
+  if (refusal) return refusal(message, err);
+  if (/^ERR ACL failure|no permissions to (run|access)/i.test(message)) return new PermissionDeniedError(message, err);
+  if (/^ERR (invalid password|AUTH|Client sent AUTH)/i.test(message)) return new AuthenticationError(message, err);
+  if (CONNECTION_FAILURE.test(message)) return new ValkeyUnavailableError(`Valkey is unavailable: ${message}`, err);
+  return new EchoMqError('EMQ_INTERNAL', message, { cause: err });
+}
+
+/** An error as one log line: its stable code (when it is EchoMQ's) and its text. */
+export function describeError(err: unknown): string {
+  if (err instanceof EchoMqError) return `${err.code} ${err.message}`;
+  return err instanceof Error ? err.message : String(err);
 }

@@ -167,10 +167,16 @@ export class CacheKeys {
     return `emq:{c:${this.ns}:${key}}:lease`;
   }
 
-  /** The set of keys carrying `tag` (namespace slot). */
+  /** The index of keys carrying `tag`: a zset of key → expiry ms (namespace slot). */
   tag(tag: string): string {
     assertCacheKey(tag);
     return `emq:{${this.ns}}:cache:tag:${tag}`;
+  }
+
+  /** The last invalidation version of `tag` (string, lives for the fence window; namespace slot). */
+  mark(tag: string): string {
+    assertCacheKey(tag);
+    return `emq:{${this.ns}}:cache:mark:${tag}`;
   }
 }
 
@@ -178,8 +184,8 @@ export class CacheKeys {
 export const globalKeys = {
   /** Counter that spreads node-number claims. */
   nodeSeq: '{emq}:node-seq',
-  /** Prefix of node-number leases; a lease is this prefix followed by the number. */
-  nodePrefix: '{emq}:node:',
+  /** Hash of node-number leases (no TTL): field = the number, value = `<owner> <expires-at ms>`. */
+  nodes: '{emq}:nodes',
 } as const;
 
 const cache = new Map<string, QueueKeys>();

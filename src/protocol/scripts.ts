@@ -8,7 +8,7 @@ import { fromReplyError } from './errors.js';
 export const PROTOCOL_VERSION = '1';
 
 /** The names of the scripts in `lua/`, one per transition. */
-export const SCRIPT_NAMES = ['enqueue', 'claim', 'complete', 'retry', 'extend', 'reap', 'release', 'cancel', 'peek', 'node', 'publish', 'trim', 'retention', 'dead-letter', 'cache-announce', 'cache-set', 'cache-invalidate', 'cache-lease', 'cache-get'] as const;
+export const SCRIPT_NAMES = ['enqueue', 'claim', 'complete', 'retry', 'extend', 'reap', 'release', 'cancel', 'peek', 'node', 'publish', 'trim', 'retention', 'dead-letter', 'cache-announce', 'cache-set', 'cache-invalidate', 'cache-lease', 'cache-get', 'cache-tag'] as const;
 /** A script name. */
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
@@ -97,9 +97,14 @@ export async function runScript(
   }
 }
 
-/** Runs one script call and parses its reply. */
+/** Runs one script call and parses its reply (a reply of an unexpected shape fails typed, EMQ_INTERNAL). */
 export async function call<T>(client: ScriptClient, c: ScriptCall<T>): Promise<T> {
-  return c.parse(await runScript(client, c.name, c.keys, c.args));
+  const reply = await runScript(client, c.name, c.keys, c.args);
+  try {
+    return c.parse(reply);
+  } catch (err) {
+    throw fromReplyError(err);
+  }
 }
 
 /**
@@ -135,7 +140,7 @@ export async function callPipeline<T extends readonly ScriptCall<unknown>[]>(
       else if (isNoScript(err)) out.push({ status: 'fulfilled', value: await call(client, c) });
       else out.push({ status: 'rejected', reason: fromReplyError(err) });
     } catch (e) {
-      out.push({ status: 'rejected', reason: e });
+      out.push({ status: 'rejected', reason: fromReplyError(e) });
     }
   }
   return out as unknown as Settled;

@@ -87,14 +87,14 @@ export const wire = {
     k: QueueKeys,
     job: { id: string; token: string; error: string; fatal: boolean },
     defaults: { maxAttempts: number; backoff: string; deadCap: number },
-  ): Promise<{ outcome: 'stale' | 'retry' | 'dead'; at?: number }> {
+  ): Promise<{ outcome: 'stale' | 'retry' | 'dead' | 'cancelled'; at?: number }> {
     const r = (await runScript(
       c,
       'retry',
       [k.meta, k.active, k.scheduled, k.dead, k.wake, k.data, k.jobPrefix, k.job(job.id), k.events],
       [PROTOCOL_VERSION, job.id, job.token, job.error, job.fatal ? '1' : '0', defaults.maxAttempts, defaults.backoff, defaults.deadCap],
     )) as number[];
-    const outcome = r[0] === 1 ? 'retry' : r[0] === 2 ? 'dead' : 'stale';
+    const outcome = r[0] === 1 ? 'retry' : r[0] === 2 ? 'dead' : r[0] === 3 ? 'cancelled' : 'stale';
     return { outcome, at: r[1] };
   },
 
@@ -108,6 +108,7 @@ export const wire = {
     return (await runScript(c, 'extend', keys, args)) as number[];
   },
 
+  /** Per job: 1 handed back to pending, 2 cancelled (a cancel flagged it while active), 0 refused. */
   async release(c: ScriptClient, k: QueueKeys, held: readonly { id: string; token: string }[]): Promise<number[]> {
     const keys = [k.meta, k.active, k.pending, k.wake, k.jobPrefix, k.events];
     const args: (string | number)[] = [PROTOCOL_VERSION, held.length];
@@ -118,14 +119,21 @@ export const wire = {
     return (await runScript(c, 'release', keys, args)) as number[];
   },
 
-  async reap(c: ScriptClient, k: QueueKeys, limit: number, maxAttempts: number, deadCap: number): Promise<{ requeued: number; buried: number }> {
+  /** Expired leases: requeued, buried (attempts spent), or cancelled (a cancel flagged them while active). */
+  async reap(
+    c: ScriptClient,
+    k: QueueKeys,
+    limit: number,
+    maxAttempts: number,
+    deadCap: number,
+  ): Promise<{ requeued: number; buried: number; cancelled: number }> {
     const r = (await runScript(
       c,
       'reap',
       [k.meta, k.active, k.pending, k.dead, k.wake, k.data, k.jobPrefix, k.events],
       [PROTOCOL_VERSION, limit, maxAttempts, deadCap],
     )) as number[];
-    return { requeued: r[0], buried: r[1] };
+    return { requeued: r[0], buried: r[1], cancelled: r[2] };
   },
 
   async cancel(c: ScriptClient, k: QueueKeys, id: string, keepCancelled: number): Promise<number> {
@@ -150,11 +158,15 @@ export const wire = {
     return row;
   },
 
+  /**
+   * Claims any free node number (`renew` omitted), renews `renew`, or releases it (`leaseMs` 0).
+   * Resolves to the number, or -1 (held by another owner, not ours to release, or all taken).
+   */
   async node(c: ScriptClient, owner: string, leaseMs: number, renew?: number): Promise<number> {
     return (await runScript(
       c,
       'node',
-      [globalKeys.nodeSeq, globalKeys.nodePrefix],
+      [globalKeys.nodeSeq, globalKeys.nodes],
       [PROTOCOL_VERSION, owner, leaseMs, renew === undefined ? '' : renew],
     )) as number;
   },

@@ -1,8 +1,10 @@
 import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
+import { describeError } from '../protocol/errors.js';
 import { queueKeys, type QueueKeys } from '../protocol/keys.js';
 import { callPipeline, type ScriptCall } from '../protocol/scripts.js';
 import { calls, wire, type ClaimReply, type WireCompletion } from '../protocol/wire.js';
 import type { JobHandler } from './job.js';
+import { Backoff } from './backoff.js';
 import { JobRunner, type Held } from './job-runner.js';
 import type { ResolvedConsumerOptions } from './queue.options.js';
 
@@ -32,7 +34,9 @@ const silent: ConsumerLogger = { warn: () => undefined, error: () => undefined }
  * (concurrency + prefetch), completes in batches, and sends completions with the next claim in
  * one pipeline, so a busy loop costs one round trip per batch. Idle, it blocks on the queue's
  * wake list (no polling). A timer extends the leases it holds and reaps expired leases.
- * Failed calls back off and retry.
+ * Failed calls back off and retry. The loop is live by construction: unless it is stopping, a
+ * round, a blocking wait, a back-off timer or a running handler always stands to run it again,
+ * and the maintenance timer checks that invariant (and replaces a blocking wait that hung).
  */
 export class Consumer {
   private readonly k: QueueKeys;
@@ -47,11 +51,14 @@ export class Consumer {
   private rounds = 0;
   private reserved = 0;
   private readonly maxRounds: number;
-  private backoffUntil = 0;
+  private readonly backoff: Backoff;
   private blocker?: ValkeyClient;
   private blocking = false;
+  /** Counts blocking waits, so a superseded wait's late reply is ignored; when the last began, and its block (ms). */
+  private waits = 0;
+  private waitSince = 0;
+  private waitMs_ = 0;
   private maintTimer?: NodeJS.Timeout;
-  private failures = 0;
   private readonly log: ConsumerLogger;
 
   constructor(
@@ -60,6 +67,10 @@ export class Consumer {
   ) {
     this.k = queueKeys(cfg.queue);
     this.log = cfg.logger ?? silent;
+    this.backoff = new Backoff(() => {
+      this.hasWork = true;
+      this.pump();
+    });
     this.capacity = cfg.concurrency + (cfg.prefetch ?? cfg.concurrency);
     // Two rounds in flight keep both the client and Valkey busy at high concurrency.
     this.maxRounds = cfg.concurrency >= 8 ? 2 : 1;
@@ -91,6 +102,7 @@ export class Consumer {
   async stop(deadlineMs: number): Promise<void> {
     this.stopping = true;
     if (this.blocker) this.conn.release(this.blocker);
+    this.waits++;
     const until = Date.now() + deadlineMs;
     while (this.rounds > 0 && Date.now() < until) await sleep(5);
     await this.release(this.runner.takeBuffered());
@@ -102,6 +114,7 @@ export class Consumer {
       await sleep(5);
     }
     if (this.maintTimer) clearInterval(this.maintTimer);
+    this.backoff.clear();
   }
 
   private async release(held: Held[]): Promise<void> {
@@ -124,7 +137,8 @@ export class Consumer {
 
   /** Starts rounds while there is work for them and room in flight. */
   private pump(): void {
-    while (this.rounds < this.maxRounds && Date.now() >= this.backoffUntil) {
+    if (this.backoff.holding) return;
+    while (this.rounds < this.maxRounds) {
       const free = this.stopping ? 0 : Math.min(this.capacity - this.runner.size - this.reserved, 1000);
       const n = free > 0 && this.hasWork ? free : 0;
       // A second round in flight must carry enough work to be worth its own call.
@@ -170,21 +184,15 @@ export class Consumer {
       this.reserved -= n;
       this.rounds--;
     }
-    if (failure === undefined) this.failures = 0;
+    if (failure === undefined) this.backoff.succeeded();
     else this.supervise(failure);
     this.pump();
   }
 
-  /** A failed round backs off (100 ms doubling to 5 s) before the loop tries again. */
-  private supervise(err: unknown): void {
-    this.failures++;
-    const delay = Math.min(50 * 2 ** this.failures, 5000);
-    this.backoffUntil = Date.now() + delay;
-    if (!this.stopping || this.toComplete.length > 0) this.log.warn(`consumer ${this.cfg.queue}: ${(err as Error).message}; retrying in ${delay} ms`);
-    setTimeout(() => {
-      this.hasWork = true;
-      this.kick();
-    }, delay).unref();
+  /** A failed round or wait backs off (100 ms doubling to 5 s); the back-off's timer resumes the loop. */
+  private supervise(err: unknown, what = ''): void {
+    const delay = this.backoff.fail();
+    if (!this.stopping || this.toComplete.length > 0) this.log.warn(`consumer ${this.cfg.queue}: ${what}${describeError(err)}; retrying in ${delay} ms`);
   }
 
   /** Reports completions the fencing token refused (the lease was lost before they arrived). */
@@ -201,28 +209,70 @@ export class Consumer {
   }
 
   private ensureWaiter(): void {
-    if (this.stopping || this.blocking || this.hasWork || !this.blocker) return;
+    if (this.stopping || this.blocking || this.hasWork) return;
     if (this.runner.size + this.reserved >= this.capacity) return;
+    if (!this.blocker) return void this.reopenBlocker();
     const maxIdle = this.cfg.maxIdleMs ?? 5000;
     const ms = this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle));
     this.blocking = true;
+    const wait = ++this.waits;
+    this.waitSince = Date.now();
+    this.waitMs_ = ms;
     this.blocker.blpop(this.k.wake, ms / 1000).then(
       () => {
+        if (wait !== this.waits) return;
         this.blocking = false;
         this.hasWork = true;
         this.pump(); // straight away: a wake-up is latency-critical
       },
-      async (err: Error) => {
-        if (this.stopping) return;
-        this.failures++;
-        const delay = Math.min(50 * 2 ** this.failures, 5000);
-        this.log.warn(`consumer ${this.cfg.queue}: wait failed (${err.message}); retrying in ${delay} ms`);
-        await sleep(delay);
+      (err: unknown) => {
+        if (wait !== this.waits || this.stopping) return;
         this.blocking = false;
-        this.hasWork = true;
-        this.kick();
+        this.supervise(err, 'wait failed: ');
       },
     );
+  }
+
+  /**
+   * The liveness invariant, checked by the maintenance timer: unless stopping, a round, a queued
+   * kick, a back-off timer, a running handler or a blocking wait stands to run the loop again. A
+   * wait far past its block hangs on a dead connection: it is replaced. Nothing armed is a bug:
+   * reported, and the loop is kicked.
+   */
+  private checkLive(): void {
+    if (this.stopping || this.rounds > 0 || this.kickQueued || this.backoff.holding || this.runner.active > 0) return;
+    if (this.blocking) {
+      if (Date.now() - this.waitSince > this.waitMs_ + 15_000) {
+        this.log.warn(`consumer ${this.cfg.queue}: a blocking wait hung past its block; reconnecting`);
+        void this.reopenBlocker();
+      }
+      return;
+    }
+    this.log.warn(`consumer ${this.cfg.queue}: the loop had nothing armed; restarting it`);
+    this.hasWork = true;
+    this.kick();
+  }
+
+  /** Replaces the blocking connection (its wait hung, or it could not be opened); the reconnect stands in for the wait. */
+  private async reopenBlocker(): Promise<void> {
+    this.waits++;
+    this.blocking = true;
+    this.waitSince = Date.now();
+    this.waitMs_ = 0;
+    const old = this.blocker;
+    this.blocker = undefined;
+    if (old) this.conn.release(old);
+    try {
+      const fresh = await this.conn.blockingClient();
+      if (this.stopping) this.conn.release(fresh);
+      else this.blocker = fresh;
+      this.blocking = false;
+      this.hasWork = true;
+      this.kick();
+    } catch (err) {
+      this.blocking = false;
+      this.supervise(err, 'reconnect failed: ');
+    }
   }
 
   private retry(h: Held, error: string, fatal: boolean): void {
@@ -237,6 +287,7 @@ export class Consumer {
   }
 
   private async maintain(): Promise<void> {
+    this.checkLive();
     const c = this.conn.scriptClient;
     try {
       const held = this.runner.leases();

@@ -16,7 +16,20 @@ export interface Job<T = Json> {
   readonly signal: AbortSignal;
 }
 
-/** A job row read back from Valkey. */
+/**
+ * A stored payload or result that is not JSON (another runtime wrote it): the raw text, and why
+ * it did not decode. `code` is always `EMQ_BAD_PAYLOAD`.
+ */
+export interface UndecodedText {
+  readonly code: 'EMQ_BAD_PAYLOAD';
+  readonly message: string;
+  readonly raw: string;
+}
+
+/**
+ * A job read back from Valkey (`QueueService.getJob`). A payload or result that is not JSON is not
+ * thrown: the field is `undefined` and `payloadError` / `resultError` carries the raw text.
+ */
 export interface JobView<T = Json, R = Json> {
   readonly id: string;
   readonly queue: string;
@@ -25,11 +38,20 @@ export interface JobView<T = Json, R = Json> {
   readonly attempts: number;
   /** The job's own attempt limit, when it set one. */
   readonly maxAttempts?: number;
+  /** The decoded payload (`undefined` only when `payloadError` is set). */
   readonly payload: T;
+  /** Set when the stored payload is not JSON. */
+  readonly payloadError?: UndecodedText;
+  /** The handler's result, once done (`undefined` when it returned nothing, or see `resultError`). */
   readonly result?: R;
+  /** Set when the stored result is not JSON. */
+  readonly resultError?: UndecodedText;
   /** The last error, when an attempt failed. */
   readonly error?: string;
-  /** When the id was minted (the snowflake's instant): the enqueue time unless the id was minted earlier. */
+  /**
+   * When the id was minted (the snowflake's instant, on the minting producer's clock): the enqueue
+   * time unless the id was minted earlier.
+   */
   readonly createdAt: Date;
   readonly finishedAt?: Date;
   /** True when a cancel was requested while the job was active. */

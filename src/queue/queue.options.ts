@@ -44,6 +44,10 @@ export const BUILTIN_DEFAULTS: QueueDefaults = {
 
 /** Most jobs in one `enqueueMany` (one script call, one round trip). */
 export const MAX_BATCH = 1000;
+/** Longest `delay`: ten 365-day years, in ms (the wire refuses more). */
+export const MAX_DELAY_MS = 315_360_000_000;
+/** Latest `runAt`: 2200-01-01T00:00:00Z, in epoch ms (the wire refuses later). */
+export const MAX_RUN_AT_MS = 7_258_118_400_000;
 
 const intIn = (v: unknown, lo: number, hi: number, what: string): number => {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
@@ -78,11 +82,42 @@ export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefault
   return d;
 }
 
+/**
+ * The wire's delay and run-at of one enqueue (0 = none), validated: a delay of 0..`MAX_DELAY_MS`
+ * ms (rounded up), or a run-at instant up to `MAX_RUN_AT_MS` (rounded up), not both.
+ */
+export function scheduleWire(o: Pick<EnqueueOptions, 'delay' | 'runAt'>): { delayMs: number; runAtMs: number } {
+  let delayMs = 0;
+  let runAtMs = 0;
+  if (o.delay !== undefined) {
+    if (typeof o.delay !== 'number' || !(o.delay >= 0 && o.delay <= MAX_DELAY_MS)) {
+      throw new InvalidOptionError(`delay must be a number of ms in 0..${MAX_DELAY_MS} (ten years), got ${String(o.delay)}`);
+    }
+    delayMs = Math.ceil(o.delay);
+  }
+  if (o.runAt !== undefined) {
+    const at = o.runAt instanceof Date ? o.runAt.getTime() : o.runAt;
+    if (typeof at !== 'number' || !(at >= 0 && at <= MAX_RUN_AT_MS)) {
+      throw new InvalidOptionError(`runAt must be a Date or epoch ms in 0..${MAX_RUN_AT_MS} (2200-01-01), got ${String(o.runAt)}`);
+    }
+    if (delayMs > 0) throw new InvalidOptionError('give delay or runAt, not both');
+    runAtMs = Math.ceil(at);
+  }
+  return { delayMs, runAtMs };
+}
+
 /** Options of one enqueue. */
 export interface EnqueueOptions {
-  /** Run no sooner than this many ms from now (server clock). */
+  /**
+   * Run no sooner than this many ms from now (0..`MAX_DELAY_MS`, ten years), counted on the
+   * server's clock: a skewed producer clock does not move it.
+   */
   readonly delay?: number;
-  /** Run no sooner than this instant. */
+  /**
+   * Run no sooner than this instant (up to `MAX_RUN_AT_MS`, 2200-01-01), compared with the
+   * server's clock: a producer whose clock is off by s schedules the job s off too (use `delay`
+   * for "in N ms").
+   */
   readonly runAt?: Date | number;
   /** Attempts for this job (overrides the consumer's default). */
   readonly attempts?: number;

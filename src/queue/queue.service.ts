@@ -1,18 +1,19 @@
 import { encodePayload, decodePayload, type Json } from '../protocol/codec.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
-import { BatchTooLargeError, InvalidOptionError, fromReplyError } from '../protocol/errors.js';
+import { BatchTooLargeError, IdCollisionError, InvalidOptionError, fromReplyError } from '../protocol/errors.js';
 import { assertBrandedId, parseId } from '../protocol/ids.js';
 import { queueKeys } from '../protocol/keys.js';
 import { wire, type WireJob } from '../protocol/wire.js';
 import { map, type Observable } from 'rxjs';
 import { SignalHub } from '../protocol/signal-hub.js';
-import type { JobCounts, JobStatus, JobView, QueueEvent, QueueEventKind } from './job.js';
+import type { JobCounts, JobStatus, JobView, QueueEvent, QueueEventKind, UndecodedText } from './job.js';
 import {
   BUILTIN_DEFAULTS,
   MAX_BATCH,
   backoffWire,
   checkAttempts,
   resolveDefaults,
+  scheduleWire,
   type EnqueueOptions,
   type QueueDefaults,
 } from './queue.options.js';
@@ -23,7 +24,19 @@ export interface EnqueueItem<T = Json> {
   readonly opts?: EnqueueOptions;
 }
 
+/** How often a freshly minted id found taken is re-minted before enqueue fails with EMQ_ID_COLLISION. */
+const MINT_RETRIES = 5;
+
 const STATUSES: readonly JobStatus[] = ['scheduled', 'pending', 'active', 'done', 'dead', 'cancelled'];
+
+/** A stored JSON text decoded; text that is not JSON (another runtime wrote it) is kept raw, with why. */
+function decodeStored<T>(text: string | undefined): { value?: T; error?: UndecodedText } {
+  try {
+    return { value: decodePayload<T>(text) };
+  } catch (err) {
+    return { error: { code: 'EMQ_BAD_PAYLOAD', message: `stored text is not JSON: ${(err as Error).message}`, raw: text ?? '' } };
+  }
+}
 
 /**
  * The producer and operator surface of the Queue: enqueue, inspect, count, cancel. Every write
@@ -49,7 +62,10 @@ export class QueueService {
     return d;
   }
 
-  /** Mints a job id now, to pass later as `opts.id` for an idempotent enqueue. */
+  /**
+   * Mints a job id now, to pass later as `opts.id` for an idempotent enqueue. Throws
+   * `NodeLeaseError` (EMQ_NODE_LEASE) while the node lease is uncertain (just after a reconnect).
+   */
   mintId(): string {
     return this.conn.ids.next('job');
   }
@@ -66,9 +82,22 @@ export class QueueService {
     if (!Array.isArray(items) || items.length === 0) throw new InvalidOptionError('enqueueMany needs at least one item');
     if (items.length > MAX_BATCH) throw new BatchTooLargeError(items.length, MAX_BATCH);
     const { maxPayloadBytes, eventsLog } = this.settings(queue);
+    await this.conn.ids.ready(); // never mint on a node number this process does not certainly hold
     const jobs = items.map((it) => this.toWire(it, maxPayloadBytes));
-    await wire.enqueue(this.conn.scriptClient, keys, maxPayloadBytes, jobs, eventsLog);
-    return jobs.map((j) => j.id);
+    const minted = items.map((it) => it.opts?.id === undefined);
+    let send = jobs.map((_, i) => i);
+    for (let round = 0; ; round++) {
+      const added = await wire.enqueue(this.conn.scriptClient, keys, maxPayloadBytes, send.map((i) => jobs[i]), eventsLog);
+      // A caller-given id already present is an idempotent repeat. A freshly minted one is a
+      // collision (another process minted the same id): that job was not added, so it gets a
+      // new id and is sent again rather than reported under the other job's id.
+      send = send.filter((i, pos) => added[pos] === 0 && minted[i]);
+      if (send.length === 0) return jobs.map((j) => j.id);
+      if (round === MINT_RETRIES) {
+        throw new IdCollisionError(`${send.length} freshly minted job id(s) were taken ${round + 1} times in a row (last: ${jobs[send[0]].id}); is another process minting on node ${this.conn.ids.node}?`);
+      }
+      for (const i of send) jobs[i] = { ...jobs[i], id: this.conn.ids.next('job') };
+    }
   }
 
   private toWire<T>(item: EnqueueItem<T>, maxBytes: number): WireJob {
@@ -80,21 +109,7 @@ export class QueueService {
     } else {
       id = this.conn.ids.next('job');
     }
-    let delayMs = 0;
-    let runAtMs = 0;
-    if (o.delay !== undefined) {
-      if (typeof o.delay !== 'number' || !Number.isFinite(o.delay) || o.delay < 0) {
-        throw new InvalidOptionError(`delay must be a non-negative number of ms`);
-      }
-      delayMs = Math.ceil(o.delay);
-    }
-    if (o.runAt !== undefined) {
-      runAtMs = o.runAt instanceof Date ? o.runAt.getTime() : o.runAt;
-      if (typeof runAtMs !== 'number' || !Number.isFinite(runAtMs) || runAtMs < 0) {
-        throw new InvalidOptionError(`runAt must be a Date or epoch ms`);
-      }
-      if (delayMs > 0) throw new InvalidOptionError('give delay or runAt, not both');
-    }
+    const { delayMs, runAtMs } = scheduleWire(o);
     return {
       id,
       payload: encodePayload(item.payload, maxBytes),
@@ -109,14 +124,18 @@ export class QueueService {
   async getJob<T = Json, R = Json>(queue: string, id: string): Promise<JobView<T, R> | null> {
     const row = await wire.peek(this.conn.scriptClient, queueKeys(queue), id);
     if (!row.status) return null;
+    const payload = decodeStored<T>(row.payload);
+    const result = decodeStored<R>(row.result);
     return {
       id,
       queue,
       status: row.status as JobStatus,
       attempts: Number(row.attempts ?? 0),
       maxAttempts: row.max ? Number(row.max) : undefined,
-      payload: decodePayload<T>(row.payload) as T,
-      result: decodePayload<R>(row.result),
+      payload: payload.value as T,
+      payloadError: payload.error,
+      result: result.value,
+      resultError: result.error,
       error: row.error || undefined,
       createdAt: new Date(parseId(id).ms),
       finishedAt: row.finished ? new Date(Number(row.finished)) : undefined,
@@ -141,7 +160,8 @@ export class QueueService {
   async counts(queue: string): Promise<JobCounts> {
     const k = queueKeys(queue);
     const c = this.conn.client;
-    const n = await Promise.all([
+    const [ghosts, ...n] = await Promise.all([
+      c.hget(k.meta, 'ghosts'),
       c.zcard(k.scheduled),
       c.llen(k.pending),
       c.zcard(k.active),
@@ -151,6 +171,8 @@ export class QueueService {
     ]).catch((err: unknown) => {
       throw fromReplyError(err);
     });
+    // Ghosts: ids of jobs cancelled while pending, still in the list until a claim drops them.
+    n[1] = Math.max(0, n[1] - (Number(ghosts) || 0));
     return Object.fromEntries(STATUSES.map((s, i) => [s, n[i]])) as JobCounts;
   }
 

@@ -23,6 +23,8 @@ export interface EmbeddedValkeyOptions {
   readonly args?: readonly string[];
   /** The binary. Default: `valkey-server` on PATH. */
   readonly binary?: string;
+  /** Listen on this port (e.g. to start an empty server where a stopped one was). Default: a free one. */
+  readonly port?: number;
 }
 
 /** Finds a free TCP port on loopback. */
@@ -57,7 +59,7 @@ async function waitFor(check: () => boolean, ms: number, what: string): Promise<
  */
 export async function startEmbeddedValkey(opts: EmbeddedValkeyOptions = {}): Promise<EmbeddedValkey> {
   const dir = mkdtempSync(join(tmpdir(), 'echomq-valkey-'));
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no'];
   if (opts.cluster) {
     // A lone node learns its own address only from a peer: announce it, or CLUSTER SLOTS names "".

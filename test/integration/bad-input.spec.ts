@@ -1,8 +1,9 @@
 import type { Redis } from 'iovalkey';
 import { BUILTIN_DEFAULTS, EchoMqConnection, EchoMqError, QueueService, ValkeyUnavailableError, encodeBody } from '../../src/index.js';
 import { freePort, queueKeys, runScript, startEmbeddedValkey, wire } from '../../src/index.js';
-import type { EnqueueItem, EnqueueOptions, ScriptClient, WireJob } from '../../src/index.js';
+import type { EnqueueItem, EnqueueOptions, WireJob } from '../../src/index.js';
 import { resolveDefaults } from '../../src/queue/queue.options.js';
+import { codeOf, jobId, refusedUnchanged as refusedUnchangedIn, sent, snapshot as snapshotOf, wireJob, withArgs } from '../helpers/refusals.js';
 import { eventually, openConnection, queueKeysIn, randomQueue, rawClient } from '../helpers/valkey.js';
 
 let raw: Redis, conn: EchoMqConnection, queues: QueueService, small: QueueService;
@@ -13,40 +14,8 @@ beforeAll(async () => {
   small = new QueueService(conn, resolveDefaults(BUILTIN_DEFAULTS, { maxPayloadBytes: 1024 }));
 });
 afterAll(async () => Promise.all([conn.close(), raw.quit()]));
-/** Runs `act`; resolves to the code of the EchoMqError it fails with, or to a description of what else happened. */
-const codeOf = (act: () => Promise<unknown>): Promise<string> =>
-  Promise.resolve().then(act).then(
-    (v) => `resolved to ${JSON.stringify(v)}`,
-    (err: unknown) => (err instanceof EchoMqError ? err.code : `threw a non-EchoMqError: ${String(err)}`),
-  );
-
-/** Every key matching the pattern(s) with its DUMP (type, value) and whether it has a TTL. */
-async function snapshot(patterns: string | string[]): Promise<Record<string, string>> {
-  const keys: string[] = [];
-  for (const pattern of ([] as string[]).concat(patterns)) {
-    let cursor = '0';
-    do {
-      const [next, found] = await raw.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      keys.push(...found);
-    } while (cursor !== '0');
-  }
-  const p = raw.pipeline();
-  for (const k of keys) p.dumpBuffer(k).pttl(k);
-  const replies = (await p.exec()) ?? [];
-  const out: Record<string, string> = {};
-  keys.forEach((k, i) => {
-    const dump = replies[2 * i][1] as Buffer | null;
-    out[k] = `${dump ? dump.toString('hex') : 'gone'} ttl=${(replies[2 * i + 1][1] as number) > 0}`;
-  });
-  return out;
-}
-
-/** `act` must fail with `code` and leave every key matching `pattern` (default: queue `q`'s) byte for byte as it was. */
-async function refusedUnchanged(q: string, code: string, act: () => Promise<unknown>, pattern: string | string[] = `emq:{${q}}:*`): Promise<void> {
-  const before = await snapshot(pattern);
-  expect({ code: await codeOf(act), keys: await snapshot(pattern) }).toEqual({ code, keys: before });
-}
+const snapshot = (patterns: string | string[]) => snapshotOf(raw, patterns);
+const refusedUnchanged = (q: string, code: string, act: () => Promise<unknown>, pattern?: string | string[]) => refusedUnchangedIn(raw, q, code, act, pattern);
 
 /** A queue that already holds one pending and one scheduled job, so it has every kind of key a write touches. */
 async function seeded(): Promise<string> {
@@ -58,25 +27,6 @@ async function seeded(): Promise<string> {
   return q;
 }
 
-const jobId = (n: bigint): string => 'job' + encodeBody(n);
-const wireJob = (id: string, payload = '{}', over: Partial<WireJob> = {}): WireJob => ({ id, payload, delayMs: 0, runAtMs: 0, ...over });
-
-/** The KEYS and ARGV a wire call would send, captured without running it: KEYS follow the current layout. */
-async function sent(call: (c: ScriptClient) => Promise<unknown>): Promise<{ keys: string[]; args: (string | number)[] }> {
-  let out: (string | number)[] = [0];
-  const recorder: ScriptClient = {
-    evalsha: async (_sha, ...rest) => ((out = rest), []),
-    eval: async () => [],
-    pipeline: () => {
-      throw new Error('not used by single calls');
-    },
-  };
-  await call(recorder);
-  const n = Number(out[0]);
-  return { keys: out.slice(1, 1 + n).map(String), args: out.slice(1 + n) };
-}
-/** A script call with some ARGV (0-based index → value) replaced. */
-const withArgs = (args: (string | number)[], patch: Record<number, string | number>) => args.map((v, i) => (i in patch ? patch[i] : v));
 /** enqueue ARGV (0-based): 0 version, 1 payload limit, 2 n, 3 lifecycle-log length, then per job: 4 id, 5 payload, 6 delay, 7 run-at, 8 max attempts, 9 backoff. */
 const enqueueCall = (q: string, id: string) => sent((c) => wire.enqueue(c, queueKeys(q), 1024, [wireJob(id)]));
 const claimCall = (q: string) => sent((c) => wire.claim(c, queueKeys(q), 1, 1000, 10));
@@ -293,9 +243,11 @@ describe('Valkey unavailable (EMQ_UNAVAILABLE)', () => {
       const svc = new QueueService(c);
       const q = randomQueue('gone');
       const id = await svc.enqueue(q, { a: 1 });
+      // Minted while the node lease is certain: without Valkey, minting itself is refused (EMQ_NODE_LEASE).
+      const later = svc.mintId();
       await server.stop();
       await eventually(() => c.client.status !== 'ready', 3000, 'disconnect noticed');
-      const got = { enqueue: await codeOf(() => svc.enqueue(q, { a: 2 })), getJob: await codeOf(() => svc.getJob(q, id)) };
+      const got = { enqueue: await codeOf(() => svc.enqueue(q, { a: 2 }, { id: later })), getJob: await codeOf(() => svc.getJob(q, id)) };
       const all = { ...got, counts: await codeOf(() => svc.counts(q)), cancel: await codeOf(() => svc.cancel(q, id)) };
       expect(all).toEqual({ enqueue: 'EMQ_UNAVAILABLE', getJob: 'EMQ_UNAVAILABLE', counts: 'EMQ_UNAVAILABLE', cancel: 'EMQ_UNAVAILABLE' });
     } finally {

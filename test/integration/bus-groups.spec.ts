@@ -31,7 +31,7 @@ describe('consumer groups on the bus log', () => {
   it('re-delivers the entry of a member killed mid-handler to another member after the ack timeout', async () => {
     const topic = randomQueue('crash');
     const child = spawnFixture('group-child', [testUrl(), topic, 'g', '800', 'doomed-1', 'hang']);
-    await child.waitForLine(/^READY$/);
+    await child.waitForLine(/^READY /);
     const sid = await append(raw, topic, { n: 1 });
     const [, startedId, firstDeliveries] = await child.waitForLine(/^STARTED (\S+) (\d+)$/);
     expect(startedId).toBe(eventIdOf(sid));
@@ -124,6 +124,27 @@ describe('consumer groups on the bus log', () => {
     } finally {
       sub.unsubscribe();
     }
+  });
+
+  it('reports how many entries a deleted log took with it, and which', async () => {
+    const topic = randomQueue('delcount');
+    const { member, log } = await startMember(conn, {
+      topic,
+      consumer: 'm-1',
+      options: { group: 'g', ackTimeoutMs: 300 },
+      body: (e) => new Promise<void>((_, reject) => e.signal.addEventListener('abort', () => reject(new Error('aborted')))),
+    });
+    members.push(member);
+    const sids: string[] = [];
+    for (let i = 0; i < 5; i++) sids.push(await append(raw, topic, { n: i }));
+    await eventually(() => log.events.length === 1, 5000, 'the first delivery');
+    await new Promise((r) => setTimeout(r, 400)); // a few ticks: the member has looked at its group
+    await raw.del(topicKeys(topic).log);
+    await eventually(() => log.losses.some((l) => l.kind === 'group-recreated'), 10_000, 'the loss report');
+    const loss = log.losses.find((l) => l.kind === 'group-recreated')!;
+    // One delivered and pending (its handler still running), four never delivered.
+    expect({ count: loss.count, first: loss.first, last: loss.last }).toEqual({ count: 5, first: eventIdOf(sids[0]), last: eventIdOf(sids[4]) });
+    expect(loss.detail).toContain(`5 entries not yet handled are lost (${eventIdOf(sids[0])} .. ${eventIdOf(sids[4])}): 1 pending, 4 not yet delivered`);
   });
 
   it('acknowledges and reports entries deleted while pending, never handing them over', async () => {

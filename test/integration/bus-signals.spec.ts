@@ -81,6 +81,18 @@ describe('signals', () => {
   });
 });
 
+describe('signals with a bad topic', () => {
+  it('reject through the returned promise and error through the returned observable, never throwing', async () => {
+    let sent: Promise<number> | undefined;
+    expect(() => (sent = f.bus.signal('a b', 1))).not.toThrow();
+    await expect(sent).rejects.toMatchObject({ code: 'EMQ_BAD_NAME' });
+    let seen: ReturnType<typeof f.bus.signals> | undefined;
+    expect(() => (seen = f.bus.signals('{x}'))).not.toThrow();
+    const err = await new Promise((resolve) => seen!.subscribe({ next: () => resolve('a value'), error: resolve, complete: () => resolve('completed') }));
+    expect(err).toMatchObject({ code: 'EMQ_BAD_NAME' });
+  });
+});
+
 describe('dead letters', () => {
   it('reads the dead log newest first, in the documented format', async () => {
     const t = randomQueue('dead');

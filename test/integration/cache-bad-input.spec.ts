@@ -81,6 +81,12 @@ describe('cache bad input: typed errors, nothing written', () => {
     await refused('EMQ_BAD_PAYLOAD', () => cache.getOrLoad('bigint', () => 5n as never));
   });
 
+  it('a tagged getOrLoad whose loader returns an unserialisable or oversized value writes nothing, not even its tags (issue 7 #14)', async () => {
+    await refused('EMQ_PAYLOAD_TOO_LARGE', () => cache.getOrLoad('big-t', () => 'x'.repeat(2000), { tags: ['seed', 'fresh'] }));
+    await refused('EMQ_BAD_PAYLOAD', () => cache.getOrLoad('bigint-t', () => 5n as never, { tags: ['seed', 'fresh'] }));
+    await refused('EMQ_BAD_PAYLOAD', () => cache.getOrLoad('cycle-t', () => cycle as never, { tags: ['fresh'] }));
+  });
+
   it.each([
     ['ttlMs -1', { ttlMs: -1 }],
     ['ttlMs 0', { ttlMs: 0 }],
@@ -133,6 +139,45 @@ describe('the cache scripts gate their arguments', () => {
     expect(await runScript(conn.scriptClient, 'cache-invalidate', [k.entry('raw')], [PROTOCOL_VERSION, 'ver00000000010', '1000'])).toBe(1);
     expect(await set('ver0000000000z')).toEqual([0, 'ver00000000010']);
     expect(await raw.hgetall(k.entry('raw'))).toEqual({ v: 'ver00000000010', x: '1' });
+  });
+
+  it('refuses NaN, fractions, exponents and missing arguments with EMQ_BAD_ARG, writing nothing (issue 7 #1/#3)', async () => {
+    const run = (name: 'cache-set' | 'cache-invalidate' | 'cache-lease' | 'cache-announce' | 'cache-get', keys: string[], args: string[]) =>
+      runScript(conn.scriptClient, name, keys, args);
+    for (const ttl of ['NaN', 'nan', 'inf', '1e3', '1.0', ' 5', '']) {
+      await refused('EMQ_BAD_ARG', () => set('ver0000000000Z', { ttl }));
+      await refused('EMQ_BAD_ARG', () => set('ver0000000000Z', { max: ttl }));
+      await refused('EMQ_BAD_ARG', () => set('ver0000000000Z', { grace: ttl }));
+      await refused('EMQ_BAD_ARG', () => run('cache-invalidate', [k.entry('raw')], [PROTOCOL_VERSION, 'ver0000000000Z', ttl]));
+      await refused('EMQ_BAD_ARG', () => run('cache-lease', [k.lease('raw')], [PROTOCOL_VERSION, 'take', 'tok', ttl]));
+      await refused('EMQ_BAD_ARG', () => run('cache-announce', [k.log, k.signal], [PROTOCOL_VERSION, ttl, 'ver0000000000Z', 'a']));
+    }
+    await refused('EMQ_BAD_ARG', () => run('cache-set', [k.entry('raw')], [PROTOCOL_VERSION, 'ver0000000000Z']));
+    await refused('EMQ_BAD_ARG', () => run('cache-set', [], [PROTOCOL_VERSION, 'ver0000000000Z', '"v"', '60000', '1024', '', '0']));
+    await refused('EMQ_BAD_ARG', () => run('cache-invalidate', [k.entry('raw')], [PROTOCOL_VERSION]));
+    await refused('EMQ_BAD_ARG', () => run('cache-lease', [k.lease('raw')], [PROTOCOL_VERSION, 'take']));
+    await refused('EMQ_BAD_ARG', () => run('cache-announce', [k.log, k.signal], [PROTOCOL_VERSION]));
+    await refused('EMQ_BAD_ARG', () => run('cache-announce', [k.log, k.signal], [PROTOCOL_VERSION, '10']));
+    await refused('EMQ_BAD_ARG', () => run('cache-get', [k.entry('raw')], [PROTOCOL_VERSION, '0']));
+    await refused('EMQ_BAD_ARG', () => run('cache-get', [k.entry('raw'), k.lease('raw')], [PROTOCOL_VERSION]));
+  });
+
+  it('refuses keys of the wrong type with EMQ_WRONGTYPE, writing nothing (issue 7 #3)', async () => {
+    const run = (name: 'cache-set' | 'cache-invalidate' | 'cache-lease' | 'cache-announce' | 'cache-get', keys: string[], args: string[]) =>
+      runScript(conn.scriptClient, name, keys, args);
+    await raw.set(k.entry('str'), 'x');
+    await raw.rpush(k.lease('lst'), 'x');
+    await raw.set(k.log, 'x');
+    try {
+      await refused('EMQ_WRONGTYPE', () => run('cache-set', [k.entry('str')], [PROTOCOL_VERSION, 'ver0000000000Z', '"v"', '60000', '1024', '', '0']));
+      await refused('EMQ_WRONGTYPE', () => run('cache-invalidate', [k.entry('str')], [PROTOCOL_VERSION, 'ver0000000000Z', '1000']));
+      await refused('EMQ_WRONGTYPE', () => run('cache-get', [k.entry('str'), k.lease('str')], [PROTOCOL_VERSION, '1']));
+      await refused('EMQ_WRONGTYPE', () => run('cache-lease', [k.lease('lst')], [PROTOCOL_VERSION, 'take', 'tok', '1000']));
+      await refused('EMQ_WRONGTYPE', () => run('cache-lease', [k.lease('lst')], [PROTOCOL_VERSION, 'drop', 'tok', '1000']));
+      await refused('EMQ_WRONGTYPE', () => run('cache-announce', [k.log, k.signal], [PROTOCOL_VERSION, '10', 'ver0000000000Z', 'a']));
+    } finally {
+      await raw.del(k.entry('str'), k.lease('lst'), k.log);
+    }
   });
 
   it('refuses to overwrite an entry that is not cache data of this protocol', async () => {

@@ -2,7 +2,12 @@ import { EchoMqConnection } from '../../src/protocol/connection.js';
 import { globalKeys } from '../../src/protocol/keys.js';
 import { wire } from '../../src/protocol/wire.js';
 import { parseId } from '../../src/protocol/ids.js';
+import type { ScriptClient } from '../../src/protocol/scripts.js';
+import { startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { Redis } from 'iovalkey';
 import { rawClient, testUrl } from '../helpers/valkey.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('node numbers are leased, never shared by two live processes', () => {
   it('gives each open connection its own node number, stamped into its ids', async () => {
@@ -22,21 +27,110 @@ describe('node numbers are leased, never shared by two live processes', () => {
     }
   });
 
-  it('refuses to renew a number leased to another owner, and renews its own', async () => {
+  it('keeps leases in one hash without a TTL; refuses another owner, renews its own', async () => {
     const conn = new EchoMqConnection({ url: testUrl() });
     await conn.open();
     const raw = rawClient();
     try {
+      const [owner, expires] = (await raw.hget(globalKeys.nodes, String(conn.node)))!.split(' ');
+      expect(owner).toBe(conn.ids.owner);
+      expect(Number(expires)).toBeGreaterThan(Date.now() + 50_000);
+      expect(await raw.pttl(globalKeys.nodes)).toBe(-1);
       const n = await wire.node(conn.scriptClient, 'someone-else', 5000);
       expect(n).toBeGreaterThanOrEqual(0);
-      expect(await raw.get(globalKeys.nodePrefix + n)).toBe('someone-else');
+      expect(n).not.toBe(conn.node);
       expect(await wire.node(conn.scriptClient, 'intruder', 5000, n)).toBe(-1);
       expect(await wire.node(conn.scriptClient, 'someone-else', 5000, n)).toBe(n);
-      expect(await raw.pttl(globalKeys.nodePrefix + n)).toBeGreaterThan(4000);
-      await raw.del(globalKeys.nodePrefix + n);
+      expect(Number((await raw.hget(globalKeys.nodes, String(n)))!.split(' ')[1])).toBeGreaterThan(Date.now() + 4000);
+      // Released: refused to anyone else for one more second, then free.
+      expect(await wire.node(conn.scriptClient, 'intruder', 0, n)).toBe(-1);
+      expect(await wire.node(conn.scriptClient, 'someone-else', 0, n)).toBe(n);
+      expect(await wire.node(conn.scriptClient, 'intruder', 5000, n)).toBe(-1);
+      await sleep(1100);
+      expect(await wire.node(conn.scriptClient, 'intruder', 5000, n)).toBe(n);
+      await raw.hdel(globalKeys.nodes, String(n));
     } finally {
       raw.disconnect();
       await conn.close();
+    }
+  });
+
+  it('releases its number on close', async () => {
+    const conn = new EchoMqConnection({ url: testUrl() });
+    await conn.open();
+    const n = conn.node;
+    await conn.close();
+    const raw = rawClient();
+    try {
+      const expires = Number((await raw.hget(globalKeys.nodes, String(n)))!.split(' ')[1]);
+      expect(expires).toBeLessThanOrEqual(Date.now() + 1100);
+    } finally {
+      raw.disconnect();
+    }
+  });
+
+  it('mints only while the lease is certain: a reconnect makes it uncertain until renewed', async () => {
+    const conn = new EchoMqConnection({ url: testUrl() });
+    await conn.open();
+    const raw = rawClient();
+    try {
+      expect(conn.ids.certain).toBe(true);
+      const id = String(await conn.client.client('ID'));
+      const dropped = new Promise((r) => conn.client.once('close', r));
+      await raw.client('KILL', 'ID', id);
+      await dropped;
+      expect(conn.ids.certain).toBe(false);
+      expect(() => conn.ids.next('job')).toThrow(expect.objectContaining({ code: 'EMQ_NODE_LEASE' }));
+      await conn.ids.ready();
+      expect(conn.ids.certain).toBe(true);
+      expect(parseId(conn.ids.next('job')).node).toBe(conn.node);
+    } finally {
+      raw.disconnect();
+      await conn.close();
+    }
+  });
+
+  it('a lease taken by another owner while this one was uncertain moves the process to a fresh number', async () => {
+    const conn = new EchoMqConnection({ url: testUrl() }, { leaseMs: 1000 });
+    await conn.open();
+    const raw = rawClient();
+    try {
+      const n = conn.node;
+      const before = conn.ids.next('job');
+      await raw.hset(globalKeys.nodes, String(n), `intruder ${Date.now() + 60_000}`);
+      await conn.ids.renew();
+      expect(conn.node).not.toBe(n);
+      const after = conn.ids.next('job');
+      expect(parseId(after).node).toBe(conn.node);
+      expect(after > before).toBe(true);
+      expect(await raw.hget(globalKeys.nodes, String(n))).toMatch(/^intruder /);
+      await raw.hdel(globalKeys.nodes, String(n));
+    } finally {
+      raw.disconnect();
+      await conn.close();
+    }
+  });
+
+  it('refuses cluster-wide keys of the wrong type with EMQ_WRONGTYPE, writing nothing (a private server)', async () => {
+    const v = await startEmbeddedValkey();
+    const raw = new Redis(v.url, { maxRetriesPerRequest: 1 });
+    const c = raw as unknown as ScriptClient;
+    try {
+      await raw.set(globalKeys.nodes, 'x');
+      await expect(wire.node(c, 'a', 60_000)).rejects.toMatchObject({ code: 'EMQ_WRONGTYPE' });
+      await expect(wire.node(c, 'a', 60_000, 3)).rejects.toMatchObject({ code: 'EMQ_WRONGTYPE' });
+      expect(await raw.exists(globalKeys.nodeSeq)).toBe(0);
+      await raw.del(globalKeys.nodes);
+      await raw.set(globalKeys.nodeSeq, 'abc');
+      await expect(wire.node(c, 'a', 60_000)).rejects.toMatchObject({ code: 'EMQ_WRONGTYPE' });
+      expect([await raw.get(globalKeys.nodeSeq), await raw.exists(globalKeys.nodes)]).toEqual(['abc', 0]);
+      await raw.del(globalKeys.nodeSeq);
+      await raw.hset(globalKeys.nodeSeq, 'f', 'v');
+      await expect(wire.node(c, 'a', 60_000)).rejects.toMatchObject({ code: 'EMQ_WRONGTYPE' });
+      expect(await raw.exists(globalKeys.nodes)).toBe(0);
+    } finally {
+      raw.disconnect();
+      await v.stop();
     }
   });
 });

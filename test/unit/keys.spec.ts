@@ -56,8 +56,8 @@ describe('the key grammar', () => {
 
   it('keeps the global keys under the {emq} tag', () => {
     expect(globalKeys.nodeSeq).toBe('{emq}:node-seq');
-    expect(globalKeys.nodePrefix).toBe('{emq}:node:');
-    expect(keySlot(globalKeys.nodeSeq)).toBe(keySlot(`${globalKeys.nodePrefix}17`));
+    expect(globalKeys.nodes).toBe('{emq}:nodes');
+    expect(keySlot(globalKeys.nodeSeq)).toBe(keySlot(globalKeys.nodes));
   });
 });
 

@@ -1,0 +1,83 @@
+package echomq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// maxErrorText is the error text a settle call carries at most (the script accepts 64 KiB).
+const maxErrorText = 8192
+
+// run executes one claimed job: extends its lease while the handler runs, then completes it or
+// retries it. Settling is retried on failure until the lease would have expired anyway.
+func (w *Worker) run(c Claimed) {
+	defer w.wg.Done()
+	defer func() { <-w.slots }()
+	hctx, lost := context.WithCancel(context.Background())
+	defer lost()
+	stop := make(chan struct{})
+	go w.extend(hctx, c, lost, stop)
+	job := Job{Queue: w.q.Name, ID: c.ID, Payload: c.Payload, Attempt: c.Attempt, Token: c.Token}
+	result, herr := w.safe(hctx, job)
+	close(stop)
+	if hctx.Err() != nil {
+		return // the lease was lost: a settle would be refused by the fence anyway
+	}
+	settle := func(ctx context.Context) error {
+		if herr == nil {
+			_, err := w.q.Complete(ctx, w.o.KeepDone, []Done{{ID: c.ID, Token: c.Token, Result: result}})
+			return err
+		}
+		var fe *FatalError
+		text := "Error: " + herr.Error()
+		if len(text) > maxErrorText {
+			text = text[:maxErrorText]
+		}
+		_, err := w.q.Retry(ctx, c.ID, c.Token, text, errors.As(herr, &fe), w.o.MaxAttempts, w.o.Backoff, w.o.DeadCap)
+		return err
+	}
+	until := time.Now().Add(time.Duration(w.o.LeaseMs) * time.Millisecond)
+	for pause := 100 * time.Millisecond; ; pause = min(pause*2, 5*time.Second) {
+		err := settle(context.Background())
+		if err == nil || ErrorCode(err) != "" || time.Now().After(until) {
+			w.report(err) // a refusal (EMQ_…) is not retried: it would be refused again
+			return
+		}
+		w.report(fmt.Errorf("settle %s: %w", c.ID, err))
+		time.Sleep(pause)
+	}
+}
+
+// safe runs the handler, turning a panic into an error.
+func (w *Worker) safe(ctx context.Context, job Job) (res string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return w.h(ctx, job)
+}
+
+// extend renews the job's lease every lease/3; a refused extension (lease lost) cancels ctx.
+func (w *Worker) extend(ctx context.Context, c Claimed, lost context.CancelFunc, stop <-chan struct{}) {
+	t := time.NewTicker(time.Duration(w.o.LeaseMs) * time.Millisecond / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			ok, err := w.q.Extend(ctx, w.o.LeaseMs, []Held{{ID: c.ID, Token: c.Token}})
+			if err != nil {
+				w.report(fmt.Errorf("extend %s: %w", c.ID, err))
+				continue
+			}
+			if !ok[0] {
+				lost()
+				return
+			}
+		}
+	}
+}

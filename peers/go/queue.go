@@ -1,0 +1,237 @@
+package echomq
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Queue is one queue of the wire: each method is one script call (docs/protocol.md §5).
+type Queue struct {
+	Name    string
+	Keys    Keys
+	rdb     redis.Scripter
+	scripts *Scripts
+}
+
+// NewQueue binds queue name to a connection and the loaded scripts.
+func NewQueue(rdb redis.Scripter, scripts *Scripts, name string) (*Queue, error) {
+	k, err := QueueKeys(name)
+	if err != nil {
+		return nil, err
+	}
+	return &Queue{Name: name, Keys: k, rdb: rdb, scripts: scripts}, nil
+}
+
+// NewJob is one job to enqueue. Payload is JSON text (opaque to the scripts).
+type NewJob struct {
+	ID          string // a branded job id (mint it with Minter.Mint("job"))
+	Payload     string
+	DelayMs     int64  // 0 = none; when both are given, the delay wins
+	RunAtMs     int64  // epoch ms on the server clock, 0 = none
+	MaxAttempts int    // 0 = the consumer's default
+	Backoff     string // "" = the consumer's default, "f:<ms>" fixed, "e:<ms>" exponential
+}
+
+// DefaultMaxPayload is the payload limit passed to enqueue (the scripts take it per call); the
+// TypeScript runtime's default is the same 512 KiB.
+const DefaultMaxPayload = 512 * 1024
+
+// Enqueue adds jobs (1..1000) in one call; added[i] is false when a job with that id existed.
+func (q *Queue) Enqueue(ctx context.Context, maxPayload int, jobs []NewJob) ([]bool, error) {
+	args := []any{ProtocolVersion, maxPayload, len(jobs), ""}
+	for _, j := range jobs {
+		maxA := ""
+		if j.MaxAttempts > 0 {
+			maxA = strconv.Itoa(j.MaxAttempts)
+		}
+		args = append(args, j.ID, j.Payload, j.DelayMs, j.RunAtMs, maxA, j.Backoff)
+	}
+	k := q.Keys
+	v, err := q.scripts.Run(ctx, q.rdb, "enqueue", []string{k.Meta, k.Pending, k.Scheduled, k.Wake, k.Data, k.Opts, k.Events}, args...)
+	if err != nil {
+		return nil, err
+	}
+	return flags(v, len(jobs), "enqueue")
+}
+
+// Claimed is one job handed out by Claim.
+type Claimed struct {
+	ID      string
+	Token   int64 // the fencing token (an integer reply; sent back as its decimal text)
+	Attempt int64 // attempts started, this one included
+	Payload string
+}
+
+// Claim promotes up to promote due scheduled jobs and claims up to n pending jobs with a lease
+// of leaseMs. wait is -1 when jobs remain pending, -2 when none is scheduled, else the ms until
+// the next scheduled job is due.
+func (q *Queue) Claim(ctx context.Context, n int, leaseMs int64, promote int) (wait int64, jobs []Claimed, err error) {
+	k := q.Keys
+	v, err := q.scripts.Run(ctx, q.rdb, "claim", []string{k.Meta, k.Pending, k.Scheduled, k.Active, k.Wake, k.Data, k.Opts, k.RowPrefix, k.Events},
+		ProtocolVersion, n, leaseMs, promote)
+	if err != nil {
+		return 0, nil, err
+	}
+	a, ok := v.([]any)
+	if !ok || len(a) == 0 || (len(a)-1)%4 != 0 {
+		return 0, nil, fmt.Errorf("echomq: claim replied %v", v)
+	}
+	wait, _ = a[0].(int64)
+	for i := 1; i < len(a); i += 4 {
+		id, _ := a[i].(string)
+		tok, _ := a[i+1].(int64)
+		att, _ := a[i+2].(int64)
+		p, _ := a[i+3].(string)
+		jobs = append(jobs, Claimed{ID: id, Token: tok, Attempt: att, Payload: p})
+	}
+	return wait, jobs, nil
+}
+
+// Done is one completion: the job, its token, and its JSON result ("" for none).
+type Done struct {
+	ID     string
+	Token  int64
+	Result string
+}
+
+// Complete completes jobs (1..1000), keeping keepDone done rows; ok[i] is false when refused
+// (stale token or no longer active).
+func (q *Queue) Complete(ctx context.Context, keepDone int, done []Done) ([]bool, error) {
+	k := q.Keys
+	keys := []string{k.Meta, k.Active, k.Done, k.Data, k.RowPrefix, k.Events}
+	args := []any{ProtocolVersion, keepDone, len(done)}
+	for _, d := range done {
+		keys = append(keys, k.Row(d.ID))
+		args = append(args, d.ID, strconv.FormatInt(d.Token, 10), d.Result)
+	}
+	v, err := q.scripts.Run(ctx, q.rdb, "complete", keys, args...)
+	if err != nil {
+		return nil, err
+	}
+	return flags(v, len(done), "complete")
+}
+
+// RetryOutcome is what retry.lua did: 0 refused, 1 scheduled again at At, 2 buried at At.
+type RetryOutcome struct {
+	Kind int64
+	At   int64
+}
+
+// Retry schedules the job after its backoff or buries it (last attempt, or fatal).
+func (q *Queue) Retry(ctx context.Context, id string, token int64, errText string, fatal bool, defMax int, defBackoff string, deadCap int) (RetryOutcome, error) {
+	k := q.Keys
+	f := "0"
+	if fatal {
+		f = "1"
+	}
+	v, err := q.scripts.Run(ctx, q.rdb, "retry", []string{k.Meta, k.Active, k.Scheduled, k.Dead, k.Wake, k.Data, k.RowPrefix, k.Row(id), k.Events},
+		ProtocolVersion, id, strconv.FormatInt(token, 10), errText, f, defMax, defBackoff, deadCap)
+	if err != nil {
+		return RetryOutcome{}, err
+	}
+	a, _ := v.([]any)
+	if len(a) == 0 {
+		return RetryOutcome{}, fmt.Errorf("echomq: retry replied %v", v)
+	}
+	out := RetryOutcome{}
+	out.Kind, _ = a[0].(int64)
+	if len(a) > 1 {
+		out.At, _ = a[1].(int64)
+	}
+	return out, nil
+}
+
+// Held is a job held under a token (for Extend and Release).
+type Held struct {
+	ID    string
+	Token int64
+}
+
+// Extend sets the leases of held jobs to leaseMs from now; ok[i] is false when the lease was lost.
+func (q *Queue) Extend(ctx context.Context, leaseMs int64, held []Held) ([]bool, error) {
+	k := q.Keys
+	keys := []string{k.Meta, k.Active, k.RowPrefix}
+	args := []any{ProtocolVersion, leaseMs, len(held)}
+	for _, h := range held {
+		keys = append(keys, k.Row(h.ID))
+		args = append(args, h.ID, strconv.FormatInt(h.Token, 10))
+	}
+	v, err := q.scripts.Run(ctx, q.rdb, "extend", keys, args...)
+	if err != nil {
+		return nil, err
+	}
+	return flags(v, len(held), "extend")
+}
+
+// Release hands held jobs back to the front of pending, giving their attempt back.
+func (q *Queue) Release(ctx context.Context, held []Held) ([]bool, error) {
+	k := q.Keys
+	keys := []string{k.Meta, k.Active, k.Pending, k.Wake, k.RowPrefix, k.Events}
+	args := []any{ProtocolVersion, len(held)}
+	for _, h := range held {
+		keys = append(keys, k.Row(h.ID))
+		args = append(args, h.ID, strconv.FormatInt(h.Token, 10))
+	}
+	v, err := q.scripts.Run(ctx, q.rdb, "release", keys, args...)
+	if err != nil {
+		return nil, err
+	}
+	return flags(v, len(held), "release")
+}
+
+// Reap moves up to limit expired leases back to pending (or to the morgue when spent).
+func (q *Queue) Reap(ctx context.Context, limit, defMax, deadCap int) (requeued, buried int64, err error) {
+	k := q.Keys
+	v, err := q.scripts.Run(ctx, q.rdb, "reap", []string{k.Meta, k.Active, k.Pending, k.Dead, k.Wake, k.Data, k.RowPrefix, k.Events},
+		ProtocolVersion, limit, defMax, deadCap)
+	if err != nil {
+		return 0, 0, err
+	}
+	a, _ := v.([]any)
+	if len(a) != 2 {
+		return 0, 0, fmt.Errorf("echomq: reap replied %v", v)
+	}
+	requeued, _ = a[0].(int64)
+	buried, _ = a[1].(int64)
+	return requeued, buried, nil
+}
+
+// Peek reads one job atomically: its row's fields plus `payload` (nil when there is no such job).
+func (q *Queue) Peek(ctx context.Context, id string) (map[string]string, error) {
+	k := q.Keys
+	v, err := q.scripts.Run(ctx, q.rdb, "peek", []string{k.Meta, k.Scheduled, k.Data, k.Opts, k.RowPrefix, k.Row(id)}, ProtocolVersion, id)
+	if err != nil {
+		return nil, err
+	}
+	a, _ := v.([]any)
+	if len(a) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(a)/2)
+	for i := 0; i+1 < len(a); i += 2 {
+		f, _ := a[i].(string)
+		val, _ := a[i+1].(string)
+		out[f] = val
+	}
+	return out, nil
+}
+
+// flags reads an array of n integer 0/1 replies.
+func flags(v any, n int, script string) ([]bool, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != n {
+		return nil, fmt.Errorf("echomq: %s replied %v, expected %d integers", script, v, n)
+	}
+	out := make([]bool, n)
+	for i, x := range a {
+		f, ok := x.(int64)
+		if !ok {
+			return nil, fmt.Errorf("echomq: %s replied %T at %d, expected an integer", script, x, i)
+		}
+		out[i] = f == 1
+	}
+	return out, nil
+}

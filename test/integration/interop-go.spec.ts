@@ -1,0 +1,149 @@
+/**
+ * Interop with the Go peer (peers/go), on one queue of one real Valkey:
+ * (a) a TS producer (QueueService) and a Go consumer (echomq-worker): every job done exactly once,
+ *     results read back from TS with getJob;
+ * (b) a Go producer (echomq-produce, ids minted on its own leased node number) and a TS
+ *     `@Processor`: every job done exactly once, results read back from Go with peek.lua.
+ * Every tenth job fails its first attempt on the consuming side and is retried after its backoff.
+ * The Go binaries come from dist/go (scripts/build-go.sh, run by `npm test`), built here if missing.
+ */
+import 'reflect-metadata';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Injectable } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { EchoMqModule, Processor, QueueService, type Job } from '../../src/index.js';
+import { queueFixture } from '../helpers/queue-fixture.js';
+import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BIN = join(ROOT, 'dist', 'go');
+const N = 2000;
+const GO_TO_TS = randomQueue('interop-ts');
+
+function ensureBinaries(): void {
+  if (existsSync(join(BIN, 'echomq-worker')) && existsSync(join(BIN, 'echomq-produce'))) return;
+  const r = spawnSync('bash', [join(ROOT, 'scripts', 'build-go.sh')], { stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('scripts/build-go.sh failed: the Go peer did not build');
+}
+
+interface GoProcess {
+  readonly proc: ChildProcess;
+  readonly lines: string[];
+  readonly stderr: string[];
+  readonly exited: Promise<number | null>;
+}
+
+const children: GoProcess[] = [];
+
+/** Script calls served so far (EVALSHA + EVAL), from INFO commandstats. */
+async function scriptCalls(raw: { info(section: string): Promise<string> }): Promise<number> {
+  const info = await raw.info('commandstats');
+  return [...info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+}
+
+function runGo(cmd: string, args: string[]): GoProcess {
+  const proc = spawn(join(BIN, cmd), ['-url', testUrl(), '-lua', join(ROOT, 'lua'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  const stderr: string[] = [];
+  createInterface({ input: proc.stdout! }).on('line', (l) => lines.push(l));
+  createInterface({ input: proc.stderr! }).on('line', (l) => stderr.push(l));
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+  const child = { proc, lines, stderr, exited };
+  children.push(child);
+  return child;
+}
+
+/** Runs of each id on the TS side: attempt numbers, and whether the run succeeded. */
+const tsRuns = new Map<string, { attempt: number; ok: boolean }[]>();
+
+@Injectable()
+class TsConsumer {
+  @Processor(GO_TO_TS, { concurrency: 16, attempts: 3, backoff: { type: 'fixed', delayMs: 50 } })
+  async work(job: Job<{ i: number; from: string; failOnce: boolean }>): Promise<{ by: string; i: number }> {
+    const runs = tsRuns.get(job.id) ?? [];
+    tsRuns.set(job.id, runs);
+    if (job.payload.failOnce && job.attempt === 1) {
+      runs.push({ attempt: job.attempt, ok: false });
+      throw new Error('failing the first attempt on purpose');
+    }
+    runs.push({ attempt: job.attempt, ok: true });
+    return { by: 'ts', i: job.payload.i };
+  }
+}
+
+describe('interop with the Go peer', () => {
+  const f = queueFixture();
+  beforeAll(() => ensureBinaries(), 180_000);
+  afterEach(async () => {
+    for (const c of children.splice(0)) {
+      if (c.proc.exitCode === null) c.proc.kill('SIGTERM');
+      await c.exited;
+    }
+  });
+
+  test('a TS producer and a Go consumer: every job done exactly once, results visible from TS', async () => {
+    const q = randomQueue('interop-go');
+    const ids: string[] = [];
+    for (let start = 0; start < N; start += 1000) {
+      const items = Array.from({ length: Math.min(1000, N - start) }, (_, k) => ({ payload: { i: start + k, failOnce: (start + k) % 10 === 0 } }));
+      ids.push(...(await f.queues.enqueueMany(q, items)));
+    }
+    const worker = runGo('echomq-worker', ['-queue', q, '-concurrency', '16', '-backoff', 'f:50', '-keep-done', String(2 * N)]);
+    const okLines = () => worker.lines.filter((l) => l.endsWith(' ok')).length;
+    await eventually(() => okLines() >= N, 60_000, `the Go worker to finish ${N} jobs (stderr: ${worker.stderr.slice(-3).join(' | ')})`);
+    // Idle, the Go loop blocks on the wake list: no claim storm while nothing is pending.
+    const before = await scriptCalls(f.raw);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await scriptCalls(f.raw)) - before).toBeLessThanOrEqual(3);
+    worker.proc.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
+
+    const runs = new Map<string, string[]>();
+    for (const l of worker.lines.filter((x) => x.startsWith('ran '))) {
+      const [, id, attempt, outcome] = l.split(' ');
+      runs.set(id, [...(runs.get(id) ?? []), `${attempt} ${outcome}`]);
+    }
+    expect(runs.size).toBe(N);
+    for (const [k, id] of ids.entries()) {
+      expect([id, runs.get(id)]).toEqual([id, k % 10 === 0 ? ['1 failed', '2 ok'] : ['1 ok']]);
+    }
+    const counts = await f.queues.counts(q);
+    expect(counts).toMatchObject({ pending: 0, active: 0, scheduled: 0, dead: 0, done: N });
+    for (const [k, id] of ids.entries()) {
+      const job = await f.queues.getJob<{ i: number }, { by: string; attempt: number; payload: { i: number } }>(q, id);
+      const attempt = k % 10 === 0 ? 2 : 1;
+      expect([id, job?.status, job?.attempts, job?.result]).toEqual([id, 'done', attempt, { by: 'go', attempt, payload: { i: k, failOnce: k % 10 === 0 } }]);
+    }
+  }, 120_000);
+
+  test('a Go producer and a TS @Processor: every job done exactly once, results visible from Go', async () => {
+    const mod = await Test.createTestingModule({
+      imports: [EchoMqModule.forRoot({ connection: { url: testUrl() }, queues: { [GO_TO_TS]: { keepDone: 2 * N } } })],
+      providers: [TsConsumer],
+    }).compile();
+    const app = mod.createNestApplication({ logger: false });
+    await app.init();
+    try {
+      const producer = runGo('echomq-produce', ['-queue', GO_TO_TS, '-n', String(N), '-fail-every', '10', '-wait', '60s']);
+      const code = await producer.exited;
+      expect([code, producer.stderr.join('\n')]).toEqual([0, '']);
+      const results = producer.lines.map((l) => JSON.parse(l) as { id: string; status: string; attempts: string; result: string });
+      expect(results).toHaveLength(N);
+      expect(new Set(results.map((r) => r.id)).size).toBe(N);
+      results.forEach((r, i) => {
+        const failed = i % 10 === 0;
+        expect([r.id, r.status, r.attempts, JSON.parse(r.result)]).toEqual([r.id, 'done', failed ? '2' : '1', { by: 'ts', i }]);
+        expect([r.id, tsRuns.get(r.id)]).toEqual([r.id, failed ? [{ attempt: 1, ok: false }, { attempt: 2, ok: true }] : [{ attempt: 1, ok: true }]]);
+      });
+      expect(tsRuns.size).toBe(N);
+      const view = await app.get(QueueService).getJob(GO_TO_TS, results[1].id);
+      expect(view?.payload).toEqual({ i: 1, from: 'go', failOnce: false });
+    } finally {
+      await app.close();
+    }
+  }, 120_000);
+});
