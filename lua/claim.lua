@@ -22,7 +22,9 @@
 --          scheduled job is due (0 when one is due already; -2 when none is scheduled; at most
 --          2^53-1). wait, token and attempt are integer replies; id and payload bulk strings.
 --          Jobs are claimed oldest first: pending in FIFO order, then the jobs this call promoted.
---          An id whose data is gone (deleted by hand) is dropped from pending, without a row.
+--          An id whose data is gone (deleted by hand) is dropped from pending, without a row; a
+--          ghost (data "", left by cancel.lua) is dropped too, its payload moved from its row back
+--          to `data` and meta `ghosts` decremented.
 -- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key that is not
 --          the one the key grammar spells for the queue of KEYS[1]), EMQ_VERSION,
 --          EMQ_WRONGTYPE (a key, or meta `token`, holds another type). Every check and every
@@ -48,11 +50,14 @@ local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
--- Every fixed key is the one the key grammar spells for this queue (docs/protocol.md §2).
-local base = string.sub(KEYS[1], 1, -5)
-if not string.match(base, '^emq:{[0-9A-Za-z_.%-]+}:$') then return redis.error_reply('EMQ_BAD_ARG KEYS[1] is not a queue meta key') end
-for i, kind in ipairs({ 'meta', 'pending', 'scheduled', 'active', 'wake', 'data', 'opts', 'job:', 'events' }) do
-  if KEYS[i] ~= base .. kind then return redis.error_reply('EMQ_BAD_ARG KEYS[' .. i .. '] must be ' .. base .. kind) end
+-- Every fixed key is the one the key grammar spells for the queue of KEYS[1] (§2 of
+-- docs/protocol.md), in this order: meta, pending, scheduled, active, wake, data, opts, job:, events.
+local b = string.sub(KEYS[1], 1, -5)
+if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'pending'
+  or KEYS[3] ~= b .. 'scheduled' or KEYS[4] ~= b .. 'active' or KEYS[5] ~= b .. 'wake'
+  or KEYS[6] ~= b .. 'data' or KEYS[7] ~= b .. 'opts' or KEYS[8] ~= b .. 'job:'
+  or KEYS[9] ~= b .. 'events' then
+  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, pending, scheduled, active, wake, data, opts, job:, events of one queue, in this order')
 end
 -- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
 -- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
@@ -78,10 +83,10 @@ local stored = meta[1]
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
 end
-if meta[3] and not int(meta[3], 0, 9007199254740991) then
+if meta[3] and not string.match(meta[3], '^%d+$') then
   return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[1] .. ' field token is not an integer')
 end
-local elog = int(meta[2], 0, 1000000) or 0
+local elog = tonumber(meta[2]) or 0 -- written by enqueue, validated there
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local prefix = KEYS[8]
@@ -114,8 +119,6 @@ if k > 0 then
     for i = #tail, 1, -1 do take[#take + 1] = tail[i] end
   end
   for i = 1, k - fromPending do take[#take + 1] = due[i] end
-  e = refused(redis.pcall('ZCARD', KEYS[4]), KEYS[4])
-  if e then return e end
 end
 local hasOpts = false -- most queues never set per-job options
 if k > 0 then
@@ -145,7 +148,7 @@ for i = 1, #take do
       local cur = redis.pcall('HGET', prefix .. id, 'attempts')
       e = refused(cur, prefix .. id)
       if e then return e end
-      a = int(cur, 0, 9007199254740991) or 0
+      a = tonumber(cur) or 0
     end
     a = a + 1
     att[id] = a
@@ -175,7 +178,18 @@ if elog > 0 and #jobs > 0 then
   end
 end
 
--- Writes. Promotion goes in slices of 1000 ids (a command takes a bounded number of arguments).
+-- Writes. The first one is the type check of `active`: a write refused with WRONGTYPE changes
+-- nothing. Promotion goes in slices of 1000 ids (a command takes a bounded number of arguments).
+local deadline = now + lease
+if #jobs > 0 then
+  local zargs = {}
+  for i = 1, #jobs do
+    zargs[2 * i - 1] = deadline
+    zargs[2 * i] = jobs[i][1]
+  end
+  e = refused(redis.pcall('ZADD', KEYS[4], unpack(zargs)), KEYS[4])
+  if e then return e end
+end
 for i = 1, #due, 1000 do
   local j = math.min(i + 999, #due)
   redis.call('ZREM', KEYS[3], unpack(due, i, j))
@@ -199,8 +213,7 @@ if #ghosts > 0 then redis.call('HINCRBY', KEYS[1], 'ghosts', -#ghosts) end
 local out = { -1 }
 if #jobs > 0 then
   local last = redis.call('HINCRBY', KEYS[1], 'token', #jobs)
-  local deadline = now + lease
-  local zargs, ids, moved = {}, {}, {}
+  local ids, moved = {}, {}
   for i = 1, #jobs do
     local id, payload, a, o = jobs[i][1], jobs[i][2], jobs[i][3], jobs[i][4]
     local token = last - #jobs + i
@@ -212,8 +225,6 @@ if #jobs > 0 then
       moved[#moved + 1] = id
     end
     redis.call('HSET', prefix .. id, unpack(row))
-    zargs[#zargs + 1] = deadline
-    zargs[#zargs + 1] = id
     ids[#ids + 1] = id
     local m = #out
     out[m + 1] = id
@@ -222,7 +233,6 @@ if #jobs > 0 then
     out[m + 4] = payload
   end
   if #moved > 0 then redis.call('HDEL', KEYS[7], unpack(moved)) end
-  redis.call('ZADD', KEYS[4], unpack(zargs))
   emit(KEYS[9], elog, 'claimed', ids, now)
 end
 

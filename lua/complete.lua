@@ -44,11 +44,12 @@ local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
--- Every fixed key is the one the key grammar spells for this queue (docs/protocol.md §2).
-local base = string.sub(KEYS[1], 1, -5)
-if not string.match(base, '^emq:{[0-9A-Za-z_.%-]+}:$') then return redis.error_reply('EMQ_BAD_ARG KEYS[1] is not a queue meta key') end
-for i, kind in ipairs({ 'meta', 'active', 'done', 'data', 'job:', 'events' }) do
-  if KEYS[i] ~= base .. kind then return redis.error_reply('EMQ_BAD_ARG KEYS[' .. i .. '] must be ' .. base .. kind) end
+-- Every fixed key is the one the key grammar spells for the queue of KEYS[1] (§2 of
+-- docs/protocol.md), in this order: meta, active, done, data, job:, events.
+local b = string.sub(KEYS[1], 1, -5)
+if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'active' or KEYS[3] ~= b .. 'done'
+  or KEYS[4] ~= b .. 'data' or KEYS[5] ~= b .. 'job:' or KEYS[6] ~= b .. 'events' then
+  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, active, done, data, job:, events of one queue, in this order')
 end
 -- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
 -- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
@@ -92,7 +93,7 @@ local stored = meta[1]
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
 end
-local elog = int(meta[2], 0, 1000000) or 0
+local elog = tonumber(meta[2]) or 0 -- written by enqueue, validated there
 local out, ids, rows, seen = {}, {}, {}, {}
 for i = 1, n do
   local id, token, row = ARGV[4 + 3 * (i - 1)], ARGV[5 + 3 * (i - 1)], KEYS[6 + i]

@@ -50,11 +50,13 @@ local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
--- Every fixed key is the one the key grammar spells for this queue (docs/protocol.md §2).
-local base = string.sub(KEYS[1], 1, -5)
-if not string.match(base, '^emq:{[0-9A-Za-z_.%-]+}:$') then return redis.error_reply('EMQ_BAD_ARG KEYS[1] is not a queue meta key') end
-for i, kind in ipairs({ 'meta', 'pending', 'scheduled', 'wake', 'data', 'opts', 'events' }) do
-  if KEYS[i] ~= base .. kind then return redis.error_reply('EMQ_BAD_ARG KEYS[' .. i .. '] must be ' .. base .. kind) end
+-- Every fixed key is the one the key grammar spells for the queue of KEYS[1] (§2 of
+-- docs/protocol.md), in this order: meta, pending, scheduled, wake, data, opts, events.
+local b = string.sub(KEYS[1], 1, -5)
+if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'pending'
+  or KEYS[3] ~= b .. 'scheduled' or KEYS[4] ~= b .. 'wake' or KEYS[5] ~= b .. 'data'
+  or KEYS[6] ~= b .. 'opts' or KEYS[7] ~= b .. 'events' then
+  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, pending, scheduled, wake, data, opts, events of one queue, in this order')
 end
 -- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
 -- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
@@ -123,7 +125,7 @@ local stored = meta[1]
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
 end
-local elog = int(meta[2], 0, 1000000) or 0
+local elog = tonumber(meta[2]) or 0 -- written by enqueue, validated there
 local logged = elog
 local have = redis.pcall('HMGET', KEYS[5], unpack(ids))
 e = refused(have, KEYS[5])

@@ -32,11 +32,12 @@ local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
--- Every fixed key is the one the key grammar spells for this queue (docs/protocol.md §2).
-local base = string.sub(KEYS[1], 1, -5)
-if not string.match(base, '^emq:{[0-9A-Za-z_.%-]+}:$') then return redis.error_reply('EMQ_BAD_ARG KEYS[1] is not a queue meta key') end
-for i, kind in ipairs({ 'meta', 'scheduled', 'data', 'opts', 'job:' }) do
-  if KEYS[i] ~= base .. kind then return redis.error_reply('EMQ_BAD_ARG KEYS[' .. i .. '] must be ' .. base .. kind) end
+-- Every fixed key is the one the key grammar spells for the queue of KEYS[1] (§2 of
+-- docs/protocol.md), in this order: meta, scheduled, data, opts, job:.
+local b = string.sub(KEYS[1], 1, -5)
+if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'scheduled' or KEYS[3] ~= b .. 'data'
+  or KEYS[4] ~= b .. 'opts' or KEYS[5] ~= b .. 'job:' then
+  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, scheduled, data, opts, job: of one queue, in this order')
 end
 local stored = redis.pcall('HGET', KEYS[1], 'v')
 local e = refused(stored, KEYS[1])

@@ -10,7 +10,7 @@
 -- ARGV[3]  n, the number of events (decimal integer, 1..1000)
 -- ARGV[4 .. 3+n]  the payloads (JSON text, non-empty), in publish order
 -- Returns: an array of n stream ids `<ms>-<seq>`, in publish order.
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a wrong key count), EMQ_VERSION,
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments, keys that are not the topic's), EMQ_VERSION,
 --          EMQ_WRONGTYPE (meta is not a hash or the log is not a stream), EMQ_PAYLOAD_TOO_LARGE,
 --          EMQ_BATCH_TOO_LARGE. Every check comes before the first write.
 -- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
@@ -21,6 +21,10 @@ local function int(s, lo, hi)
   return v
 end
 if #KEYS ~= 2 or #ARGV < 4 then return redis.error_reply('EMQ_BAD_ARG expected 2 keys and at least 4 arguments') end
+local base = string.match(KEYS[1], '^(emq:{[A-Za-z0-9_.-]+}:bus:)meta$')
+if not base or KEYS[2] ~= base .. 'log' then
+  return redis.error_reply('EMQ_BAD_ARG keys must be the meta and log keys of one topic')
+end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))

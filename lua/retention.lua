@@ -7,8 +7,8 @@
 -- ARGV[3]  maxAgeMs: age bound of the live log (1..3153600000000, "" = no age bound)
 -- ARGV[4]  archiveMaxAgeMs: age bound of the archive (1..3153600000000, "" = keep forever)
 -- Returns: 1
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments), EMQ_VERSION, EMQ_WRONGTYPE (the meta key
---          is not a hash). Every check precedes the first write.
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a key that is not a topic meta key),
+--          EMQ_VERSION, EMQ_WRONGTYPE (the meta key is not a hash). Every check precedes the first write.
 -- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
 local function int(s, lo, hi)
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
@@ -17,6 +17,9 @@ local function int(s, lo, hi)
   return v
 end
 if #KEYS ~= 1 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 1 key and 4 arguments') end
+if not string.match(KEYS[1], '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
+  return redis.error_reply('EMQ_BAD_ARG the key must be a topic meta key')
+end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))

@@ -17,7 +17,8 @@
 -- ARGV[3]  segment budget: the most payload bytes in one segment (1..536870912; one entry always fits)
 -- ARGV[4]  the most expired segments to delete in this call (0..1000)
 -- Returns: { archived, trimmed, expired, more } where more = 1 when due entries remain.
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a corrupt stored policy), EMQ_VERSION,
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments, keys that are not one topic's, a corrupt
+--          stored policy), EMQ_VERSION,
 --          EMQ_WRONGTYPE (meta not a hash, log not a stream, archive not a zset),
 --          EMQ_BAD_ID (an entry to archive has no branded form). Every check precedes the first write.
 -- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
@@ -28,6 +29,10 @@ local function int(s, lo, hi)
   return v
 end
 if #KEYS ~= 4 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 4 keys and 4 arguments') end
+local base = string.match(KEYS[1], '^(emq:{[A-Za-z0-9_.-]+}:bus:)meta$')
+if not base or KEYS[2] ~= base .. 'log' or KEYS[3] ~= base .. 'archive' or KEYS[4] ~= base .. 'seg:' then
+  return redis.error_reply('EMQ_BAD_ARG keys must be the meta, log, archive and segment-prefix keys of one topic')
+end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))

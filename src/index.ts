@@ -12,6 +12,8 @@ export { PROTOCOL_VERSION, SCRIPT_NAMES, scripts, sha1, runScript } from './prot
 export type { ScriptName, LoadedScript, ScriptClient } from './protocol/scripts.js';
 export { EchoMqConnection, createClient } from './protocol/connection.js';
 export type { ValkeyConnectionOptions, ValkeyClient } from './protocol/connection.js';
+export { NodeLease, NodeLeaseError } from './protocol/node-lease.js';
+export type { NodeLeaseOptions } from './protocol/node-lease.js';
 export { wire } from './protocol/wire.js';
 export type { WireJob, WireClaim, WireCompletion, ClaimReply } from './protocol/wire.js';
 export { QueueService } from './queue/queue.service.js';

@@ -1,6 +1,10 @@
 /** Options of the Bus, under `EchoMqModuleOptions.bus`. */
 export interface BusOptions {
-  /** Stable instance name of this process, part of its consumer names. Default `ECHOMQ_INSTANCE` or "0". */
+  /**
+   * Stable instance name of this process, part of its consumer names (`<hostname>-<instance>`);
+   * it must be unique among the live processes of a host. Default `ECHOMQ_INSTANCE`; when neither
+   * is set, every member gets a unique name (`<hostname>-<pid>-<random>`).
+   */
   readonly instance?: string;
   /** Largest event payload (JSON bytes). Default 512 KiB. */
   readonly maxPayloadBytes?: number;

@@ -3,7 +3,7 @@ import { Subject } from 'rxjs';
 /**
  * What a consumer group lost or gave up on:
  * - `lost`: pending entries that were trimmed or deleted from the log before they were handled
- *   (they came back with no fields, or in XAUTOCLAIM's deleted list); they were acknowledged.
+ *   (they came back with no fields, or were gone from the log when an idle entry was claimed).
  * - `group-recreated`: the log or the group vanished under the loop (`NOGROUP`): the group was
  *   created again, and whatever the old log held past the group's position is gone; `count`,
  *   `first` and `last` say how many entries and which, from the member's last look at the group.

@@ -16,13 +16,6 @@ export interface PendingRow {
   readonly deliveries: number;
 }
 
-/** The reply of XAUTOCLAIM: next cursor, claimed entries, ids no longer in the log. */
-export interface AutoClaimReply {
-  readonly cursor: string;
-  readonly entries: GroupEntry[];
-  readonly deleted: string[];
-}
-
 type Raw = unknown;
 
 const asText = (v: Raw): string => (Buffer.isBuffer(v) ? v.toString('utf8') : String(v));
@@ -79,13 +72,6 @@ export async function pending(client: ValkeyClient, k: TopicKeys, group: string,
     const [id, c, idle, n] = r as Raw[];
     return { streamId: asText(id), consumer: asText(c), idleMs: Number(idle), deliveries: Number(n) };
   });
-}
-
-/** `XAUTOCLAIM log g me minIdle cursor COUNT n`. */
-export async function autoClaim(client: ValkeyClient, k: TopicKeys, group: string, consumer: string, minIdleMs: number, cursor: string, count: number): Promise<AutoClaimReply> {
-  const reply = (await cmd(client, 'XAUTOCLAIM', [k.log, group, consumer, minIdleMs, cursor, 'COUNT', count])) as Raw[];
-  const deleted = Array.isArray(reply[2]) ? (reply[2] as Raw[]).map(asText) : [];
-  return { cursor: asText(reply[0]), entries: parseEntries(reply[1]), deleted };
 }
 
 /** What `dead-letter.lua` did: 1 dead-lettered, 2 entry gone (acked, lost), 0 skipped. */

@@ -14,8 +14,8 @@ export interface DiscoveredEventHandler extends OnEventMetadata {
 
 /**
  * Collects `@OnEvent` methods at module init. No I/O happens here. Two methods of one app in the
- * same group of the same topic are refused (`InvalidOptionError`): they would share one consumer
- * name, and so one pending list.
+ * same group of the same topic are refused (`InvalidOptionError`): with a configured `bus.instance`
+ * they would share one consumer name, and so one pending list.
  */
 @Injectable()
 export class EventExplorer implements OnModuleInit {

@@ -30,9 +30,12 @@ interface LeaseClient {
   readonly status: string;
 }
 
-/** Events after which the server may no longer hold our lease (restart, failover, topology change). */
-const LOST = ['close', '-node', '+node'];
-/** Events after which a renewal can reach the server. */
+/** Events after which the server may no longer hold our lease (a restart, a failover: a node gone). */
+const LOST = ['close', '-node'];
+/**
+ * Events after which a renewal is sent at once: the client is ready again, or a cluster's
+ * topology changed (a new node need not mean a lost lease, so it only renews early).
+ */
 const AGAIN = ['ready', '-node', '+node'];
 const RESOLVED = Promise.resolve();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

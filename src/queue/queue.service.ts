@@ -94,7 +94,8 @@ export class QueueService {
       send = send.filter((i, pos) => added[pos] === 0 && minted[i]);
       if (send.length === 0) return jobs.map((j) => j.id);
       if (round === MINT_RETRIES) {
-        throw new IdCollisionError(`${send.length} freshly minted job id(s) were taken ${round + 1} times in a row (last: ${jobs[send[0]].id}); is another process minting on node ${this.conn.ids.node}?`);
+        const shown = send.slice(0, 10).map((i) => `item ${i} (last id ${jobs[i].id})`).join(', ');
+        throw new IdCollisionError(`${send.length} job(s) not added: each freshly minted id was taken, ${round + 1} times in a row: ${shown}; is another process minting on node ${this.conn.ids.node}?`);
       }
       for (const i of send) jobs[i] = { ...jobs[i], id: this.conn.ids.next('job') };
     }

@@ -1,4 +1,5 @@
 import type { Redis } from 'iovalkey';
+import { firstValueFrom } from 'rxjs';
 import { BusService, EchoMqConnection, PROTOCOL_VERSION, busWire, eventIdOf, runScript, topicKeys } from '../../src/index.js';
 import type { ScriptClient } from '../../src/index.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
@@ -49,7 +50,7 @@ describe('hostile topic names', () => {
       ['getRetention', () => bus.getRetention(t)],
       ['trim', () => bus.trim(t)],
       ['signal', () => bus.signal(t, 1)],
-      ['signals', () => bus.signals(t)],
+      ['signals', () => firstValueFrom(bus.signals(t))],
       ['deadLetters', () => bus.deadLetters(t)],
     ];
     for (const [op, act] of ops) expect({ op, code: await codeOf(act) }).toEqual({ op, code: 'EMQ_BAD_NAME' });
@@ -98,8 +99,35 @@ describe('payloads and batches', () => {
     await refusedUnchanged(t, 'EMQ_VERSION', () => bus.setRetention(t, { maxLen: 5 }));
     const other = randomQueue('badbus');
     await raw.set(topicKeys(other).log, 'not a stream');
-    await refusedUnchanged(other, 'EMQ_BAD_ARG', () => bus.publish(other, 1));
-    await refusedUnchanged(other, 'EMQ_BAD_ARG', () => bus.trim(other));
+    await refusedUnchanged(other, 'EMQ_WRONGTYPE', () => bus.publish(other, 1));
+    await refusedUnchanged(other, 'EMQ_WRONGTYPE', () => bus.trim(other));
+    const third = randomQueue('badbus');
+    await raw.set(topicKeys(third).meta, 'not a hash');
+    await refusedUnchanged(third, 'EMQ_WRONGTYPE', () => bus.publish(third, 1));
+    await refusedUnchanged(third, 'EMQ_WRONGTYPE', () => bus.setRetention(third, { maxLen: 1 }));
+    await refusedUnchanged(third, 'EMQ_WRONGTYPE', () => bus.trim(third));
+  });
+
+  it('every numeric argument of the bus scripts is a decimal integer in range; missing keys or arguments are EMQ_BAD_ARG', async () => {
+    const t = await seeded();
+    const k = topicKeys(t);
+    const trimKeys = [k.meta, k.log, k.archive, k.segPrefix];
+    for (const bad of ['NaN', 'inf', '1.5', '1e3', '', ' 5', '-1']) {
+      // A NaN limit used to switch the size check off, and published.
+      await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'publish', [k.meta, k.log], [PROTOCOL_VERSION, bad, 1, '"x"']));
+      await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'publish', [k.meta, k.log], [PROTOCOL_VERSION, 100, bad, '"x"']));
+      await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'trim', trimKeys, [PROTOCOL_VERSION, bad, 100, 10]));
+      await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'trim', trimKeys, [PROTOCOL_VERSION, 10, bad, 10]));
+      await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'trim', trimKeys, [PROTOCOL_VERSION, 10, 100, bad]));
+      if (bad !== '') await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'retention', [k.meta], [PROTOCOL_VERSION, bad, '', '']));
+    }
+    // Missing KEYS or ARGV: typed refusals, never a raw Lua error.
+    await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'trim', [], [PROTOCOL_VERSION, 10, 100, 10]));
+    await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'trim', trimKeys, [PROTOCOL_VERSION]));
+    await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'publish', [], [PROTOCOL_VERSION, 100, 1, '1']));
+    await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'publish', [k.meta, k.log], [PROTOCOL_VERSION, 100]));
+    await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'retention', [], [PROTOCOL_VERSION, 1, '', '']));
+    await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'dead-letter', [], [PROTOCOL_VERSION]));
   });
 
   it('trim.lua refuses bad arguments and a corrupt stored policy, writing nothing', async () => {

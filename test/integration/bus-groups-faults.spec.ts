@@ -7,20 +7,11 @@ import type { Redis } from 'iovalkey';
 import { EchoMqConnection } from '../../src/protocol/connection.js';
 import type { GroupConsumer } from '../../src/bus/group-consumer.js';
 import { ALL, aclUser, type TestUser } from '../helpers/acl.js';
+import { slowClock } from '../helpers/clock.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 import { append, startMember, type MemberLog } from './bus-groups.helpers.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** While it is on, `Date.now()` runs at half speed: every timer fires "early" as it sees it. */
-function slowClock(): () => void {
-  const real = Date.now;
-  const t0 = real();
-  Date.now = () => t0 + Math.floor((real() - t0) / 2);
-  return () => {
-    Date.now = real;
-  };
-}
 
 describe('the group loop after failures', () => {
   let raw: Redis;

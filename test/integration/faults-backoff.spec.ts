@@ -1,26 +1,14 @@
 import { EchoMqConnection } from '../../src/protocol/connection.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { ALL, aclUser, type TestUser } from '../helpers/acl.js';
+import { slowClock } from '../helpers/clock.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 import type { Redis } from 'iovalkey';
 import type { Consumer } from '../../src/queue/consumer.js';
 
-/**
- * Node fires a timer on its cached loop time, so `Date.now()` inside the callback (and in the
- * `setImmediate` after it) can still read before the deadline the timer was armed for. This file
- * makes that edge deterministic: while a test runs, `Date.now()` advances at half the speed of
- * the timers' clock, so every timer fires "early" as `Date.now()` sees it.
- */
-function slowClock(): () => void {
-  const real = Date.now;
-  const t0 = real();
-  Date.now = () => t0 + Math.floor((real() - t0) / 2);
-  return () => {
-    Date.now = real;
-  };
-}
-
+// Deterministic: Date.now() runs at half speed while the test runs, so the back-off timer always
+// fires before the deadline computed from Date.now() (see test/helpers/clock.ts).
 describe('the consumer loop after a failed round, when its back-off timer fires early', () => {
   let raw: Redis;
   let admin: EchoMqConnection;
