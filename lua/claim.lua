@@ -127,7 +127,8 @@ if k > 0 then
   if e then return e end
   hasOpts = r > 0
 end
-local jobs, att, ghosts = {}, {}, {}
+-- The jobs to claim, as parallel arrays (no table per job): id, payload, attempt, own options.
+local jid, jpay, jatt, jopt, att, ghosts = {}, {}, {}, {}, {}, {}
 for i = 1, #take do
   local id = take[i]
   local payload = redis.pcall('HGET', KEYS[6], id)
@@ -152,15 +153,15 @@ for i = 1, #take do
     end
     a = a + 1
     att[id] = a
-    local o = false
-    if a == 1 and hasOpts then o = redis.call('HGET', KEYS[7], id) end
-    jobs[#jobs + 1] = { id, payload, a, o }
+    local j = #jid + 1
+    jid[j], jpay[j], jatt[j], jopt[j] = id, payload, a, false
+    if a == 1 and hasOpts then jopt[j] = redis.call('HGET', KEYS[7], id) end
   end
 end
 local remaining = plen + #due - k
 local wakeLen, nxt = 1, nil
 if remaining > 0 then
-  if #jobs > 0 then
+  if #jid > 0 then
     wakeLen = redis.pcall('LLEN', KEYS[5])
     e = refused(wakeLen, KEYS[5])
     if e then return e end
@@ -171,7 +172,7 @@ else
   e = refused(nxt, KEYS[3])
   if e then return e end
 end
-if elog > 0 and #jobs > 0 then
+if elog > 0 and #jid > 0 then
   local kind = redis.call('TYPE', KEYS[9])['ok']
   if kind ~= 'none' and kind ~= 'stream' then
     return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[9] .. ' holds a ' .. kind .. ', not a stream')
@@ -181,11 +182,11 @@ end
 -- Writes. The first one is the type check of `active`: a write refused with WRONGTYPE changes
 -- nothing. Promotion goes in slices of 1000 ids (a command takes a bounded number of arguments).
 local deadline = now + lease
-if #jobs > 0 then
+if #jid > 0 then
   local zargs = {}
-  for i = 1, #jobs do
+  for i = 1, #jid do
     zargs[2 * i - 1] = deadline
-    zargs[2 * i] = jobs[i][1]
+    zargs[2 * i] = jid[i]
   end
   e = refused(redis.pcall('ZADD', KEYS[4], unpack(zargs)), KEYS[4])
   if e then return e end
@@ -211,34 +212,34 @@ for i = 1, #ghosts do
 end
 if #ghosts > 0 then redis.call('HINCRBY', KEYS[1], 'ghosts', -#ghosts) end
 local out = { -1 }
-if #jobs > 0 then
-  local last = redis.call('HINCRBY', KEYS[1], 'token', #jobs)
-  local ids, moved = {}, {}
-  for i = 1, #jobs do
-    local id, payload, a, o = jobs[i][1], jobs[i][2], jobs[i][3], jobs[i][4]
-    local token = last - #jobs + i
-    local row = { 'status', 'active', 'token', token, 'attempts', a }
+if #jid > 0 then
+  local last = redis.call('HINCRBY', KEYS[1], 'token', #jid)
+  local moved = {}
+  for i = 1, #jid do
+    local id, a, o = jid[i], jatt[i], jopt[i]
+    local token = last - #jid + i
     if o then
+      local row = { 'status', 'active', 'token', token, 'attempts', a }
       local maxA, backoff = string.match(o, '^(%d*)|(.*)$')
       if maxA and maxA ~= '' then row[#row + 1] = 'max'; row[#row + 1] = maxA end
       if backoff and backoff ~= '' then row[#row + 1] = 'backoff'; row[#row + 1] = backoff end
       moved[#moved + 1] = id
+      redis.call('HSET', prefix .. id, unpack(row))
+    else
+      redis.call('HSET', prefix .. id, 'status', 'active', 'token', token, 'attempts', a)
     end
-    redis.call('HSET', prefix .. id, unpack(row))
-    ids[#ids + 1] = id
-    local m = #out
-    out[m + 1] = id
-    out[m + 2] = token
-    out[m + 3] = a
-    out[m + 4] = payload
+    out[4 * i - 2] = id
+    out[4 * i - 1] = token
+    out[4 * i] = a
+    out[4 * i + 1] = jpay[i]
   end
   if #moved > 0 then redis.call('HDEL', KEYS[7], unpack(moved)) end
-  emit(KEYS[9], elog, 'claimed', ids, now)
+  emit(KEYS[9], elog, 'claimed', jid, now)
 end
 
 if remaining > 0 then
   -- More work remains: make sure another idle consumer wakes up (chain wake-up).
-  if #jobs > 0 and wakeLen == 0 then redis.call('LPUSH', KEYS[5], '1') end
+  if #jid > 0 and wakeLen == 0 then redis.call('LPUSH', KEYS[5], '1') end
 elseif nxt[2] then
   out[1] = math.min(math.max(0, tonumber(nxt[2]) - now), 9007199254740991)
 else

@@ -224,7 +224,7 @@ describe('coherence: bad input', () => {
       [fail(keys, [PROTOCOL_VERSION, 1.5, v, 'a']), 'EMQ_BAD_ARG', /log length/],
       [fail(keys, [PROTOCOL_VERSION, 100, 'job' + v.slice(3), 'a']), 'EMQ_BAD_ID', /ver/],
       [fail(keys, [PROTOCOL_VERSION, 100, 'verzzzzzzzzzzz', 'a']), 'EMQ_BAD_ID', /ver/],
-      [fail(keys, [PROTOCOL_VERSION, 100, v]), 'EMQ_BAD_ARG', /no keys/],
+      [fail(keys, [PROTOCOL_VERSION, 100, v]), 'EMQ_BAD_ARG', /at least 4 arguments/],
       [fail(keys, [PROTOCOL_VERSION, 100, v, ...Array.from({ length: 1001 }, (_, i) => `k${i}`)]), 'EMQ_BATCH_TOO_LARGE', /1000/],
       [fail(keys, [PROTOCOL_VERSION, 100, v, 'ok', 'has space']), 'EMQ_BAD_NAME', /key 2/],
       [fail(keys, [PROTOCOL_VERSION, 100, v, 'br{ace}']), 'EMQ_BAD_NAME', /key 1/],

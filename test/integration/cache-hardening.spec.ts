@@ -136,6 +136,30 @@ describe('invalidateTag is bounded per call (issue 7 #5)', () => {
   });
 });
 
+describe('invalidateTag fences tagged loads in flight', () => {
+  it('a tagged load that began before invalidateTag and records its tag after it writes nothing', async () => {
+    const { cache, k } = fresh();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let began!: () => void;
+    const started = new Promise<void>((r) => (began = r));
+    const load = cache.getOrLoad('f', async () => {
+      began();
+      await held;
+      return 'old';
+    }, { tags: ['fence'] });
+    await started;
+    await cache.invalidateTag('fence'); // the key is not in the index yet: the mark fences it
+    release();
+    expect(await load).toBe('old');
+    expect(await raw.exists(k.entry('f'))).toBe(0);
+    expect(await raw.exists(k.tag('fence'))).toBe(0);
+    await sleep(2); // a load must begin in a later millisecond than the invalidation to win over it
+    expect(await cache.getOrLoad('f', () => 'new', { tags: ['fence'] })).toBe('new');
+    expect(await raw.zrange(k.tag('fence'), 0, -1)).toEqual(['f']);
+  });
+});
+
 describe('entry options and stats (issue 7 #16)', () => {
   it('refuses unknown entry option keys with EMQ_BAD_OPTION, writing nothing', async () => {
     const { cache, k } = fresh();
