@@ -12,7 +12,7 @@ export const processWarnings: ConnectionLogger = {
 };
 
 /** What `volatile-*` may evict: the keys EchoMQ writes with a TTL (queue and bus keys carry none). */
-export const VOLATILE_VICTIMS = 'cache entries, cache tombstones and cache fill leases';
+export const VOLATILE_VICTIMS = 'cache entries, cache tombstones, cache fill leases and cache tag indexes';
 
 /**
  * The verdict on one server's `maxmemory-policy`: `refuse` for `allkeys-*` (any key may be evicted:

@@ -70,7 +70,12 @@ export async function startEmbeddedValkey(opts: EmbeddedValkeyOptions = {}): Pro
   let exited = false;
   child.on('exit', () => (exited = true));
   child.on('error', () => (exited = true));
-  await waitFor(() => exited || cli(port, 'PING').trim() === 'PONG', 10_000, 'start');
+  // A server that never answers is not left running (it would keep the caller's process alive).
+  await waitFor(() => exited || cli(port, 'PING').trim() === 'PONG', 10_000, 'start').catch((err: unknown) => {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  });
   if (exited) throw new ValkeyUnavailableError('embedded valkey-server failed to start (is valkey-server installed?)');
   if (opts.cluster) {
     cli(port, 'CLUSTER', 'ADDSLOTSRANGE', '0', '16383');

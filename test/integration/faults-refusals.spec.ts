@@ -107,8 +107,11 @@ describe('server refusals are typed', () => {
     expect(err.message).toMatch(/WRONGPASS/);
     await user.drop();
 
-    const locked = await startEmbeddedValkey({ args: ['--requirepass', 'secret'] });
+    const locked = await startEmbeddedValkey();
     others.push(locked);
+    const setup = new Redis({ port: locked.port });
+    await setup.config('SET', 'requirepass', 'secret');
+    setup.disconnect();
     const anon = new EchoMqConnection({ port: locked.port, connectTimeoutMs: 2000 });
     const noauth = await refusal(() => anon.open());
     await anon.close();
