@@ -115,7 +115,8 @@ export async function connectClient(client: ValkeyClient): Promise<void> {
 export class EchoMqConnection {
   readonly client: ValkeyClient;
   private lease?: NodeLease;
-  private readonly extra = new Set<ValkeyClient>();
+  /** The dedicated clients, with the role each is named for. */
+  private readonly extra = new Map<ValkeyClient, ClientRole>();
   /** Where warnings go (the eviction policy, a failed re-check); set before `open`. Default: process warnings. */
   logger: ConnectionLogger = processWarnings;
   private readonly warned = new Set<string>();
@@ -147,7 +148,7 @@ export class EchoMqConnection {
     const lease = new NodeLease(this.client, this.scriptClient, { waitMs: this.options.commandTimeoutMs || 10_000, ...this.leaseOptions });
     await lease.open();
     this.lease = lease;
-    await nameClient(this.client, clientName('cmd', lease.node));
+    await this.rename(lease.node);
   }
 
 
@@ -200,7 +201,7 @@ export class EchoMqConnection {
   /** Opens a tracked, named client with no command timeout (it may block) and no auto-pipelining. */
   private async dedicated(o: ValkeyConnectionOptions, role: ClientRole): Promise<ValkeyClient> {
     const c = createClient({ ...o, commandTimeoutMs: 0, autoPipelining: false }, clientName(role, this.lease?.node));
-    this.extra.add(c);
+    this.extra.set(c, role);
     try {
       await connectClient(c);
     } catch (err) {
@@ -208,6 +209,11 @@ export class EchoMqConnection {
       throw err;
     }
     return c;
+  }
+
+  /** Renames every connection for node number `node` (`emq:<role>:<node>`), e.g. after the number changed. */
+  async rename(node: number): Promise<void> {
+    await Promise.all([nameClient(this.client, clientName('cmd', node)), ...[...this.extra].map(([c, role]) => nameClient(c, clientName(role, node)))]);
   }
 
   /** Closes a client made by `blockingClient` or `nodeClient`. */
@@ -219,7 +225,7 @@ export class EchoMqConnection {
   /** Closes every client. */
   async close(): Promise<void> {
     await this.lease?.release();
-    for (const c of this.extra) c.disconnect();
+    for (const c of this.extra.keys()) c.disconnect();
     this.extra.clear();
     try {
       await this.client.quit();

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fromReplyError } from './errors.js';
+import { EchoMqError, fromReplyError } from './errors.js';
 
 /** The protocol version every script checks (`ARGV[1]`). */
 export const PROTOCOL_VERSION = '1';
@@ -48,7 +48,7 @@ export function luaDir(): string {
     if (existsSync(join(candidate, 'enqueue.lua'))) return candidate;
     dir = dirname(dir);
   }
-  throw new Error('EchoMQ: cannot find the lua/ folder of the package');
+  throw new EchoMqError('EMQ_INTERNAL', 'EchoMQ: cannot find the lua/ folder of the package');
 }
 
 /** SHA1 of a script's bytes, as Valkey computes it. */

@@ -1,4 +1,4 @@
-import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
+import type { EchoMqConnection } from '../protocol/connection.js';
 import { describeError } from '../protocol/errors.js';
 import { queueKeys, type QueueKeys } from '../protocol/keys.js';
 import { callPipeline, type ScriptCall } from '../protocol/scripts.js';
@@ -7,6 +7,7 @@ import type { JobHandler } from './job.js';
 import { Backoff } from './backoff.js';
 import { JobRunner, type Held } from './job-runner.js';
 import type { ResolvedConsumerOptions } from './queue.options.js';
+import { WakeWaiter } from './wake-waiter.js';
 
 /** Where a consumer reports what it cannot throw to anyone. */
 export interface ConsumerLogger {
@@ -52,12 +53,7 @@ export class Consumer {
   private reserved = 0;
   private readonly maxRounds: number;
   private readonly backoff: Backoff;
-  private blocker?: ValkeyClient;
-  private blocking = false;
-  /** Counts blocking waits, so a superseded wait's late reply is ignored; when the last began, and its block (ms). */
-  private waits = 0;
-  private waitSince = 0;
-  private waitMs_ = 0;
+  private readonly waiter: WakeWaiter;
   private maintTimer?: NodeJS.Timeout;
   private readonly log: ConsumerLogger;
 
@@ -70,6 +66,15 @@ export class Consumer {
     this.backoff = new Backoff(() => {
       this.hasWork = true;
       this.pump();
+    });
+    this.waiter = new WakeWaiter(conn, this.k.wake, {
+      woke: () => {
+        this.hasWork = true;
+        this.pump(); // straight away: a wake-up is latency-critical
+      },
+      failed: (err, what) => {
+        if (!this.stopping) this.supervise(err, what);
+      },
     });
     this.capacity = cfg.concurrency + (cfg.prefetch ?? cfg.concurrency);
     // Two rounds in flight keep both the client and Valkey busy at high concurrency.
@@ -88,7 +93,7 @@ export class Consumer {
 
   /** Starts claiming. */
   async start(): Promise<void> {
-    this.blocker = await this.conn.blockingClient();
+    await this.waiter.open();
     const every = Math.max(100, Math.min(Math.floor(this.cfg.leaseMs / 3), 5000));
     this.maintTimer = setInterval(() => void this.maintain(), every);
     this.kick();
@@ -101,8 +106,7 @@ export class Consumer {
    */
   async stop(deadlineMs: number): Promise<void> {
     this.stopping = true;
-    if (this.blocker) this.conn.release(this.blocker);
-    this.waits++;
+    this.waiter.close();
     const until = Date.now() + deadlineMs;
     while (this.rounds > 0 && Date.now() < until) await sleep(5);
     await this.release(this.runner.takeBuffered());
@@ -119,8 +123,8 @@ export class Consumer {
 
   private async release(held: Held[]): Promise<void> {
     for (let i = 0; i < held.length; i += 1000) {
-      await wire.release(this.conn.scriptClient, this.k, held.slice(i, i + 1000)).catch((err: Error) => {
-        this.log.warn(`consumer ${this.cfg.queue}: release failed (${err.message}); the leases will expire`);
+      await wire.release(this.conn.scriptClient, this.k, held.slice(i, i + 1000)).catch((err: unknown) => {
+        this.log.warn(`consumer ${this.cfg.queue}: release failed (${describeError(err)}); the leases will expire`);
       });
     }
   }
@@ -209,70 +213,26 @@ export class Consumer {
   }
 
   private ensureWaiter(): void {
-    if (this.stopping || this.blocking || this.hasWork) return;
+    if (this.stopping || this.waiter.busy || this.hasWork) return;
     if (this.runner.size + this.reserved >= this.capacity) return;
-    if (!this.blocker) return void this.reopenBlocker();
     const maxIdle = this.cfg.maxIdleMs ?? 5000;
-    const ms = this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle));
-    this.blocking = true;
-    const wait = ++this.waits;
-    this.waitSince = Date.now();
-    this.waitMs_ = ms;
-    this.blocker.blpop(this.k.wake, ms / 1000).then(
-      () => {
-        if (wait !== this.waits) return;
-        this.blocking = false;
-        this.hasWork = true;
-        this.pump(); // straight away: a wake-up is latency-critical
-      },
-      (err: unknown) => {
-        if (wait !== this.waits || this.stopping) return;
-        this.blocking = false;
-        this.supervise(err, 'wait failed: ');
-      },
-    );
+    this.waiter.wait(this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle)));
   }
 
   /**
    * The liveness invariant, checked by the maintenance timer: unless stopping, a round, a queued
-   * kick, a back-off timer, a running handler or a blocking wait stands to run the loop again. A
-   * wait far past its block hangs on a dead connection: it is replaced. Nothing armed is a bug:
-   * reported, and the loop is kicked.
+   * kick, the back-off timer, a running handler or a blocking wait stands to run the loop again (a
+   * wait that hung is replaced). Nothing armed would be a bug: it is reported, and the loop kicked.
    */
   private checkLive(): void {
     if (this.stopping || this.rounds > 0 || this.kickQueued || this.backoff.holding || this.runner.active > 0) return;
-    if (this.blocking) {
-      if (Date.now() - this.waitSince > this.waitMs_ + 15_000) {
-        this.log.warn(`consumer ${this.cfg.queue}: a blocking wait hung past its block; reconnecting`);
-        void this.reopenBlocker();
-      }
+    if (this.waiter.busy) {
+      if (this.waiter.hung()) this.log.warn(`consumer ${this.cfg.queue}: a blocking wait hung past its block; reconnecting`);
       return;
     }
     this.log.warn(`consumer ${this.cfg.queue}: the loop had nothing armed; restarting it`);
     this.hasWork = true;
     this.kick();
-  }
-
-  /** Replaces the blocking connection (its wait hung, or it could not be opened); the reconnect stands in for the wait. */
-  private async reopenBlocker(): Promise<void> {
-    this.waits++;
-    this.blocking = true;
-    this.waitSince = Date.now();
-    this.waitMs_ = 0;
-    const old = this.blocker;
-    this.blocker = undefined;
-    if (old) this.conn.release(old);
-    try {
-      const fresh = await this.conn.blockingClient();
-      if (this.stopping) this.conn.release(fresh);
-      else this.blocker = fresh;
-      this.blocking = false;
-      this.hasWork = true;
-      this.kick();
-    } catch (err) {
-      this.blocking = false;
-      this.supervise(err, 'reconnect failed: ');
-    }
   }
 
   private retry(h: Held, error: string, fatal: boolean): void {
@@ -283,7 +243,7 @@ export class Consumer {
         { id: h.id, token: h.token, error, fatal },
         { maxAttempts: this.cfg.attempts, backoff: this.cfg.backoff, deadCap: this.cfg.deadCap },
       )
-      .catch((e: Error) => this.log.warn(`consumer ${this.cfg.queue}: retry of ${h.id} failed (${e.message}); its lease will expire`));
+      .catch((e: unknown) => this.log.warn(`consumer ${this.cfg.queue}: retry of ${h.id} failed (${describeError(e)}); its lease will expire`));
   }
 
   private async maintain(): Promise<void> {
@@ -305,7 +265,7 @@ export class Consumer {
         this.kick();
       }
     } catch (err) {
-      this.log.warn(`consumer ${this.cfg.queue}: maintenance failed (${(err as Error).message})`);
+      this.log.warn(`consumer ${this.cfg.queue}: maintenance failed (${describeError(err)})`);
     }
   }
 }
