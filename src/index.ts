@@ -12,6 +12,7 @@ export { PROTOCOL_VERSION, SCRIPT_NAMES, scripts, sha1, runScript } from './prot
 export type { ScriptName, LoadedScript, ScriptClient } from './protocol/scripts.js';
 export { EchoMqConnection, createClient } from './protocol/connection.js';
 export type { ValkeyConnectionOptions, ValkeyClient } from './protocol/connection.js';
+export type { ConnectionLogger } from './protocol/eviction-policy.js';
 export { NodeLease, NodeLeaseError } from './protocol/node-lease.js';
 export type { NodeLeaseOptions } from './protocol/node-lease.js';
 export { wire } from './protocol/wire.js';
@@ -23,7 +24,7 @@ export type { ConsumerConfig, ConsumerLogger } from './queue/consumer.js';
 export { BUILTIN_DEFAULTS, MAX_BATCH, resolveDefaults, resolveConsumerOptions } from './queue/queue.options.js';
 export type { ResolvedConsumerOptions } from './queue/queue.options.js';
 export type { BackoffOptions, QueueDefaults, EnqueueOptions, ProcessorOptions } from './queue/queue.options.js';
-export type { Job, JobView, JobStatus, JobCounts, JobHandler, QueueEvent, QueueEventKind } from './queue/job.js';
+export type { Job, JobView, UndecodedText, JobStatus, JobCounts, JobHandler, QueueEvent, QueueEventKind } from './queue/job.js';
 export { BusService } from './bus/bus.service.js';
 export type { BusOptions } from './bus/bus.options.js';
 export { eventIdOf, streamIdOf, eventInstant, EVENT_NS } from './bus/event-id.js';

@@ -145,7 +145,11 @@ export class EchoMqConnection {
       this.checkPolicy().catch((err: unknown) => this.warnOnce(`after a reconnect: ${describeError(err)}`));
     });
     // The node number: a lease in `{emq}:nodes`, renewed and checked by node-lease.ts.
-    const lease = new NodeLease(this.client, this.scriptClient, { waitMs: this.options.commandTimeoutMs || 10_000, ...this.leaseOptions });
+    const lease = new NodeLease(this.client, this.scriptClient, {
+      waitMs: this.options.commandTimeoutMs || 10_000,
+      onRebind: (node) => void this.rename(node).catch((err: unknown) => this.warnOnce(`renaming connections: ${describeError(err)}`)),
+      ...this.leaseOptions,
+    });
     await lease.open();
     this.lease = lease;
     await this.rename(lease.node);

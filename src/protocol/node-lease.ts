@@ -11,6 +11,8 @@ export interface NodeLeaseOptions {
   readonly leaseMs?: number;
   /** How long `ready()` waits for a certain lease before failing with EMQ_NODE_LEASE. Default 10000. */
   readonly waitMs?: number;
+  /** Called after the lease moved to a fresh number (e.g. to rename the connections). */
+  readonly onRebind?: (node: number) => void;
 }
 
 /**
@@ -56,6 +58,7 @@ export class NodeLease {
   readonly owner = randomBytes(12).toString('hex');
   private readonly leaseMs: number;
   private readonly waitMs: number;
+  private readonly onRebind?: (node: number) => void;
   private minter?: IdMinter;
   private certainUntil = 0;
   private generation = 0;
@@ -70,6 +73,7 @@ export class NodeLease {
   ) {
     this.leaseMs = opts.leaseMs ?? 60_000;
     this.waitMs = opts.waitMs ?? 10_000;
+    this.onRebind = opts.onRebind;
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1000 || this.leaseMs > 3_600_000) {
       throw new InvalidOptionError('node lease must be an integer in 1000..3600000 ms');
     }
@@ -154,6 +158,7 @@ export class NodeLease {
       if (got < 0) throw new NodeLeaseError('every node number (0..1023) is leased');
       if (this.closed) return;
       m.rebind(got);
+      this.onRebind?.(got);
     }
     this.confirm(gen, sentAt);
   }

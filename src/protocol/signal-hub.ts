@@ -81,7 +81,7 @@ export class SignalHub {
   }
 
   private open(node: string): Promise<ValkeyClient> {
-    if (node === '') return this.conn.blockingClient();
+    if (node === '') return this.conn.blockingClient('sub');
     const colon = node.lastIndexOf(':');
     return this.conn.nodeClient(node.slice(0, colon), Number(node.slice(colon + 1)));
   }
