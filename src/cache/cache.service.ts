@@ -88,6 +88,12 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     return decode<T | undefined>(r.json);
   }
 
+  /** A fresh `ver` id, minted only while this process certainly holds its node number. */
+  private async mintVersion(): Promise<string> {
+    await this.conn.ids.ready();
+    return this.conn.ids.next('ver');
+  }
+
   /**
    * Writes `value` (JSON) under a freshly minted version, then announces it so the other nodes
    * drop their older L1 copies (they re-read the new value from L2).
@@ -97,7 +103,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     assertCacheKey(key);
     const o = resolveEntryOptions(this.o, opts, k);
     const json = encodePayload(value, this.o.maxValueBytes);
-    const ver = this.conn.ids.next('ver');
+    const ver = await this.mintVersion();
     if ((await this.write(k, key, ver, json, o, false)) === undefined) return; // a tag was invalidated since
     await this.coherence.announce(k.ns, [key], ver);
   }
@@ -106,7 +112,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
   async invalidate(key: string, opts?: { namespace?: string }): Promise<void> {
     const k = this.keysOf(opts?.namespace);
     k.entry(key);
-    const ver = this.conn.ids.next('ver');
+    const ver = await this.mintVersion();
     await cacheWire.invalidate(this.conn.scriptClient, k, key, ver, this.o.tombstoneMs);
     this.l1.applyInvalidation(k.ns, key, ver);
     this.counters.invalidations++;
@@ -122,7 +128,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
   async invalidateTag(tag: string, opts?: { namespace?: string }): Promise<void> {
     const k = this.keysOf(opts?.namespace);
     const index = k.tag(tag);
-    const ver = this.conn.ids.next('ver');
+    const ver = await this.mintVersion();
     await markTag(this.conn.scriptClient, k, tag, ver, this.o.tombstoneMs);
     await scanTag(this.conn.client, index, async (chunk) => {
       const calls = chunk.map((m) => invalidateCall(k, m, ver, this.o.tombstoneMs));

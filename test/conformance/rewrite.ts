@@ -115,6 +115,7 @@ export class Scope {
     if (ref.startsWith('bus:seg:')) return t + 'bus:seg:' + this.vars$(ref.slice(8));
     if (CACHE_KEYS.includes(ref)) return ns + ref;
     if (ref.startsWith('cache:tag:')) return ns + 'cache:tag:' + this.vars$(ref.slice(10));
+    if (ref.startsWith('cache:mark:')) return ns + 'cache:mark:' + this.vars$(ref.slice(11));
     if (ref.startsWith('cache:entry:')) return `emq:{c:${this.NS}:${this.vars$(ref.slice(12))}}:entry`;
     if (ref.startsWith('cache:lease:')) return `emq:{c:${this.NS}:${this.vars$(ref.slice(12))}}:lease`;
     const node = NODE_KEYS[ref];

@@ -133,6 +133,9 @@ func (s *Scope) key(ref string) (string, error) {
 	case strings.HasPrefix(ref, "cache:tag:"):
 		tail, err = rest("cache:tag:")
 		return ns + "cache:tag:" + tail, err
+	case strings.HasPrefix(ref, "cache:mark:"):
+		tail, err = rest("cache:mark:")
+		return ns + "cache:mark:" + tail, err
 	case strings.HasPrefix(ref, "cache:entry:"):
 		tail, err = rest("cache:entry:")
 		return "emq:{c:" + s.NS + ":" + tail + "}:entry", err
