@@ -1,9 +1,9 @@
 -- reap.lua: EchoMQ protocol v1. Moves jobs whose lease expired (on the server clock) back to the
 -- front of pending, or to the morgue when they have used their last attempt. A job flagged by
 -- cancel while active (`cancel` = 1) ends `cancelled` instead (kept in the cancelled set, trimmed
--- to meta `keepc`, default 1000; the set's key is the row prefix with `job:` replaced by
--- `cancelled`, same slot). Bounded work per call; any live consumer runs it, nothing depends on
--- one special process. The old holder's token stops being valid the moment the row leaves `active`.
+-- to meta `keepc`, default 1000). Bounded work per call; any live consumer runs it, nothing
+-- depends on one special process. The old holder's token stops being valid the moment the row
+-- leaves `active`.
 --
 -- KEYS[1]  emq:{q}:meta     queue meta hash
 -- KEYS[2]  emq:{q}:active   zset id -> lease deadline
@@ -13,13 +13,15 @@
 -- KEYS[6]  emq:{q}:data     hash id -> payload (for jobs trimmed out of the morgue)
 -- KEYS[7]  emq:{q}:job:     prefix of job rows
 -- KEYS[8]  emq:{q}:events   lifecycle events: sharded channel and bounded stream
+-- KEYS[9]  emq:{q}:cancelled zset id -> cancelled at (for jobs flagged by cancel)
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  the most jobs to reap in this call (decimal integer, 1..1000)
 -- ARGV[3]  default max attempts (decimal integer, 1..1000), used when the row has none
 -- ARGV[4]  morgue cap (decimal integer, 1..1000000)
 -- Returns: { requeued, buried, cancelled } (integers: how many jobs took each way)
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments), EMQ_VERSION, EMQ_WRONGTYPE. Every
---          check comes before the first write.
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a key that is not the one the key
+--          grammar spells for the queue of KEYS[1]), EMQ_VERSION, EMQ_WRONGTYPE. Every check
+--          comes before the first write.
 -- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
 local function int(s, lo, hi)
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
@@ -27,10 +29,18 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
-if #KEYS ~= 8 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 8 keys and 4 arguments') end
+if #KEYS ~= 9 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 4 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+end
+-- Every key is the one the key grammar spells for the queue of KEYS[1] (§2 of
+-- docs/protocol.md), in this order: meta, active, pending, dead, wake, data, job:, events, cancelled.
+local b = string.sub(KEYS[1], 1, -5)
+if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'active' or KEYS[3] ~= b .. 'pending'
+  or KEYS[4] ~= b .. 'dead' or KEYS[5] ~= b .. 'wake' or KEYS[6] ~= b .. 'data' or KEYS[7] ~= b .. 'job:'
+  or KEYS[8] ~= b .. 'events' or KEYS[9] ~= b .. 'cancelled' then
+  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, active, pending, dead, wake, data, job:, events, cancelled of one queue, in this order')
 end
 local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc')
 if meta.err then return redis.error_reply('EMQ_WRONGTYPE the queue meta key is not a hash') end
@@ -74,9 +84,8 @@ local limit, defMax, cap = int(ARGV[2], 1, 1000), int(ARGV[3], 1, 1000), int(ARG
 if not limit then return redis.error_reply('EMQ_BAD_ARG reap limit must be an integer in 1..1000') end
 if not defMax then return redis.error_reply('EMQ_BAD_ARG default max attempts must be an integer in 1..1000') end
 if not cap then return redis.error_reply('EMQ_BAD_ARG morgue cap must be an integer in 1..1000000') end
-if string.sub(KEYS[7], -4) ~= 'job:' then return redis.error_reply('EMQ_BAD_ARG KEYS[7] is not a row prefix') end
 local keepC = int(meta[3], 1, 1000000) or 1000
-local cancelled = string.sub(KEYS[7], 1, -5) .. 'cancelled'
+local cancelled = KEYS[9]
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -3,8 +3,7 @@
 -- to expire) and the attempt its claim counted is given back. Used for prefetched jobs a
 -- consumer never started and for handlers abandoned at shutdown. A job flagged by cancel while
 -- active (`cancel` = 1) ends `cancelled` instead (attempt given back too; kept in the cancelled
--- set, trimmed to meta `keepc`, default 1000; the set's key is the row prefix with `job:`
--- replaced by `cancelled`, same slot).
+-- set, trimmed to meta `keepc`, default 1000).
 --
 -- KEYS[1]  emq:{q}:meta     queue meta hash
 -- KEYS[2]  emq:{q}:active   zset id -> lease deadline
@@ -12,13 +11,16 @@
 -- KEYS[4]  emq:{q}:wake     list that idle consumers block on
 -- KEYS[5]  emq:{q}:job:     prefix of job rows
 -- KEYS[6]  emq:{q}:events   lifecycle events: sharded channel and bounded stream
--- KEYS[6+i] emq:{q}:job:<id_i> the row of job i, for i = 1..n
+-- KEYS[7]  emq:{q}:cancelled zset id -> cancelled at (for jobs flagged by cancel)
+-- KEYS[8]  emq:{q}:data     hash id -> payload (for jobs trimmed out of the cancelled set)
+-- KEYS[8+i] emq:{q}:job:<id_i> the row of job i, for i = 1..n
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  n, the number of jobs (decimal integer, 1..1000)
 -- ARGV[3+2(i-1)], ARGV[4+2(i-1)] per job i: id, token (decimal digits)
 -- Returns: an array of n integers: 1 = released, 2 = cancelled (it was flagged), 0 = refused
 --          (stale token, not active, or the earlier copy of an id given twice).
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a key that is not the row of its id),
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a fixed key that is not the one the key
+--          grammar spells for the queue of KEYS[1], a key that is not the row of its id),
 --          EMQ_VERSION, EMQ_BAD_ID, EMQ_BATCH_TOO_LARGE, EMQ_WRONGTYPE. Every check comes
 --          before the first write.
 -- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
@@ -28,10 +30,18 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
-if #KEYS < 7 or #ARGV < 4 then return redis.error_reply('EMQ_BAD_ARG expected at least 7 keys and 4 arguments') end
+if #KEYS < 9 or #ARGV < 4 then return redis.error_reply('EMQ_BAD_ARG expected at least 9 keys and 4 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+end
+-- Every fixed key is the one the key grammar spells for the queue of KEYS[1] (§2 of
+-- docs/protocol.md), in this order: meta, active, pending, wake, job:, events, cancelled, data.
+local b = string.sub(KEYS[1], 1, -5)
+if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'active' or KEYS[3] ~= b .. 'pending'
+  or KEYS[4] ~= b .. 'wake' or KEYS[5] ~= b .. 'job:' or KEYS[6] ~= b .. 'events'
+  or KEYS[7] ~= b .. 'cancelled' or KEYS[8] ~= b .. 'data' then
+  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, active, pending, wake, job:, events, cancelled, data of one queue, in this order')
 end
 local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc')
 if meta.err then return redis.error_reply('EMQ_WRONGTYPE the queue meta key is not a hash') end
@@ -85,21 +95,19 @@ end
 local n = int(ARGV[2], 1, 1000000000)
 if not n then return redis.error_reply('EMQ_BAD_ARG job count must be an integer >= 1') end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
-if #KEYS ~= 6 + n or #ARGV ~= 2 + 2 * n then return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (2 * n) .. ' job arguments') end
-if string.sub(KEYS[5], -4) ~= 'job:' then return redis.error_reply('EMQ_BAD_ARG KEYS[5] is not a row prefix') end
+if #KEYS ~= 8 + n or #ARGV ~= 2 + 2 * n then return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (2 * n) .. ' job arguments') end
 for i = 1, n do
   local id, token = ARGV[3 + 2 * (i - 1)], ARGV[4 + 2 * (i - 1)]
   if badId(id) then return redis.error_reply('EMQ_BAD_ID job ' .. i .. ' has a malformed id') end
-  if KEYS[6 + i] ~= KEYS[5] .. id then return redis.error_reply('EMQ_BAD_ARG key ' .. (6 + i) .. ' is not the row of ' .. id) end
+  if KEYS[8 + i] ~= KEYS[5] .. id then return redis.error_reply('EMQ_BAD_ARG key ' .. (8 + i) .. ' is not the row of ' .. id) end
   if #token > 20 or not string.match(token, '^%d+$') then return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad token') end
 end
 local keepC = int(meta[3], 1, 1000000) or 1000
-local base = string.sub(KEYS[5], 1, -5)
-local cancelled, data = base .. 'cancelled', base .. 'data'
+local cancelled, data = KEYS[7], KEYS[8]
 -- Every row is read before the first write, so a row of the wrong type refuses the whole call.
 local rows = {}
 for i = 1, n do
-  local cur = redis.pcall('HMGET', KEYS[6 + i], 'status', 'token', 'cancel')
+  local cur = redis.pcall('HMGET', KEYS[8 + i], 'status', 'token', 'cancel')
   if cur.err then return redis.error_reply('EMQ_WRONGTYPE the row of job ' .. i .. ' is not a hash') end
   rows[i] = cur
 end
@@ -114,7 +122,7 @@ local out, ids, cancelledIds, seen = {}, {}, {}, {}
 -- back once (the rows were read before the walk): its earlier copy answers 0.
 for i = n, 1, -1 do
   local id, token = ARGV[3 + 2 * (i - 1)], ARGV[4 + 2 * (i - 1)]
-  local row, cur = KEYS[6 + i], rows[i]
+  local row, cur = KEYS[8 + i], rows[i]
   if cur[1] == 'active' and cur[2] == token and not seen[id] then
     seen[id] = true
     redis.call('ZREM', KEYS[2], id)

@@ -2,8 +2,7 @@
 -- is scheduled again after its backoff (computed here, on the server clock), or moved to the
 -- morgue (`dead`) when it has used its last attempt or the error is fatal. The morgue is capped:
 -- its oldest rows beyond the cap are deleted. A job flagged by cancel while active (`cancel` = 1)
--- ends `cancelled` instead (kept in the cancelled set, trimmed to meta `keepc`, default 1000; the
--- set's key is the row prefix with `job:` replaced by `cancelled`, same slot).
+-- ends `cancelled` instead (kept in the cancelled set, trimmed to meta `keepc`, default 1000).
 --
 -- KEYS[1]  emq:{q}:meta       queue meta hash
 -- KEYS[2]  emq:{q}:active     zset id -> lease deadline
@@ -14,6 +13,7 @@
 -- KEYS[7]  emq:{q}:job:       prefix of job rows (for rows trimmed out of the morgue)
 -- KEYS[8]  emq:{q}:job:<id>   the job's row
 -- KEYS[9]  emq:{q}:events     lifecycle events: sharded channel and bounded stream
+-- KEYS[10] emq:{q}:cancelled  zset id -> cancelled at (for a job flagged by cancel)
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  id
 -- ARGV[3]  fencing token (decimal digits)
@@ -24,7 +24,8 @@
 -- ARGV[8]  morgue cap (decimal integer, 1..1000000)
 -- Returns: { 0 } refused (stale token or not active); { 1, runAt } scheduled again;
 --          { 2, buriedAt } moved to the morgue; { 3, cancelledAt } cancelled (it was flagged).
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments, KEYS[8] not the row of the id),
+-- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a fixed key that is not the one the key
+--          grammar spells for the queue of KEYS[1], KEYS[8] not the row of the id),
 --          EMQ_VERSION, EMQ_BAD_ID, EMQ_WRONGTYPE. Every check comes before the first write.
 -- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
 local function int(s, lo, hi)
@@ -33,10 +34,19 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
-if #KEYS ~= 9 or #ARGV ~= 8 then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 8 arguments') end
+if #KEYS ~= 10 or #ARGV ~= 8 then return redis.error_reply('EMQ_BAD_ARG expected 10 keys and 8 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+end
+-- Every fixed key is the one the key grammar spells for the queue of KEYS[1] (§2 of
+-- docs/protocol.md), in this order: meta, active, scheduled, dead, wake, data, job:, (the row),
+-- events, cancelled.
+local b = string.sub(KEYS[1], 1, -5)
+if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'active' or KEYS[3] ~= b .. 'scheduled'
+  or KEYS[4] ~= b .. 'dead' or KEYS[5] ~= b .. 'wake' or KEYS[6] ~= b .. 'data' or KEYS[7] ~= b .. 'job:'
+  or KEYS[9] ~= b .. 'events' or KEYS[10] ~= b .. 'cancelled' then
+  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, active, scheduled, dead, wake, data, job:, the row, events, cancelled of one queue, in this order')
 end
 local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc')
 if meta.err then return redis.error_reply('EMQ_WRONGTYPE the queue meta key is not a hash') end
@@ -90,7 +100,6 @@ end
 local id, token, err, fatal = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if badId(id) then return redis.error_reply('EMQ_BAD_ID malformed job id') end
 if KEYS[8] ~= KEYS[7] .. id then return redis.error_reply('EMQ_BAD_ARG KEYS[8] is not the row of ' .. id) end
-if string.sub(KEYS[7], -4) ~= 'job:' then return redis.error_reply('EMQ_BAD_ARG KEYS[7] is not a row prefix') end
 if #token > 20 or not string.match(token, '^%d+$') then return redis.error_reply('EMQ_BAD_ARG bad token') end
 if #err > 65536 then return redis.error_reply('EMQ_BAD_ARG error text over 65536 bytes') end
 if fatal ~= '0' and fatal ~= '1' then return redis.error_reply('EMQ_BAD_ARG fatal flag must be 0 or 1') end
@@ -100,7 +109,7 @@ local _, defBase = string.match(defBackoff, '^([fe]):(%d+)$')
 if not int(defBase, 0, 86400000) then return redis.error_reply('EMQ_BAD_ARG default backoff must be f:<ms> or e:<ms>, ms 0..86400000') end
 if not cap then return redis.error_reply('EMQ_BAD_ARG morgue cap must be an integer in 1..1000000') end
 local keepC = int(meta[3], 1, 1000000) or 1000
-local cancelled = string.sub(KEYS[7], 1, -5) .. 'cancelled'
+local cancelled = KEYS[10]
 
 local row = KEYS[8]
 local cur = redis.pcall('HMGET', row, 'status', 'token', 'attempts', 'max', 'backoff', 'cancel')

@@ -127,7 +127,7 @@ func (q *Queue) Retry(ctx context.Context, id string, token int64, errText strin
 	if fatal {
 		f = "1"
 	}
-	v, err := q.scripts.Run(ctx, q.rdb, "retry", []string{k.Meta, k.Active, k.Scheduled, k.Dead, k.Wake, k.Data, k.RowPrefix, k.Row(id), k.Events},
+	v, err := q.scripts.Run(ctx, q.rdb, "retry", []string{k.Meta, k.Active, k.Scheduled, k.Dead, k.Wake, k.Data, k.RowPrefix, k.Row(id), k.Events, k.Cancelled},
 		ProtocolVersion, id, strconv.FormatInt(token, 10), errText, f, defMax, defBackoff, deadCap)
 	if err != nil {
 		return RetryOutcome{}, err
@@ -169,7 +169,7 @@ func (q *Queue) Extend(ctx context.Context, leaseMs int64, held []Held) ([]bool,
 // Release hands held jobs back to the front of pending, giving their attempt back.
 func (q *Queue) Release(ctx context.Context, held []Held) ([]bool, error) {
 	k := q.Keys
-	keys := []string{k.Meta, k.Active, k.Pending, k.Wake, k.RowPrefix, k.Events}
+	keys := []string{k.Meta, k.Active, k.Pending, k.Wake, k.RowPrefix, k.Events, k.Cancelled, k.Data}
 	args := []any{ProtocolVersion, len(held)}
 	for _, h := range held {
 		keys = append(keys, k.Row(h.ID))
@@ -182,16 +182,17 @@ func (q *Queue) Release(ctx context.Context, held []Held) ([]bool, error) {
 	return flags(v, len(held), "release")
 }
 
-// Reap moves up to limit expired leases back to pending (or to the morgue when spent).
+// Reap moves up to limit expired leases back to pending (or to the morgue when spent; a job
+// flagged by cancel ends cancelled, counted in neither).
 func (q *Queue) Reap(ctx context.Context, limit, defMax, deadCap int) (requeued, buried int64, err error) {
 	k := q.Keys
-	v, err := q.scripts.Run(ctx, q.rdb, "reap", []string{k.Meta, k.Active, k.Pending, k.Dead, k.Wake, k.Data, k.RowPrefix, k.Events},
+	v, err := q.scripts.Run(ctx, q.rdb, "reap", []string{k.Meta, k.Active, k.Pending, k.Dead, k.Wake, k.Data, k.RowPrefix, k.Events, k.Cancelled},
 		ProtocolVersion, limit, defMax, deadCap)
 	if err != nil {
 		return 0, 0, err
 	}
 	a, _ := v.([]any)
-	if len(a) != 2 {
+	if len(a) != 3 { // requeued, buried, cancelled
 		return 0, 0, fmt.Errorf("echomq: reap replied %v", v)
 	}
 	requeued, _ = a[0].(int64)

@@ -91,7 +91,7 @@ export const wire = {
     const r = (await runScript(
       c,
       'retry',
-      [k.meta, k.active, k.scheduled, k.dead, k.wake, k.data, k.jobPrefix, k.job(job.id), k.events],
+      [k.meta, k.active, k.scheduled, k.dead, k.wake, k.data, k.jobPrefix, k.job(job.id), k.events, k.cancelled],
       [PROTOCOL_VERSION, job.id, job.token, job.error, job.fatal ? '1' : '0', defaults.maxAttempts, defaults.backoff, defaults.deadCap],
     )) as number[];
     const outcome = r[0] === 1 ? 'retry' : r[0] === 2 ? 'dead' : r[0] === 3 ? 'cancelled' : 'stale';
@@ -110,7 +110,7 @@ export const wire = {
 
   /** Per job: 1 handed back to pending, 2 cancelled (a cancel flagged it while active), 0 refused. */
   async release(c: ScriptClient, k: QueueKeys, held: readonly { id: string; token: string }[]): Promise<number[]> {
-    const keys = [k.meta, k.active, k.pending, k.wake, k.jobPrefix, k.events];
+    const keys = [k.meta, k.active, k.pending, k.wake, k.jobPrefix, k.events, k.cancelled, k.data];
     const args: (string | number)[] = [PROTOCOL_VERSION, held.length];
     for (const h of held) {
       keys.push(k.claimedRow(h.id));
@@ -130,7 +130,7 @@ export const wire = {
     const r = (await runScript(
       c,
       'reap',
-      [k.meta, k.active, k.pending, k.dead, k.wake, k.data, k.jobPrefix, k.events],
+      [k.meta, k.active, k.pending, k.dead, k.wake, k.data, k.jobPrefix, k.events, k.cancelled],
       [PROTOCOL_VERSION, limit, maxAttempts, deadCap],
     )) as number[];
     return { requeued: r[0], buried: r[1], cancelled: r[2] };
