@@ -2,9 +2,9 @@ import type { Redis } from 'iovalkey';
 import { EchoMqError, encodeBody, runScript, type ScriptClient, type ScriptName, type WireJob } from '../../src/index.js';
 
 /** Runs `act`; resolves to the code of the EchoMqError it fails with, or to a description of what else happened. */
-export const codeOf = (act: () => Promise<unknown>): Promise<string> =>
+export const codeOf = (act: () => Promise<unknown> | unknown): Promise<string> =>
   Promise.resolve().then(act).then(
-    (v) => `resolved to ${JSON.stringify(v)}`,
+    (v) => `resolved to ${JSON.stringify(v)?.slice(0, 200)}`,
     (err: unknown) => (err instanceof EchoMqError ? err.code : `threw a non-EchoMqError: ${String(err)}`),
   );
 

@@ -1,5 +1,5 @@
 import type { Redis } from 'iovalkey';
-import { BusService, EchoMqError, type EchoMqConnection } from '../../src/index.js';
+import { BusService, type EchoMqConnection } from '../../src/index.js';
 import { openConnection, rawClient } from '../helpers/valkey.js';
 
 /** Drains an async iterable into an array. */
@@ -9,31 +9,7 @@ export async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
   return out;
 }
 
-/** Resolves to the code of the EchoMqError `act` fails with, or to a description of what else happened. */
-export const codeOf = (act: () => Promise<unknown> | unknown): Promise<string> =>
-  Promise.resolve()
-    .then(act)
-    .then(
-      (v) => `resolved to ${JSON.stringify(v)?.slice(0, 200)}`,
-      (err: unknown) => (err instanceof EchoMqError ? err.code : `threw a non-EchoMqError: ${String(err)}`),
-    );
-
-/** Every key matching `pattern` with its DUMP and TTL flag: a byte-exact picture of the data. */
-export async function snapshot(raw: Redis, pattern: string): Promise<Record<string, string>> {
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, found] = await raw.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    keys.push(...found);
-  } while (cursor !== '0');
-  const out: Record<string, string> = {};
-  for (const k of keys.sort()) {
-    const dump = await raw.dumpBuffer(k);
-    out[k] = `${dump ? dump.toString('hex') : 'gone'} ttl=${(await raw.pttl(k)) > 0}`;
-  }
-  return out;
-}
+export { codeOf, snapshot } from '../helpers/refusals.js';
 
 /** Server clock, ms. */
 export async function serverMs(raw: Redis): Promise<number> {

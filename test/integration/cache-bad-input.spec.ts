@@ -1,9 +1,9 @@
 import type { Redis } from 'iovalkey';
 import { CacheService } from '../../src/cache/cache.service.js';
 import type { EchoMqConnection } from '../../src/protocol/connection.js';
-import { EchoMqError } from '../../src/protocol/errors.js';
 import { CacheKeys } from '../../src/protocol/keys.js';
 import { PROTOCOL_VERSION, runScript } from '../../src/protocol/scripts.js';
+import { codeOf, snapshot as snapshotOf } from '../helpers/refusals.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 
 let raw: Redis, conn: EchoMqConnection, cache: CacheService, ns: string, k: CacheKeys;
@@ -20,26 +20,8 @@ afterAll(async () => {
   await Promise.all([conn.close(), raw.quit()]);
 });
 
-/** The code of the EchoMqError `act` fails with, or a description of what else happened. */
-const codeOf = (act: () => unknown): Promise<string> =>
-  Promise.resolve().then(act).then(
-    (v) => `resolved to ${JSON.stringify(v)}`,
-    (err: unknown) => (err instanceof EchoMqError ? err.code : `threw a non-EchoMqError: ${String(err)}`),
-  );
-
 /** Every key of the namespace (its entries' slots and its own slot) with its DUMP. */
-async function snapshot(): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const pattern of [`emq:{c:${ns}:*`, `emq:{${ns}}:*`]) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await raw.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      for (const key of keys) out[key] = ((await raw.dumpBuffer(key)) ?? Buffer.alloc(0)).toString('hex');
-    } while (cursor !== '0');
-  }
-  return out;
-}
+const snapshot = () => snapshotOf(raw, [`emq:{c:${ns}:*`, `emq:{${ns}}:*`]);
 
 /** `act` must fail with `code` and leave every key of the namespace as it was. */
 async function refused(code: string, act: () => unknown): Promise<void> {
