@@ -129,11 +129,15 @@ if k > 0 then
 end
 -- The jobs to claim, as parallel arrays (no table per job): id, payload, attempt, own options.
 local jid, jpay, jatt, jopt, att, ghosts = {}, {}, {}, {}, {}, {}
+local pays = {} -- every payload in one read
+if #take > 0 then
+  pays = redis.pcall('HMGET', KEYS[6], unpack(take))
+  e = refused(pays, KEYS[6])
+  if e then return e end
+end
 for i = 1, #take do
   local id = take[i]
-  local payload = redis.pcall('HGET', KEYS[6], id)
-  e = refused(payload, KEYS[6])
-  if e then return e end
+  local payload = pays[i]
   if payload == '' then
     -- A ghost (cancel.lua): a job cancelled while pending leaves its id here (no LREM), its
     -- payload in its row and "" in `data`. Dropped; its payload goes back to `data` below.

@@ -2,6 +2,7 @@ import type { OnModuleDestroy } from '@nestjs/common';
 import { throwError, type Observable } from 'rxjs';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodePayload, encodePayload, type Json } from '../protocol/codec.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
+import { Coalescer } from '../protocol/coalescer.js';
 import { BatchTooLargeError, InvalidOptionError, fromReplyError } from '../protocol/errors.js';
 import { topicKeys } from '../protocol/keys.js';
 import type { BusOptions } from './bus.options.js';
@@ -25,6 +26,8 @@ export class BusService implements OnModuleDestroy {
   private readonly trimEvery: number;
   private readonly hub: SignalHub;
   private readonly dirty = new Set<string>();
+  /** Publish calls per topic: concurrent publishes share one script call, each still atomic. */
+  private readonly lanes = new Map<string, Coalescer<string, string>>();
   private trimTimer?: NodeJS.Timeout;
   private trimming: Promise<void> = Promise.resolve();
   private closed = false;
@@ -53,7 +56,13 @@ export class BusService implements OnModuleDestroy {
     if (payloads.length > BUS_BATCH_LIMIT) throw new BatchTooLargeError(payloads.length, BUS_BATCH_LIMIT);
     if (payloads.length === 0) return [];
     const texts = payloads.map((p) => encodePayload(p, this.maxBytes));
-    const ids = await busWire.publish(this.conn.scriptClient, k, this.maxBytes, texts);
+    let lane = this.lanes.get(topic);
+    if (!lane) {
+      const c = this.conn.scriptClient;
+      lane = new Coalescer((items) => busWire.publish(c, k, this.maxBytes, items), BUS_BATCH_LIMIT);
+      this.lanes.set(topic, lane);
+    }
+    const ids = await lane.submit(texts);
     this.markDirty(topic);
     return ids.map(eventIdOf);
   }

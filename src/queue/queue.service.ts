@@ -1,6 +1,7 @@
 import { encodePayload, decodePayload, type Json } from '../protocol/codec.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { BatchTooLargeError, IdCollisionError, InvalidOptionError, fromReplyError } from '../protocol/errors.js';
+import { Coalescer } from '../protocol/coalescer.js';
 import { assertBrandedId, parseId } from '../protocol/ids.js';
 import { queueKeys } from '../protocol/keys.js';
 import { wire, type WireJob } from '../protocol/wire.js';
@@ -40,10 +41,12 @@ function decodeStored<T>(text: string | undefined): { value?: T; error?: Undecod
 
 /**
  * The producer and operator surface of the Queue: enqueue, inspect, count, cancel. Every write
- * is one script call (one round trip), whatever the batch size.
+ * is one script call (one round trip), whatever the batch size; concurrent enqueues to one queue
+ * share a call (see `Coalescer`), each still atomic on its own.
  */
 export class QueueService {
   private readonly perQueue = new Map<string, QueueDefaults>();
+  private readonly lanes = new Map<string, Coalescer<WireJob, number>>();
   private hub?: SignalHub;
 
   constructor(
@@ -78,16 +81,16 @@ export class QueueService {
 
   /** Adds up to 1000 jobs in one script call; resolves to their ids, in order. */
   async enqueueMany<T = Json>(queue: string, items: readonly EnqueueItem<T>[]): Promise<string[]> {
-    const keys = queueKeys(queue);
+    queueKeys(queue); // the name is checked before anything is minted
     if (!Array.isArray(items) || items.length === 0) throw new InvalidOptionError('enqueueMany needs at least one item');
     if (items.length > MAX_BATCH) throw new BatchTooLargeError(items.length, MAX_BATCH);
-    const { maxPayloadBytes, eventsLog } = this.settings(queue);
+    const { maxPayloadBytes } = this.settings(queue);
     await this.conn.ids.ready(); // never mint on a node number this process does not certainly hold
     const jobs = items.map((it) => this.toWire(it, maxPayloadBytes));
     const minted = items.map((it) => it.opts?.id === undefined);
     let send = jobs.map((_, i) => i);
     for (let round = 0; ; round++) {
-      const added = await wire.enqueue(this.conn.scriptClient, keys, maxPayloadBytes, send.map((i) => jobs[i]), eventsLog);
+      const added = await this.lane(queue).submit(send.map((i) => jobs[i]));
       // A caller-given id already present is an idempotent repeat. A freshly minted one is a
       // collision (another process minted the same id): that job was not added, so it gets a
       // new id and is sent again rather than reported under the other job's id.
@@ -99,6 +102,19 @@ export class QueueService {
       }
       for (const i of send) jobs[i] = { ...jobs[i], id: this.conn.ids.next('job') };
     }
+  }
+
+  /** The enqueue calls of `queue`: concurrent requests merged, up to one batch per call. */
+  private lane(queue: string): Coalescer<WireJob, number> {
+    let lane = this.lanes.get(queue);
+    if (!lane) {
+      const keys = queueKeys(queue);
+      const { maxPayloadBytes, eventsLog } = this.settings(queue);
+      const c = this.conn.scriptClient;
+      lane = new Coalescer((jobs) => wire.enqueue(c, keys, maxPayloadBytes, jobs, eventsLog), MAX_BATCH);
+      this.lanes.set(queue, lane);
+    }
+    return lane;
   }
 
   private toWire<T>(item: EnqueueItem<T>, maxBytes: number): WireJob {
