@@ -31,6 +31,7 @@
 --          read comes before the first write.
 -- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
 local function int(s, lo, hi)
+  if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
   local v = tonumber(s)
   if v < lo or v > hi then return nil end
@@ -105,19 +106,26 @@ for i = 1, #due do
   if e then return e end
   dueRow[i] = r > 0
 end
-local plen = redis.pcall('LLEN', KEYS[2])
-e = refused(plen, KEYS[2])
-if e then return e end
+-- The oldest n + 1 pending ids (one more than wanted tells whether more remain), or, when
+-- nothing is claimed, the length alone. plen: the pending ids seen (n + 1 means "more than n").
+local plen, tail = 0, {}
+if n > 0 then
+  tail = redis.pcall('LRANGE', KEYS[2], -(n + 1), -1)
+  e = refused(tail, KEYS[2])
+  if e then return e end
+  plen = #tail
+else
+  plen = redis.pcall('LLEN', KEYS[2])
+  e = refused(plen, KEYS[2])
+  if e then return e end
+end
 -- The ids this call pops, in pop order: the tail of pending (oldest first), then the promoted
 -- jobs (which join the head of pending) in run-at order.
 local k = math.min(n, plen + #due)
 local take = {}
 if k > 0 then
   local fromPending = math.min(k, plen)
-  if fromPending > 0 then
-    local tail = redis.call('LRANGE', KEYS[2], -fromPending, -1)
-    for i = #tail, 1, -1 do take[#take + 1] = tail[i] end
-  end
+  for i = #tail, #tail - fromPending + 1, -1 do take[#take + 1] = tail[i] end
   for i = 1, k - fromPending do take[#take + 1] = due[i] end
 end
 local hasOpts = false -- most queues never set per-job options
@@ -128,7 +136,7 @@ if k > 0 then
   hasOpts = r > 0
 end
 -- The jobs to claim, as parallel arrays (no table per job): id, payload, attempt, own options.
-local jid, jpay, jatt, jopt, att, ghosts = {}, {}, {}, {}, {}, {}
+local jid, jrow, jpay, jatt, jopt, att, ghosts = {}, {}, {}, {}, {}, {}, {}
 local pays = {} -- every payload in one read
 if #take > 0 then
   pays = redis.pcall('HMGET', KEYS[6], unpack(take))
@@ -137,28 +145,27 @@ if #take > 0 then
 end
 for i = 1, #take do
   local id = take[i]
+  local row = prefix .. id
   local payload = pays[i]
   if payload == '' then
     -- A ghost (cancel.lua): a job cancelled while pending leaves its id here (no LREM), its
     -- payload in its row and "" in `data`. Dropped; its payload goes back to `data` below.
-    local p = redis.pcall('HGET', prefix .. id, 'payload')
-    e = refused(p, prefix .. id)
-    if e then return e end
+    local p = redis.pcall('HGET', row, 'payload')
+    if type(p) == 'table' then return refused(p, row) end
     ghosts[#ghosts + 1] = { id, p }
     payload = false
   end
   if payload then -- data deleted by hand: the id is dropped, no row is half-created
     local a = att[id]
     if not a then
-      local cur = redis.pcall('HGET', prefix .. id, 'attempts')
-      e = refused(cur, prefix .. id)
-      if e then return e end
+      local cur = redis.pcall('HGET', row, 'attempts')
+      if type(cur) == 'table' then return refused(cur, row) end -- HGET answers a table only to refuse
       a = tonumber(cur) or 0
     end
     a = a + 1
     att[id] = a
     local j = #jid + 1
-    jid[j], jpay[j], jatt[j], jopt[j] = id, payload, a, false
+    jid[j], jrow[j], jpay[j], jatt[j], jopt[j] = id, row, payload, a, false
     if a == 1 and hasOpts then jopt[j] = redis.call('HGET', KEYS[7], id) end
   end
 end
@@ -228,9 +235,9 @@ if #jid > 0 then
       if maxA and maxA ~= '' then row[#row + 1] = 'max'; row[#row + 1] = maxA end
       if backoff and backoff ~= '' then row[#row + 1] = 'backoff'; row[#row + 1] = backoff end
       moved[#moved + 1] = id
-      redis.call('HSET', prefix .. id, unpack(row))
+      redis.call('HSET', jrow[i], unpack(row))
     else
-      redis.call('HSET', prefix .. id, 'status', 'active', 'token', token, 'attempts', a)
+      redis.call('HSET', jrow[i], 'status', 'active', 'token', token, 'attempts', a)
     end
     out[4 * i - 2] = id
     out[4 * i - 1] = token
