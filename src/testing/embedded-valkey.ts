@@ -41,16 +41,21 @@ export function freePort(): Promise<number> {
   });
 }
 
-const cli = (port: number, ...args: string[]) =>
+/** Runs `valkey-cli -p <port> <args>` on loopback (synchronously); its stdout, `''` when it failed. */
+export const cli = (port: number, ...args: string[]): string =>
   spawnSync('valkey-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8' }).stdout ?? '';
 
-async function waitFor(check: () => boolean, ms: number, what: string): Promise<void> {
+/**
+ * Polls `check` every 25 ms until it holds; after `ms` fails with `ValkeyUnavailableError`
+ * "embedded valkey-server: <what> timed out" (a check that throws counts as not yet).
+ */
+export async function waitFor(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
-    if (check()) return;
+    if (await Promise.resolve().then(check).catch(() => false)) return;
     await new Promise((r) => setTimeout(r, 25));
   }
-  throw new ValkeyUnavailableError(`embedded valkey-server: ${what} timed out`);
+  throw new ValkeyUnavailableError(`embedded valkey-server: ${what} timed out after ${ms} ms`);
 }
 
 /**
