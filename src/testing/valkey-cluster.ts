@@ -258,10 +258,13 @@ class LocalCluster implements ValkeyCluster {
     } else {
       await this.member(replica).admin.call('CLUSTER', 'FAILOVER');
     }
-    const holds = (v: ClusterNodeView[]): boolean => slots.every(([lo]) => {
-      const s = servingSlot(v, lo);
-      return s !== undefined && s.port !== old.server.port;
-    });
+    // The slots moved away in every view; after a manual failover the old primary is a replica in each.
+    const holds = (v: ClusterNodeView[]): boolean =>
+      (mode === 'kill' || v.find((n) => n.port === old.server.port)?.role === 'replica') &&
+      slots.every(([lo]) => {
+        const s = servingSlot(v, lo);
+        return s !== undefined && s.port !== old.server.port;
+      });
     await this.settled(`failing over node ${old.server.port}`, undefined, holds);
     const promoted = await this.ownerOfSlot(slots[0][0]);
     return promoted;
