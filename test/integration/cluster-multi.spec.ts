@@ -119,6 +119,24 @@ describe('Cache on a 3-primary cluster', () => {
         await b[i].set('carol', { v: 3, k: 'carol' });
         await eventually(async () => JSON.stringify(await a[i].get('carol')) === JSON.stringify({ v: 3, k: 'carol' }), 5000, `A to see carol's update in ${ns}`);
       }
+      // A tag spans entries on several primaries: invalidateTag on A drops them from B's L1.
+      const [ns0] = spaces;
+      const tagged = ['t1', 't2', 't3', 't4', 't5', 't6'];
+      expect(new Set(await Promise.all(tagged.map(async (k) => (await f.cluster.ownerOf(new CacheKeys(ns0).entry(k))).port))).size).toBeGreaterThan(1);
+      for (const k of tagged) await a[0].set(k, k, { tags: ['grp'] });
+      for (const k of tagged) expect(await b[0].get(k)).toBe(k);
+      await a[0].invalidateTag('grp');
+      await eventually(async () => (await Promise.all(tagged.map((k) => b[0].get(k)))).every((v) => v === undefined), 5000, 'B to drop the tag');
+      // One load across both instances with the fill lease, whichever primary holds the entry.
+      let loads = 0;
+      const loader = async () => {
+        loads++;
+        await new Promise((r) => setTimeout(r, 100));
+        return { loaded: true };
+      };
+      const both = await Promise.all([a[1].getOrLoad('shared', loader, { fillLease: true }), b[1].getOrLoad('shared', loader, { fillLease: true })]);
+      expect(both).toEqual([{ loaded: true }, { loaded: true }]);
+      expect(loads).toBe(1);
     } finally {
       await Promise.all([...a, ...b].map((c) => c.close()));
     }
