@@ -80,7 +80,7 @@ describe('failover: kill -9 the primary of a queue (and of the node leases) whil
       expect(Date.now() - t1).toBeLessThan(10_000);
       await eventually(() => events.some((e) => e.kind === 'completed' && e.ids.includes(extra)), 10_000, 'its completed event');
       expect(log.errors).toEqual([]);
-      console.log(`failover: promotion ${failoverMs} ms, ${doneBefore} of ${N} run before it, ${twice.length} re-delivered`);
+      console.log(`failover: promotion ${failoverMs} ms, ${doneBefore} of ${N} run before it, ${twice.length} re-delivered, ${log.warnings.length} consumer warnings`);
       expect(await f.cluster.admin(promoted).exists(queueKeys(q).done)).toBe(1);
     } finally {
       sub.unsubscribe();

@@ -70,7 +70,19 @@ describe('signals and work after a slot migration (CLUSTER SETSLOT / MIGRATE)', 
       // Move each slot to the next primary: a real migration of every key, then SETSLOT NODE everywhere.
       const primaries = await f.cluster.primaries();
       const after = before.map((o) => primaries[(primaries.findIndex((p) => p.port === o.port) + 1) % primaries.length]);
-      for (const [i, name] of [q, t, ns].entries()) await f.cluster.moveSlot(slotOfName(name), after[i]);
+      // Enqueues keep coming while the queue's slot moves (ASK / TRYAGAIN are the client's to follow).
+      let moving = true;
+      const during: string[] = [];
+      const producer = (async () => {
+        while (moving) during.push(await queues.enqueue(q, { n: -1 }));
+      })();
+      try {
+        for (const [i, name] of [q, t, ns].entries()) await f.cluster.moveSlot(slotOfName(name), after[i]);
+      } finally {
+        moving = false;
+        await producer;
+      }
+      expect(during.length).toBeGreaterThan(0);
       for (const [i, name] of [q, t, ns].entries()) expect((await f.cluster.ownerOf(`{${name}}`)).port).toBe(after[i].port);
       expect(await f.cluster.admin(after[0]).exists(queueKeys(q).job(held))).toBe(1);
 
@@ -78,6 +90,8 @@ describe('signals and work after a slot migration (CLUSTER SETSLOT / MIGRATE)', 
       await eventually(async () => (await Promise.all(channels.map((c, i) => shardSubs(after[i], c)))).every((n, i) => n === (i === 2 ? 2 : 1)), 10_000, 'the subscriptions on the new owners');
       gates.shift()!();
       await eventually(async () => (await queues.getJob(q, held))?.status === 'done', 10_000, 'the held job to complete on the new owner');
+      await eventually(async () => (await Promise.all(during.map((id) => queues.getJob(q, id)))).every((j) => j?.status === 'done'), 10_000, 'the jobs enqueued during the move');
+      console.log(`migration: ${during.length} jobs enqueued during the move, all done`);
       await round(3);
       await round(4);
       expect(log.errors).toEqual([]);
