@@ -8,6 +8,9 @@ import { keySlot } from './slot.js';
 /** How often (ms) a cluster hub checks that every channel is subscribed on its slot's owner. */
 export const SIGNAL_FOLLOW_MS = 1000;
 
+/** A cluster redirect: the node asked does not serve the slot (any more). */
+const REDIRECT = /^(MOVED|ASK) /;
+
 /** What the hub reads of a subscriber client: its state and the channels it holds (iovalkey's own set). */
 interface SubscriberState {
   readonly status: string;
@@ -130,9 +133,11 @@ export class SignalHub {
       await (await this.client(node)).ssubscribe(channel);
     } catch (err) {
       if (this.placed.get(channel) === node) this.placed.delete(channel);
-      throw err;
+      // Our slot map was stale (the slot moved since): following subscribes it on the new owner.
+      if (!(this.conn.client instanceof Cluster) || !REDIRECT.test(err instanceof Error ? err.message : '')) throw err;
     }
     this.startFollowing();
+    if (!this.placed.has(channel)) this.follow();
   }
 
   private async unsubscribe(channel: string): Promise<void> {

@@ -24,6 +24,7 @@ describe('signals and work after a slot migration (CLUSTER SETSLOT / MIGRATE)', 
     const before = await expectOnDistinctPrimaries(f.cluster, [q, t, ns]);
     const conn = await f.connect();
     const other = await f.connect();
+    const late = await f.connect(); // opened before the move, touches the moved slots only after it
     const queues = new QueueService(conn);
     const bus = new BusService(conn, { trimIntervalMs: 0 });
     const a = new CacheService(conn, { namespace: ns, pollMs: 60_000 });
@@ -94,6 +95,19 @@ describe('signals and work after a slot migration (CLUSTER SETSLOT / MIGRATE)', 
       console.log(`migration: ${during.length} jobs enqueued during the move, all done`);
       await round(3);
       await round(4);
+      // A first subscription after the move, from a client whose slot map still names the old owner.
+      const lateBus = new BusService(late, { trimIntervalMs: 0 });
+      const lateSignals: unknown[] = [];
+      const errors: unknown[] = [];
+      subs.push(lateBus.signals(t).subscribe({ next: (v) => lateSignals.push(v), error: (e) => errors.push(e) }));
+      try {
+        await eventually(async () => (await shardSubs(after[1], topicKeys(t).signal)) === 2, 10_000, 'the late subscription on the new owner');
+        expect(await bus.signal(t, 'late')).toBe(2);
+        await eventually(() => lateSignals.includes('late'), 5000, 'the late signal');
+        expect(errors).toEqual([]);
+      } finally {
+        await lateBus.close();
+      }
       expect(log.errors).toEqual([]);
     } finally {
       gates.forEach((g) => g());
