@@ -8,6 +8,7 @@ import type { ClusterNode } from '../../src/testing/valkey-cluster.js';
 import { namesOnDistinctOwners } from '../../src/testing/valkey-cluster.topology.js';
 import { clusterFixture, primaryOf } from '../helpers/cluster.js';
 import { startConsumer } from '../helpers/consumers.js';
+import { startMember } from './bus-groups.helpers.js';
 import { eventually } from '../helpers/valkey.js';
 
 /** 3 primaries, each with one replica, so a killed primary is replaced by its replica. */
@@ -119,6 +120,40 @@ describe('failover: kill -9 the primary of a queue (and of the node leases) whil
     } finally {
       subs.forEach((s) => s.unsubscribe());
       await consumer.stop(2000);
+      await bus.close();
+    }
+  }, 60_000);
+
+  it('consumers idle in their blocking waits when their primary is killed are woken on the promoted replica', async () => {
+    const withReplica = (await f.cluster.topology()).filter((n) => n.role === 'replica' && n.alive).map((r) => r.primaryId);
+    const primary = (await f.cluster.primaries()).find((p) => withReplica.includes(p.id))!;
+    const q = nameOn(primary, 'idle');
+    const conn = await f.connect();
+    const queues = new QueueService(conn);
+    const bus = new BusService(conn, { trimIntervalMs: 0 });
+    const { consumer, log } = await startConsumer(conn, q, () => 'ok', { maxIdleMs: 30_000 });
+    // The topic shares the queue's name, so its log is on the same primary.
+    const { member, log: groupLog } = await startMember(conn, { topic: q, options: { group: 'g', ackTimeoutMs: 5000 }, blockMs: 30_000, hangMs: 30_000 });
+    try {
+      const first = await queues.enqueue(q, { n: 1 });
+      await eventually(async () => (await queues.getJob(q, first))?.status === 'done', 10_000, 'the first job');
+      await bus.publish(q, { n: 1 });
+      await eventually(() => groupLog.events.length === 1, 10_000, 'the first event');
+      await sleep(300); // both loops are blocked on the primary now
+      const promoted = await f.cluster.failover(primary, 'kill');
+      const t0 = Date.now();
+      const id = await queues.enqueue(q, { n: 2 });
+      await bus.publish(q, { n: 2 });
+      await eventually(async () => (await queues.getJob(q, id))?.status === 'done', 20_000, 'the job enqueued after the kill');
+      await eventually(() => groupLog.events.length === 2, 20_000, 'the event published after the kill');
+      // Well within their 30 s blocks: the waits were re-armed on the promoted replica, not timed out.
+      expect(Date.now() - t0).toBeLessThan(20_000);
+      expect(await f.cluster.admin(promoted).exists(queueKeys(q).done)).toBe(1);
+      expect(log.errors).toEqual([]);
+      console.log(`idle failover: woken ${Date.now() - t0} ms after the promotion`);
+    } finally {
+      await consumer.stop(2000);
+      await member.stop(1000);
       await bus.close();
     }
   }, 60_000);
