@@ -47,7 +47,7 @@ export const cli = (port: number, ...args: string[]): string =>
 
 /**
  * Polls `check` every 25 ms until it holds; after `ms` fails with `ValkeyUnavailableError`
- * "embedded valkey-server: <what> timed out" (a check that throws counts as not yet).
+ * "<what> timed out after <ms> ms" (a check that throws counts as not yet).
  */
 export async function waitFor(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
   const until = Date.now() + ms;
@@ -55,7 +55,7 @@ export async function waitFor(check: () => boolean | Promise<boolean>, ms: numbe
     if (await Promise.resolve().then(check).catch(() => false)) return;
     await new Promise((r) => setTimeout(r, 25));
   }
-  throw new ValkeyUnavailableError(`embedded valkey-server: ${what} timed out after ${ms} ms`);
+  throw new ValkeyUnavailableError(`${what} timed out after ${ms} ms`);
 }
 
 /**
@@ -76,7 +76,7 @@ export async function startEmbeddedValkey(opts: EmbeddedValkeyOptions = {}): Pro
   child.on('exit', () => (exited = true));
   child.on('error', () => (exited = true));
   // A server that never answers is not left running (it would keep the caller's process alive).
-  await waitFor(() => exited || cli(port, 'PING').trim() === 'PONG', 10_000, 'start').catch((err: unknown) => {
+  await waitFor(() => exited || cli(port, 'PING').trim() === 'PONG', 10_000, 'embedded valkey-server: start').catch((err: unknown) => {
     child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
     throw err;
@@ -84,7 +84,7 @@ export async function startEmbeddedValkey(opts: EmbeddedValkeyOptions = {}): Pro
   if (exited) throw new ValkeyUnavailableError('embedded valkey-server failed to start (is valkey-server installed?)');
   if (opts.cluster) {
     cli(port, 'CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
-    await waitFor(() => cli(port, 'CLUSTER', 'INFO').includes('cluster_state:ok'), 10_000, 'cluster state');
+    await waitFor(() => cli(port, 'CLUSTER', 'INFO').includes('cluster_state:ok'), 10_000, 'embedded valkey-server: cluster state');
   }
   child.unref();
   const pid = child.pid!;
@@ -100,7 +100,7 @@ export async function startEmbeddedValkey(opts: EmbeddedValkeyOptions = {}): Pro
         } catch {
           /* already gone */
         }
-        await waitFor(() => exited, 5000, 'stop').catch(() => undefined);
+        await waitFor(() => exited, 5000, 'embedded valkey-server: stop').catch(() => undefined);
       }
       rmSync(dir, { recursive: true, force: true });
     },

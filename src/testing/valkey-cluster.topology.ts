@@ -69,14 +69,20 @@ export const slotOfName = (name: string): number => keySlot(`{${name}}`);
 
 /**
  * Picks `count` names `<prefix>-<n>` (n = 0, 1, …) whose slots are served by `count` distinct
- * owners, as `ownerOfSlot` says (e.g. the primaries of a cluster). Pure; throws when the owners
- * are fewer than `count` or none fit within 100,000 candidates.
+ * owners, as `ownerOfSlot` says (e.g. the primaries of a cluster). A name's slot is that of its
+ * `{name}` tag (queues, topics, namespaces), or `slotOf(name)` (e.g. of a cache entry's key).
+ * Pure; throws when the owners are fewer than `count` or none fit within 100,000 candidates.
  */
-export function namesOnDistinctOwners(prefix: string, count: number, ownerOfSlot: (slot: number) => string | undefined): string[] {
+export function namesOnDistinctOwners(
+  prefix: string,
+  count: number,
+  ownerOfSlot: (slot: number) => string | undefined,
+  slotOf: (name: string) => number = slotOfName,
+): string[] {
   const picked = new Map<string, string>();
   for (let n = 0; n < 100_000 && picked.size < count; n++) {
     const name = `${prefix}-${n}`;
-    const owner = ownerOfSlot(slotOfName(name));
+    const owner = ownerOfSlot(slotOf(name));
     if (owner !== undefined && !picked.has(owner)) picked.set(owner, name);
   }
   if (picked.size < count) throw new Error(`cannot place ${count} names with prefix ${prefix} on distinct owners`);

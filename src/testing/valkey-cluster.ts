@@ -133,7 +133,7 @@ export async function startValkeyCluster(opts: ValkeyClusterOptions = {}): Promi
     const addrs = members.map((m) => `${m.server.host}:${m.server.port}`);
     await run('valkey-cli', ['--cluster', 'create', ...addrs, '--cluster-replicas', String(replicas), '--cluster-yes'], waitMs);
     const cluster = new LocalCluster(members, waitMs, stop);
-    await cluster.settled('cluster startup', primaries * (1 + replicas));
+    await cluster.settled('valkey cluster: startup (cluster_state:ok on every node, one slot map, replicas in sync)', primaries * (1 + replicas));
     return cluster;
   } catch (err) {
     await stop();
@@ -241,7 +241,7 @@ class LocalCluster implements ValkeyCluster {
     // The destination first (it bumps its epoch), then the source, then every other primary.
     const others = this.nodes.filter((n) => n.role === 'primary' && n.alive && n.port !== dst.server.port && n.port !== src.server.port);
     for (const m of [dst, src, ...others.map((n) => this.member(n))]) await m.admin.call('CLUSTER', 'SETSLOT', slot, 'NODE', dst.id);
-    await this.settled(`moving slot ${slot}`, undefined, (v) => servingSlot(v, slot)?.port === dst.server.port);
+    await this.settled(`valkey cluster: moving slot ${slot} to ${dst.server.port}`, undefined, (v) => servingSlot(v, slot)?.port === dst.server.port);
   }
 
   async failover(primary: NodeRef, mode: 'kill' | 'manual' = 'kill'): Promise<ClusterNode> {
@@ -265,7 +265,7 @@ class LocalCluster implements ValkeyCluster {
         const s = servingSlot(v, lo);
         return s !== undefined && s.port !== old.server.port;
       });
-    await this.settled(`failing over node ${old.server.port}`, undefined, holds);
+    await this.settled(`valkey cluster: failing over ${old.server.port} (${mode})`, undefined, holds);
     const promoted = await this.ownerOfSlot(slots[0][0]);
     return promoted;
   }

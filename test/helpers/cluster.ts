@@ -8,8 +8,11 @@ export interface ClusterFixture {
   cluster: ValkeyCluster;
   /** Opens an EchoMQ connection on the cluster's seeds (closed after the file). */
   connect(): Promise<EchoMqConnection>;
-  /** `count` fresh random names whose slots are served by `count` distinct primaries (asserted). */
-  spread(prefix: string, count?: number): Promise<string[]>;
+  /**
+   * `count` fresh random names whose slots are served by `count` distinct primaries (asserted
+   * for `{name}` tags); `slotOf` places other keys, e.g. cache entries.
+   */
+  spread(prefix: string, count?: number, slotOf?: (name: string) => number): Promise<string[]>;
 }
 
 /** Registers hooks that start a cluster before the file and stop it (and its connections) after. */
@@ -23,11 +26,11 @@ export function clusterFixture(opts: ValkeyClusterOptions = {}): ClusterFixture 
       conns.push(conn);
       return conn;
     },
-    async spread(prefix, count = 3) {
+    async spread(prefix, count = 3, slotOf) {
       const primaries = await f.cluster.primaries();
       const owner = (slot: number) => primaries.find((p) => p.slots.some(([lo, hi]) => slot >= lo && slot <= hi))?.id;
-      const names = namesOnDistinctOwners(`${prefix}-${randomBytes(4).toString('hex')}`, count, owner);
-      await expectOnDistinctPrimaries(f.cluster, names);
+      const names = namesOnDistinctOwners(`${prefix}-${randomBytes(4).toString('hex')}`, count, owner, slotOf);
+      if (!slotOf) await expectOnDistinctPrimaries(f.cluster, names);
       return names;
     },
   };

@@ -3,6 +3,7 @@ import { BusService } from '../../src/bus/bus.service.js';
 import { CacheService } from '../../src/cache/cache.service.js';
 import type { EchoMqConnection } from '../../src/protocol/connection.js';
 import { CacheKeys, queueKeys, topicKeys } from '../../src/protocol/keys.js';
+import { keySlot } from '../../src/protocol/slot.js';
 import type { QueueEvent } from '../../src/queue/job.js';
 import { collect } from './bus-core.helpers.js';
 import { startMember } from './bus-groups.helpers.js';
@@ -102,27 +103,28 @@ describe('Cache on a 3-primary cluster', () => {
     const b = spaces.map((ns) => new CacheService(other, { namespace: ns, pollMs: 60_000 }));
     try {
       for (const [i, ns] of spaces.entries()) {
-        const keys = ['alice', 'bob', 'carol', 'dave'];
+        const [alice, bob, carol] = await f.spread('k', 3, (k) => keySlot(new CacheKeys(ns).entry(k)));
+        const keys = [alice, bob, carol, 'dave'];
         // Entries carry their own tag, so one namespace spreads over several primaries.
         const entryOwners = new Set(await Promise.all(keys.map(async (k) => (await f.cluster.ownerOf(new CacheKeys(ns).entry(k))).port)));
-        expect(entryOwners.size).toBeGreaterThan(1);
+        expect(entryOwners.size).toBe(3);
         for (const k of keys) await a[i].set(k, { v: 1, k });
         for (const k of keys) expect(await b[i].getOrLoad(k, () => ({ v: -1, k }))).toEqual({ v: 1, k });
         const l1 = b[i].stats().l1Hits;
         for (const k of keys) expect(await b[i].get(k)).toEqual({ v: 1, k });
         expect(b[i].stats().l1Hits).toBe(l1 + keys.length); // B serves them from its L1 now
-        await a[i].set('alice', { v: 2, k: 'alice' });
-        await a[i].invalidate('bob');
-        await eventually(async () => JSON.stringify(await b[i].get('alice')) === JSON.stringify({ v: 2, k: 'alice' }), 5000, `B to see alice's update in ${ns}`);
-        await eventually(async () => (await b[i].get('bob')) === undefined, 5000, `B to see bob's invalidation in ${ns}`);
+        await a[i].set(alice, { v: 2, k: alice });
+        await a[i].invalidate(bob);
+        await eventually(async () => JSON.stringify(await b[i].get(alice)) === JSON.stringify({ v: 2, k: alice }), 5000, `B to see the update in ${ns}`);
+        await eventually(async () => (await b[i].get(bob)) === undefined, 5000, `B to see the invalidation in ${ns}`);
         // And back the other way.
-        await b[i].set('carol', { v: 3, k: 'carol' });
-        await eventually(async () => JSON.stringify(await a[i].get('carol')) === JSON.stringify({ v: 3, k: 'carol' }), 5000, `A to see carol's update in ${ns}`);
+        await b[i].set(carol, { v: 3, k: carol });
+        await eventually(async () => JSON.stringify(await a[i].get(carol)) === JSON.stringify({ v: 3, k: carol }), 5000, `A to see the update in ${ns}`);
       }
       // A tag spans entries on several primaries: invalidateTag on A drops them from B's L1.
       const [ns0] = spaces;
-      const tagged = ['t1', 't2', 't3', 't4', 't5', 't6'];
-      expect(new Set(await Promise.all(tagged.map(async (k) => (await f.cluster.ownerOf(new CacheKeys(ns0).entry(k))).port))).size).toBeGreaterThan(1);
+      const tagged = await f.spread('t', 3, (k) => keySlot(new CacheKeys(ns0).entry(k)));
+      expect(new Set(await Promise.all(tagged.map(async (k) => (await f.cluster.ownerOf(new CacheKeys(ns0).entry(k))).port))).size).toBe(3);
       for (const k of tagged) await a[0].set(k, k, { tags: ['grp'] });
       for (const k of tagged) expect(await b[0].get(k)).toBe(k);
       await a[0].invalidateTag('grp');
