@@ -165,11 +165,11 @@ export class SignalHub {
 
   private readonly onTopology = (): void => this.follow(false);
 
-  /** True when `channel` is certainly subscribed on `node`'s connection right now. */
-  private holds(node: string, channel: string): boolean {
+  /** The channels certainly subscribed on `node`'s connection right now (none unless it is ready). */
+  private held(node: string): ReadonlySet<string> {
     const c = this.opened.get(node) as SubscriberState | undefined;
     const set = c?.status === 'ready' ? c.condition?.subscriber : undefined;
-    return set ? set.channels('ssubscribe').includes(channel) : false;
+    return new Set(set ? set.channels('ssubscribe') : []);
   }
 
   /**
@@ -181,7 +181,15 @@ export class SignalHub {
   private follow(refresh = true): void {
     const c = this.conn.client;
     if (this.following || this.closed || !(c instanceof Cluster)) return;
-    const stale = [...this.listeners.keys()].filter((ch) => !this.holds(this.placed.get(ch) ?? '', ch) || this.placed.get(ch) !== this.ownerOf(ch));
+    const held = new Map<string, ReadonlySet<string>>();
+    const holds = (node: string, ch: string): boolean => {
+      if (!held.has(node)) held.set(node, this.held(node));
+      return held.get(node)!.has(ch);
+    };
+    const stale = [...this.listeners.keys()].filter((ch) => {
+      const at = this.placed.get(ch);
+      return at === undefined || at !== this.ownerOf(ch) || !holds(at, ch);
+    });
     if (stale.length === 0) return;
     this.following = true;
     const slots = refresh ? new Promise<void>((r) => c.refreshSlotsCache(() => r())) : Promise.resolve();
@@ -196,7 +204,7 @@ export class SignalHub {
     const to = this.ownerOf(channel);
     if (to === '' || this.closed || !this.listeners.has(channel)) return;
     // Same node, not ready: it is reconnecting, and re-subscribes by itself once back.
-    if (from === to && (this.holds(to, channel) || (this.opened.has(to) && this.opened.get(to)?.status !== 'ready'))) return;
+    if (from === to && (this.held(to).has(channel) || (this.opened.has(to) && this.opened.get(to)?.status !== 'ready'))) return;
     if (from !== undefined && from !== to) {
       const old = this.opened.get(from);
       if (old?.status === 'ready') await old.sunsubscribe(channel).catch(() => undefined);
