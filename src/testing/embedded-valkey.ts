@@ -69,6 +69,9 @@ export async function startEmbeddedValkey(opts: EmbeddedValkeyOptions = {}): Pro
   if (opts.cluster) {
     // A lone node learns its own address only from a peer: announce it, or CLUSTER SLOTS names "".
     args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-announce-ip', '127.0.0.1');
+    // The bus port defaults to port + 10000, which does not exist above 55535 (a third of the
+    // ephemeral range): pick it too.
+    args.push('--cluster-port', String(await freePort()));
   }
   args.push(...(opts.args ?? []));
   const child: ChildProcess = spawn(opts.binary ?? 'valkey-server', args, { stdio: 'ignore', detached: false });

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { Redis } from 'iovalkey';
 import { ValkeyUnavailableError } from '../protocol/errors.js';
 import { keySlot } from '../protocol/slot.js';
-import { startEmbeddedValkey, waitFor, type EmbeddedValkey } from './embedded-valkey.js';
+import { freePort, startEmbeddedValkey, waitFor, type EmbeddedValkey } from './embedded-valkey.js';
 import { parseClusterNodes, servingSlot, slotMapSignature, type ClusterNodeView } from './valkey-cluster.topology.js';
 
 /** Options of `startValkeyCluster`. */
@@ -87,6 +87,20 @@ function run(cmd: string, args: readonly string[], timeoutMs: number): Promise<s
 }
 
 /**
+ * One node on free ports: its own and its cluster bus port (port + 10000 would not exist above
+ * 55535). Two attempts more when it fails, as another process may take a port just picked.
+ */
+async function startNode(args: readonly string[]): Promise<EmbeddedValkey> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startEmbeddedValkey({ args: [...args, '--cluster-port', String(await freePort())] });
+    } catch (err) {
+      if (attempt >= 3) throw err;
+    }
+  }
+}
+
+/**
  * Starts a local Valkey Cluster for tests: `primaries × (1 + replicasPerPrimary)` throwaway
  * `valkey-server --cluster-enabled yes` processes on free loopback ports, each in its own temp
  * folder, joined by `valkey-cli --cluster create … --cluster-replicas N --cluster-yes`. Resolves
@@ -120,7 +134,7 @@ export async function startValkeyCluster(opts: ValkeyClusterOptions = {}): Promi
     }));
   };
   try {
-    const started = await Promise.allSettled(Array.from({ length: primaries * (1 + replicas) }, () => startEmbeddedValkey({ args })));
+    const started = await Promise.allSettled(Array.from({ length: primaries * (1 + replicas) }, () => startNode(args)));
     for (const s of started) {
       if (s.status === 'fulfilled') {
         const admin = new Redis({ host: s.value.host, port: s.value.port, maxRetriesPerRequest: 1, commandTimeout: 5000, lazyConnect: true });

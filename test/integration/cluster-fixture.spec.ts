@@ -1,5 +1,7 @@
 import { spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
 import { ValkeyUnavailableError } from '../../src/protocol/errors.js';
+import { cli, startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
 import { startValkeyCluster } from '../../src/testing/valkey-cluster.js';
 
 const alive = (pid: number): boolean => {
@@ -48,4 +50,25 @@ describe('startValkeyCluster', () => {
     await expect(startValkeyCluster({ waitMs: 1 })).rejects.toThrow(ValkeyUnavailableError);
     expect([...clusterServers()].filter((pid) => !before.has(pid))).toEqual([]);
   }, 30_000);
+
+  it('starts a cluster-mode node on a port above 55535 (whose default bus port, port + 10000, does not exist)', async () => {
+    let high = 0;
+    for (let p = 55_536 + Math.floor(Math.random() * 4000); p < 65_000 && !high; p++) {
+      if (await canBind(p)) high = p;
+    }
+    const node = await startEmbeddedValkey({ cluster: true, port: high });
+    try {
+      expect(cli(node.port, 'CLUSTER', 'INFO')).toContain('cluster_state:ok');
+    } finally {
+      await node.stop();
+    }
+  }, 30_000);
 });
+
+function canBind(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
