@@ -239,6 +239,7 @@ class LocalCluster implements ValkeyCluster {
   }
 
   async moveSlot(slot: number, to: NodeRef): Promise<void> {
+    if (!Number.isInteger(slot) || slot < 0 || slot > 16383) throw new ValkeyUnavailableError(`slot must be an integer in 0..16383, got ${slot}`);
     const from = await this.ownerOfSlot(slot);
     const dst = this.member(to);
     const src = this.member(from);
@@ -280,7 +281,6 @@ class LocalCluster implements ValkeyCluster {
         return s !== undefined && s.port !== old.server.port;
       });
     await this.settled(`valkey cluster: failing over ${old.server.port} (${mode})`, undefined, holds);
-    const promoted = await this.ownerOfSlot(slots[0][0]);
-    return promoted;
+    return this.ownerOfSlot(slots[0][0]);
   }
 }
