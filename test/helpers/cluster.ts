@@ -15,7 +15,11 @@ export interface ClusterFixture {
   spread(prefix: string, count?: number, slotOf?: (name: string) => number): Promise<string[]>;
 }
 
-/** Registers hooks that start a cluster before the file and stop it (and its connections) after. */
+/**
+ * Registers hooks that start a cluster before the file and stop it (and its connections) after.
+ * E.g. three queues of one flow on three primaries:
+ * `const f = clusterFixture(); … const [a, b, c] = await f.spread('flow'); const conn = await f.connect();`
+ */
 export function clusterFixture(opts: ValkeyClusterOptions = {}): ClusterFixture {
   const conns: EchoMqConnection[] = [];
   const f: ClusterFixture = {
