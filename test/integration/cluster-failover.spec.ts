@@ -19,6 +19,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const nameOn = (node: ClusterNode, prefix: string): string =>
   namesOnDistinctOwners(`${prefix}-${randomBytes(4).toString('hex')}`, 1, (slot) => (node.slots.some(([lo, hi]) => slot >= lo && slot <= hi) ? node.id : undefined))[0];
 
+/** A live primary with a live replica attached. */
+async function replicatedPrimary(): Promise<ClusterNode> {
+  const withReplica = (await f.cluster.topology()).filter((n) => n.role === 'replica' && n.alive).map((r) => r.primaryId);
+  const primary = (await f.cluster.primaries()).find((p) => withReplica.includes(p.id));
+  if (!primary) throw new Error('no primary with a replica is left');
+  return primary;
+}
+
 /** Waits until every replica has the primary's writes so far (async replication: a kill -9 loses the rest). */
 async function replicated(primary: ClusterNode): Promise<void> {
   const offset = (text: string, field: string) => Number(new RegExp(`${field}:(\\d+)`).exec(text)?.[1] ?? -1);
@@ -90,8 +98,7 @@ describe('failover: kill -9 the primary of a queue (and of the node leases) whil
   }, 90_000);
 
   it('after a manual CLUSTER FAILOVER the signals and wake-ups follow the promoted replica', async () => {
-    const withReplica = (await f.cluster.topology()).filter((n) => n.role === 'replica' && n.alive).map((r) => r.primaryId);
-    const primary = (await f.cluster.primaries()).find((p) => withReplica.includes(p.id))!;
+    const primary = await replicatedPrimary();
     const q = nameOn(primary, 'mf');
     const conn = await f.connect();
     const queues = new QueueService(conn);
@@ -125,8 +132,7 @@ describe('failover: kill -9 the primary of a queue (and of the node leases) whil
   }, 60_000);
 
   it('consumers idle in their blocking waits when their primary is killed are woken on the promoted replica', async () => {
-    const withReplica = (await f.cluster.topology()).filter((n) => n.role === 'replica' && n.alive).map((r) => r.primaryId);
-    const primary = (await f.cluster.primaries()).find((p) => withReplica.includes(p.id))!;
+    const primary = await replicatedPrimary();
     const q = nameOn(primary, 'idle');
     const conn = await f.connect();
     const queues = new QueueService(conn);
