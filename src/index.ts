@@ -55,3 +55,7 @@ export type { CachedOptions, CacheEvictOptions } from './nest/cached.decorator.j
 export { CacheInterceptor, CacheScope } from './nest/cache.interceptor.js';
 export type { HttpCacheScope, HttpCacheOptions } from './nest/cache.interceptor.js';
 export { assertCacheKey, CacheKeys } from './protocol/keys.js';
+export { startValkeyCluster } from './testing/valkey-cluster.js';
+export type { ValkeyCluster, ValkeyClusterOptions, ClusterNode, NodeRef } from './testing/valkey-cluster.js';
+export { namesOnDistinctOwners, slotOfName, parseClusterNodes } from './testing/valkey-cluster.topology.js';
+export type { ClusterNodeView } from './testing/valkey-cluster.topology.js';

@@ -41,16 +41,21 @@ export function freePort(): Promise<number> {
   });
 }
 
-const cli = (port: number, ...args: string[]) =>
+/** Runs `valkey-cli -p <port> <args>` on loopback (synchronously); its stdout, `''` when it failed. */
+export const cli = (port: number, ...args: string[]): string =>
   spawnSync('valkey-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8' }).stdout ?? '';
 
-async function waitFor(check: () => boolean, ms: number, what: string): Promise<void> {
+/**
+ * Polls `check` every 25 ms until it holds; after `ms` fails with `ValkeyUnavailableError`
+ * "<what> timed out after <ms> ms" (a check that throws counts as not yet).
+ */
+export async function waitFor(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
-    if (check()) return;
+    if (await Promise.resolve().then(check).catch(() => false)) return;
     await new Promise((r) => setTimeout(r, 25));
   }
-  throw new ValkeyUnavailableError(`embedded valkey-server: ${what} timed out`);
+  throw new ValkeyUnavailableError(`${what} timed out after ${ms} ms`);
 }
 
 /**
@@ -64,6 +69,9 @@ export async function startEmbeddedValkey(opts: EmbeddedValkeyOptions = {}): Pro
   if (opts.cluster) {
     // A lone node learns its own address only from a peer: announce it, or CLUSTER SLOTS names "".
     args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-announce-ip', '127.0.0.1');
+    // The bus port defaults to port + 10000, which does not exist above 55535 (a third of the
+    // ephemeral range): pick it too.
+    args.push('--cluster-port', String(await freePort()));
   }
   args.push(...(opts.args ?? []));
   const child: ChildProcess = spawn(opts.binary ?? 'valkey-server', args, { stdio: 'ignore', detached: false });
@@ -71,7 +79,7 @@ export async function startEmbeddedValkey(opts: EmbeddedValkeyOptions = {}): Pro
   child.on('exit', () => (exited = true));
   child.on('error', () => (exited = true));
   // A server that never answers is not left running (it would keep the caller's process alive).
-  await waitFor(() => exited || cli(port, 'PING').trim() === 'PONG', 10_000, 'start').catch((err: unknown) => {
+  await waitFor(() => exited || cli(port, 'PING').trim() === 'PONG', 10_000, 'embedded valkey-server: start').catch((err: unknown) => {
     child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
     throw err;
@@ -79,7 +87,7 @@ export async function startEmbeddedValkey(opts: EmbeddedValkeyOptions = {}): Pro
   if (exited) throw new ValkeyUnavailableError('embedded valkey-server failed to start (is valkey-server installed?)');
   if (opts.cluster) {
     cli(port, 'CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
-    await waitFor(() => cli(port, 'CLUSTER', 'INFO').includes('cluster_state:ok'), 10_000, 'cluster state');
+    await waitFor(() => cli(port, 'CLUSTER', 'INFO').includes('cluster_state:ok'), 10_000, 'embedded valkey-server: cluster state');
   }
   child.unref();
   const pid = child.pid!;
@@ -95,7 +103,7 @@ export async function startEmbeddedValkey(opts: EmbeddedValkeyOptions = {}): Pro
         } catch {
           /* already gone */
         }
-        await waitFor(() => exited, 5000, 'stop').catch(() => undefined);
+        await waitFor(() => exited, 5000, 'embedded valkey-server: stop').catch(() => undefined);
       }
       rmSync(dir, { recursive: true, force: true });
     },

@@ -2,14 +2,10 @@ import { Redis } from 'iovalkey';
 import { EchoMqConnection } from '../../src/protocol/connection.js';
 import { globalKeys, queueKeys } from '../../src/protocol/keys.js';
 import { keySlot } from '../../src/protocol/slot.js';
-import type { Consumer } from '../../src/queue/consumer.js';
-import type { Job } from '../../src/queue/job.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
-import { startConsumer } from '../helpers/consumers.js';
-import { eventually, randomQueue } from '../helpers/valkey.js';
-
-type Payload = { kind: 'ok' | 'fail' | 'hold'; n: number };
+import { lifecycleRunner, type LifecycleRunner } from '../helpers/lifecycle.js';
+import { randomQueue } from '../helpers/valkey.js';
 
 /** Every key matching `pattern` on the (single) cluster node. */
 async function scanAll(node: Redis, pattern: string): Promise<string[]> {
@@ -45,98 +41,21 @@ describe('the slot law on a real Valkey in cluster mode', () => {
   let server: EmbeddedValkey;
   let conn: EchoMqConnection;
   let node: Redis;
-  let queues: QueueService;
-  const consumers: Consumer[] = [];
-  const gates = new Map<string, () => void>();
-  const holding = new Set<string>();
+  let runner: LifecycleRunner;
 
   beforeAll(async () => {
     server = await startEmbeddedValkey({ cluster: true });
     node = new Redis({ host: server.host, port: server.port, maxRetriesPerRequest: 1 });
     conn = new EchoMqConnection({ cluster: [{ host: server.host, port: server.port }] });
     await conn.open();
-    queues = new QueueService(conn);
+    runner = lifecycleRunner(conn);
   }, 30_000);
   afterAll(async () => {
-    for (const release of gates.values()) release();
-    await Promise.all(consumers.splice(0).map((c) => c.stop(2000)));
+    await runner?.close();
     await conn?.close();
     await node?.quit();
     await server?.stop();
   });
-
-  const handler = async (job: Job<unknown>): Promise<unknown> => {
-    const p = job.payload as Payload;
-    if (p.kind === 'fail') throw new Error(`boom ${job.attempt}`);
-    if (p.kind === 'hold') {
-      holding.add(job.id);
-      await new Promise<void>((r) => gates.set(job.id, r));
-    }
-    return { doubled: p.n * 2 };
-  };
-
-  /** Runs the whole lifecycle of `q` through the cluster client; any CROSSSLOT would throw. */
-  async function lifecycle(q: string): Promise<void> {
-    const started = await startConsumer(conn, q, handler, { concurrency: 4, leaseMs: 1000, attempts: 2 });
-    consumers.push(started.consumer);
-    const statusOf = async (id: string) => (await queues.getJob(q, id))?.status;
-
-    const one = await queues.enqueue<Payload>(q, { kind: 'ok', n: 1 });
-    const many = await queues.enqueueMany<Payload>(q, [
-      { payload: { kind: 'ok', n: 2 } },
-      { payload: { kind: 'ok', n: 3 }, opts: { attempts: 5, backoff: { type: 'exponential', delayMs: 10 } } },
-      { payload: { kind: 'ok', n: 4 }, opts: { delay: 200 } },
-    ]);
-    const delayed = await queues.enqueue<Payload>(q, { kind: 'ok', n: 5 }, { delay: 300 });
-    const far = await queues.enqueue<Payload>(q, { kind: 'ok', n: 6 }, { delay: 3_600_000 });
-    const failing = await queues.enqueue<Payload>(q, { kind: 'fail', n: 7 });
-    const held = await queues.enqueue<Payload>(q, { kind: 'hold', n: 8 });
-    // Idempotent enqueue with a minted id.
-    const minted = queues.mintId();
-    expect(await queues.enqueue<Payload>(q, { kind: 'ok', n: 9 }, { id: minted })).toBe(minted);
-    expect(await queues.enqueue<Payload>(q, { kind: 'ok', n: 99 }, { id: minted })).toBe(minted);
-
-    expect(await statusOf(far)).toBe('scheduled');
-    expect(await queues.cancel(q, far)).toBe('cancelled');
-    expect(await statusOf(far)).toBe('cancelled');
-
-    const oks = [one, ...many, delayed, minted];
-    await eventually(async () => {
-      const s = await Promise.all([...oks, failing].map(statusOf));
-      return s.every((x, i) => x === (i < oks.length ? 'done' : 'dead'));
-    }, 20_000, `the jobs of ${q} to finish`);
-
-    // The held job's lease is extended while it runs (extend through the cluster client), and a
-    // cancel only flags it.
-    await eventually(() => holding.has(held), 10_000, 'the held job to start');
-    const active = queueKeys(q).active;
-    const firstDeadline = Number(await node.zscore(active, held));
-    expect(firstDeadline).toBeGreaterThan(0);
-    await eventually(async () => Number(await node.zscore(active, held)) > firstDeadline, 10_000, 'the held lease to be extended');
-    expect(await queues.cancel(q, held)).toBe('flagged');
-    expect((await queues.getJob(q, held))?.cancelRequested).toBe(true);
-    gates.get(held)?.();
-    await eventually(async () => (await statusOf(held)) === 'done', 10_000, 'the held job to complete');
-    expect(await queues.cancel(q, one)).toBe('finished');
-    expect(await queues.cancel(q, queues.mintId())).toBe('missing');
-
-    const done = await queues.getJob<Payload, { doubled: number }>(q, minted);
-    expect(done).toMatchObject({ status: 'done', attempts: 1, payload: { kind: 'ok', n: 9 }, result: { doubled: 18 } });
-    const dead = await queues.getJob(q, failing);
-    expect(dead).toMatchObject({ status: 'dead', attempts: 2 });
-    expect(dead?.error).toContain('boom 2');
-    expect((await queues.getJob(q, held))?.attempts).toBe(1);
-    expect(await queues.counts(q)).toEqual({
-      scheduled: 0,
-      pending: 0,
-      active: 0,
-      done: oks.length + 1,
-      dead: 1,
-      cancelled: 1,
-    });
-    expect(started.log.warnings).toEqual([]);
-    expect(started.log.errors).toEqual([]);
-  }
 
   /** Every existing key of `q`, and every key the grammar spells for it, answers `slot`. */
   async function assertOneSlot(q: string, slot: number): Promise<void> {
@@ -156,8 +75,8 @@ describe('the slot law on a real Valkey in cluster mode', () => {
   const other = randomQueue('cl');
 
   it('runs the whole lifecycle of queue "orders" and of a random queue with no CROSSSLOT', async () => {
-    await lifecycle('orders');
-    await lifecycle(other);
+    await runner.run('orders');
+    await runner.run(other);
   }, 60_000);
 
   it('every key of queue "orders" answers slot 105, by CLUSTER KEYSLOT and by keySlot()', async () => {
