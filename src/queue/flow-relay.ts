@@ -1,0 +1,171 @@
+import type { Subscription } from 'rxjs';
+import type { EchoMqConnection } from '../protocol/connection.js';
+import { describeError } from '../protocol/errors.js';
+import { flowWire, type OutboxEntry } from '../protocol/flow-wire.js';
+import { queueKeys } from '../protocol/keys.js';
+import { SignalHub } from '../protocol/signal-hub.js';
+import { wire } from '../protocol/wire.js';
+import { planQueue, type CreateEntry } from './flow.plan.js';
+import type { QueueDefaults } from './queue.options.js';
+
+/** How the relay runs. */
+export interface FlowRelayOptions {
+  /** The settings of a queue (payload limit, morgue cap, cancelled retention). */
+  readonly settings: (queue: string) => QueueDefaults;
+  /** Relay lease of a taken entry (ms): a crashed relay's entries are due again after it. Default 5000. */
+  readonly leaseMs?: number;
+  /** How often every watched outbox is swept for entries whose signal was missed or whose lease lapsed (ms). Default 1000. */
+  readonly sweepMs?: number;
+  /** The most entries an outbox holds before flow-add refuses new flows on its queue. Default 100,000. */
+  readonly outboxBound?: number;
+  readonly logger?: { warn(message: string): void };
+}
+
+/** Entries taken per outbox-take call. */
+const TAKE = 100;
+
+/**
+ * Relays flow hand-offs (docs/flows.md): watches the outbox of each queue it is told about (the
+ * sharded channel of the outbox key wakes it; a sweep catches missed signals and lapsed leases),
+ * takes due entries under a lease, runs each one's idempotent target script on the target queue
+ * (flow-add, flow-deliver, cancel), then acknowledges them. A crash between the target script
+ * and the acknowledgement only delays: the entry is taken again by any live relay and its replay
+ * changes nothing. Any number of processes may relay the same queues.
+ */
+export class FlowRelay {
+  private readonly watched = new Map<string, Subscription>();
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly again = new Set<string>();
+  private readonly hub: SignalHub;
+  private timer?: NodeJS.Timeout;
+  private closed = false;
+  readonly leaseMs: number;
+  readonly outboxBound: number;
+
+  constructor(
+    private readonly conn: EchoMqConnection,
+    private readonly opts: FlowRelayOptions,
+  ) {
+    this.hub = new SignalHub(conn, 1024);
+    this.leaseMs = opts.leaseMs ?? 5000;
+    this.outboxBound = opts.outboxBound ?? 100_000;
+  }
+
+  /** Relays `queue`'s outbox from now on (idempotent), and drains it once. */
+  watch(queue: string): void {
+    if (this.closed || this.watched.has(queue)) return;
+    const k = queueKeys(queue);
+    const sub = this.hub.observe<unknown>(k.outbox).subscribe({
+      next: () => void this.drain(queue),
+      error: (err: unknown) => this.opts.logger?.warn(`flow relay ${queue}: signal lost (${describeError(err)}); sweeping only`),
+    });
+    this.watched.set(queue, sub);
+    if (!this.timer) {
+      this.timer = setInterval(() => {
+        for (const q of this.watched.keys()) void this.drain(q);
+      }, this.opts.sweepMs ?? 1000);
+      this.timer.unref();
+    }
+    void this.drain(queue);
+  }
+
+  /** Drains `queue`'s outbox now; a drain asked for while one runs runs again after it. */
+  drain(queue: string): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    const cur = this.running.get(queue);
+    if (cur) {
+      this.again.add(queue);
+      return cur;
+    }
+    const run = (async () => {
+      try {
+        do {
+          this.again.delete(queue);
+          while (!this.closed && (await this.relayBatch(queue)) === TAKE);
+        } while (this.again.has(queue) && !this.closed);
+      } catch (err) {
+        if (!this.closed) this.opts.logger?.warn(`flow relay ${queue}: ${describeError(err)}; retrying on the next sweep`);
+      } finally {
+        this.running.delete(queue);
+      }
+    })();
+    this.running.set(queue, run);
+    return run;
+  }
+
+  /** Stops relaying (entries left are relayed by any other live node, or after a restart). */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    for (const s of this.watched.values()) s.unsubscribe();
+    this.watched.clear();
+    await Promise.allSettled([...this.running.values()]);
+    await this.hub.close();
+  }
+
+  /** One take → relay → ack round; resolves to how many entries were taken. */
+  private async relayBatch(queue: string): Promise<number> {
+    const k = queueKeys(queue);
+    const entries = await flowWire.take(this.conn.scriptClient, k, TAKE, this.leaseMs);
+    if (entries.length === 0) return 0;
+    const settled = await Promise.allSettled(entries.map((e) => this.relay(e)));
+    const done = entries.filter((_, i) => settled[i].status === 'fulfilled').map((e) => e.id);
+    settled.forEach((s, i) => {
+      if (s.status === 'rejected') this.opts.logger?.warn(`flow relay ${queue}: entry ${entries[i].id} not relayed (${describeError(s.reason)}); retried after its lease`);
+    });
+    if (done.length > 0) {
+      if (process.env.ECHOMQ_TEST_RELAY_HOLD === '1') {
+        // Test hook: stop between the target scripts and the acknowledgement (a crash test kills us here).
+        process.stdout.write(`relay-hold ${done.join(',')}\n`);
+        await new Promise<never>(() => undefined);
+      }
+      await flowWire.ack(this.conn.scriptClient, k, done);
+    }
+    return entries.length;
+  }
+
+  /** Runs one entry's target script (idempotent); queues that got entries of their own are drained too. */
+  private async relay(e: OutboxEntry): Promise<void> {
+    const c = this.conn.scriptClient;
+    const kind = e.text.slice(0, 2);
+    if (kind === 'd ') {
+      const m = /^d (\S+) (\S+) (\S+) (done|failed|cancelled) ([\s\S]*)$/.exec(e.text);
+      if (!m) return this.malformed(e);
+      const [, pq, pid, cid, outcome, text] = m;
+      const r = await flowWire.deliver(c, queueKeys(pq), { parentId: pid, childId: cid, outcome: outcome as 'done', text }, this.opts.settings(pq).deadCap);
+      if (r === 'buried') this.follow(pq);
+    } else if (kind === 'x ') {
+      const m = /^x (\S+) (\S+)$/.exec(e.text);
+      if (!m) return this.malformed(e);
+      const r = await wire.cancel(c, queueKeys(m[1]), m[2], this.opts.settings(m[1]).keepCancelled);
+      if (r === 1) this.follow(m[1]);
+    } else if (kind === 'c ') {
+      const m = /^c (\S+) ([\s\S]*)$/.exec(e.text);
+      if (!m) return this.malformed(e);
+      let entry: CreateEntry;
+      try {
+        entry = JSON.parse(m[2]) as CreateEntry;
+      } catch {
+        return this.malformed(e);
+      }
+      const q = m[1];
+      const plan = planQueue(q, [{ tree: entry.tree, up: entry.up }]);
+      const s = this.opts.settings(q);
+      await flowWire.add(c, queueKeys(q), s.maxPayloadBytes, this.outboxBound, plan.nodes, plan.edges);
+      if (plan.crosses > 0) this.follow(q);
+    } else {
+      this.malformed(e);
+    }
+  }
+
+  /** A queue that just received outbox entries: relay them now, and keep watching it. */
+  private follow(queue: string): void {
+    if (this.watched.has(queue)) void this.drain(queue);
+    else this.watch(queue);
+  }
+
+  private malformed(e: OutboxEntry): void {
+    // Another runtime's bug: it can never be relayed, so it is acknowledged (dropped) and reported.
+    this.opts.logger?.warn(`flow relay: dropping malformed outbox entry ${e.id}: ${e.text.slice(0, 80)}`);
+  }
+}
