@@ -21,6 +21,17 @@ export interface FlowRelayOptions {
   readonly logger?: { warn(message: string): void };
 }
 
+/**
+ * Test hook (crash tests): with `ECHOMQ_TEST_RELAY_HOLD` = `before-relay` or `before-ack`, the relay
+ * prints `relay-hold <point> <entry ids>` and stops for good at that point, so a test can SIGKILL
+ * the process between taking entries and relaying them, or between relaying and acknowledging.
+ */
+async function testHold(point: 'before-relay' | 'before-ack', ids: readonly string[]): Promise<void> {
+  if (process.env.ECHOMQ_TEST_RELAY_HOLD !== point) return;
+  process.stdout.write(`relay-hold ${point} ${ids.join(',')}\n`);
+  await new Promise<never>(() => undefined);
+}
+
 /** Entries taken per outbox-take call. */
 const TAKE = 100;
 
@@ -108,17 +119,14 @@ export class FlowRelay {
     const k = queueKeys(queue);
     const entries = await flowWire.take(this.conn.scriptClient, k, TAKE, this.leaseMs);
     if (entries.length === 0) return 0;
+    await testHold('before-relay', entries.map((e) => e.id));
     const settled = await Promise.allSettled(entries.map((e) => this.relay(e)));
     const done = entries.filter((_, i) => settled[i].status === 'fulfilled').map((e) => e.id);
     settled.forEach((s, i) => {
       if (s.status === 'rejected') this.opts.logger?.warn(`flow relay ${queue}: entry ${entries[i].id} not relayed (${describeError(s.reason)}); retried after its lease`);
     });
     if (done.length > 0) {
-      if (process.env.ECHOMQ_TEST_RELAY_HOLD === '1') {
-        // Test hook: stop between the target scripts and the acknowledgement (a crash test kills us here).
-        process.stdout.write(`relay-hold ${done.join(',')}\n`);
-        await new Promise<never>(() => undefined);
-      }
+      await testHold('before-ack', done);
       await flowWire.ack(this.conn.scriptClient, k, done);
     }
     return entries.length;
