@@ -30,7 +30,7 @@ const services: Provider[] = [
     provide: QueueService,
     inject: [EchoMqConnection, ECHOMQ_OPTIONS],
     useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) =>
-      new QueueService(conn, resolveDefaults(BUILTIN_DEFAULTS, o.defaults), o.queues ?? {}),
+      new QueueService(conn, resolveDefaults(BUILTIN_DEFAULTS, o.defaults), o.queues ?? {}, o.flows ?? {}),
   },
   {
     provide: BusService,

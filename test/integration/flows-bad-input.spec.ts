@@ -24,7 +24,7 @@ describe('flows: bad input is refused with a typed error and nothing written', (
   const both = [`emq:{${a}}:*`, `emq:{${b}}:*`];
 
   it('refuses a spec whose object graph has a cycle (EMQ_FLOW_CYCLE)', async () => {
-    const child: { queue: string; payload: unknown; children: FlowSpec[] } = { queue: b, payload: {}, children: [] };
+    const child: { queue: string; payload: Record<string, never>; children: FlowSpec[] } = { queue: b, payload: {}, children: [] };
     const root: FlowSpec = { queue: a, payload: {}, children: [child] };
     child.children.push(root);
     await refusedUnchanged(f.raw, a, 'EMQ_FLOW_CYCLE', () => f.queues.flow(root), both);
@@ -74,7 +74,7 @@ describe('flows: bad input is refused with a typed error and nothing written', (
     for (const [code, spec] of cases) await refusedUnchanged(f.raw, a, code, () => f.queues.flow(spec), both);
     // flowMany: one bad spec refuses the whole call.
     await refusedUnchanged(f.raw, a, 'EMQ_FLOW_CYCLE', async () => {
-      const loop: { queue: string; payload: unknown; children: FlowSpec[] } = { queue: a, payload: {}, children: [] };
+      const loop: { queue: string; payload: Record<string, never>; children: FlowSpec[] } = { queue: a, payload: {}, children: [] };
       loop.children.push(loop);
       return f.queues.flowMany([{ queue: a, payload: {} }, loop]);
     }, both);
