@@ -32,6 +32,28 @@ async function testHold(point: 'before-relay' | 'before-ack', ids: readonly stri
   await new Promise<never>(() => undefined);
 }
 
+/** A creation entry's target queue and content, or undefined when the text is not one. */
+function parseCreate(text: string): { queue: string; entry: CreateEntry } | undefined {
+  const m = /^c (\S+) ([\s\S]*)$/.exec(text);
+  if (!m) return undefined;
+  try {
+    return { queue: m[1], entry: JSON.parse(m[2]) as CreateEntry };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A promise's outcome as a value. */
+function settle<T>(p: Promise<T>): Promise<PromiseSettledResult<T>> {
+  return p.then(
+    (value) => ({ status: 'fulfilled', value }),
+    (reason: unknown) => ({ status: 'rejected', reason }),
+  );
+}
+
+/** Concurrent drains per queue. */
+const LANES = 4;
+
 /** Entries taken per outbox-take call. */
 const TAKE = 100;
 
@@ -45,7 +67,10 @@ const TAKE = 100;
  */
 export class FlowRelay {
   private readonly watched = new Map<string, Subscription>();
-  private readonly running = new Map<string, Promise<void>>();
+  /** Drains running per queue (lanes: each takes its own leased entries). */
+  private readonly running = new Map<string, Set<Promise<void>>>();
+  /** Acknowledgements in flight (not awaited by the drain: the entries are leased meanwhile). */
+  private readonly acks = new Set<Promise<unknown>>();
   private readonly again = new Set<string>();
   private readonly hub: SignalHub;
   private timer?: NodeJS.Timeout;
@@ -73,22 +98,28 @@ export class FlowRelay {
     this.watched.set(queue, sub);
     if (!this.timer) {
       this.timer = setInterval(() => {
-        for (const q of this.watched.keys()) void this.drain(q);
+        for (const q of this.watched.keys()) if (!this.running.has(q)) void this.drain(q);
       }, this.opts.sweepMs ?? 1000);
       this.timer.unref();
     }
     void this.drain(queue);
   }
 
-  /** Drains `queue`'s outbox now; a drain asked for while one runs runs again after it. */
+  /**
+   * Drains `queue`'s outbox now, in up to `LANES` concurrent drains (a signal arriving while they
+   * all run makes one of them go round again), so a hand-off never waits behind a whole batch.
+   */
   drain(queue: string): Promise<void> {
     if (this.closed) return Promise.resolve();
-    const cur = this.running.get(queue);
-    if (cur) {
+    let lanes = this.running.get(queue);
+    if (lanes && lanes.size >= LANES) {
       this.again.add(queue);
-      return cur;
+      return [...lanes][0];
     }
-    const run = (async () => {
+    if (!lanes) this.running.set(queue, (lanes = new Set()));
+    const set = lanes;
+    let run: Promise<void> | undefined = undefined;
+    run = (async () => {
       try {
         do {
           this.again.delete(queue);
@@ -97,10 +128,11 @@ export class FlowRelay {
       } catch (err) {
         if (!this.closed) this.opts.logger?.warn(`flow relay ${queue}: ${describeError(err)}; retrying on the next sweep`);
       } finally {
-        this.running.delete(queue);
+        if (run) set.delete(run);
+        if (set.size === 0 && this.running.get(queue) === set) this.running.delete(queue);
       }
     })();
-    this.running.set(queue, run);
+    set.add(run);
     return run;
   }
 
@@ -110,7 +142,8 @@ export class FlowRelay {
     if (this.timer) clearInterval(this.timer);
     for (const s of this.watched.values()) s.unsubscribe();
     this.watched.clear();
-    await Promise.allSettled([...this.running.values()]);
+    await Promise.allSettled([...this.running.values()].flatMap((l) => [...l]));
+    await Promise.allSettled([...this.acks]);
     await this.hub.close();
   }
 
@@ -120,16 +153,86 @@ export class FlowRelay {
     const entries = await flowWire.take(this.conn.scriptClient, k, TAKE, this.leaseMs);
     if (entries.length === 0) return 0;
     await testHold('before-relay', entries.map((e) => e.id));
-    const settled = await Promise.allSettled(entries.map((e) => this.relay(e)));
+    const settled = await this.relayAll(entries);
     const done = entries.filter((_, i) => settled[i].status === 'fulfilled').map((e) => e.id);
     settled.forEach((s, i) => {
       if (s.status === 'rejected') this.opts.logger?.warn(`flow relay ${queue}: entry ${entries[i].id} not relayed (${describeError(s.reason)}); retried after its lease`);
     });
     if (done.length > 0) {
       await testHold('before-ack', done);
-      await flowWire.ack(this.conn.scriptClient, k, done);
+      const ack = flowWire.ack(this.conn.scriptClient, k, done).catch((err: unknown) => {
+        this.opts.logger?.warn(`flow relay ${queue}: acknowledgement failed (${describeError(err)}); the entries are relayed again, harmlessly`);
+      });
+      this.acks.add(ack);
+      void ack.finally(() => this.acks.delete(ack));
     }
     return entries.length;
+  }
+
+  /**
+   * Relays a batch: the creations bound for one queue go in one flow-add call (idempotent per
+   * tree, so batching changes nothing), every other entry in its own call, all at once.
+   */
+  private async relayAll(entries: readonly OutboxEntry[]): Promise<PromiseSettledResult<void>[]> {
+    const out: Promise<PromiseSettledResult<void>>[] = new Array<Promise<PromiseSettledResult<void>>>(entries.length);
+    const creates = new Map<string, { at: number[]; roots: CreateEntry[] }>();
+    entries.forEach((e, i) => {
+      const c = parseCreate(e.text);
+      if (!c) {
+        out[i] = settle(this.relay(e));
+        return;
+      }
+      const g = creates.get(c.queue) ?? { at: [], roots: [] };
+      g.at.push(i);
+      g.roots.push(c.entry);
+      creates.set(c.queue, g);
+    });
+    for (const [q, g] of creates) {
+      const results = this.create(q, g.roots);
+      g.at.forEach((at, j) => (out[at] = results.then((r) => r[j])));
+    }
+    return Promise.all(out);
+  }
+
+  /**
+   * Creates relayed subtrees in `queue`: one flow-add call for all of them (chunked past 1000 nodes
+   * or edges); a refused batch is retried one subtree per call, so one bad entry fails alone.
+   */
+  private async create(queue: string, roots: readonly CreateEntry[]): Promise<PromiseSettledResult<void>[]> {
+    const s = this.opts.settings(queue);
+    const add = async (part: readonly CreateEntry[]): Promise<number> => {
+      const plan = planQueue(queue, part.map((r) => ({ tree: r.tree, up: r.up })));
+      await flowWire.add(this.conn.scriptClient, queueKeys(queue), s.maxPayloadBytes, this.outboxBound, plan.nodes, plan.edges);
+      return plan.crosses;
+    };
+    const out: PromiseSettledResult<void>[] = [];
+    let crosses = 0;
+    for (let i = 0; i < roots.length; ) {
+      let j = i;
+      for (let size = 0; j < roots.length; j++) {
+        const one = planQueue(queue, [{ tree: roots[j].tree, up: roots[j].up }]);
+        const n = Math.max(one.nodes.length, one.edges.length);
+        if (j > i && size + n > 1000) break;
+        size += n;
+      }
+      const part = roots.slice(i, j);
+      try {
+        crosses += await add(part);
+        for (let k = 0; k < part.length; k++) out.push({ status: 'fulfilled', value: undefined });
+      } catch (err) {
+        if (part.length === 1) out.push({ status: 'rejected', reason: err });
+        else {
+          for (const one of part) {
+            const r = await settle(add([one]));
+            if (r.status === 'fulfilled') crosses += r.value;
+            out.push(r.status === 'fulfilled' ? { status: 'fulfilled', value: undefined } : r);
+          }
+        }
+      }
+      i = j;
+    }
+    if (crosses > 0) this.follow(queue);
+    return out;
   }
 
   /** Runs one entry's target script (idempotent); queues that got entries of their own are drained too. */
@@ -147,20 +250,6 @@ export class FlowRelay {
       if (!m) return this.malformed(e);
       const r = await wire.cancel(c, queueKeys(m[1]), m[2], this.opts.settings(m[1]).keepCancelled);
       if (r === 1) this.follow(m[1]);
-    } else if (kind === 'c ') {
-      const m = /^c (\S+) ([\s\S]*)$/.exec(e.text);
-      if (!m) return this.malformed(e);
-      let entry: CreateEntry;
-      try {
-        entry = JSON.parse(m[2]) as CreateEntry;
-      } catch {
-        return this.malformed(e);
-      }
-      const q = m[1];
-      const plan = planQueue(q, [{ tree: entry.tree, up: entry.up }]);
-      const s = this.opts.settings(q);
-      await flowWire.add(c, queueKeys(q), s.maxPayloadBytes, this.outboxBound, plan.nodes, plan.edges);
-      if (plan.crosses > 0) this.follow(q);
     } else {
       this.malformed(e);
     }
