@@ -1,7 +1,7 @@
 import { checkProcessorOptions, type ProcessorOptions } from '../queue/queue.options.js';
 import { assertName } from '../protocol/keys.js';
 import type { FlowService } from '../queue/flow.service.js';
-import type { FlowJob } from '../queue/flow.types.js';
+import type { FlowJob, FlowSpec } from '../queue/flow.types.js';
 import type { Job, JobHandler } from '../queue/job.js';
 import { PROCESSOR_METADATA } from './echomq.constants.js';
 import type { ProcessorMetadata } from './processor.decorator.js';
@@ -33,7 +33,10 @@ export function flowHandler(flows: FlowService, queue: string, step: JobHandler<
   return async (job: Job<unknown>) => {
     const children = await flows.children(queue, job.id);
     // The job's own getters (payload, signal) stay lazy: `children` is added on a derived object.
-    const flowJob = Object.create(job, { children: { value: children, enumerable: true } }) as FlowJob<unknown>;
+    const flowJob = Object.create(job, {
+      children: { value: children, enumerable: true },
+      waitFor: { value: (kids: readonly FlowSpec[]) => flows.waitFor(queue, job, kids) },
+    }) as FlowJob<unknown>;
     return step(flowJob);
   };
 }

@@ -195,6 +195,17 @@ export class FlowTooDeepError extends EchoMqError {
   }
 }
 
+/**
+ * Not a failure: thrown by `job.waitFor(children)` once the running job has become a waiting
+ * parent. It ends the handler's run; the job runs again when its children have finished.
+ */
+export class WaitingForChildren extends Error {
+  constructor(readonly children: readonly string[]) {
+    super(`waiting for ${children.length} children`);
+    this.name = 'WaitingForChildren';
+  }
+}
+
 /** Throw this from a handler to send the job straight to the morgue, without retries. */
 export class FatalJobError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -51,6 +51,26 @@ export const flowWire = {
     return (await runScript(c, 'flow-add', keys, args)) as number[];
   },
 
+  /**
+   * Gives the running job `job` (fenced by its token) new children: it becomes a waiting parent.
+   * Resolves false when refused (the job is no longer active under that token).
+   */
+  async expand(
+    c: ScriptClient,
+    k: QueueKeys,
+    maxBytes: number,
+    outboxBound: number,
+    job: { readonly id: string; readonly token: string },
+    nodes: readonly WireFlowNode[],
+    edges: readonly WireFlowEdge[],
+  ): Promise<boolean> {
+    const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, outboxBound, job.id, job.token, nodes.length, edges.length];
+    for (const n of nodes) args.push(n.id, n.payload, n.parent, n.maxAttempts ?? '', n.backoff ?? '');
+    for (const e of edges) args.push(e.parentId, e.childId, e.childQueue, e.policy, e.key, e.entry);
+    const keys = [k.meta, k.pending, k.wake, k.data, k.opts, k.jobPrefix, k.events, k.outbox, k.outdue, k.active, k.job(job.id)];
+    return ((await runScript(c, 'flow-expand', keys, args)) as number) === 1;
+  },
+
   /** Delivers one child's outcome to its parent (on the parent's queue). */
   async deliver(
     c: ScriptClient,

@@ -103,6 +103,15 @@ export function encodeFlow(
   return assign(checked);
 }
 
+/**
+ * The flow-expand call giving the running job `id` of `queue` new children: the plan of a root
+ * standing for the job, without the root's own node.
+ */
+export function planExpand(queue: string, id: string, kids: readonly WireTree[]): QueuePlan {
+  const plan = planQueue(queue, [{ tree: { q: queue, id, p: '', pol: 'fail', key: '0', kids }, up: '' }]);
+  return { ...plan, nodes: plan.nodes.slice(1) };
+}
+
 /** The ids of an encoded flow, shaped like its spec. */
 export function flowNodes(t: WireTree, root = true): FlowNode {
   return { id: t.id, queue: t.q, ...(root ? {} : { key: t.key }), children: t.kids.map((k) => flowNodes(k, false)) };

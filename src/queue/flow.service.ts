@@ -1,11 +1,11 @@
 import { decodePayload, type Json } from '../protocol/codec.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
-import { BatchTooLargeError, InvalidOptionError } from '../protocol/errors.js';
+import { BatchTooLargeError, InvalidOptionError, StaleTokenError, WaitingForChildren } from '../protocol/errors.js';
 import { flowWire } from '../protocol/flow-wire.js';
 import { queueKeys } from '../protocol/keys.js';
 import { wire } from '../protocol/wire.js';
 import { FlowRelay, type FlowRelayOptions } from './flow-relay.js';
-import { encodeFlow, flowNodes, flowQueues, planQueue, type QueuePlan, type WireTree } from './flow.plan.js';
+import { encodeFlow, flowNodes, flowQueues, planExpand, planQueue, type QueuePlan, type WireTree } from './flow.plan.js';
 import {
   DEFAULT_FLOW_BOUNDS,
   type ChildFailurePolicy,
@@ -116,6 +116,31 @@ export class FlowService {
     // This process relays every queue of its flows: the creations now, the hand-offs later.
     for (const q of queues) this.relay.watch(q);
     return trees.map((t) => flowNodes(t));
+  }
+
+  /**
+   * Gives a running job new children (fenced by its claim token): the job leaves `active` and
+   * waits for them, then runs again. Resolves to their ids; `StaleTokenError` when the job is no
+   * longer held under that token (nothing written). Keys must not repeat an earlier fan-out's.
+   */
+  async addChildren(queue: string, job: { readonly id: string; readonly token: string }, children: readonly FlowSpec[]): Promise<FlowNode[]> {
+    if (!Array.isArray(children) || children.length === 0) throw new InvalidOptionError('a fan-out needs at least one child');
+    await this.conn.ids.ready();
+    const max = (q: string) => this.settings(q).maxPayloadBytes;
+    const tree = encodeFlow({ queue, payload: null, children } as FlowSpec<unknown>, this.bounds, max, () => this.conn.ids.next('job'));
+    const plan = planExpand(queue, job.id, tree.kids);
+    const size = Math.max(plan.nodes.length, plan.edges.length);
+    if (size > MAX_BATCH) throw new BatchTooLargeError(size, MAX_BATCH);
+    const ok = await flowWire.expand(this.conn.scriptClient, queueKeys(queue), max(queue), this.relay.outboxBound, job, plan.nodes, plan.edges);
+    if (!ok) throw new StaleTokenError(`job ${job.id} of ${queue} is no longer held under token ${job.token}: no children were added`);
+    for (const q of flowQueues(tree)) this.relay.watch(q);
+    return tree.kids.map((k) => flowNodes(k, false));
+  }
+
+  /** Adds the children, then rejects with `WaitingForChildren`: what `FlowJob.waitFor` does. */
+  async waitFor(queue: string, job: { readonly id: string; readonly token: string }, children: readonly FlowSpec[]): Promise<never> {
+    const nodes = await this.addChildren(queue, job, children);
+    throw new WaitingForChildren(nodes.map((n) => n.id));
   }
 
   /** The results of a parent's children (what a `@Flow` handler receives). */

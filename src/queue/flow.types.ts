@@ -76,6 +76,12 @@ export interface FlowChildren<R = Json> {
 export interface FlowJob<T = Json, R = Json> extends Job<T> {
   /** Results of the children (under `ignore`, a failed child is left out). */
   readonly children: FlowChildren<R>;
+  /**
+   * Fans out from the running job: gives it these children and ends this run (`return
+   * job.waitFor([...])`). The job waits (`waiting`) until they have all finished, then runs again
+   * with their results in `children`. Rejects with `WaitingForChildren` once that is recorded.
+   */
+  waitFor(children: readonly FlowSpec[]): Promise<never>;
 }
 
 /** A child as `getJob` of its parent shows it. */

@@ -136,3 +136,35 @@ describe('flows: failure policies', () => {
     expect(runs[1].errors.every((e) => e === 'Error: nope')).toBe(true);
   });
 });
+
+describe('flows: fanning out from a running job', () => {
+  it('a handler gives its job children and ends its run; the job runs again once, with their results', async () => {
+    const [p, c] = [randomQueue('xp'), randomQueue('xc')];
+    const runs: { attempt: number; results: unknown[] }[] = [];
+    const warnings: string[][] = [];
+    for (const q of [p, c]) {
+      const { consumer, log } = await startConsumer(f.conn, q, async (job) => {
+        const pl = job.payload as { n: number; root?: boolean };
+        if (!pl.root) return pl.n * 10;
+        const kids = await f.queues.flows.children<number>(q, job.id);
+        runs.push({ attempt: job.attempt, results: kids.list.map((k) => k.result).sort() });
+        if (kids.list.length === 0) {
+          // Children in another queue and in this one (k3).
+          return f.queues.flows.waitFor(q, job, [1, 2, 3].map((n) => ({ queue: n === 3 ? p : c, payload: { n }, key: `k${n}` })));
+        }
+        return kids.list.reduce((s, k) => s + (k.result ?? 0), 0);
+      }, { concurrency: 4 });
+      f.consumers.push(consumer);
+      warnings.push(log.warnings);
+    }
+    const id = await f.queues.enqueue(p, { n: 0, root: true });
+    await eventually(async () => (await f.queues.getJob(p, id))?.status === 'done', 10_000, 'the fanned-out job to finish');
+    const job = await f.queues.getJob(p, id);
+    expect(runs).toEqual([{ attempt: 1, results: [] }, { attempt: 1, results: [10, 20, 30] }]);
+    expect(job?.result).toBe(60);
+    expect(job?.children?.map((k) => k.key).sort()).toEqual(['k1', 'k2', 'k3']);
+    expect(warnings.flat()).toEqual([]);
+    // A stale holder cannot fan out: the job is done, its old token refused, nothing written.
+    await expect(f.queues.flows.addChildren(p, { id, token: '1' }, [{ queue: c, payload: {} }])).rejects.toMatchObject({ code: 'EMQ_STALE_TOKEN' });
+  });
+});

@@ -8,6 +8,7 @@ import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
 const ORDERS = randomQueue('orders');
 const CHECKS = randomQueue('checks');
 const TOTALS = randomQueue('totals');
+const FANOUT = randomQueue('fanout');
 
 @Injectable()
 class Steps {
@@ -25,6 +26,16 @@ class Steps {
     const sum = job.children.list.reduce((s, c) => s + (c.result?.price ?? 0), 0);
     this.totals.push(sum);
     return sum;
+  }
+
+  readonly fanRuns: number[] = [];
+
+  /** Fans out from its running job on the first run; sums on the second. */
+  @Flow(FANOUT)
+  fan(job: FlowJob<{ prices: number[] }, { price: number }>): Promise<never> | number {
+    this.fanRuns.push(job.children.list.length);
+    if (job.children.list.length === 0) return job.waitFor(job.payload.prices.map((price) => ({ queue: CHECKS, payload: { price } })));
+    return job.children.list.reduce((s, c) => s + (c.result?.price ?? 0), 0);
   }
 
   @Flow(ORDERS, { concurrency: 2 })
@@ -76,5 +87,12 @@ describe('@Flow: the parent step of a flow through the NestJS module', () => {
       ['waiting', [flow.id]],
       ['released', [flow.id]],
     ]);
+  });
+
+  it('a @Flow step fans out from its running job with job.waitFor and runs again with the results', async () => {
+    const id = await queues.enqueue(FANOUT, { prices: [4, 5, 6] });
+    await eventually(async () => (await queues.getJob(FANOUT, id))?.status === 'done', 15_000, 'the fan-out to finish');
+    expect((await queues.getJob(FANOUT, id))?.result).toBe(15);
+    expect(steps.fanRuns).toEqual([0, 3]);
   });
 });
