@@ -8,6 +8,12 @@
 -- call (a node whose parent is not in this call, and its descendants in this call) of which any
 -- node's id already holds data is skipped whole, so a replayed relay changes nothing.
 --
+-- Fan-out mode (11 keys): gives a RUNNING job children (docs/flows.md, "Fanning out from a
+-- running job"). Fenced by the job's claim token, the job leaves `active` and becomes a `waiting`
+-- parent (its attempt given back, `deps` raised by its new children, one `k:<child>` each; an
+-- earlier fan-out's child ids and keys may not repeat); the new children are created as above.
+-- A stale holder is refused and changes nothing, so a fan-out is never applied twice.
+--
 -- KEYS[1]  emq:{q}:meta     queue meta hash
 -- KEYS[2]  emq:{q}:pending  list of pending ids
 -- KEYS[3]  emq:{q}:wake     list that idle consumers block on
@@ -17,12 +23,16 @@
 -- KEYS[7]  emq:{q}:events   lifecycle events: sharded channel and bounded stream
 -- KEYS[8]  emq:{q}:outbox   hash entry id -> entry text (also the channel the relay listens on)
 -- KEYS[9]  emq:{q}:outdue   zset entry id -> due at (ms): when a relay may take the entry
+-- KEYS[10] emq:{q}:active   (fan-out mode only) zset id -> lease deadline
+-- KEYS[11] emq:{q}:job:<id> (fan-out mode only) the running job's row
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  largest payload in bytes (1..536870912)
 -- ARGV[3]  outbox bound: the most entries the outbox may hold after this call (1..10000000)
--- ARGV[4]  n, the number of nodes (1..1000)
--- ARGV[5]  m, the number of child edges (0..1000)
--- ARGV[6+5(i-1) .. 10+5(i-1)] per node i: id; payload (JSON text, 1..limit bytes); parent
+-- ARGV[4]  n, the number of nodes (1..1000; fan-out mode 0..1000)
+-- ARGV[5]  m, the number of child edges (0..1000; fan-out mode 1..1000)
+-- ARGV[6], ARGV[7] (fan-out mode only) the running job's id and its fencing token; o = 2 in
+--          fan-out mode, else 0, in the offsets below (a parent may then be the running job)
+-- ARGV[6+o+5(i-1) .. 10+o+5(i-1)] per node i: id; payload (JSON text, 1..limit bytes); parent
 --          ("" = none, "<other queue> <id>" = a parent in another queue, "<this queue> <id>" =
 --          a node of this call); max attempts (1..1000 or ""); backoff ("f:<ms>"/"e:<ms>" or "")
 -- then per edge j (6 arguments): parent id (a node of this call); child id; child queue (a
@@ -30,7 +40,9 @@
 --          [A-Za-z0-9_.-], unique among the parent's children); creation entry text ("" when
 --          the child queue is this queue and the child a node of this call, else the relay's
 --          text "c <child queue> <subtree JSON>", 1..limit bytes)
--- Returns: an array of n integers: 1 = created, 0 = skipped (its tree already existed).
+-- Returns: an array of n integers: 1 = created, 0 = skipped (its tree already existed). Fan-out
+--          mode: 1 = the job now waits for its new children, 0 = refused (not active under that
+--          token; nothing written).
 -- Errors:  EMQ_BAD_ARG (missing or malformed arguments, keys that are not this queue's, a node
 --          whose parent is in this queue but not in this call, an edge that does not match its
 --          child, a cycle, a repeated id), EMQ_VERSION, EMQ_WRONGTYPE, EMQ_BAD_ID,
@@ -52,7 +64,8 @@ local function refused(r, key)
   end
   return r
 end
-if #KEYS ~= 9 or #ARGV < 5 then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and at least 5 arguments') end
+if (#KEYS ~= 9 and #KEYS ~= 11) or #ARGV < 5 then return redis.error_reply('EMQ_BAD_ARG expected 9 (or 11) keys and at least 5 arguments') end
+local X = #KEYS == 11 -- fan-out mode: a running job gets children
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
@@ -65,6 +78,7 @@ if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'pending' or KEYS[3] ~=
   or KEYS[7] ~= b .. 'events' or KEYS[8] ~= b .. 'outbox' or KEYS[9] ~= b .. 'outdue' then
   return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, pending, wake, data, opts, job:, events, outbox, outdue of one queue, in this order')
 end
+if X and KEYS[10] ~= b .. 'active' then return redis.error_reply('EMQ_BAD_ARG KEYS[10] must be the active key of the queue') end
 local q = string.match(KEYS[1], '^emq:{([A-Za-z0-9_.-]+)}:meta$')
 if not q then return redis.error_reply('EMQ_BAD_ARG KEYS[1] is not the meta key of a queue') end
 -- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
@@ -93,21 +107,28 @@ local function badName(s)
   return type(s) ~= 'string' or #s == 0 or #s > 100 or not string.match(s, '^[A-Za-z0-9_.-]+$')
 end
 local maxBytes, cap = int(ARGV[2], 1, 536870912), int(ARGV[3], 1, 10000000)
-local n, m = int(ARGV[4], 1, 1000000000), int(ARGV[5], 0, 1000000000)
+local n, m = int(ARGV[4], X and 0 or 1, 1000000000), int(ARGV[5], X and 1 or 0, 1000000000)
 if not maxBytes or not cap or not n or not m then
-  return redis.error_reply('EMQ_BAD_ARG payload limit (1..536870912), outbox bound (1..10000000), node count (>= 1) and edge count (>= 0) must be integers')
+  return redis.error_reply('EMQ_BAD_ARG payload limit (1..536870912), outbox bound (1..10000000), node count (>= 1; fan-out >= 0) and edge count (>= 0; fan-out >= 1) must be integers')
 end
 if n > 1000 or m > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 nodes and 1000 edges per call') end
-if #ARGV ~= 5 + 5 * n + 6 * m then
+local o, jid, token = 0, nil, nil
+if X then
+  o, jid, token = 2, ARGV[6], ARGV[7]
+  if badId(jid) then return redis.error_reply('EMQ_BAD_ID the running job has a malformed id') end
+  if KEYS[11] ~= KEYS[6] .. jid then return redis.error_reply('EMQ_BAD_ARG KEYS[11] is not the row of ' .. jid) end
+  if type(token) ~= 'string' or #token > 20 or not string.match(token, '^%d+$') then return redis.error_reply('EMQ_BAD_ARG bad token') end
+end
+if #ARGV ~= 5 + o + 5 * n + 6 * m then
   return redis.error_reply('EMQ_BAD_ARG expected ' .. (5 * n) .. ' node and ' .. (6 * m) .. ' edge arguments')
 end
 -- Nodes: ids, payloads, parents, own options.
 local ids, index, up = {}, {}, {}
 for i = 1, n do
-  local a = 5 + 5 * (i - 1)
+  local a = 5 + o + 5 * (i - 1)
   local id, payload, parent, maxA, backoff = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
   if badId(id) then return redis.error_reply('EMQ_BAD_ID node ' .. i .. ' has a malformed id') end
-  if index[id] then return redis.error_reply('EMQ_BAD_ARG node ' .. i .. ' repeats the id ' .. id) end
+  if index[id] or id == jid then return redis.error_reply('EMQ_BAD_ARG node ' .. i .. ' repeats the id ' .. id) end
   if #payload == 0 then return redis.error_reply('EMQ_BAD_ARG node ' .. i .. ' has an empty payload') end
   if #payload > maxBytes then
     return redis.error_reply('EMQ_PAYLOAD_TOO_LARGE node ' .. i .. ' payload is ' .. #payload .. ' bytes, the limit is ' .. maxBytes)
@@ -130,12 +151,13 @@ end
 -- Edges: each names a parent of this call; a same-queue child is a node of this call whose
 -- parent field names that parent; a cross-queue child carries its creation entry.
 local kids, edgeOf, keys = {}, {}, {}
-local base = 5 + 5 * n
+local base = 5 + o + 5 * n
 for j = 1, m do
   local a = base + 6 * (j - 1)
   local pid, cid, cq, pol, key, text = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
   local pi = index[pid]
-  if not pi then return redis.error_reply('EMQ_BAD_ARG edge ' .. j .. ' names a parent that is not a node of this call') end
+  if pid == jid then pi = 0 end -- fan-out mode: the running job (its kids count is kids[0])
+  if not pi then return redis.error_reply('EMQ_BAD_ARG edge ' .. j .. ' names a parent that is not a node of this call (or the running job)') end
   if badId(cid) then return redis.error_reply('EMQ_BAD_ID edge ' .. j .. ' has a malformed child id') end
   if badName(cq) then return redis.error_reply('EMQ_BAD_ARG edge ' .. j .. ' has a malformed child queue') end
   if pol ~= 'fail' and pol ~= 'ignore' and pol ~= 'continue' then
@@ -162,12 +184,12 @@ end
 local root = {}
 for i = 1, n do
   if up[i] then
-    if not index[up[i]] or not edgeOf[ids[i]] then
+    if (not index[up[i]] and up[i] ~= jid) or not edgeOf[ids[i]] then
       return redis.error_reply('EMQ_BAD_ARG node ' .. i .. ' names a parent in this queue that is not a node of this call')
     end
   end
   local r, steps = i, 0
-  while up[r] do
+  while up[r] and up[r] ~= jid do
     r = index[up[r]]
     steps = steps + 1
     if steps > n then return redis.error_reply('EMQ_BAD_ARG the parent references of this call form a cycle') end
@@ -184,18 +206,41 @@ if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
 end
 local elog = tonumber(meta[2]) or 0 -- written by enqueue, validated there
-local have = redis.pcall('HMGET', KEYS[4], unpack(ids))
-e = refused(have, KEYS[4])
-if e then return e end
-local skip = {}
-for i = 1, n do
-  if have[i] then skip[root[i]] = true end
+local cur = {}
+if X then
+  -- The fence: only the holder of the running job's current claim may fan out.
+  cur = redis.pcall('HMGET', KEYS[11], 'status', 'token', 'deps')
+  e = refused(cur, KEYS[11]) or refused(redis.pcall('ZCARD', KEYS[10]), KEYS[10])
+  if e then return e end
+  if cur[1] ~= 'active' or cur[2] ~= token then return 0 end
+  if cur[3] then
+    -- Children of an earlier fan-out: the new ones may not reuse their ids or keys.
+    local all = redis.call('HGETALL', KEYS[11])
+    for i = 1, #all, 2 do
+      if string.sub(all[i], 1, 2) == 'k:' then
+        local key = string.match(all[i + 1], '^[^ ]+ [^ ]+ (.*)$')
+        if edgeOf[string.sub(all[i], 3)] or keys[jid .. ' ' .. key] then
+          return redis.error_reply('EMQ_BAD_ARG a new child repeats the id or key of an earlier child (' .. key .. ')')
+        end
+      end
+    end
+  end
 end
-local out, entries = {}, 0
+local skip = {}
+if n > 0 then
+  local have = redis.pcall('HMGET', KEYS[4], unpack(ids))
+  e = refused(have, KEYS[4])
+  if e then return e end
+  for i = 1, n do
+    if have[i] and X then return redis.error_reply('EMQ_BAD_ARG node ' .. i .. ' exists already (' .. ids[i] .. ')') end
+    if have[i] then skip[root[i]] = true end
+  end
+end
+local out, entries = { [0] = 1 }, 0
 for i = 1, n do out[i] = skip[root[i]] and 0 or 1 end
 for j = 1, m do
   local a = base + 6 * (j - 1)
-  if out[index[ARGV[a + 1]]] == 1 and ARGV[a + 6] ~= '' then entries = entries + 1 end
+  if out[index[ARGV[a + 1]] or 0] == 1 and ARGV[a + 6] ~= '' then entries = entries + 1 end
 end
 for _, kr in ipairs({ { KEYS[2], 'LLEN' }, { KEYS[3], 'LLEN' }, { KEYS[5], 'HLEN' }, { KEYS[9], 'ZCARD' } }) do
   e = refused(redis.pcall(kr[2], kr[1]), kr[1])
@@ -223,9 +268,16 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local queued, waiting, data, opts = {}, {}, {}, {}
+if X then
+  -- The running job becomes a waiting parent: out of `active`, its attempt given back.
+  redis.call('ZREM', KEYS[10], jid)
+  redis.call('HSET', KEYS[11], 'status', 'waiting', 'deps', (tonumber(cur[3]) or 0) + (kids[0] or 0))
+  redis.call('HINCRBY', KEYS[11], 'attempts', -1)
+  waiting[1] = jid
+end
 for i = 1, n do
   if out[i] == 1 then
-    local a = 5 + 5 * (i - 1)
+    local a = 5 + o + 5 * (i - 1)
     local id, parent, maxA, backoff = ids[i], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
     data[#data + 1] = id
     data[#data + 1] = ARGV[a + 2]
@@ -249,7 +301,7 @@ local boxed = 0
 for j = 1, m do
   local a = base + 6 * (j - 1)
   local pid, cid, cq, pol, key, text = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
-  if out[index[pid]] == 1 then
+  if out[index[pid] or 0] == 1 then
     redis.call('HSET', KEYS[6] .. pid, 'k:' .. cid, cq .. ' ' .. pol .. ' ' .. key)
     if text ~= '' then
       redis.call('HSET', KEYS[8], 'c:' .. cid, text)
@@ -270,4 +322,5 @@ end
 if boxed > 0 then redis.call('SPUBLISH', KEYS[8], boxed) end
 emit(KEYS[7], elog, 'enqueued', queued, now)
 emit(KEYS[7], elog, 'waiting', waiting, now)
+if X then return 1 end
 return out

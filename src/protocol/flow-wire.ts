@@ -64,11 +64,11 @@ export const flowWire = {
     nodes: readonly WireFlowNode[],
     edges: readonly WireFlowEdge[],
   ): Promise<boolean> {
-    const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, outboxBound, job.id, job.token, nodes.length, edges.length];
+    const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, outboxBound, nodes.length, edges.length, job.id, job.token];
     for (const n of nodes) args.push(n.id, n.payload, n.parent, n.maxAttempts ?? '', n.backoff ?? '');
     for (const e of edges) args.push(e.parentId, e.childId, e.childQueue, e.policy, e.key, e.entry);
     const keys = [k.meta, k.pending, k.wake, k.data, k.opts, k.jobPrefix, k.events, k.outbox, k.outdue, k.active, k.job(job.id)];
-    return ((await runScript(c, 'flow-expand', keys, args)) as number) === 1;
+    return ((await runScript(c, 'flow-add', keys, args)) as number) === 1; // flow-add's fan-out mode
   },
 
   /** Delivers one child's outcome to its parent (on the parent's queue). */

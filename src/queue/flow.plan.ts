@@ -104,7 +104,7 @@ export function encodeFlow(
 }
 
 /**
- * The flow-expand call giving the running job `id` of `queue` new children: the plan of a root
+ * The fan-out call (flow-add with the running job) giving the running job `id` of `queue` new children: the plan of a root
  * standing for the job, without the root's own node.
  */
 export function planExpand(queue: string, id: string, kids: readonly WireTree[]): QueuePlan {
