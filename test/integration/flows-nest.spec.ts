@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom, filter, take, toArray } from 'rxjs';
-import { EchoMqModule, Flow, Processor, QueueService, type FlowJob, type Job, type QueueEvent } from '../../src/index.js';
+import { EchoMqConnection, EchoMqModule, Flow, Processor, QueueService, queueKeys, type FlowJob, type Job, type QueueEvent } from '../../src/index.js';
 import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
 
 const ORDERS = randomQueue('orders');
@@ -49,6 +49,7 @@ class Steps {
 describe('@Flow: the parent step of a flow through the NestJS module', () => {
   let queues: QueueService;
   let steps: Steps;
+  let conn: EchoMqConnection;
   let close: () => Promise<void>;
 
   beforeAll(async () => {
@@ -60,6 +61,7 @@ describe('@Flow: the parent step of a flow through the NestJS module', () => {
     await app.init();
     queues = app.get(QueueService);
     steps = app.get(Steps);
+    conn = app.get(EchoMqConnection);
     close = () => app.close();
   });
 
@@ -69,7 +71,9 @@ describe('@Flow: the parent step of a flow through the NestJS module', () => {
 
   it('runs the step once with its children results by key; a nested step\'s result flows up', async () => {
     const events = firstValueFrom(queues.events(ORDERS).pipe(filter((e: QueueEvent) => e.kind === 'waiting' || e.kind === 'released'), take(2), toArray()));
-    await new Promise((r) => setTimeout(r, 100)); // the subscription is live
+    // The subscription is asynchronous: wait until the server counts it.
+    const channel = queueKeys(ORDERS).events;
+    await eventually(async () => ((await conn.client.call('PUBSUB', 'SHARDNUMSUB', channel)) as [string, number])[1] > 0, 5000, 'the subscription');
     const flow = await queues.flow({
       queue: ORDERS,
       payload: { order: 'o-1' },
