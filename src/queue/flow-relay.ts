@@ -7,6 +7,7 @@ import { SignalHub } from '../protocol/signal-hub.js';
 import { wire } from '../protocol/wire.js';
 import { planQueue, type CreateEntry } from './flow.plan.js';
 import type { QueueDefaults } from './queue.options.js';
+import { parseCreate, replicated, settle, targetOf, testHold } from './flow-entries.js';
 
 /** How the relay runs. */
 export interface FlowRelayOptions {
@@ -18,37 +19,15 @@ export interface FlowRelayOptions {
   readonly sweepMs?: number;
   /** The most entries an outbox holds before flow-add refuses new flows on its queue. Default 100,000. */
   readonly outboxBound?: number;
+  /**
+   * Replicas each target write must reach (`WAIT`) before its entry is acknowledged; an entry
+   * whose target did not confirm is relayed again after its lease (harmlessly). Narrows the window
+   * in which a failover loses a relayed effect after its entry was acknowledged. Default 0 (off).
+   */
+  readonly waitReplicas?: number;
+  /** How long that `WAIT` may block (ms). Default 100. */
+  readonly waitTimeoutMs?: number;
   readonly logger?: { warn(message: string): void };
-}
-
-/**
- * Test hook (crash tests): with `ECHOMQ_TEST_RELAY_HOLD` = `before-relay` or `before-ack`, the relay
- * prints `relay-hold <point> <entry ids>` and stops for good at that point, so a test can SIGKILL
- * the process between taking entries and relaying them, or between relaying and acknowledging.
- */
-async function testHold(point: 'before-relay' | 'before-ack', ids: readonly string[]): Promise<void> {
-  if (process.env.ECHOMQ_TEST_RELAY_HOLD !== point) return;
-  process.stdout.write(`relay-hold ${point} ${ids.join(',')}\n`);
-  await new Promise<never>(() => undefined);
-}
-
-/** A creation entry's target queue and content, or undefined when the text is not one. */
-function parseCreate(text: string): { queue: string; entry: CreateEntry } | undefined {
-  const m = /^c (\S+) ([\s\S]*)$/.exec(text);
-  if (!m) return undefined;
-  try {
-    return { queue: m[1], entry: JSON.parse(m[2]) as CreateEntry };
-  } catch {
-    return undefined;
-  }
-}
-
-/** A promise's outcome as a value. */
-function settle<T>(p: Promise<T>): Promise<PromiseSettledResult<T>> {
-  return p.then(
-    (value) => ({ status: 'fulfilled', value }),
-    (reason: unknown) => ({ status: 'rejected', reason }),
-  );
 }
 
 /** Concurrent drains per queue. */
@@ -154,19 +133,34 @@ export class FlowRelay {
     if (entries.length === 0) return 0;
     await testHold('before-relay', entries.map((e) => e.id));
     const settled = await this.relayAll(entries);
-    const done = entries.filter((_, i) => settled[i].status === 'fulfilled').map((e) => e.id);
+    let done = entries.filter((_, i) => settled[i].status === 'fulfilled');
+    if ((this.opts.waitReplicas ?? 0) > 0) done = await this.durable(done);
     settled.forEach((s, i) => {
       if (s.status === 'rejected') this.opts.logger?.warn(`flow relay ${queue}: entry ${entries[i].id} not relayed (${describeError(s.reason)}); retried after its lease`);
     });
     if (done.length > 0) {
-      await testHold('before-ack', done);
-      const ack = flowWire.ack(this.conn.scriptClient, k, done).catch((err: unknown) => {
+      const ids = done.map((e) => e.id);
+      await testHold('before-ack', ids);
+      const ack = flowWire.ack(this.conn.scriptClient, k, ids).catch((err: unknown) => {
         this.opts.logger?.warn(`flow relay ${queue}: acknowledgement failed (${describeError(err)}); the entries are relayed again, harmlessly`);
       });
       this.acks.add(ack);
       void ack.finally(() => this.acks.delete(ack));
     }
     return entries.length;
+  }
+
+  /** The relayed entries whose target queue's node confirmed `waitReplicas` replicas. */
+  private async durable(done: readonly OutboxEntry[]): Promise<OutboxEntry[]> {
+    const targets = [...new Set(done.map((e) => targetOf(e.text) ?? ''))];
+    const ok = new Map<string, boolean>();
+    await Promise.all(
+      targets.map(async (q) => {
+        const good = q === '' || (await replicated(this.conn.client, queueKeys(q).meta, this.opts.waitReplicas ?? 0, this.opts.waitTimeoutMs ?? 100));
+        ok.set(q, good);
+      }),
+    );
+    return done.filter((e) => ok.get(targetOf(e.text) ?? ''));
   }
 
   /**
