@@ -4,7 +4,8 @@
  * `FlowProducer` (its queues on one node, as it requires), on one fresh Valkey, one after the
  * other. Reports flows completed per second (parents done) with `IN_FLIGHT` flows being created at
  * once, and the fan-in latency: the last child's handler returning → the parent's handler
- * starting, p50 / p99. A standalone script, not yet part of `npm run bench`.
+ * starting, p50 / p99; then the same at a paced 100 flows/s (latency away from saturation).
+ * A standalone script, not yet part of `npm run bench`.
  */
 import { FlowProducer, Worker } from 'bullmq';
 import { Consumer, EchoMqConnection, QueueService, startEmbeddedValkey } from '../src/index.js';
@@ -41,8 +42,22 @@ async function untilDone(t: FlowTimes, n: number): Promise<void> {
   while (t.parentsDone < n) await new Promise((r) => setTimeout(r, 2));
 }
 
-/** Creates `n` flows, `IN_FLIGHT` at a time. */
+/** Flows per second of the paced run (fan-in latency away from saturation); 0 = as fast as possible. */
+let pace = 0;
+
+/** Creates `n` flows, `IN_FLIGHT` at a time, or one every 1/pace s when paced. */
 async function produce(n: number, create: (i: number) => Promise<unknown>): Promise<void> {
+  if (pace > 0) {
+    const started = nowMs();
+    const all: Promise<unknown>[] = [];
+    for (let i = 0; i < n; i++) {
+      const due = started + (i * 1000) / pace;
+      while (nowMs() < due) await new Promise((r) => setTimeout(r, Math.max(0, due - nowMs())));
+      all.push(create(i));
+    }
+    await Promise.all(all);
+    return;
+  }
   let next = 0;
   await Promise.all(
     Array.from({ length: IN_FLIGHT }, async () => {
@@ -123,10 +138,14 @@ async function main(): Promise<void> {
     // Warm-up (scripts loaded, connections open), then the measured runs.
     await echomq(valkey.url, 50);
     await bullmq(valkey.url, 50);
-    rows.push(['EchoMQ', await echomq(valkey.url, n)]);
-    rows.push(['BullMQ FlowProducer', await bullmq(valkey.url, n)]);
-    console.log(`flows of 1 parent + ${CHILDREN} children, ${n} flows, ${IN_FLIGHT} created at once, children c${CHILD_CONCURRENCY}, parents c${PARENT_CONCURRENCY}`);
-    console.log('| system | flows/s | fan-in p50 (ms) | fan-in p99 (ms) |');
+    rows.push(['EchoMQ, saturated', await echomq(valkey.url, n)]);
+    rows.push(['BullMQ FlowProducer, saturated', await bullmq(valkey.url, n)]);
+    pace = 100;
+    const paced = Math.round(n / 4);
+    rows.push([`EchoMQ, paced ${pace}/s`, await echomq(valkey.url, paced)]);
+    rows.push([`BullMQ FlowProducer, paced ${pace}/s`, await bullmq(valkey.url, paced)]);
+    console.log(`flows of 1 parent + ${CHILDREN} children: ${n} flows saturated (${IN_FLIGHT} created at once), then ${paced} paced; children c${CHILD_CONCURRENCY}, parents c${PARENT_CONCURRENCY}`);
+    console.log('| run | flows/s | fan-in p50 (ms) | fan-in p99 (ms) |');
     console.log('|---|---|---|---|');
     for (const [name, m] of rows) console.log(`| ${name} | ${m.flowsPerSec} | ${m.fanInP50.toFixed(2)} | ${m.fanInP99.toFixed(2)} |`);
   } finally {
