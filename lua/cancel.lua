@@ -18,10 +18,17 @@
 -- KEYS[7]  emq:{q}:job:       prefix of job rows
 -- KEYS[8]  emq:{q}:job:<id>   the job's row
 -- KEYS[9]  emq:{q}:events     lifecycle events: sharded channel and bounded stream
+-- KEYS[10] emq:{q}:outbox     (optional, with KEYS[11]; required when the row names a parent or
+-- KEYS[11] emq:{q}:outdue     the job is a waiting flow parent): a cancelled job whose row names
+--                             a parent writes its hand-off `d:<id>` = "d <queue> <parent id> <id>
+--                             cancelled cancelled" to this queue's outbox, and a cancelled
+--                             `waiting` parent one entry `x:<child>` = "x <queue> <child>" per
+--                             child whose outcome has not arrived (docs/flows.md)
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  id
 -- ARGV[3]  cancelled retention: how many cancelled rows to keep (decimal integer, 1..1000000)
--- Returns: 1 cancelled; 2 active, flagged; 0 already finished; -1 no such job (integers).
+-- Returns: 1 cancelled (also a `waiting` flow parent); 2 active, flagged; 0 already finished;
+--          -1 no such job (integers).
 -- Errors:  EMQ_BAD_ARG (missing or malformed arguments, KEYS[8] not the row of the id),
 --          EMQ_VERSION, EMQ_BAD_ID, EMQ_WRONGTYPE. Every check comes before the first write.
 -- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
@@ -32,7 +39,7 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
-if #KEYS ~= 9 or #ARGV ~= 3 then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 3 arguments') end
+if (#KEYS ~= 9 and #KEYS ~= 11) or #ARGV ~= 3 then return redis.error_reply('EMQ_BAD_ARG expected 9 (or 11) keys and 3 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
@@ -91,11 +98,22 @@ if badId(id) then return redis.error_reply('EMQ_BAD_ID malformed job id') end
 if KEYS[8] ~= KEYS[7] .. id then return redis.error_reply('EMQ_BAD_ARG KEYS[8] is not the row of ' .. id) end
 if not keep then return redis.error_reply('EMQ_BAD_ARG retention must be an integer in 1..1000000') end
 
+local box, due = KEYS[10], KEYS[11]
+local b = string.sub(KEYS[1], 1, -5)
+if box and (box ~= b .. 'outbox' or due ~= b .. 'outdue') then
+  return redis.error_reply('EMQ_BAD_ARG KEYS[10] and KEYS[11] must be the outbox and outdue of the queue')
+end
 local row = KEYS[8]
-local status = redis.pcall('HGET', row, 'status')
-if type(status) == 'table' then return redis.error_reply('EMQ_WRONGTYPE the job row is not a hash') end
+local cur = redis.pcall('HMGET', row, 'status', 'parent')
+if cur.err then return redis.error_reply('EMQ_WRONGTYPE the job row is not a hash') end
+local status, parent = cur[1], cur[2]
 local err = wrongType({ KEYS[3], 'zset', KEYS[4], 'zset', KEYS[5], 'hash', KEYS[6], 'hash' })
 if err then return err end
+if (parent or status == 'waiting') and status ~= 'active' then
+  if not box then return redis.error_reply('EMQ_BAD_ARG a flow job: the outbox and outdue keys are required') end
+  err = wrongType({ box, 'hash', due, 'zset' })
+  if err then return err end
+end
 if elog > 0 then
   err = wrongType({ KEYS[9], 'stream' })
   if err then return err end
@@ -131,9 +149,32 @@ if status == 'pending' then
   end
 elseif status == 'scheduled' then
   redis.call('ZREM', KEYS[3], id)
-else
+elseif status ~= 'waiting' then
   return 0
 end
+-- Flow bookkeeping: the parent hears of the cancel; a waiting parent's children still out are
+-- cancelled in turn (each relayed like any outbox entry).
+local boxed = 0
+local function hand(eid, text)
+  redis.call('HSET', box, eid, text)
+  redis.call('ZADD', due, now, eid)
+  boxed = boxed + 1
+end
+if status == 'waiting' then
+  local all = redis.call('HGETALL', row)
+  local have = {}
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 2) == 'r:' then have[string.sub(all[i], 3)] = true end
+  end
+  for i = 1, #all, 2 do
+    local cid = string.sub(all[i], 3)
+    if string.sub(all[i], 1, 2) == 'k:' and not have[cid] then
+      hand('x:' .. cid, 'x ' .. string.match(all[i + 1], '^[^ ]+') .. ' ' .. cid)
+    end
+  end
+end
+if parent then hand('d:' .. id, 'd ' .. parent .. ' ' .. id .. ' cancelled cancelled') end
+if boxed > 0 then redis.call('SPUBLISH', box, boxed) end
 recordKeep()
 redis.call('HSET', row, 'status', 'cancelled', 'finished', now)
 redis.call('HDEL', KEYS[6], id)

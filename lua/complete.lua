@@ -12,6 +12,10 @@
 -- KEYS[5]  emq:{q}:job:     prefix of job rows (for rows trimmed out of the retention)
 -- KEYS[6]  emq:{q}:events   lifecycle events: sharded channel and bounded stream
 -- KEYS[6+i] emq:{q}:job:<id_i> the row of job i, for i = 1..n
+-- KEYS[7+n] emq:{q}:outbox  (optional, with KEYS[8+n]; required when a job names a parent)
+-- KEYS[8+n] emq:{q}:outdue  a completed job whose row names a parent (`parent` = "<queue> <id>",
+--           a flow child) writes its hand-off `d:<id>` = "d <queue> <parent id> <id> done
+--           <result>" to this queue's outbox in the same step (docs/flows.md)
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  done retention: how many done rows to keep (0..1000000)
 -- ARGV[3]  n, the number of jobs (1..1000)
@@ -77,7 +81,11 @@ local keep, n = int(ARGV[2], 0, 1000000), int(ARGV[3], 1, 1000000000)
 if not keep then return redis.error_reply('EMQ_BAD_ARG retention must be 0..1000000') end
 if not n then return redis.error_reply('EMQ_BAD_ARG bad job count') end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
-if #KEYS ~= 6 + n or #ARGV ~= 3 + 3 * n then return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (3 * n) .. ' job arguments') end
+if (#KEYS ~= 6 + n and #KEYS ~= 8 + n) or #ARGV ~= 3 + 3 * n then return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (3 * n) .. ' job arguments') end
+local box, due = KEYS[7 + n], KEYS[8 + n]
+if box and (box ~= b .. 'outbox' or due ~= b .. 'outdue') then
+  return redis.error_reply('EMQ_BAD_ARG the keys after the rows must be the outbox and outdue of the queue')
+end
 for i = 1, n do
   local id = ARGV[4 + 3 * (i - 1)]
   if badId(id) then return redis.error_reply('EMQ_BAD_ID job ' .. i .. ' has a malformed id') end
@@ -95,10 +103,10 @@ if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
 end
 local elog = tonumber(meta[2]) or 0 -- written by enqueue, validated there
-local out, ids, rows, seen = {}, {}, {}, {}
+local out, ids, rows, seen, hand = {}, {}, {}, {}, {}
 for i = 1, n do
   local id, token, row = ARGV[4 + 3 * (i - 1)], ARGV[5 + 3 * (i - 1)], KEYS[6 + i]
-  local cur = redis.pcall('HMGET', row, 'status', 'token')
+  local cur = redis.pcall('HMGET', row, 'status', 'token', 'parent')
   e = refused(cur, row)
   if e then return e end
   if seen[id] or cur[1] ~= 'active' or cur[2] ~= token then
@@ -108,9 +116,19 @@ for i = 1, n do
     ids[#ids + 1] = id
     rows[#rows + 1] = i
     out[i] = 1
+    -- A flow child: its hand-off to the parent's queue goes through this queue's outbox.
+    if cur[3] then
+      hand[#hand + 1] = 'd:' .. id
+      hand[#hand + 1] = 'd ' .. cur[3] .. ' ' .. id .. ' done ' .. ARGV[6 + 3 * (i - 1)]
+    end
   end
 end
 if #ids == 0 then return out end
+if #hand > 0 then
+  if not box then return redis.error_reply('EMQ_BAD_ARG a job names a parent: the outbox and outdue keys are required') end
+  e = refused(redis.pcall('HLEN', box), box) or refused(redis.pcall('ZCARD', due), due)
+  if e then return e end
+end
 local card = redis.pcall('ZCARD', KEYS[3])
 e = refused(card, KEYS[3])
 if e then return e end
@@ -159,6 +177,16 @@ if excess > 0 then
     redis.call('DEL', unpack(oldRows))
     redis.call('HDEL', KEYS[4], unpack(oldIds))
   end
+end
+if #hand > 0 then
+  local zd = {}
+  for j = 1, #hand, 2 do
+    zd[#zd + 1] = now
+    zd[#zd + 1] = hand[j]
+  end
+  redis.call('HSET', box, unpack(hand))
+  redis.call('ZADD', due, unpack(zd))
+  redis.call('SPUBLISH', box, #zd / 2)
 end
 emit(KEYS[6], elog, 'completed', ids, now)
 return out

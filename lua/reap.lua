@@ -14,6 +14,10 @@
 -- KEYS[7]  emq:{q}:job:     prefix of job rows
 -- KEYS[8]  emq:{q}:events   lifecycle events: sharded channel and bounded stream
 -- KEYS[9]  emq:{q}:cancelled zset id -> cancelled at (for jobs flagged by cancel)
+-- KEYS[10] emq:{q}:outbox   (optional, with KEYS[11]; required when a reaped row names a parent)
+-- KEYS[11] emq:{q}:outdue   a buried or cancelled job whose row names a parent (a flow child)
+--                           writes its hand-off `d:<id>` = "d <queue> <parent id> <id>
+--                           <failed|cancelled> <error>" to this queue's outbox (docs/flows.md)
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  the most jobs to reap in this call (decimal integer, 1..1000)
 -- ARGV[3]  default max attempts (decimal integer, 1..1000), used when the row has none
@@ -30,7 +34,7 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
-if #KEYS ~= 9 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 4 arguments') end
+if (#KEYS ~= 9 and #KEYS ~= 11) or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 9 (or 11) keys and 4 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
@@ -42,6 +46,10 @@ if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'active' or KEYS[3] ~= 
   or KEYS[4] ~= b .. 'dead' or KEYS[5] ~= b .. 'wake' or KEYS[6] ~= b .. 'data' or KEYS[7] ~= b .. 'job:'
   or KEYS[8] ~= b .. 'events' or KEYS[9] ~= b .. 'cancelled' then
   return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, active, pending, dead, wake, data, job:, events, cancelled of one queue, in this order')
+end
+local box, due = KEYS[10], KEYS[11]
+if box and (box ~= b .. 'outbox' or due ~= b .. 'outdue') then
+  return redis.error_reply('EMQ_BAD_ARG KEYS[10] and KEYS[11] must be the outbox and outdue of the queue')
 end
 local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc')
 if meta.err then return redis.error_reply('EMQ_WRONGTYPE the queue meta key is not a hash') end
@@ -97,11 +105,26 @@ local e = wrongType({ KEYS[3], 'list', KEYS[4], 'zset', KEYS[5], 'list', KEYS[6]
 if not e and elog > 0 then e = wrongType({ KEYS[8], 'stream' }) end
 if e then return e end
 -- Every row is read before the first write, so a row of the wrong type refuses the whole call.
-local rows = {}
+local rows, anyParent = {}, false
 for i = 1, #expired do
-  local cur = redis.pcall('HMGET', KEYS[7] .. expired[i], 'attempts', 'max', 'status', 'cancel')
+  local cur = redis.pcall('HMGET', KEYS[7] .. expired[i], 'attempts', 'max', 'status', 'cancel', 'parent')
   if cur.err then return redis.error_reply('EMQ_WRONGTYPE the row of ' .. expired[i] .. ' is not a hash') end
   rows[i] = cur
+  if cur[5] and cur[3] == 'active' then
+    if not box then return redis.error_reply('EMQ_BAD_ARG a reaped row names a parent: the outbox and outdue keys are required') end
+    anyParent = true
+  end
+end
+if anyParent then
+  e = wrongType({ box, 'hash', due, 'zset' })
+  if e then return e end
+end
+local handed = 0
+-- A flow child that ends without completing hands its outcome to the parent's queue.
+local function handOff(id, parent, what, err)
+  redis.call('HSET', box, 'd:' .. id, 'd ' .. parent .. ' ' .. id .. ' ' .. what .. ' ' .. err)
+  redis.call('ZADD', due, now, 'd:' .. id)
+  handed = handed + 1
 end
 local requeuedIds, buriedIds, cancelledIds = {}, {}, {}
 for i = 1, #expired do
@@ -114,10 +137,12 @@ for i = 1, #expired do
       redis.call('HSET', row, 'status', 'cancelled', 'error', 'lease expired', 'finished', now)
       redis.call('ZADD', cancelled, now, id)
       cancelledIds[#cancelledIds + 1] = id
+      if cur[5] then handOff(id, cur[5], 'cancelled', 'lease expired') end
     elseif att >= max then
       redis.call('HSET', row, 'status', 'dead', 'error', 'lease expired after attempt ' .. att, 'finished', now)
       redis.call('ZADD', KEYS[4], now, id)
       buriedIds[#buriedIds + 1] = id
+      if cur[5] then handOff(id, cur[5], 'failed', 'lease expired after attempt ' .. att) end
     else
       redis.call('HSET', row, 'status', 'pending', 'error', 'lease expired')
       redis.call('RPUSH', KEYS[3], id) -- the pop end: first in line again
@@ -126,6 +151,7 @@ for i = 1, #expired do
   end
 end
 local requeued, buried = #requeuedIds, #buriedIds
+if handed > 0 then redis.call('SPUBLISH', box, handed) end
 emit(KEYS[8], elog, 'requeued', requeuedIds, now)
 emit(KEYS[8], elog, 'buried', buriedIds, now)
 emit(KEYS[8], elog, 'cancelled', cancelledIds, now)

@@ -14,6 +14,10 @@
 -- KEYS[7]  emq:{q}:cancelled zset id -> cancelled at (for jobs flagged by cancel)
 -- KEYS[8]  emq:{q}:data     hash id -> payload (for jobs trimmed out of the cancelled set)
 -- KEYS[8+i] emq:{q}:job:<id_i> the row of job i, for i = 1..n
+-- KEYS[9+n] emq:{q}:outbox  (optional, with KEYS[10+n]; required when a flagged row names a
+-- KEYS[10+n] emq:{q}:outdue parent): a job that ends cancelled and names a parent writes its
+--                           hand-off `d:<id>` = "d <queue> <parent id> <id> cancelled
+--                           cancelled" to this queue's outbox (docs/flows.md)
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  n, the number of jobs (decimal integer, 1..1000)
 -- ARGV[3+2(i-1)], ARGV[4+2(i-1)] per job i: id, token (decimal digits)
@@ -96,7 +100,7 @@ end
 local n = int(ARGV[2], 1, 1000000000)
 if not n then return redis.error_reply('EMQ_BAD_ARG job count must be an integer >= 1') end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
-if #KEYS ~= 8 + n or #ARGV ~= 2 + 2 * n then return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (2 * n) .. ' job arguments') end
+if (#KEYS ~= 8 + n and #KEYS ~= 10 + n) or #ARGV ~= 2 + 2 * n then return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (2 * n) .. ' job arguments') end
 for i = 1, n do
   local id, token = ARGV[3 + 2 * (i - 1)], ARGV[4 + 2 * (i - 1)]
   if badId(id) then return redis.error_reply('EMQ_BAD_ID job ' .. i .. ' has a malformed id') end
@@ -106,12 +110,23 @@ end
 local keepC = int(meta[3], 1, 1000000) or 1000
 local cancelled, data = KEYS[7], KEYS[8]
 -- Every row is read before the first write, so a row of the wrong type refuses the whole call.
-local rows = {}
+local rows, anyParent = {}, false
 for i = 1, n do
-  local cur = redis.pcall('HMGET', KEYS[8 + i], 'status', 'token', 'cancel')
+  local cur = redis.pcall('HMGET', KEYS[8 + i], 'status', 'token', 'cancel', 'parent')
   if cur.err then return redis.error_reply('EMQ_WRONGTYPE the row of job ' .. i .. ' is not a hash') end
   rows[i] = cur
+  if cur[3] == '1' and cur[4] then anyParent = true end
 end
+local box, due = KEYS[9 + n], KEYS[10 + n]
+if box and (box ~= b .. 'outbox' or due ~= b .. 'outdue') then
+  return redis.error_reply('EMQ_BAD_ARG the keys after the rows must be the outbox and outdue of the queue')
+end
+if anyParent then
+  if not box then return redis.error_reply('EMQ_BAD_ARG a flagged row names a parent: the outbox and outdue keys are required') end
+  local e = wrongType({ box, 'hash', due, 'zset' })
+  if e then return e end
+end
+local handed = 0
 local e = wrongType({ KEYS[2], 'zset', KEYS[3], 'list', KEYS[4], 'list', cancelled, 'zset', data, 'hash' })
 if not e and elog > 0 then e = wrongType({ KEYS[6], 'stream' }) end
 if e then return e end
@@ -133,6 +148,11 @@ for i = n, 1, -1 do
       redis.call('ZADD', cancelled, now, id)
       cancelledIds[#cancelledIds + 1] = id
       out[i] = 2
+      if cur[4] then -- a flow child hands its cancel to the parent's queue
+        redis.call('HSET', box, 'd:' .. id, 'd ' .. cur[4] .. ' ' .. id .. ' cancelled cancelled')
+        redis.call('ZADD', due, now, 'd:' .. id)
+        handed = handed + 1
+      end
     else
       redis.call('HSET', row, 'status', 'pending')
       redis.call('RPUSH', KEYS[3], id)
@@ -145,6 +165,7 @@ for i = n, 1, -1 do
 end
 if #ids > 0 and redis.call('LLEN', KEYS[4]) == 0 then redis.call('LPUSH', KEYS[4], '1') end
 if #cancelledIds > 0 then trimCancelled(cancelled, data, KEYS[5], keepC) end
+if handed > 0 then redis.call('SPUBLISH', box, handed) end
 emit(KEYS[6], elog, 'released', ids, now)
 emit(KEYS[6], elog, 'cancelled', cancelledIds, now)
 return out

@@ -14,6 +14,10 @@
 -- KEYS[8]  emq:{q}:job:<id>   the job's row
 -- KEYS[9]  emq:{q}:events     lifecycle events: sharded channel and bounded stream
 -- KEYS[10] emq:{q}:cancelled  zset id -> cancelled at (for a job flagged by cancel)
+-- KEYS[11] emq:{q}:outbox     (optional, with KEYS[12]; required when the row names a parent)
+-- KEYS[12] emq:{q}:outdue     a buried or cancelled job whose row names a parent (a flow child)
+--                             writes its hand-off `d:<id>` = "d <queue> <parent id> <id>
+--                             <failed|cancelled> <error>" to this queue's outbox (docs/flows.md)
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  id
 -- ARGV[3]  fencing token (decimal digits)
@@ -35,7 +39,7 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
-if #KEYS ~= 10 or #ARGV ~= 8 then return redis.error_reply('EMQ_BAD_ARG expected 10 keys and 8 arguments') end
+if (#KEYS ~= 10 and #KEYS ~= 12) or #ARGV ~= 8 then return redis.error_reply('EMQ_BAD_ARG expected 10 (or 12) keys and 8 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
@@ -48,6 +52,10 @@ if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'active' or KEYS[3] ~= 
   or KEYS[4] ~= b .. 'dead' or KEYS[5] ~= b .. 'wake' or KEYS[6] ~= b .. 'data' or KEYS[7] ~= b .. 'job:'
   or KEYS[9] ~= b .. 'events' or KEYS[10] ~= b .. 'cancelled' then
   return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, active, scheduled, dead, wake, data, job:, the row, events, cancelled of one queue, in this order')
+end
+local box, due = KEYS[11], KEYS[12]
+if box and (box ~= b .. 'outbox' or due ~= b .. 'outdue') then
+  return redis.error_reply('EMQ_BAD_ARG KEYS[11] and KEYS[12] must be the outbox and outdue of the queue')
 end
 local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc')
 if meta.err then return redis.error_reply('EMQ_WRONGTYPE the queue meta key is not a hash') end
@@ -113,7 +121,7 @@ local keepC = int(meta[3], 1, 1000000) or 1000
 local cancelled = KEYS[10]
 
 local row = KEYS[8]
-local cur = redis.pcall('HMGET', row, 'status', 'token', 'attempts', 'max', 'backoff', 'cancel')
+local cur = redis.pcall('HMGET', row, 'status', 'token', 'attempts', 'max', 'backoff', 'cancel', 'parent')
 if cur.err then return redis.error_reply('EMQ_WRONGTYPE the job row is not a hash') end
 if cur[1] ~= 'active' or cur[2] ~= token then return { 0 } end
 local att = tonumber(cur[3]) or 1
@@ -122,10 +130,22 @@ local outcome = 1
 if cur[6] == '1' then outcome = 3 elseif fatal == '1' or att >= max then outcome = 2 end
 local e = wrongType({ KEYS[2], 'zset', KEYS[3], 'zset', KEYS[4], 'zset', KEYS[5], 'list', KEYS[6], 'hash', cancelled, 'zset' })
 if not e and elog > 0 then e = wrongType({ KEYS[9], 'stream' }) end
+local parent = outcome ~= 1 and cur[7]
+if not e and parent then
+  if not box then return redis.error_reply('EMQ_BAD_ARG the row names a parent: the outbox and outdue keys are required') end
+  e = wrongType({ box, 'hash', due, 'zset' })
+end
 if e then return e end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREM', KEYS[2], id)
+-- A flow child that ends without completing hands its outcome to the parent's queue.
+if parent then
+  local what = outcome == 3 and 'cancelled' or 'failed'
+  redis.call('HSET', box, 'd:' .. id, 'd ' .. parent .. ' ' .. id .. ' ' .. what .. ' ' .. err)
+  redis.call('ZADD', due, now, 'd:' .. id)
+  redis.call('SPUBLISH', box, 1)
+end
 if outcome == 3 then
   redis.call('HSET', row, 'status', 'cancelled', 'error', err, 'finished', now)
   redis.call('ZADD', cancelled, now, id)

@@ -26,6 +26,9 @@ export const HTTP_STATUS_OF: Readonly<Record<EchoMqErrorCode, number>> = {
   EMQ_EVICTION_POLICY: HttpStatus.INTERNAL_SERVER_ERROR,
   EMQ_VERSION: HttpStatus.INTERNAL_SERVER_ERROR,
   EMQ_INTERNAL: HttpStatus.INTERNAL_SERVER_ERROR,
+  EMQ_FLOW_CYCLE: HttpStatus.BAD_REQUEST,
+  EMQ_FLOW_TOO_DEEP: HttpStatus.BAD_REQUEST,
+  EMQ_FLOW_TOO_LARGE: HttpStatus.BAD_REQUEST,
 };
 
 const REASON: Readonly<Record<number, string>> = {

@@ -33,6 +33,27 @@ export { EchoMqModule } from './nest/echomq.module.js';
 export type { EchoMqModuleOptions, EchoMqModuleAsyncOptions } from './nest/echomq.options.js';
 export { Processor } from './nest/processor.decorator.js';
 export type { ProcessorMetadata } from './nest/processor.decorator.js';
+export { Flow, flowHandler } from './nest/flow.decorator.js';
+export type { FlowStepOptions } from './nest/flow.decorator.js';
+export { FlowService } from './queue/flow.service.js';
+export type { FlowOptions } from './queue/flow.service.js';
+export { FlowRelay } from './queue/flow-relay.js';
+export type { FlowRelayOptions } from './queue/flow-relay.js';
+export { DEFAULT_FLOW_BOUNDS } from './queue/flow.types.js';
+export type {
+  ChildFailurePolicy,
+  ChildOutcome,
+  ChildResult,
+  FlowBounds,
+  FlowChildView,
+  FlowChildren,
+  FlowJob,
+  FlowNode,
+  FlowSpec,
+  FlowView,
+} from './queue/flow.types.js';
+export { flowWire } from './protocol/flow-wire.js';
+export type { WireFlowNode, WireFlowEdge, DeliverOutcome, OutboxEntry } from './protocol/flow-wire.js';
 export { startEmbeddedValkey, freePort } from './testing/embedded-valkey.js';
 export type { EmbeddedValkey, EmbeddedValkeyOptions } from './testing/embedded-valkey.js';
 export { GroupConsumer } from './bus/group-consumer.js';

@@ -12,6 +12,9 @@ var queueName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
 type Keys struct {
 	Meta, Pending, Scheduled, Active, Done, Dead, Cancelled, Wake, Data, Opts, Events string
 	RowPrefix                                                                         string // emq:{q}:job:
+	// Outbox and OutDue hold the flow hand-offs the queue's transitions write (docs/flows.md);
+	// the transition scripts take them after their other keys.
+	Outbox, OutDue string
 }
 
 // QueueKeys returns the keys of queue q, or an error when the name breaks the grammar.
@@ -24,6 +27,7 @@ func QueueKeys(q string) (Keys, error) {
 		Meta: p + "meta", Pending: p + "pending", Scheduled: p + "scheduled", Active: p + "active",
 		Done: p + "done", Dead: p + "dead", Cancelled: p + "cancelled", Wake: p + "wake",
 		Data: p + "data", Opts: p + "opts", Events: p + "events", RowPrefix: p + "job:",
+		Outbox: p + "outbox", OutDue: p + "outdue",
 	}, nil
 }
 

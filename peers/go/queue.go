@@ -107,6 +107,7 @@ func (q *Queue) Complete(ctx context.Context, keepDone int, done []Done) ([]bool
 		keys = append(keys, k.Row(d.ID))
 		args = append(args, d.ID, strconv.FormatInt(d.Token, 10), d.Result)
 	}
+	keys = append(keys, k.Outbox, k.OutDue) // a flow child's hand-off
 	v, err := q.scripts.Run(ctx, q.rdb, "complete", keys, args...)
 	if err != nil {
 		return nil, err
@@ -127,7 +128,7 @@ func (q *Queue) Retry(ctx context.Context, id string, token int64, errText strin
 	if fatal {
 		f = "1"
 	}
-	v, err := q.scripts.Run(ctx, q.rdb, "retry", []string{k.Meta, k.Active, k.Scheduled, k.Dead, k.Wake, k.Data, k.RowPrefix, k.Row(id), k.Events, k.Cancelled},
+	v, err := q.scripts.Run(ctx, q.rdb, "retry", []string{k.Meta, k.Active, k.Scheduled, k.Dead, k.Wake, k.Data, k.RowPrefix, k.Row(id), k.Events, k.Cancelled, k.Outbox, k.OutDue},
 		ProtocolVersion, id, strconv.FormatInt(token, 10), errText, f, defMax, defBackoff, deadCap)
 	if err != nil {
 		return RetryOutcome{}, err
@@ -175,6 +176,7 @@ func (q *Queue) Release(ctx context.Context, held []Held) ([]bool, error) {
 		keys = append(keys, k.Row(h.ID))
 		args = append(args, h.ID, strconv.FormatInt(h.Token, 10))
 	}
+	keys = append(keys, k.Outbox, k.OutDue)
 	v, err := q.scripts.Run(ctx, q.rdb, "release", keys, args...)
 	if err != nil {
 		return nil, err
@@ -186,7 +188,7 @@ func (q *Queue) Release(ctx context.Context, held []Held) ([]bool, error) {
 // flagged by cancel ends cancelled, counted in neither).
 func (q *Queue) Reap(ctx context.Context, limit, defMax, deadCap int) (requeued, buried int64, err error) {
 	k := q.Keys
-	v, err := q.scripts.Run(ctx, q.rdb, "reap", []string{k.Meta, k.Active, k.Pending, k.Dead, k.Wake, k.Data, k.RowPrefix, k.Events, k.Cancelled},
+	v, err := q.scripts.Run(ctx, q.rdb, "reap", []string{k.Meta, k.Active, k.Pending, k.Dead, k.Wake, k.Data, k.RowPrefix, k.Events, k.Cancelled, k.Outbox, k.OutDue},
 		ProtocolVersion, limit, defMax, deadCap)
 	if err != nil {
 		return 0, 0, err

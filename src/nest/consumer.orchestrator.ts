@@ -6,6 +6,7 @@ import { QueueService } from '../queue/queue.service.js';
 import { ECHOMQ_OPTIONS } from './echomq.constants.js';
 import type { EchoMqModuleOptions } from './echomq.options.js';
 import { ProcessorExplorer } from './processor.explorer.js';
+import { flowHandler } from './flow.decorator.js';
 
 /**
  * Starts one supervised consumer loop per `@Processor` once the application has bootstrapped,
@@ -28,13 +29,15 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
     for (const p of this.explorer.processors) {
       const consumer = new Consumer(this.conn, {
         queue: p.queue,
-        handler: p.handler,
+        handler: p.flow ? flowHandler(this.queues.flows, p.queue, p.handler) : p.handler,
         ...resolveConsumerOptions(this.queues.settings(p.queue), p.options),
         logger: { warn: (m) => this.logger.warn(m), error: (m, e) => this.logger.error(m, e) },
       });
       await consumer.start();
       this.consumers.push(consumer);
-      this.logger.log(`${p.name} consumes "${p.queue}" (concurrency ${p.options.concurrency ?? 1})`);
+      // Flow hand-offs written by this queue's transitions are relayed by this process too.
+      if (this.options.flows?.relay !== false) this.queues.flows.relay.watch(p.queue);
+      this.logger.log(`${p.name} ${p.flow ? 'runs the flow step of' : 'consumes'} "${p.queue}" (concurrency ${p.options.concurrency ?? 1})`);
     }
   }
 
@@ -42,6 +45,7 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
     const deadline = this.options.shutdownTimeoutMs ?? 10_000;
     await Promise.all(this.consumers.map((c) => c.stop(deadline)));
     this.consumers.length = 0;
+    await this.queues.flows.close();
   }
 
   async onApplicationShutdown(): Promise<void> {

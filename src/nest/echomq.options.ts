@@ -3,6 +3,7 @@ import type { ValkeyConnectionOptions } from '../protocol/connection.js';
 import type { QueueDefaults } from '../queue/queue.options.js';
 import type { BusOptions } from '../bus/bus.options.js';
 import type { CacheOptions } from '../cache/cache.types.js';
+import type { FlowOptions } from '../queue/flow.service.js';
 
 /** Options of `EchoMqModule.forRoot`. */
 export interface EchoMqModuleOptions {
@@ -18,6 +19,11 @@ export interface EchoMqModuleOptions {
   readonly bus?: BusOptions;
   /** How long shutdown waits for running handlers (ms). Default 10,000. */
   readonly shutdownTimeoutMs?: number;
+  /**
+   * Flows: bounds, the relay's lease and sweep period, the outbox bound; `relay: false` stops this
+   * process relaying the outboxes of its `@Processor` / `@Flow` queues (another process must).
+   */
+  readonly flows?: FlowOptions & { readonly relay?: boolean };
   /** Set false to register services without starting `@Processor` and `@OnEvent` loops. Default true. */
   readonly consumers?: boolean;
 }

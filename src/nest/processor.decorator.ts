@@ -6,6 +6,8 @@ import { PROCESSOR_METADATA } from './echomq.constants.js';
 export interface ProcessorMetadata {
   readonly queue: string;
   readonly options: ProcessorOptions;
+  /** Set by `@Flow`: the handler is a flow's parent step and receives its children's results. */
+  readonly flow?: boolean;
 }
 
 /**

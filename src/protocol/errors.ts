@@ -21,7 +21,10 @@ export type EchoMqErrorCode =
   | 'EMQ_LOADING'
   | 'EMQ_EVICTION_POLICY'
   | 'EMQ_NODE_LEASE'
-  | 'EMQ_INTERNAL';
+  | 'EMQ_INTERNAL'
+  | 'EMQ_FLOW_CYCLE'
+  | 'EMQ_FLOW_TOO_LARGE'
+  | 'EMQ_FLOW_TOO_DEEP';
 
 /** Base class of every EchoMQ error; `code` is stable across releases. */
 export class EchoMqError extends Error {
@@ -171,6 +174,38 @@ export class IdCollisionError extends EchoMqError {
   }
 }
 
+/** A flow spec's object graph has a cycle (a node is its own ancestor): nothing was written. */
+export class FlowCycleError extends EchoMqError {
+  constructor(message: string) {
+    super('EMQ_FLOW_CYCLE', message);
+  }
+}
+
+/** A flow has more nodes, or a node more children, than the bounds allow (or an outbox is full). */
+export class FlowTooLargeError extends EchoMqError {
+  constructor(message: string) {
+    super('EMQ_FLOW_TOO_LARGE', message);
+  }
+}
+
+/** A flow is nested deeper than the depth bound: nothing was written. */
+export class FlowTooDeepError extends EchoMqError {
+  constructor(message: string) {
+    super('EMQ_FLOW_TOO_DEEP', message);
+  }
+}
+
+/**
+ * Not a failure: thrown by `job.waitFor(children)` once the running job has become a waiting
+ * parent. It ends the handler's run; the job runs again when its children have finished.
+ */
+export class WaitingForChildren extends Error {
+  constructor(readonly children: readonly string[]) {
+    super(`waiting for ${children.length} children`);
+    this.name = 'WaitingForChildren';
+  }
+}
+
 /** Throw this from a handler to send the job straight to the morgue, without retries. */
 export class FatalJobError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -191,6 +226,7 @@ const byCode: Record<string, (msg: string) => EchoMqError> = {
   EMQ_BAD_ARG: (m) => new EchoMqError('EMQ_BAD_ARG', m),
   EMQ_WRONGTYPE: (m) => new WrongTypeError(m),
   EMQ_NOT_FOUND: (m) => new EchoMqError('EMQ_NOT_FOUND', m),
+  EMQ_FLOW_TOO_LARGE: (m) => new FlowTooLargeError(m),
 };
 
 /** Server refusals by their reply's leading word (the rest is the server's text, kept as the message). */

@@ -21,7 +21,7 @@ export function assertName(name: unknown, what = 'queue'): asserts name is strin
 }
 
 /** The per-queue key kinds of protocol v1. */
-export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake' | 'data' | 'opts' | 'events';
+export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake' | 'data' | 'opts' | 'events' | 'outbox' | 'outdue';
 
 /**
  * The keys of one queue. Every key carries the queue name as its hash tag, so all of them
@@ -44,6 +44,10 @@ export class QueueKeys {
   readonly events: string;
   /** Prefix of job rows; a row is `jobPrefix + id`. */
   readonly jobPrefix: string;
+  /** Flows: hash entry id → text of the cross-queue hand-offs this queue owes (also the relay's channel). */
+  readonly outbox: string;
+  /** Flows: zset entry id → due at (ms); a taken entry is due again when its relay lease lapses. */
+  readonly outdue: string;
 
   constructor(readonly queue: string) {
     assertName(queue, 'queue');
@@ -60,6 +64,8 @@ export class QueueKeys {
     this.opts = base + 'opts';
     this.events = base + 'events';
     this.jobPrefix = base + 'job:';
+    this.outbox = base + 'outbox';
+    this.outdue = base + 'outdue';
   }
 
   /** The row (hash) of job `id`; validates the id. */

@@ -58,6 +58,7 @@ export const calls = {
       keys.push(k.claimedRow(d.id));
       args.push(d.id, d.token, d.result);
     }
+    keys.push(k.outbox, k.outdue); // a flow child's hand-off (docs/flows.md)
     return { name: 'complete', keys, args, parse: (reply) => reply as number[] };
   },
 };
@@ -91,7 +92,7 @@ export const wire = {
     const r = (await runScript(
       c,
       'retry',
-      [k.meta, k.active, k.scheduled, k.dead, k.wake, k.data, k.jobPrefix, k.job(job.id), k.events, k.cancelled],
+      [k.meta, k.active, k.scheduled, k.dead, k.wake, k.data, k.jobPrefix, k.job(job.id), k.events, k.cancelled, k.outbox, k.outdue],
       [PROTOCOL_VERSION, job.id, job.token, job.error, job.fatal ? '1' : '0', defaults.maxAttempts, defaults.backoff, defaults.deadCap],
     )) as number[];
     const outcome = r[0] === 1 ? 'retry' : r[0] === 2 ? 'dead' : r[0] === 3 ? 'cancelled' : 'stale';
@@ -116,6 +117,7 @@ export const wire = {
       keys.push(k.claimedRow(h.id));
       args.push(h.id, h.token);
     }
+    keys.push(k.outbox, k.outdue);
     return (await runScript(c, 'release', keys, args)) as number[];
   },
 
@@ -130,7 +132,7 @@ export const wire = {
     const r = (await runScript(
       c,
       'reap',
-      [k.meta, k.active, k.pending, k.dead, k.wake, k.data, k.jobPrefix, k.events, k.cancelled],
+      [k.meta, k.active, k.pending, k.dead, k.wake, k.data, k.jobPrefix, k.events, k.cancelled, k.outbox, k.outdue],
       [PROTOCOL_VERSION, limit, maxAttempts, deadCap],
     )) as number[];
     return { requeued: r[0], buried: r[1], cancelled: r[2] };
@@ -140,7 +142,7 @@ export const wire = {
     return (await runScript(
       c,
       'cancel',
-      [k.meta, k.pending, k.scheduled, k.cancelled, k.data, k.opts, k.jobPrefix, k.job(id), k.events],
+      [k.meta, k.pending, k.scheduled, k.cancelled, k.data, k.opts, k.jobPrefix, k.job(id), k.events, k.outbox, k.outdue],
       [PROTOCOL_VERSION, id, keepCancelled],
     )) as number;
   },

@@ -1,7 +1,8 @@
 import type { Json } from '../protocol/codec.js';
+import type { FlowView } from './flow.types.js';
 
 /** The ladder: every job is in exactly one of these states. */
-export type JobStatus = 'scheduled' | 'pending' | 'active' | 'done' | 'dead' | 'cancelled';
+export type JobStatus = 'scheduled' | 'pending' | 'active' | 'done' | 'dead' | 'cancelled' | 'waiting';
 
 /** A claimed job, as a handler sees it. */
 export interface Job<T = Json> {
@@ -30,7 +31,7 @@ export interface UndecodedText {
  * A job read back from Valkey (`QueueService.getJob`). A payload or result that is not JSON is not
  * thrown: the field is `undefined` and `payloadError` / `resultError` carries the raw text.
  */
-export interface JobView<T = Json, R = Json> {
+export interface JobView<T = Json, R = Json> extends FlowView {
   readonly id: string;
   readonly queue: string;
   readonly status: JobStatus;
@@ -58,8 +59,8 @@ export interface JobView<T = Json, R = Json> {
   readonly cancelRequested: boolean;
 }
 
-/** Jobs per status (done and cancelled count the retained rows). */
-export type JobCounts = Record<JobStatus, number>;
+/** Jobs per status (done and cancelled count the retained rows; flow parents `waiting` are not counted). */
+export type JobCounts = Record<Exclude<JobStatus, 'waiting'>, number>;
 
 /** A handler of a queue. */
 export type JobHandler<T = Json, R = unknown> = (job: Job<T>) => Promise<R> | R;
@@ -75,7 +76,8 @@ export type QueueEventKind =
   | 'requeued'
   | 'released'
   | 'cancelled'
-  | 'cancel-requested';
+  | 'cancel-requested'
+  | 'waiting';
 
 /** One lifecycle event: every job one script call moved the same way. */
 export interface QueueEvent {

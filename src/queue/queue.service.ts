@@ -7,6 +7,8 @@ import { queueKeys } from '../protocol/keys.js';
 import { wire, type WireJob } from '../protocol/wire.js';
 import { map, type Observable } from 'rxjs';
 import { SignalHub } from '../protocol/signal-hub.js';
+import { FlowService, type FlowOptions } from './flow.service.js';
+import type { FlowNode, FlowSpec } from './flow.types.js';
 import type { JobCounts, JobStatus, JobView, QueueEvent, QueueEventKind, UndecodedText } from './job.js';
 import {
   BUILTIN_DEFAULTS,
@@ -48,12 +50,29 @@ export class QueueService {
   private readonly perQueue = new Map<string, QueueDefaults>();
   private readonly lanes = new Map<string, Coalescer<WireJob, number>>();
   private hub?: SignalHub;
+  private flowService?: FlowService;
 
   constructor(
     private readonly conn: EchoMqConnection,
     private readonly defaults: QueueDefaults = BUILTIN_DEFAULTS,
     private readonly overrides: Readonly<Record<string, Partial<QueueDefaults>>> = {},
+    private readonly flowOptions: FlowOptions = {},
   ) {}
+
+  /** The flow surface and this process's flow relay (docs/flows.md). */
+  get flows(): FlowService {
+    return (this.flowService ??= new FlowService(this.conn, (q) => this.settings(q), this.flowOptions));
+  }
+
+  /** Creates a flow (a parent waiting for its children, in any queues); resolves to every node's id. */
+  flow<T = Json>(spec: FlowSpec<T>): Promise<FlowNode> {
+    return this.flows.flow(spec);
+  }
+
+  /** Creates many flows, one script call per queue of their roots. */
+  flowMany<T = Json>(specs: readonly FlowSpec<T>[]): Promise<FlowNode[]> {
+    return this.flows.flowMany(specs);
+  }
 
   /** The effective defaults of `queue` (module defaults, then the queue's own). */
   settings(queue: string): QueueDefaults {
@@ -157,6 +176,7 @@ export class QueueService {
       createdAt: new Date(parseId(id).ms),
       finishedAt: row.finished ? new Date(Number(row.finished)) : undefined,
       cancelRequested: row.cancel === '1',
+      ...(row.parent || row.deps ? await this.flows.view(row) : {}),
     };
   }
 

@@ -33,9 +33,9 @@ export interface ChildHandle {
 
 const live = new Set<ChildHandle>();
 
-/** Starts `node <fixture> ...args`, tracked so `killChildren` can end it. */
-export function spawnFixture(name: string, args: readonly string[]): ChildHandle {
-  const proc = spawn(process.execPath, [fixturePath(name), ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+/** Starts `node <fixture> ...args` (with `env` added to this process's), tracked so `killChildren` can end it. */
+export function spawnFixture(name: string, args: readonly string[], env: Readonly<Record<string, string>> = {}): ChildHandle {
+  const proc = spawn(process.execPath, [fixturePath(name), ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   if (proc.pid === undefined) throw new Error(`could not spawn fixture ${name}`);
   const pid = proc.pid;
   const lines: string[] = [];

@@ -1,0 +1,156 @@
+/**
+ * `node dist/bench/flows.js [--quick]`: flows of 1 parent + 10 children, EchoMQ (`QueueService.flow`,
+ * children in another queue than the parent, relayed through the outbox) against BullMQ's
+ * `FlowProducer` (its queues on one node, as it requires), on one fresh Valkey, one after the
+ * other. Reports flows completed per second (parents done) with `IN_FLIGHT` flows being created at
+ * once, and the fan-in latency: the last child's handler returning → the parent's handler
+ * starting, p50 / p99; then the same at a paced 100 flows/s (latency away from saturation).
+ * A standalone script, not yet part of `npm run bench`.
+ */
+import { FlowProducer, Worker } from 'bullmq';
+import { Consumer, EchoMqConnection, QueueService, startEmbeddedValkey } from '../src/index.js';
+import { resolveConsumerOptions } from '../src/queue/queue.options.js';
+import { nowMs, percentile, randomQueue } from './common.js';
+
+const CHILDREN = 10;
+const IN_FLIGHT = Number(process.env.FLOWS_IN_FLIGHT ?? 20);
+const CHILD_CONCURRENCY = 50;
+const PARENT_CONCURRENCY = 20;
+
+interface FlowTimes {
+  lastChildDone: number[];
+  parentStart: number[];
+  parentsDone: number;
+}
+
+interface Measured {
+  readonly flowsPerSec: number;
+  readonly fanInP50: number;
+  readonly fanInP99: number;
+}
+
+function track(n: number): FlowTimes {
+  return { lastChildDone: new Array<number>(n).fill(0), parentStart: new Array<number>(n).fill(0), parentsDone: 0 };
+}
+
+function measure(t: FlowTimes, n: number, ms: number): Measured {
+  const lat = t.parentStart.map((s, i) => s - t.lastChildDone[i]).sort((a, b) => a - b);
+  return { flowsPerSec: Math.round((n / ms) * 1000), fanInP50: percentile(lat, 0.5), fanInP99: percentile(lat, 0.99) };
+}
+
+async function untilDone(t: FlowTimes, n: number): Promise<void> {
+  while (t.parentsDone < n) await new Promise((r) => setTimeout(r, 2));
+}
+
+/** Flows per second of the paced run (fan-in latency away from saturation); 0 = as fast as possible. */
+let pace = 0;
+
+/** Creates `n` flows, `IN_FLIGHT` at a time, or one every 1/pace s when paced. */
+async function produce(n: number, create: (i: number) => Promise<unknown>): Promise<void> {
+  if (pace > 0) {
+    const started = nowMs();
+    const all: Promise<unknown>[] = [];
+    for (let i = 0; i < n; i++) {
+      const due = started + (i * 1000) / pace;
+      while (nowMs() < due) await new Promise((r) => setTimeout(r, Math.max(0, due - nowMs())));
+      all.push(create(i));
+    }
+    await Promise.all(all);
+    return;
+  }
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < n) await create(next++);
+    }),
+  );
+}
+
+async function echomq(url: string, n: number): Promise<Measured> {
+  const conn = new EchoMqConnection({ url });
+  await conn.open();
+  const svc = new QueueService(conn);
+  const [P, C] = [randomQueue('flowp'), randomQueue('flowc')];
+  const t = track(n);
+  const consumers = [
+    new Consumer(conn, {
+      queue: C,
+      handler: (job) => {
+        const f = (job.payload as { f: number }).f;
+        t.lastChildDone[f] = Math.max(t.lastChildDone[f], nowMs());
+      },
+      ...resolveConsumerOptions(svc.settings(C), { concurrency: CHILD_CONCURRENCY }),
+    }),
+    new Consumer(conn, {
+      queue: P,
+      handler: (job) => {
+        t.parentStart[(job.payload as { f: number }).f] = nowMs();
+        t.parentsDone++;
+      },
+      ...resolveConsumerOptions(svc.settings(P), { concurrency: PARENT_CONCURRENCY }),
+    }),
+  ];
+  for (const c of consumers) await c.start();
+  const started = nowMs();
+  await produce(n, (f) => svc.flow({ queue: P, payload: { f }, children: Array.from({ length: CHILDREN }, (_, i) => ({ queue: C, payload: { f, i } })) }));
+  await untilDone(t, n);
+  const m = measure(t, n, nowMs() - started);
+  for (const c of consumers) await c.stop(2000);
+  await svc.flows.close();
+  await conn.close();
+  return m;
+}
+
+async function bullmq(url: string, n: number): Promise<Measured> {
+  const u = new URL(url);
+  const connection = { host: u.hostname, port: Number(u.port) };
+  const [P, C] = [randomQueue('bflowp'), randomQueue('bflowc')];
+  const t = track(n);
+  const removeOnComplete = { count: 1000 };
+  const workers = [
+    new Worker(C, async (job) => {
+      const f = (job.data as { f: number }).f;
+      t.lastChildDone[f] = Math.max(t.lastChildDone[f], nowMs());
+    }, { connection, concurrency: CHILD_CONCURRENCY, removeOnComplete }),
+    new Worker(P, async (job) => {
+      t.parentStart[(job.data as { f: number }).f] = nowMs();
+      t.parentsDone++;
+    }, { connection, concurrency: PARENT_CONCURRENCY, removeOnComplete }),
+  ];
+  for (const w of workers) await w.waitUntilReady();
+  const producer = new FlowProducer({ connection });
+  const started = nowMs();
+  await produce(n, (f) =>
+    producer.add({ name: 'p', queueName: P, data: { f }, children: Array.from({ length: CHILDREN }, (_, i) => ({ name: 'c', queueName: C, data: { f, i } })) }),
+  );
+  await untilDone(t, n);
+  const m = measure(t, n, nowMs() - started);
+  await Promise.all(workers.map((w) => w.close()));
+  await producer.close();
+  return m;
+}
+
+async function main(): Promise<void> {
+  const n = process.argv.includes('--quick') ? 300 : 2000;
+  const valkey = await startEmbeddedValkey();
+  try {
+    const rows: [string, Measured][] = [];
+    // Warm-up (scripts loaded, connections open), then the measured runs.
+    await echomq(valkey.url, 50);
+    await bullmq(valkey.url, 50);
+    rows.push(['EchoMQ, saturated', await echomq(valkey.url, n)]);
+    rows.push(['BullMQ FlowProducer, saturated', await bullmq(valkey.url, n)]);
+    pace = 100;
+    const paced = Math.round(n / 4);
+    rows.push([`EchoMQ, paced ${pace}/s`, await echomq(valkey.url, paced)]);
+    rows.push([`BullMQ FlowProducer, paced ${pace}/s`, await bullmq(valkey.url, paced)]);
+    console.log(`flows of 1 parent + ${CHILDREN} children: ${n} flows saturated (${IN_FLIGHT} created at once), then ${paced} paced; children c${CHILD_CONCURRENCY}, parents c${PARENT_CONCURRENCY}`);
+    console.log('| run | flows/s | fan-in p50 (ms) | fan-in p99 (ms) |');
+    console.log('|---|---|---|---|');
+    for (const [name, m] of rows) console.log(`| ${name} | ${m.flowsPerSec} | ${m.fanInP50.toFixed(2)} | ${m.fanInP99.toFixed(2)} |`);
+  } finally {
+    await valkey.stop();
+  }
+}
+
+await main();

@@ -1,0 +1,262 @@
+import type { Subscription } from 'rxjs';
+import type { EchoMqConnection } from '../protocol/connection.js';
+import { describeError } from '../protocol/errors.js';
+import { flowWire, type OutboxEntry } from '../protocol/flow-wire.js';
+import { queueKeys } from '../protocol/keys.js';
+import { SignalHub } from '../protocol/signal-hub.js';
+import { wire } from '../protocol/wire.js';
+import { planQueue, type CreateEntry } from './flow.plan.js';
+import type { QueueDefaults } from './queue.options.js';
+import { parseCreate, replicated, settle, targetOf, testHold } from './flow-entries.js';
+
+/** How the relay runs. */
+export interface FlowRelayOptions {
+  /** The settings of a queue (payload limit, morgue cap, cancelled retention). */
+  readonly settings: (queue: string) => QueueDefaults;
+  /** Relay lease of a taken entry (ms): a crashed relay's entries are due again after it. Default 5000. */
+  readonly leaseMs?: number;
+  /** How often every watched outbox is swept for entries whose signal was missed or whose lease lapsed (ms). Default 1000. */
+  readonly sweepMs?: number;
+  /** The most entries an outbox holds before flow-add refuses new flows on its queue. Default 100,000. */
+  readonly outboxBound?: number;
+  /**
+   * Replicas each target write must reach (`WAIT`) before its entry is acknowledged; an entry
+   * whose target did not confirm is relayed again after its lease (harmlessly). Narrows the window
+   * in which a failover loses a relayed effect after its entry was acknowledged. Default 0 (off).
+   */
+  readonly waitReplicas?: number;
+  /** How long that `WAIT` may block (ms). Default 100. */
+  readonly waitTimeoutMs?: number;
+  readonly logger?: { warn(message: string): void };
+}
+
+/** Concurrent drains per queue. */
+const LANES = 4;
+
+/** Entries taken per outbox-take call. */
+const TAKE = 100;
+
+/**
+ * Relays flow hand-offs (docs/flows.md): watches the outbox of each queue it is told about (the
+ * sharded channel of the outbox key wakes it; a sweep catches missed signals and lapsed leases),
+ * takes due entries under a lease, runs each one's idempotent target script on the target queue
+ * (flow-add, flow-deliver, cancel), then acknowledges them. A crash between the target script
+ * and the acknowledgement only delays: the entry is taken again by any live relay and its replay
+ * changes nothing. Any number of processes may relay the same queues.
+ */
+export class FlowRelay {
+  private readonly watched = new Map<string, Subscription>();
+  /** Drains running per queue (lanes: each takes its own leased entries). */
+  private readonly running = new Map<string, Set<Promise<void>>>();
+  /** Acknowledgements in flight (not awaited by the drain: the entries are leased meanwhile). */
+  private readonly acks = new Set<Promise<unknown>>();
+  private readonly again = new Set<string>();
+  private readonly hub: SignalHub;
+  private timer?: NodeJS.Timeout;
+  private closed = false;
+  readonly leaseMs: number;
+  readonly outboxBound: number;
+
+  constructor(
+    private readonly conn: EchoMqConnection,
+    private readonly opts: FlowRelayOptions,
+  ) {
+    this.hub = new SignalHub(conn, 1024);
+    this.leaseMs = opts.leaseMs ?? 5000;
+    this.outboxBound = opts.outboxBound ?? 100_000;
+  }
+
+  /** Relays `queue`'s outbox from now on (idempotent), and drains it once. */
+  watch(queue: string): void {
+    if (this.closed || this.watched.has(queue)) return;
+    const k = queueKeys(queue);
+    const sub = this.hub.observe<unknown>(k.outbox).subscribe({
+      next: () => void this.drain(queue),
+      error: (err: unknown) => this.opts.logger?.warn(`flow relay ${queue}: signal lost (${describeError(err)}); sweeping only`),
+    });
+    this.watched.set(queue, sub);
+    if (!this.timer) {
+      this.timer = setInterval(() => {
+        for (const q of this.watched.keys()) if (!this.running.has(q)) void this.drain(q);
+      }, this.opts.sweepMs ?? 1000);
+      this.timer.unref();
+    }
+    void this.drain(queue);
+  }
+
+  /**
+   * Drains `queue`'s outbox now, in up to `LANES` concurrent drains (a signal arriving while they
+   * all run makes one of them go round again), so a hand-off never waits behind a whole batch.
+   */
+  drain(queue: string): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    let lanes = this.running.get(queue);
+    if (lanes && lanes.size >= LANES) {
+      this.again.add(queue);
+      return [...lanes][0];
+    }
+    if (!lanes) this.running.set(queue, (lanes = new Set()));
+    const set = lanes;
+    let run: Promise<void> | undefined = undefined;
+    run = (async () => {
+      try {
+        do {
+          this.again.delete(queue);
+          while (!this.closed && (await this.relayBatch(queue)) === TAKE);
+        } while (this.again.has(queue) && !this.closed);
+      } catch (err) {
+        if (!this.closed) this.opts.logger?.warn(`flow relay ${queue}: ${describeError(err)}; retrying on the next sweep`);
+      } finally {
+        if (run) set.delete(run);
+        if (set.size === 0 && this.running.get(queue) === set) this.running.delete(queue);
+      }
+    })();
+    set.add(run);
+    return run;
+  }
+
+  /** Stops relaying (entries left are relayed by any other live node, or after a restart). */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    for (const s of this.watched.values()) s.unsubscribe();
+    this.watched.clear();
+    await Promise.allSettled([...this.running.values()].flatMap((l) => [...l]));
+    await Promise.allSettled([...this.acks]);
+    await this.hub.close();
+  }
+
+  /** One take → relay → ack round; resolves to how many entries were taken. */
+  private async relayBatch(queue: string): Promise<number> {
+    const k = queueKeys(queue);
+    const entries = await flowWire.take(this.conn.scriptClient, k, TAKE, this.leaseMs);
+    if (entries.length === 0) return 0;
+    await testHold('before-relay', entries.map((e) => e.id));
+    const settled = await this.relayAll(entries);
+    let done = entries.filter((_, i) => settled[i].status === 'fulfilled');
+    if ((this.opts.waitReplicas ?? 0) > 0) done = await this.durable(done);
+    settled.forEach((s, i) => {
+      if (s.status === 'rejected') this.opts.logger?.warn(`flow relay ${queue}: entry ${entries[i].id} not relayed (${describeError(s.reason)}); retried after its lease`);
+    });
+    if (done.length > 0) {
+      const ids = done.map((e) => e.id);
+      await testHold('before-ack', ids);
+      const ack = flowWire.ack(this.conn.scriptClient, k, ids).catch((err: unknown) => {
+        this.opts.logger?.warn(`flow relay ${queue}: acknowledgement failed (${describeError(err)}); the entries are relayed again, harmlessly`);
+      });
+      this.acks.add(ack);
+      void ack.finally(() => this.acks.delete(ack));
+    }
+    return entries.length;
+  }
+
+  /** The relayed entries whose target queue's node confirmed `waitReplicas` replicas. */
+  private async durable(done: readonly OutboxEntry[]): Promise<OutboxEntry[]> {
+    const targets = [...new Set(done.map((e) => targetOf(e.text) ?? ''))];
+    const ok = new Map<string, boolean>();
+    await Promise.all(
+      targets.map(async (q) => {
+        const good = q === '' || (await replicated(this.conn.client, queueKeys(q).meta, this.opts.waitReplicas ?? 0, this.opts.waitTimeoutMs ?? 100));
+        ok.set(q, good);
+      }),
+    );
+    return done.filter((e) => ok.get(targetOf(e.text) ?? ''));
+  }
+
+  /**
+   * Relays a batch: the creations bound for one queue go in one flow-add call (idempotent per
+   * tree, so batching changes nothing), every other entry in its own call, all at once.
+   */
+  private async relayAll(entries: readonly OutboxEntry[]): Promise<PromiseSettledResult<void>[]> {
+    const out: Promise<PromiseSettledResult<void>>[] = new Array<Promise<PromiseSettledResult<void>>>(entries.length);
+    const creates = new Map<string, { at: number[]; roots: CreateEntry[] }>();
+    entries.forEach((e, i) => {
+      const c = parseCreate(e.text);
+      if (!c) {
+        out[i] = settle(this.relay(e));
+        return;
+      }
+      const g = creates.get(c.queue) ?? { at: [], roots: [] };
+      g.at.push(i);
+      g.roots.push(c.entry);
+      creates.set(c.queue, g);
+    });
+    for (const [q, g] of creates) {
+      const results = this.create(q, g.roots);
+      g.at.forEach((at, j) => (out[at] = results.then((r) => r[j])));
+    }
+    return Promise.all(out);
+  }
+
+  /**
+   * Creates relayed subtrees in `queue`: one flow-add call for all of them (chunked past 1000 nodes
+   * or edges); a refused batch is retried one subtree per call, so one bad entry fails alone.
+   */
+  private async create(queue: string, roots: readonly CreateEntry[]): Promise<PromiseSettledResult<void>[]> {
+    const s = this.opts.settings(queue);
+    const add = async (part: readonly CreateEntry[]): Promise<number> => {
+      const plan = planQueue(queue, part.map((r) => ({ tree: r.tree, up: r.up })));
+      await flowWire.add(this.conn.scriptClient, queueKeys(queue), s.maxPayloadBytes, this.outboxBound, plan.nodes, plan.edges);
+      return plan.crosses;
+    };
+    const out: PromiseSettledResult<void>[] = [];
+    let crosses = 0;
+    for (let i = 0; i < roots.length; ) {
+      let j = i;
+      for (let size = 0; j < roots.length; j++) {
+        const one = planQueue(queue, [{ tree: roots[j].tree, up: roots[j].up }]);
+        const n = Math.max(one.nodes.length, one.edges.length);
+        if (j > i && size + n > 1000) break;
+        size += n;
+      }
+      const part = roots.slice(i, j);
+      try {
+        crosses += await add(part);
+        for (let k = 0; k < part.length; k++) out.push({ status: 'fulfilled', value: undefined });
+      } catch (err) {
+        if (part.length === 1) out.push({ status: 'rejected', reason: err });
+        else {
+          for (const one of part) {
+            const r = await settle(add([one]));
+            if (r.status === 'fulfilled') crosses += r.value;
+            out.push(r.status === 'fulfilled' ? { status: 'fulfilled', value: undefined } : r);
+          }
+        }
+      }
+      i = j;
+    }
+    if (crosses > 0) this.follow(queue);
+    return out;
+  }
+
+  /** Runs one entry's target script (idempotent); queues that got entries of their own are drained too. */
+  private async relay(e: OutboxEntry): Promise<void> {
+    const c = this.conn.scriptClient;
+    const kind = e.text.slice(0, 2);
+    if (kind === 'd ') {
+      const m = /^d (\S+) (\S+) (\S+) (done|failed|cancelled) ([\s\S]*)$/.exec(e.text);
+      if (!m) return this.malformed(e);
+      const [, pq, pid, cid, outcome, text] = m;
+      const r = await flowWire.deliver(c, queueKeys(pq), { parentId: pid, childId: cid, outcome: outcome as 'done', text }, this.opts.settings(pq).deadCap);
+      if (r === 'buried') this.follow(pq);
+    } else if (kind === 'x ') {
+      const m = /^x (\S+) (\S+)$/.exec(e.text);
+      if (!m) return this.malformed(e);
+      const r = await wire.cancel(c, queueKeys(m[1]), m[2], this.opts.settings(m[1]).keepCancelled);
+      if (r === 1) this.follow(m[1]);
+    } else {
+      this.malformed(e);
+    }
+  }
+
+  /** A queue that just received outbox entries: relay them now, and keep watching it. */
+  private follow(queue: string): void {
+    if (this.watched.has(queue)) void this.drain(queue);
+    else this.watch(queue);
+  }
+
+  private malformed(e: OutboxEntry): void {
+    // Another runtime's bug: it can never be relayed, so it is acknowledged (dropped) and reported.
+    this.opts.logger?.warn(`flow relay: dropping malformed outbox entry ${e.id}: ${e.text.slice(0, 80)}`);
+  }
+}
