@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { EchoMqConnection } from '../../src/protocol/connection.js';
 import { startValkeyCluster, type ClusterNode, type ValkeyCluster, type ValkeyClusterOptions } from '../../src/testing/valkey-cluster.js';
 import { namesOnDistinctOwners, slotOfName } from '../../src/testing/valkey-cluster.topology.js';
+import { eventually } from './valkey.js';
 
 /** What a cluster test file shares: one local cluster and the connections opened on it. */
 export interface ClusterFixture {
@@ -60,4 +61,15 @@ export async function expectOnDistinctPrimaries(cluster: ValkeyCluster, names: r
   const owners = await Promise.all(names.map((n) => primaryOf(cluster, n)));
   expect(new Set(owners.map((o) => o.port)).size).toBe(names.length);
   return owners;
+}
+
+/** Waits until every replica of `primary` has its writes so far (async replication: a kill -9 loses the rest). */
+export async function replicated(cluster: ValkeyCluster, primary: ClusterNode): Promise<void> {
+  const offset = (text: string, field: string) => Number(new RegExp(`${field}:(\\d+)`).exec(text)?.[1] ?? -1);
+  const target = offset(String(await cluster.admin(primary).call('INFO', 'replication')), 'master_repl_offset');
+  const replicas = (await cluster.topology()).filter((n) => n.primaryId === primary.id && n.alive);
+  await eventually(async () => {
+    const infos = await Promise.all(replicas.map((r) => cluster.admin(r).call('INFO', 'replication').then(String)));
+    return infos.every((i) => offset(i, 'slave_repl_offset') >= target);
+  }, 10_000, 'the replicas to catch up');
 }

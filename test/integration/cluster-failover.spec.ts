@@ -6,7 +6,7 @@ import type { Job, QueueEvent } from '../../src/queue/job.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import type { ClusterNode } from '../../src/testing/valkey-cluster.js';
 import { namesOnDistinctOwners } from '../../src/testing/valkey-cluster.topology.js';
-import { clusterFixture, primaryOf } from '../helpers/cluster.js';
+import { clusterFixture, primaryOf, replicated as caughtUp } from '../helpers/cluster.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { startMember } from './bus-groups.helpers.js';
 import { eventually } from '../helpers/valkey.js';
@@ -27,17 +27,6 @@ async function replicatedPrimary(): Promise<ClusterNode> {
   return primary;
 }
 
-/** Waits until every replica has the primary's writes so far (async replication: a kill -9 loses the rest). */
-async function replicated(primary: ClusterNode): Promise<void> {
-  const offset = (text: string, field: string) => Number(new RegExp(`${field}:(\\d+)`).exec(text)?.[1] ?? -1);
-  const target = offset(String(await f.cluster.admin(primary).call('INFO', 'replication')), 'master_repl_offset');
-  const replicas = (await f.cluster.topology()).filter((n) => n.primaryId === primary.id && n.alive);
-  await eventually(async () => {
-    const infos = await Promise.all(replicas.map((r) => f.cluster.admin(r).call('INFO', 'replication').then(String)));
-    return infos.every((i) => offset(i, 'slave_repl_offset') >= target);
-  }, 10_000, 'the replicas to catch up');
-}
-
 describe('failover: kill -9 the primary of a queue (and of the node leases) while a consumer works', () => {
   it('the replica is promoted, the consumer resumes, every job ends done (exactly once, or re-delivered after its lease), none is missing', async () => {
     // The queue shares its primary with the {emq} node leases: both fail over together.
@@ -55,7 +44,7 @@ describe('failover: kill -9 the primary of a queue (and of the node leases) whil
     const N = 200;
     const ids = await queues.enqueueMany(q, Array.from({ length: N }, (_, n) => ({ payload: { n } })));
     expect(new Set(ids).size).toBe(N);
-    await replicated(leasesAt); // what was acknowledged before the kill survives it
+    await caughtUp(f.cluster, leasesAt); // what was acknowledged before the kill survives it
     const events: QueueEvent[] = [];
     const sub: Subscription = queues.events(q).subscribe((e) => events.push(e));
     const { consumer, log } = await startConsumer(conn, q, handler, { concurrency: 4, leaseMs: 2000, attempts: 5, maxIdleMs: 30_000 });
