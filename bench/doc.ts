@@ -4,6 +4,7 @@
 import { METRICS, lowerIsBetter, type Metric } from './common.js';
 import { busSection } from './bus-doc.js';
 import { cacheSection } from './cache-doc.js';
+import { flowsSection } from './flows-doc.js';
 import { costTable, markdownTable, ratio, shown, type PhaseRecord, type Report } from './format.js';
 
 const SYSTEM_NAMES = ['echomq', 'bullmq'] as const;
@@ -148,6 +149,8 @@ the cost of waking up idle processes, which is high on a virtual machine.
 
 ${busSection(report)}
 ${cacheSection(report.cache)}
+
+${flowsSection(report.flows)}
 ## Every repetition
 
 ${repetitions(report)}
@@ -168,8 +171,11 @@ const TRADE_OFFS = `- **Where the lead comes from.** Batching and overlap: a bus
   (concurrency + prefetch) in one script call, sends the completions of every handler that finished in
   the same event-loop turn in the same pipeline as the next claim, and keeps up to two such rounds in
   flight. At concurrency 1 the prefetched job starts the moment the previous one ends, so its round trip
-  overlaps the next handler instead of sitting between two jobs. A single enqueue is one script call in
-  both systems; EchoMQ's edge there is a shorter script and no per-job events-stream write.
+  overlaps the next handler instead of sitting between two jobs. Concurrent single enqueues (and
+  publishes) to one queue share script calls (group commit: whatever queued while a call was out goes
+  in the next one, each request still atomic), so the \`enqueue_single\` row, with 100 enqueues in
+  flight, costs a fraction of a script call per job; one enqueue alone is still one script call, as
+  in BullMQ.
 - **Light-load latency is round trips.** Both systems park an idle consumer on a blocking pop and need a
   second round trip to take the job: enqueue → wake-up → claim is two round trips at best (an idle PING
   round trip is about 0.17 ms on this machine), so the p50 floor is about 0.35 ms here and the rest is
@@ -186,9 +192,10 @@ const TRADE_OFFS = `- **Where the lead comes from.** Batching and overlap: a bus
   running or retained done job costs more than \`bytes_per_pending_job\` (BullMQ's job hash exists from
   the start, and BullMQ also appends to its events stream).
 - **Less bookkeeping, fewer features.** BullMQ writes an events-stream entry per state change, stores job
-  options and timestamps with every job, and offers priorities, rate limits, flows, repeatable jobs,
-  progress and sandboxed processors. EchoMQ does none of that, which is much of its CPU and memory
-  advantage; if you need those features, this is not a like-for-like comparison.
+  options and timestamps with every job, and offers priorities, rate limits, repeatable jobs, progress
+  and sandboxed processors. EchoMQ does none of that yet (flows it has: their own table below), which
+  is much of its CPU and memory advantage; if you need those features, this is not a like-for-like
+  comparison.
 - **Two processes on two CPUs.** In the 2×50 row two worker processes and Valkey compete for two CPUs, so
   that row measures contention as much as scaling; with a core per process it would scale further.
 `;

@@ -1,11 +1,12 @@
 /**
- * `node dist/bench/flows.js [--quick]`: flows of 1 parent + 10 children, EchoMQ (`QueueService.flow`,
- * children in another queue than the parent, relayed through the outbox) against BullMQ's
- * `FlowProducer` (its queues on one node, as it requires), on one fresh Valkey, one after the
- * other. Reports flows completed per second (parents done) with `IN_FLIGHT` flows being created at
- * once, and the fan-in latency: the last child's handler returning → the parent's handler
- * starting, p50 / p99; then the same at a paced 100 flows/s (latency away from saturation).
- * A standalone script, not yet part of `npm run bench`.
+ * The flows rows of `npm run bench` (`runFlowsSuite`; also `node dist/bench/flows.js [--quick]`
+ * alone): flows of 1 parent + 10 children, EchoMQ (`QueueService.flow`, children in another queue
+ * than the parent, relayed through the outbox) against BullMQ's `FlowProducer` (its queues on one
+ * node, as it requires), on the same Valkey, alternating which system goes first. Reports flows
+ * completed per second (parents done) with `IN_FLIGHT` flows being created at once, and the fan-in
+ * latency: the last child's handler returning → the parent's handler starting, p50 / p99; then the
+ * same at a paced 100 flows/s (latency away from saturation). Each measured run follows an
+ * untimed warm-up of the same size.
  */
 import { FlowProducer, Worker } from 'bullmq';
 import { Consumer, EchoMqConnection, QueueService, startEmbeddedValkey } from '../src/index.js';
@@ -23,7 +24,8 @@ interface FlowTimes {
   parentsDone: number;
 }
 
-interface Measured {
+/** One measured run. */
+export interface Measured {
   readonly flowsPerSec: number;
   readonly fanInP50: number;
   readonly fanInP99: number;
@@ -130,27 +132,64 @@ async function bullmq(url: string, n: number): Promise<Measured> {
   return m;
 }
 
+/** The flows rows: each system saturated and paced, the median of `reps` alternating runs. */
+export interface FlowsReport {
+  readonly flows: number;
+  readonly paced: number;
+  readonly pace: number;
+  readonly children: number;
+  readonly inFlight: number;
+  readonly reps: number;
+  readonly rows: readonly { readonly run: string; readonly system: 'echomq' | 'bullmq'; readonly m: Measured }[];
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const medianOf = (ms: Measured[]): Measured => ({
+  flowsPerSec: median(ms.map((m) => m.flowsPerSec)),
+  fanInP50: median(ms.map((m) => m.fanInP50)),
+  fanInP99: median(ms.map((m) => m.fanInP99)),
+});
+
+/** Runs the flows rows on the Valkey at `url`. */
+export async function runFlowsSuite(url: string, quick: boolean, reps = quick ? 1 : 3): Promise<FlowsReport> {
+  const n = quick ? 300 : 1000;
+  const paced = quick ? 100 : 300;
+  const systems = { echomq, bullmq } as const;
+  const rows: { run: string; system: 'echomq' | 'bullmq'; m: Measured }[] = [];
+  for (const [label, rate, count] of [['saturated', 0, n], [`paced ${100}/s`, 100, paced]] as const) {
+    const got: Record<'echomq' | 'bullmq', Measured[]> = { echomq: [], bullmq: [] };
+    for (let rep = 0; rep < reps; rep++) {
+      const order = rep % 2 === 0 ? (['echomq', 'bullmq'] as const) : (['bullmq', 'echomq'] as const);
+      for (const system of order) {
+        pace = rate;
+        await systems[system](url, count); // warm-up as long as the timed part
+        got[system].push(await systems[system](url, count));
+        console.log(`  flows ${label.padEnd(14)} ${system.padEnd(7)} ${JSON.stringify(got[system].at(-1))}`);
+      }
+    }
+    for (const system of ['echomq', 'bullmq'] as const) rows.push({ run: label, system, m: medianOf(got[system]) });
+  }
+  pace = 0;
+  return { flows: n, paced, pace: 100, children: CHILDREN, inFlight: IN_FLIGHT, reps, rows };
+}
+
+/** The flows table in Markdown. */
+export function flowsTable(r: FlowsReport): string {
+  const name = { echomq: 'EchoMQ', bullmq: 'BullMQ FlowProducer' } as const;
+  const lines = ['| run | system | flows/s | fan-in p50 (ms) | fan-in p99 (ms) |', '|---|---|---:|---:|---:|'];
+  for (const { run, system, m } of r.rows) lines.push(`| ${run} | ${name[system]} | ${m.flowsPerSec} | ${m.fanInP50.toFixed(2)} | ${m.fanInP99.toFixed(2)} |`);
+  return lines.join('\n');
+}
+
 async function main(): Promise<void> {
-  const n = process.argv.includes('--quick') ? 300 : 2000;
   const valkey = await startEmbeddedValkey();
   try {
-    const rows: [string, Measured][] = [];
-    // Warm-up (scripts loaded, connections open), then the measured runs.
-    await echomq(valkey.url, 50);
-    await bullmq(valkey.url, 50);
-    rows.push(['EchoMQ, saturated', await echomq(valkey.url, n)]);
-    rows.push(['BullMQ FlowProducer, saturated', await bullmq(valkey.url, n)]);
-    pace = 100;
-    const paced = Math.round(n / 4);
-    rows.push([`EchoMQ, paced ${pace}/s`, await echomq(valkey.url, paced)]);
-    rows.push([`BullMQ FlowProducer, paced ${pace}/s`, await bullmq(valkey.url, paced)]);
-    console.log(`flows of 1 parent + ${CHILDREN} children: ${n} flows saturated (${IN_FLIGHT} created at once), then ${paced} paced; children c${CHILD_CONCURRENCY}, parents c${PARENT_CONCURRENCY}`);
-    console.log('| run | flows/s | fan-in p50 (ms) | fan-in p99 (ms) |');
-    console.log('|---|---|---|---|');
-    for (const [name, m] of rows) console.log(`| ${name} | ${m.flowsPerSec} | ${m.fanInP50.toFixed(2)} | ${m.fanInP99.toFixed(2)} |`);
+    const r = await runFlowsSuite(valkey.url, process.argv.includes('--quick'));
+    console.log(`flows of 1 parent + ${CHILDREN} children: ${r.flows} flows saturated (${IN_FLIGHT} created at once), then ${r.paced} paced; children c${CHILD_CONCURRENCY}, parents c${PARENT_CONCURRENCY}`);
+    console.log(flowsTable(r));
   } finally {
     await valkey.stop();
   }
 }
 
-await main();
+if (process.argv[1]?.endsWith('flows.js')) await main();

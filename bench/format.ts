@@ -1,6 +1,7 @@
 /**
  * The shapes of a run's report and how its numbers are rounded, shown and compared.
  */
+import type { FlowsReport } from './flows.js';
 import { METRICS, lowerIsBetter, type BenchSizes, type Metric, type Results, type SystemName } from './common.js';
 import { BUS_METRICS, EVENTS_LOG_METRIC, type BusMetric } from './bus.js';
 import type { PhaseResult } from './phases.js';
@@ -53,6 +54,8 @@ export interface Report {
   readonly sizes: BenchSizes;
   /** The cache rows (EchoMQ vs bentocache), medians and every repetition. */
   readonly cache: CacheReport;
+  /** The flows rows (EchoMQ vs BullMQ's FlowProducer). */
+  readonly flows: FlowsReport;
   /** Wall seconds of the whole run. */
   readonly seconds: number;
 }

@@ -85,7 +85,8 @@ export function writeReport(report: Report): string[] {
   for (const system of ['echomq', 'bentocache'] as const) {
     for (const m of CACHE_METRICS) json.cache[system][m] = rounded(m, report.cache.results[system][m]);
   }
-  writeFileSync(root('bench/results.json'), JSON.stringify(json, null, 2) + '\n');
+  const flows = Object.fromEntries(report.flows.rows.map((r) => [`${r.system} ${r.run}`, r.m]));
+  writeFileSync(root('bench/results.json'), JSON.stringify({ ...json, flows }, null, 2) + '\n');
   writeFileSync(root('docs/benchmarks.md'), renderDoc(report));
   return ['bench/results.json', 'docs/benchmarks.md'];
 }

@@ -14,6 +14,7 @@ import { Probe } from './probe.js';
 import { summarize, type PhaseRecord } from './format.js';
 import { environment, printCache, printEchoOnly, printTable, writeReport } from './report.js';
 import { runCacheSuite } from './cache-phases.js';
+import { flowsTable, runFlowsSuite } from './flows.js';
 
 /** One phase of the run: a label, and how to run it for one system. */
 interface Phase {
@@ -83,11 +84,14 @@ async function main(): Promise<void> {
     // The cache: EchoMQ vs bentocache, same Valkey, same repetitions.
     console.log('Cache: EchoMQ vs bentocache');
     const cache = await runCacheSuite(valkey.url, probe, quick, s.reps, env.versions.bentocache);
+    console.log('Flows: EchoMQ vs BullMQ FlowProducer');
+    const flows = await runFlowsSuite(valkey.url, quick);
     const { results, echoOnly, medianRecords } = summarize(records);
     printTable(results);
     printEchoOnly(echoOnly);
     printCache(cache);
-    const files = writeReport({ results, echoOnly, records, medianRecords, env, sizes: s, cache, seconds: (Date.now() - started) / 1000 });
+    console.log(`Flows:\n${flowsTable(flows)}\n`);
+    const files = writeReport({ results, echoOnly, records, medianRecords, env, sizes: s, cache, flows, seconds: (Date.now() - started) / 1000 });
     console.log(`wrote ${files.join(' and ')}`);
   } finally {
     await probe.close();

@@ -1,0 +1,26 @@
+/** The flows section of `docs/benchmarks.md`. */
+import { flowsTable, type FlowsReport } from './flows.js';
+
+/** Renders the flows rows with what they measure and the trade-offs behind them. */
+export function flowsSection(r: FlowsReport): string {
+  const reps = r.reps > 1 ? `the median of ${r.reps} runs per system, alternating which goes first` : 'one run per system';
+  return `## Flows: EchoMQ vs BullMQ FlowProducer
+
+Flows of 1 parent + ${r.children} children, the children in another queue than the parent: ${r.flows} flows
+with ${r.inFlight} being created at once (saturated), then ${r.paced} flows at a paced ${r.pace} flows/s (latency
+away from saturation); ${reps}, each after an untimed warm-up of the same size. Children run at
+concurrency 50, parents at 20; handlers are no-ops. Fan-in latency: the last child's handler
+returning → the parent's handler starting.
+
+${flowsTable(r)}
+
+- **What differs on the wire.** BullMQ needs a flow's queues on one hash tag (one slot) and releases
+  the parent in the same script that finishes its last child. EchoMQ queues of one flow may live on
+  different cluster nodes, so the hand-off goes through the child queue's outbox and is relayed: the
+  child's completion writes it, a relay takes it (one script call), delivers it to the parent's queue
+  (one more) and acknowledges it in the background — two round trips BullMQ does not make, which is
+  the floor of EchoMQ's light-load fan-in latency (docs/flows.md).
+- **Where EchoMQ gains.** Flow creation is one script call per queue of the flow; hand-offs of many
+  children are taken and delivered in batches; the parent's children results live in its row.
+`;
+}
