@@ -111,6 +111,16 @@ async function runOne(phase: Phase, system: SystemName, rep: number, url: string
   }
 }
 
+// A peer's client that was closed with a command still queued (ioredis rejects it with "Connection
+// is closed." and nobody awaits it) is not a measurement: it is reported and the run goes on.
+process.on('unhandledRejection', (err: unknown) => {
+  if (err instanceof Error && err.message === 'Connection is closed.') console.warn(`bench: a closed client dropped a queued command (${err.message})`);
+  else {
+    console.error('bench failed:', err);
+    process.exit(1);
+  }
+});
+
 main().then(
   () => {
     // Everything is closed, so the process exits by itself; if a handle lingers, say so and exit.

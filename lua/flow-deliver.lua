@@ -7,7 +7,8 @@
 -- (status `dead`, error "child <id> <outcome>: <text>") and writes, in this queue's outbox, one
 -- cancel entry (`x:<id>`) per sibling whose outcome has not arrived and, when the parent has a
 -- parent of its own, the report of its failure (`d:<parent id>`). An outcome that arrives after
--- the parent stopped waiting is recorded only.
+-- the parent stopped waiting is recorded only. Recording an outcome also drops the child's
+-- creation entry (`c:<child id>`) from this queue's outbox if it is still there.
 --
 -- KEYS[1]  emq:{q}:meta      queue meta hash
 -- KEYS[2]  emq:{q}:pending   list of pending ids
@@ -112,6 +113,11 @@ if e then return e end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', row, 'r:' .. cid, outcome .. ' ' .. text)
+-- An outcome proves the child was created: its creation entry, if still in this outbox (the relay
+-- that created the child died before acknowledging), is dropped, so that no late replay creates
+-- the child again after it finished and left (keepDone 0).
+redis.call('HDEL', KEYS[9], 'c:' .. cid)
+redis.call('ZREM', KEYS[10], 'c:' .. cid)
 if cur[1] ~= 'waiting' then return 1 end
 if not fails then
   local left = redis.call('HINCRBY', row, 'deps', -1)
