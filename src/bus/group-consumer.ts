@@ -1,5 +1,6 @@
 import { Subject } from 'rxjs';
 import { decodePayload } from '../protocol/codec.js';
+import { LazyAbort } from '../protocol/lazy-abort.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { assertName, topicKeys, type TopicKeys } from '../protocol/keys.js';
 import type { ConsumerLogger } from '../queue/consumer.js';
@@ -54,8 +55,8 @@ export class GroupConsumer {
   readonly consumer: string;
   /** Lost, recreated and dead-lettered reports of this loop (also sent to `busLosses$`). */
   readonly losses$ = new Subject<GroupLoss>();
-  /** Stream ids of the entries whose handlers are running → their abort controllers. */
-  readonly running = new Map<string, AbortController>();
+  /** Stream ids of the entries whose handlers are running → their (lazily made) abort signals. */
+  readonly running = new Map<string, LazyAbort>();
   /** Last error text seen per stream id (bounded), recorded with a dead letter. */
   readonly lastError = new Map<string, string>();
   /** Where warnings go. */
@@ -240,14 +241,14 @@ export class GroupConsumer {
       this.report('lost', [id], `entry ${id} was deleted from the log before it was handled`);
       return;
     }
-    const ac = new AbortController();
+    const ac = new LazyAbort();
     this.running.set(e.streamId, ac);
     const text = e.payload;
     void (async () => {
       try {
         const payload = decodePayload(text) ?? null;
         const at = new Date(Number(e.streamId.slice(0, e.streamId.indexOf('-'))));
-        await this.cfg.handler({ id, topic: this.topic, payload, at, deliveries, signal: ac.signal });
+        await this.cfg.handler({ id, topic: this.topic, payload, at, deliveries, get signal(): AbortSignal { return ac.signal; } });
         this.ack(e.streamId);
       } catch (err) {
         this.failed(e.streamId, deliveries, err);
