@@ -107,8 +107,7 @@ local out, ids, rows, seen, hand = {}, {}, {}, {}, {}
 for i = 1, n do
   local id, token, row = ARGV[4 + 3 * (i - 1)], ARGV[5 + 3 * (i - 1)], KEYS[6 + i]
   local cur = redis.pcall('HMGET', row, 'status', 'token', 'parent')
-  e = refused(cur, row)
-  if e then return e end
+  if cur.err then return refused(cur, row) end -- HMGET answers a table: with `err` only to refuse
   if seen[id] or cur[1] ~= 'active' or cur[2] ~= token then
     out[i] = 0
   else
