@@ -17,10 +17,11 @@ const ITEM_CODES = new Set(['EMQ_BAD_ARG', 'EMQ_BAD_ID', 'EMQ_PAYLOAD_TOO_LARGE'
 
 /**
  * Merges concurrent requests to one destination (one queue, one topic) into one script call, up
- * to `maxItems` items: group commit. Nothing waits on a timer: a request is sent on the next
- * turn of the event loop when fewer than `maxInFlight` calls are out, else as soon as one returns,
- * together with everything that queued meanwhile. So an idle caller pays one `setImmediate`, and
- * under load the round trips per item fall with the load. Each request is atomic as before (a
+ * to `maxItems` items: group commit. Nothing waits on a timer: a request made when nothing is out
+ * is sent at once; one made while calls are out goes on the next turn of the event loop when
+ * fewer than `maxInFlight` calls are out, else as soon as one returns, together with everything
+ * that queued meanwhile. So an idle caller pays nothing, and under load the round trips per item
+ * fall with the load. Each request is atomic as before (a
  * script call is all-or-nothing, and requests are never split); a merged call refused for one
  * item's sake is retried request by request, so each caller gets its own answer.
  */
@@ -39,7 +40,10 @@ export class Coalescer<I, R> {
   submit(items: readonly I[]): Promise<R[]> {
     return new Promise<R[]>((resolve, reject) => {
       this.waiting.push({ items, resolve, reject });
-      this.schedule();
+      // Nothing out and nothing waiting: this request goes now (an idle caller's latency gets no
+      // turn of the event loop added); requests made meanwhile gather for the next call.
+      if (this.inFlight === 0 && this.waiting.length === 1 && !this.scheduled) this.flush();
+      else this.schedule();
     });
   }
 

@@ -20,12 +20,12 @@ function recorder(fail?: (items: readonly number[]) => EchoMqError | undefined) 
 }
 
 describe('Coalescer (group commit of concurrent requests)', () => {
-  it('merges requests made in one turn into one call, answering each with its own entries in order', async () => {
+  it('sends a request made when idle at once, and merges the requests made meanwhile into one call, each answered in order', async () => {
     const r = recorder();
     const c = new Coalescer(r.send, 1000);
     const got = await Promise.all([c.submit([1]), c.submit([2, 3]), c.submit([4])]);
     expect(got).toEqual([[10], [20, 30], [40]]);
-    expect(r.calls).toEqual([[1, 2, 3, 4]]);
+    expect(r.calls).toEqual([[1], [2, 3, 4]]);
     expect(c.idle).toBe(true);
   });
 
@@ -56,21 +56,22 @@ describe('Coalescer (group commit of concurrent requests)', () => {
   it('a merged call refused for one item is re-sent request by request: each caller gets its own answer', async () => {
     const r = recorder((items) => (items.includes(13) ? new EchoMqError('EMQ_PAYLOAD_TOO_LARGE', 'item 13 is too large') : undefined));
     const c = new Coalescer(r.send, 1000);
-    const got = await Promise.allSettled([c.submit([1]), c.submit([13]), c.submit([2])]);
+    // [1] goes at once (nothing out); [13], [2], [3] are merged into the next call, which is refused.
+    const got = await Promise.allSettled([c.submit([1]), c.submit([13]), c.submit([2]), c.submit([3])]);
     expect(got[0]).toEqual({ status: 'fulfilled', value: [10] });
     expect(got[1].status).toBe('rejected');
     expect((got[1] as PromiseRejectedResult).reason.code).toBe('EMQ_PAYLOAD_TOO_LARGE');
-    expect(got[2]).toEqual({ status: 'fulfilled', value: [20] });
-    expect(r.calls).toEqual([[1, 13, 2], [1], [13], [2]]);
+    expect(got.slice(2)).toEqual([{ status: 'fulfilled', value: [20] }, { status: 'fulfilled', value: [30] }]);
+    expect(r.calls).toEqual([[1], [13, 2, 3], [13], [2], [3]]);
   });
 
   it('a refusal that is not about one item (OOM, NOPERM, a lost connection) fails every merged request once', async () => {
     const r = recorder(() => new EchoMqError('EMQ_OOM', 'OOM command not allowed'));
     const c = new Coalescer(r.send, 1000);
-    const got = await Promise.allSettled([c.submit([1]), c.submit([2])]);
-    expect(got.map((g) => g.status)).toEqual(['rejected', 'rejected']);
-    expect(got.map((g) => (g as PromiseRejectedResult).reason.code)).toEqual(['EMQ_OOM', 'EMQ_OOM']);
-    expect(r.calls).toEqual([[1, 2]]);
+    const got = await Promise.allSettled([c.submit([1]), c.submit([2]), c.submit([3])]);
+    expect(got.map((g) => g.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    expect(got.map((g) => (g as PromiseRejectedResult).reason.code)).toEqual(['EMQ_OOM', 'EMQ_OOM', 'EMQ_OOM']);
+    expect(r.calls).toEqual([[1], [2, 3]]); // the merged call failed once, not once per request
     expect(c.idle).toBe(true);
   });
 });
