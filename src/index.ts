@@ -57,7 +57,7 @@ export type { WireFlowNode, WireFlowEdge, DeliverOutcome, OutboxEntry } from './
 export { startEmbeddedValkey, freePort } from './testing/embedded-valkey.js';
 export type { EmbeddedValkey, EmbeddedValkeyOptions } from './testing/embedded-valkey.js';
 export { GroupConsumer } from './bus/group-consumer.js';
-export type { GroupConsumerConfig } from './bus/group-consumer.js';
+export type { GroupConsumerConfig } from './bus/group-options.js';
 export { resolveGroupOptions, consumerName, startId } from './bus/group-options.js';
 export type { OnEventOptions, ResolvedGroupOptions, GroupStart, BusEvent, EventHandler } from './bus/group-options.js';
 export { busLosses$ } from './bus/group-losses.js';

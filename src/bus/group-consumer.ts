@@ -7,31 +7,11 @@ import type { ConsumerLogger } from '../queue/consumer.js';
 import { eventIdOf } from './event-id.js';
 import { AckBuffer } from './group-acks.js';
 import { busLosses$, type GroupLoss, type GroupLossKind } from './group-losses.js';
-import { consumerName, intIn, resolveGroupOptions, startId, type EventHandler, type OnEventOptions, type ResolvedGroupOptions } from './group-options.js';
+import { consumerName, intIn, resolveGroupOptions, startId, type GroupConsumerConfig, type ResolvedGroupOptions } from './group-options.js';
 import { GroupReader } from './group-reader.js';
 import { GroupReclaimer } from './group-reclaim.js';
 import { estimateLoss } from './group-upkeep.js';
 import { cmd, compareStreamIds, createGroup, errorText, isNoGroup, type GroupEntry } from './group-wire.js';
-
-/** Everything a group loop needs. */
-export interface GroupConsumerConfig {
-  readonly topic: string;
-  readonly options: OnEventOptions;
-  readonly handler: EventHandler<unknown>;
-  /** Stable instance part of the consumer name (default `ECHOMQ_INSTANCE`; unset: a unique name, see `consumerName`). */
-  readonly instance?: string;
-  /** The whole consumer name, overriding `consumerName` (tests run two members in one process). */
-  readonly consumer?: string;
-  /** Dead-letter log cap (1..1,000,000). Default 10,000. */
-  readonly deadCap?: number;
-  /** Longest XREADGROUP BLOCK (ms). Default 5000. */
-  readonly blockMs?: number;
-  /** How long past its BLOCK a read may hang before its connection is replaced (ms). Default 10,000. */
-  readonly hangMs?: number;
-  /** Another member with no pending entries and idle this long (ms, 100..86,400,000) is removed from the group. Default max(ackTimeoutMs, 60,000). */
-  readonly forgetIdleMs?: number;
-  readonly logger?: ConsumerLogger;
-}
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const silent: ConsumerLogger = { warn: () => undefined, error: () => undefined };

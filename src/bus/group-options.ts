@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { InvalidOptionError } from '../protocol/errors.js';
 import { assertName, MAX_NAME_LENGTH } from '../protocol/keys.js';
+import type { ConsumerLogger } from '../queue/consumer.js';
 
 /** Where a new group starts reading: the whole log, new entries only, or from an instant. */
 export type GroupStart = 'start' | 'now' | Date;
@@ -102,4 +103,24 @@ export function consumerName(instance?: string): string {
   const name = `${host.slice(0, Math.max(0, MAX_NAME_LENGTH - suffix.length - 1))}-${suffix}`;
   assertName(name, 'consumer');
   return name;
+}
+
+/** Everything a group loop needs. */
+export interface GroupConsumerConfig {
+  readonly topic: string;
+  readonly options: OnEventOptions;
+  readonly handler: EventHandler<unknown>;
+  /** Stable instance part of the consumer name (default `ECHOMQ_INSTANCE`; unset: a unique name, see `consumerName`). */
+  readonly instance?: string;
+  /** The whole consumer name, overriding `consumerName` (tests run two members in one process). */
+  readonly consumer?: string;
+  /** Dead-letter log cap (1..1,000,000). Default 10,000. */
+  readonly deadCap?: number;
+  /** Longest XREADGROUP BLOCK (ms). Default 5000. */
+  readonly blockMs?: number;
+  /** How long past its BLOCK a read may hang before its connection is replaced (ms). Default 10,000. */
+  readonly hangMs?: number;
+  /** Another member with no pending entries and idle this long (ms, 100..86,400,000) is removed from the group. Default max(ackTimeoutMs, 60,000). */
+  readonly forgetIdleMs?: number;
+  readonly logger?: ConsumerLogger;
 }

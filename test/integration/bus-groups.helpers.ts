@@ -1,7 +1,8 @@
 import type { Redis } from 'iovalkey';
 import type { EchoMqConnection } from '../../src/protocol/connection.js';
 import { topicKeys } from '../../src/protocol/keys.js';
-import { GroupConsumer, type GroupConsumerConfig } from '../../src/bus/group-consumer.js';
+import { GroupConsumer } from '../../src/bus/group-consumer.js';
+import type { GroupConsumerConfig } from '../../src/bus/group-options.js';
 import type { BusEvent } from '../../src/bus/group-options.js';
 import type { GroupLoss } from '../../src/bus/group-losses.js';
 
