@@ -12,6 +12,7 @@ import { FlowProducer, Worker } from 'bullmq';
 import { Consumer, EchoMqConnection, QueueService, startEmbeddedValkey } from '../src/index.js';
 import { resolveConsumerOptions } from '../src/queue/queue.options.js';
 import { nowMs, percentile, randomQueue } from './common.js';
+import { median } from './format.js';
 
 const CHILDREN = 10;
 const IN_FLIGHT = Number(process.env.FLOWS_IN_FLIGHT ?? 20);
@@ -143,7 +144,6 @@ export interface FlowsReport {
   readonly rows: readonly { readonly run: string; readonly system: 'echomq' | 'bullmq'; readonly m: Measured }[];
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const medianOf = (ms: Measured[]): Measured => ({
   flowsPerSec: median(ms.map((m) => m.flowsPerSec)),
   fanInP50: median(ms.map((m) => m.fanInP50)),

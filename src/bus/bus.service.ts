@@ -2,7 +2,7 @@ import type { OnModuleDestroy } from '@nestjs/common';
 import { throwError, type Observable } from 'rxjs';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodePayload, encodePayload, type Json } from '../protocol/codec.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
-import { Coalescer } from '../protocol/coalescer.js';
+import { CoalescerPool } from '../protocol/coalescer.js';
 import { BatchTooLargeError, InvalidOptionError, fromReplyError } from '../protocol/errors.js';
 import { topicKeys } from '../protocol/keys.js';
 import type { BusOptions } from './bus.options.js';
@@ -27,7 +27,13 @@ export class BusService implements OnModuleDestroy {
   private readonly hub: SignalHub;
   private readonly dirty = new Set<string>();
   /** Publish calls per topic: concurrent publishes share one script call, each still atomic. */
-  private readonly lanes = new Map<string, Coalescer<string, string>>();
+  private readonly lanes = new CoalescerPool<string, string>(
+    (topic) => {
+      const k = topicKeys(topic);
+      return (items) => busWire.publish(this.conn.scriptClient, k, this.maxBytes, items);
+    },
+    BUS_BATCH_LIMIT,
+  );
   private trimTimer?: NodeJS.Timeout;
   private trimming: Promise<void> = Promise.resolve();
   private closed = false;
@@ -51,18 +57,12 @@ export class BusService implements OnModuleDestroy {
 
   /** Publishes up to 1000 events in one atomic script call; resolves to their ids, in order. */
   async publishMany<T = Json>(topic: string, payloads: readonly T[]): Promise<string[]> {
-    const k = topicKeys(topic);
+    topicKeys(topic); // the name is checked before anything else
     if (!Array.isArray(payloads)) throw new InvalidOptionError('publishMany takes an array of payloads');
     if (payloads.length > BUS_BATCH_LIMIT) throw new BatchTooLargeError(payloads.length, BUS_BATCH_LIMIT);
     if (payloads.length === 0) return [];
     const texts = payloads.map((p) => encodePayload(p, this.maxBytes));
-    let lane = this.lanes.get(topic);
-    if (!lane) {
-      const c = this.conn.scriptClient;
-      lane = new Coalescer((items) => busWire.publish(c, k, this.maxBytes, items), BUS_BATCH_LIMIT);
-      this.lanes.set(topic, lane);
-    }
-    const ids = await lane.submit(texts);
+    const ids = await this.lanes.submit(topic, texts);
     this.markDirty(topic);
     return ids.map(eventIdOf);
   }

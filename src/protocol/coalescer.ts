@@ -105,3 +105,23 @@ export class Coalescer<I, R> {
     }
   }
 }
+
+/** One `Coalescer` per destination (queue, topic), made on first use from `sendFor(key)`. */
+export class CoalescerPool<I, R> {
+  private readonly lanes = new Map<string, Coalescer<I, R>>();
+
+  constructor(
+    private readonly sendFor: (key: string) => BatchSend<I, R>,
+    private readonly maxItems: number,
+  ) {}
+
+  /** Sends `items` to `key` in its next call (see `Coalescer.submit`). */
+  submit(key: string, items: readonly I[]): Promise<R[]> {
+    let lane = this.lanes.get(key);
+    if (!lane) {
+      lane = new Coalescer(this.sendFor(key), this.maxItems);
+      this.lanes.set(key, lane);
+    }
+    return lane.submit(items);
+  }
+}

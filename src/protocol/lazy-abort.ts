@@ -1,5 +1,5 @@
 /**
- * An abort signal made on first use: most handlers never read `signal`, and an
+ * An abort signal made on first use, for a job or an event: most handlers never read `signal`, and an
  * `AbortController` per job or event is a measurable share of a busy loop's CPU. `abort` before
  * the first read is remembered, so a signal read later is already aborted with the same reason.
  */

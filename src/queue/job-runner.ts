@@ -1,5 +1,6 @@
 import { decodePayload, encodePayload } from '../protocol/codec.js';
 import { FatalJobError } from '../protocol/errors.js';
+import { LazyAbort } from '../protocol/lazy-abort.js';
 import type { WireClaim, WireCompletion } from '../protocol/wire.js';
 import type { Job, JobHandler } from './job.js';
 
@@ -8,9 +9,8 @@ export interface Held {
   readonly id: string;
   readonly token: string;
   readonly claim: WireClaim;
-  /** Made on first use of `job.signal` (most handlers never read it). */
-  ctrl?: AbortController;
-  abortReason?: Error;
+  /** Its handler's `job.signal`, made on first use (most handlers never read it). */
+  readonly abort: LazyAbort;
   /** Set when the lease was lost or the job was abandoned: its outcome is ignored. */
   lost: boolean;
 }
@@ -29,8 +29,7 @@ const MAX_ERROR_BYTES = 8192;
 
 function abort(h: Held, reason: string): void {
   h.lost = true;
-  h.abortReason = new Error(reason);
-  h.ctrl?.abort(h.abortReason);
+  h.abort.abort(new Error(reason));
 }
 
 /**
@@ -63,7 +62,7 @@ export class JobRunner {
   /** Takes claimed jobs: starts what fits, buffers the rest. */
   accept(claims: readonly WireClaim[]): void {
     for (const claim of claims) {
-      const h: Held = { id: claim.id, token: claim.token, claim, lost: false };
+      const h: Held = { id: claim.id, token: claim.token, claim, abort: new LazyAbort(), lost: false };
       this.held.set(h.id, h);
       this.buffer.push(h);
     }
@@ -115,11 +114,7 @@ export class JobRunner {
       attempt: h.claim.attempt,
       token: h.token,
       get signal() {
-        if (!h.ctrl) {
-          h.ctrl = new AbortController();
-          if (h.abortReason) h.ctrl.abort(h.abortReason);
-        }
-        return h.ctrl.signal;
+        return h.abort.signal;
       },
     };
     // The handler starts synchronously (no extra turn of the event loop before it runs).

@@ -1,7 +1,7 @@
 import { encodePayload, decodePayload, type Json } from '../protocol/codec.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { BatchTooLargeError, IdCollisionError, InvalidOptionError, fromReplyError } from '../protocol/errors.js';
-import { Coalescer } from '../protocol/coalescer.js';
+import { CoalescerPool } from '../protocol/coalescer.js';
 import { assertBrandedId, parseId } from '../protocol/ids.js';
 import { queueKeys } from '../protocol/keys.js';
 import { wire, type WireJob } from '../protocol/wire.js';
@@ -48,7 +48,13 @@ function decodeStored<T>(text: string | undefined): { value?: T; error?: Undecod
  */
 export class QueueService {
   private readonly perQueue = new Map<string, QueueDefaults>();
-  private readonly lanes = new Map<string, Coalescer<WireJob, number>>();
+  /** The enqueue calls per queue: concurrent requests merged, up to one batch per call. */
+  private readonly lanes = new CoalescerPool<WireJob, number>((queue) => {
+    const keys = queueKeys(queue);
+    const { maxPayloadBytes, eventsLog } = this.settings(queue);
+    const c = this.conn.scriptClient;
+    return (jobs) => wire.enqueue(c, keys, maxPayloadBytes, jobs, eventsLog);
+  }, MAX_BATCH);
   private hub?: SignalHub;
   private flowService?: FlowService;
 
@@ -109,7 +115,7 @@ export class QueueService {
     const minted = items.map((it) => it.opts?.id === undefined);
     let send = jobs.map((_, i) => i);
     for (let round = 0; ; round++) {
-      const added = await this.lane(queue).submit(send.map((i) => jobs[i]));
+      const added = await this.lanes.submit(queue, send.map((i) => jobs[i]));
       // A caller-given id already present is an idempotent repeat. A freshly minted one is a
       // collision (another process minted the same id): that job was not added, so it gets a
       // new id and is sent again rather than reported under the other job's id.
@@ -121,19 +127,6 @@ export class QueueService {
       }
       for (const i of send) jobs[i] = { ...jobs[i], id: this.conn.ids.next('job') };
     }
-  }
-
-  /** The enqueue calls of `queue`: concurrent requests merged, up to one batch per call. */
-  private lane(queue: string): Coalescer<WireJob, number> {
-    let lane = this.lanes.get(queue);
-    if (!lane) {
-      const keys = queueKeys(queue);
-      const { maxPayloadBytes, eventsLog } = this.settings(queue);
-      const c = this.conn.scriptClient;
-      lane = new Coalescer((jobs) => wire.enqueue(c, keys, maxPayloadBytes, jobs, eventsLog), MAX_BATCH);
-      this.lanes.set(queue, lane);
-    }
-    return lane;
   }
 
   private toWire<T>(item: EnqueueItem<T>, maxBytes: number): WireJob {
