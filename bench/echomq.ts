@@ -63,7 +63,7 @@ export class EchoMqDriver implements Driver {
   /** Pending + scheduled + active jobs of `queue`. */
   async unfinished(queue: string): Promise<number> {
     const k = queueKeys(queue);
-    const [p, s, a] = await Promise.all([this.raw.llen(k.pending), this.raw.zcard(k.scheduled), this.raw.zcard(k.active)]);
+    const [p, s, a] = await Promise.all([this.raw.llen(k.pending), this.raw.zcard(k.scheduled), this.raw.zcount(k.active, '-inf', '(+inf')]);
     return p + s + a;
   }
 

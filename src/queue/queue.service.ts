@@ -194,7 +194,7 @@ export class QueueService {
       c.hget(k.meta, 'ghosts'),
       c.zcard(k.scheduled),
       c.llen(k.pending),
-      c.zcard(k.active),
+      c.zcount(k.active, '-inf', '(+inf'), // not the anchor (score +inf, docs/protocol.md §2)
       c.zcard(k.done),
       c.zcard(k.dead),
       c.zcard(k.cancelled),

@@ -51,7 +51,25 @@ describe('claim promotes any legal number of due jobs', () => {
     const r = await wire.claim(conn.scriptClient, k, 1000, 1000, 10_000);
     expect(r.jobs.map((j) => j.id)).toEqual(ids.slice(0, 1000));
     expect(r.jobs.map((j) => Number(j.token))).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
-    expect([await raw.llen(k.pending), await raw.zcard(k.active), r.waitMs]).toEqual([9000, 1000, -1]);
+    expect([await raw.llen(k.pending), await raw.zcount(k.active, '-inf', '(+inf'), r.waitMs]).toEqual([9000, 1000, -1]);
+  });
+});
+
+describe("active's anchor", () => {
+  it('keeps active in skiplist encoding from the first claim, is never reaped and never counted', async () => {
+    const { q, k } = fresh();
+    await queues.enqueueMany(q, [{ payload: 1 }, { payload: 2 }]);
+    const r = await wire.claim(conn.scriptClient, k, 2, 1, 0); // a 1 ms lease: expired at once
+    expect(r.jobs).toHaveLength(2);
+    expect(await raw.object('ENCODING', k.active)).toBe('skiplist');
+    await new Promise((res) => setTimeout(res, 5));
+    const reaped = await wire.reap(conn.scriptClient, k, 100, 3, 100);
+    expect(reaped.requeued).toBe(2);
+    // Only the anchor is left: the key stays (and keeps its encoding), the count says 0.
+    expect(await raw.zrange(k.active, 0, -1, 'WITHSCORES')).toEqual([expect.stringMatching(/^~ EchoMQ anchor/), 'inf']);
+    expect(await raw.object('ENCODING', k.active)).toBe('skiplist');
+    expect((await queues.counts(q)).active).toBe(0);
+    expect((await queues.counts(q)).pending).toBe(2);
   });
 });
 
