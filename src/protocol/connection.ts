@@ -5,6 +5,7 @@ import { InvalidOptionError, ValkeyUnavailableError, describeError, fromReplyErr
 import { checkEvictionPolicy, processWarnings, type ConnectionLogger } from './eviction-policy.js';
 import { NodeLease, type NodeLeaseOptions } from './node-lease.js';
 import type { ScriptClient } from './scripts.js';
+import { keySlot } from './slot.js';
 
 /** Where Valkey is: a URL, host/port, or a cluster node list. */
 export interface ValkeyConnectionOptions {
@@ -218,6 +219,20 @@ export class EchoMqConnection {
   /** Renames every connection for node number `node` (`emq:<role>:<node>`), e.g. after the number changed. */
   async rename(node: number): Promise<void> {
     await Promise.all([nameClient(this.client, clientName('cmd', node)), ...[...this.extra].map(([c, role]) => nameClient(c, clientName(role, node)))]);
+  }
+
+  /**
+   * Unblocks the client with server id `id`, blocked on `key` (`CLIENT UNBLOCK`, sent to the node
+   * that serves `key`'s slot in a cluster). True when a client was unblocked.
+   */
+  async unblock(id: number, key: string): Promise<boolean> {
+    let target: Redis | undefined;
+    if (this.client instanceof Cluster) {
+      const owner = this.client.slots[keySlot(key)]?.[0];
+      target = this.client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === owner);
+    } else target = this.client;
+    if (!target) return false;
+    return (await target.client('UNBLOCK', id)) === 1;
   }
 
   /** Closes a client made by `blockingClient` or `nodeClient`. */

@@ -51,6 +51,8 @@ export class Consumer {
   /** Rounds (complete + claim pipelines) in flight, and the claim slots they asked for. */
   private rounds = 0;
   private reserved = 0;
+  /** The claim slots the claim behind the current wait asked for (reserved until it ends). */
+  private waitAsk = 0;
   private readonly maxRounds: number;
   private readonly backoff: Backoff;
   private readonly waiter: WakeWaiter;
@@ -68,13 +70,17 @@ export class Consumer {
       this.pump();
     });
     this.waiter = new WakeWaiter(conn, this.k.wake, {
-      woke: () => {
-        this.hasWork = true;
+      woke: (claimed) => {
+        const asked = this.endWait();
+        if (claimed) this.onClaimed(claimed, asked);
+        else this.hasWork = true; // the claim behind the wait did not run: claim in a round
         this.pump(); // straight away: a wake-up is latency-critical
       },
       failed: (err, what) => {
+        this.endWait();
         if (!this.stopping) this.supervise(err, what);
       },
+      orphaned: (claimed) => this.release(claimed.jobs),
     });
     this.capacity = cfg.concurrency + (cfg.prefetch ?? cfg.concurrency);
     // Two rounds in flight keep both the client and Valkey busy at high concurrency.
@@ -106,7 +112,7 @@ export class Consumer {
    */
   async stop(deadlineMs: number): Promise<void> {
     this.stopping = true;
-    this.waiter.close();
+    await this.waiter.close(); // a claim pipelined behind its wait is answered (and handed back) first
     const until = Date.now() + deadlineMs;
     while (this.rounds > 0 && Date.now() < until) await sleep(5);
     await this.release(this.runner.takeBuffered());
@@ -121,7 +127,7 @@ export class Consumer {
     this.backoff.clear();
   }
 
-  private async release(held: Held[]): Promise<void> {
+  private async release(held: readonly { id: string; token: string }[]): Promise<void> {
     for (let i = 0; i < held.length; i += 1000) {
       await wire.release(this.conn.scriptClient, this.k, held.slice(i, i + 1000)).catch((err: unknown) => {
         this.log.warn(`consumer ${this.cfg.queue}: release failed (${describeError(err)}); the leases will expire`);
@@ -212,11 +218,23 @@ export class Consumer {
     this.runner.accept(r.jobs);
   }
 
+  /** Waits for work, with the claim for the free slots pipelined behind the wait (see WakeWaiter). */
   private ensureWaiter(): void {
     if (this.stopping || this.waiter.busy || this.hasWork) return;
-    if (this.runner.size + this.reserved >= this.capacity) return;
+    const free = Math.min(this.capacity - this.runner.size - this.reserved, 1000);
+    if (free <= 0) return;
     const maxIdle = this.cfg.maxIdleMs ?? 5000;
-    this.waiter.wait(this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle)));
+    this.waitAsk = free;
+    this.reserved += free;
+    this.waiter.wait(this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle)), calls.claim(this.k, free, this.cfg.leaseMs));
+  }
+
+  /** The wait ended: its claim slots are no longer reserved. Returns how many it asked for. */
+  private endWait(): number {
+    const asked = this.waitAsk;
+    this.reserved -= asked;
+    this.waitAsk = 0;
+    return asked;
   }
 
   /**

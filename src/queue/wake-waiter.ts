@@ -1,21 +1,36 @@
 import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
+import { scripts, type ScriptCall } from '../protocol/scripts.js';
+import type { ClaimReply } from '../protocol/wire.js';
 
 /** What a waiter tells its consumer: the wait ended (woken, or its block ran out), or it failed. */
 export interface WaiterEvents {
-  woke(): void;
+  /** The wait ended; `claimed` is the reply of the claim sent behind it, when that claim ran. */
+  woke(claimed?: ClaimReply): void;
   failed(err: unknown, what: string): void;
+  /**
+   * The claim behind a wait that nobody awaits any more (closed, superseded, or the wait failed)
+   * got jobs: the consumer hands them back (their attempt given back).
+   */
+  orphaned(claimed: ClaimReply): Promise<void>;
 }
 
 /** A wait longer than its block by this much is taken for a dead (half-open) connection. */
 const HANG_MS = 15_000;
+/** How long `close` waits for the reply of an unblocked wait (and its claim) before giving up on it. */
+const CLOSE_WAIT_MS = 1000;
 
 /**
  * An idle consumer's blocking wait on its queue's wake list (`BLPOP` with a finite block), on a
- * dedicated connection. Each wait ends in exactly one event, unless it was superseded (a later
- * wait, `close`): a superseded wait's late reply is ignored. A wait that hangs past its block, or
- * a connection that could not be opened, is replaced by a fresh connection; the reconnect stands
- * in for the wait and ends in an event too, so the waiter never leaves its consumer with nothing
- * armed.
+ * dedicated connection. The claim the consumer would send on waking is pipelined behind the
+ * `BLPOP` on the same connection: Valkey runs it the moment the wait ends, so a wake-up costs no
+ * round trip of its own (the claim's reply arrives with the wait's).
+ *
+ * Each wait ends in exactly one event, unless it was superseded (a later wait, `close`): a
+ * superseded wait's claim, if it got jobs, is reported as orphaned so they are handed back. A wait
+ * that hangs past its block, or a connection that could not be opened, is replaced by a fresh
+ * connection; the reconnect stands in for the wait and ends in an event too, so the waiter never
+ * leaves its consumer with nothing armed. `close` unblocks a wait in progress (`CLIENT UNBLOCK`)
+ * and waits for its claim's reply, so a claim that ran is never left holding leases nobody works.
  */
 export class WakeWaiter {
   private blocker?: ValkeyClient;
@@ -23,6 +38,10 @@ export class WakeWaiter {
   private since = 0;
   private blockMs = 0;
   private closed = false;
+  /** The server's id of the connection the current wait blocks (from `CLIENT ID`, sent ahead of it). */
+  private blockedId?: number;
+  /** Settles when the current wait's replies are in (and any orphaned jobs were handed back). */
+  private inflight?: Promise<void>;
   /** A wait (or the reconnect standing in for one) is in progress. */
   busy = false;
 
@@ -37,15 +56,25 @@ export class WakeWaiter {
     this.blocker = await this.conn.blockingClient();
   }
 
-  /** Blocks up to `ms` on the wake list. */
-  wait(ms: number): void {
+  /** Blocks up to `ms` on the wake list, then runs `claim` (whether woken or timed out). */
+  wait(ms: number, claim: ScriptCall<ClaimReply>): void {
     if (!this.blocker) return void this.reopen();
     this.busy = true;
     const gen = ++this.gen;
     this.since = Date.now();
     this.blockMs = ms;
-    this.blocker.blpop(this.key, ms / 1000).then(
-      () => this.end(gen),
+    this.blockedId = undefined;
+    const p = this.blocker.pipeline();
+    p.client('ID', (err: Error | null | undefined, id?: unknown) => {
+      if (!err && gen === this.gen) this.blockedId = Number(id);
+    });
+    p.blpop(this.key, ms / 1000);
+    p.evalsha(scripts().get(claim.name)!.sha, claim.keys.length, ...claim.keys, ...claim.args);
+    this.inflight = p.exec().then(
+      (replies) => {
+        const [waitErr] = replies?.[1] ?? [new Error('no reply to the wait')];
+        return this.end(gen, waitErr ?? undefined, 'wait failed: ', parsed(claim, replies?.[2]));
+      },
       (err: unknown) => this.end(gen, err, 'wait failed: '),
     );
   }
@@ -57,18 +86,37 @@ export class WakeWaiter {
     return true;
   }
 
-  /** Ends every wait and closes the connection. */
-  close(): void {
+  /**
+   * Ends every wait and closes the connection. A wait in progress is unblocked first and its
+   * claim's reply awaited (up to 1 s), so jobs that claim got are handed back, not left to expire.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
     this.gen++;
+    const inflight = this.busy ? this.inflight : undefined;
+    if (inflight) {
+      // Not unblocked (no id yet, or the wait had just ended): its reply may be on its way, so
+      // it is awaited all the same; a wait still blocked when the connection closes never runs
+      // its claim.
+      if (this.blockedId !== undefined) await this.conn.unblock(this.blockedId, this.key).catch(() => false);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([inflight, new Promise<void>((r) => (timer = setTimeout(r, CLOSE_WAIT_MS)))]);
+      clearTimeout(timer);
+    }
     this.drop();
   }
 
-  private end(gen: number, err?: unknown, what = ''): void {
-    if (gen !== this.gen || this.closed) return;
+  private async end(gen: number, err?: unknown, what = '', claimed?: ClaimReply): Promise<void> {
+    const current = gen === this.gen && !this.closed;
+    if (!current || err !== undefined) {
+      if (claimed && claimed.jobs.length > 0) await this.events.orphaned(claimed);
+      if (!current) return;
+      this.busy = false;
+      return this.events.failed(err, what);
+    }
     this.busy = false;
-    if (err === undefined) this.events.woke();
-    else this.events.failed(err, what);
+    this.events.woke(claimed);
   }
 
   private drop(): void {
@@ -87,9 +135,22 @@ export class WakeWaiter {
       const fresh = await this.conn.blockingClient();
       if (this.closed) this.conn.release(fresh);
       else this.blocker = fresh;
-      this.end(gen);
+      await this.end(gen);
     } catch (err) {
-      this.end(gen, err, 'reconnect failed: ');
+      await this.end(gen, err, 'reconnect failed: ');
     }
+  }
+}
+
+/**
+ * The claim's reply, or undefined when it did not run or failed (NOSCRIPT after a restart, OOM…):
+ * the consumer then claims in a round of its own, which loads the script or reports the error.
+ */
+function parsed(claim: ScriptCall<ClaimReply>, reply: [Error | null, unknown] | undefined): ClaimReply | undefined {
+  if (!reply || reply[0]) return undefined;
+  try {
+    return claim.parse(reply[1]);
+  } catch {
+    return undefined;
   }
 }

@@ -17,7 +17,7 @@ const Q = randomQueue('acl');
 /** The grant the issue found working for one queue (too broad: +@write allows FLUSHALL, FUNCTION LOAD; +@connection CLIENT KILL). */
 const issueGrant = (q: string) => [`~emq:{${q}}:*`, '~{emq}:*', `&emq:{${q}}:*`, '-@all', '+@read', '+@write', '+@scripting', '+@connection', '+@blocking', '+@pubsub', '+info', '+time'];
 /** What every EchoMQ process needs whatever it touches (docs/operations.md, "the base grant"). */
-const BASE = ['~{emq}:*', '-@all', '+@read', '+@write', '+@blocking', '+@pubsub', '-@dangerous', '-function', '+evalsha', '+eval', '+info', '+time', '+auth', '+hello', '+ping', '+quit', '+select', '+client|setname', '+client|id'];
+const BASE = ['~{emq}:*', '-@all', '+@read', '+@write', '+@blocking', '+@pubsub', '-@dangerous', '-function', '+evalsha', '+eval', '+info', '+time', '+auth', '+hello', '+ping', '+quit', '+select', '+client|setname', '+client|id', '+client|unblock'];
 /** The recommended grants: a queue, a topic, a cache namespace. */
 const queueGrant = (q: string) => [`~emq:{${q}}:*`, `&emq:{${q}}:*`];
 const topicGrant = (t: string) => [`~emq:{${t}}:bus:*`, `&emq:{${t}}:bus:*`];
@@ -114,6 +114,8 @@ describe('EchoMQ as a restricted ACL user', () => {
       const id = await queues.enqueue(Q, { n: 1 });
       expect((await queues.getJob(Q, id))?.status).toBe('pending');
       expect(await queues.cancel(Q, id)).toBe('cancelled');
+      // A stopping consumer unblocks its own wait (CLIENT UNBLOCK; 0: no such client blocked).
+      expect(await c.client('UNBLOCK', 0)).toBe(0);
     } finally {
       await conn.close();
     }
