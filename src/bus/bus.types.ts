@@ -1,7 +1,7 @@
 import type { Json } from '../protocol/codec.js';
 
-/** One event of a topic's log, as replay hands it out. */
-export interface BusEvent<T = Json> {
+/** One event of a topic's log, as `BusService.replay` hands it out (a group handler gets a `BusEvent`). */
+export interface ReplayedEvent<T = Json> {
   /** The branded event id (`evt…`), convertible to the stream id with `streamIdOf`. */
   readonly id: string;
   readonly topic: string;
