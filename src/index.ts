@@ -1,8 +1,9 @@
 /**
  * `@echomq/nestjs`: what a NestJS application uses — the module and its options, the services,
- * the decorators, the job, event, flow and cache types, every error class and the HTTP error
- * filter. The wire for other runtimes and low-level use is `@echomq/nestjs/protocol`; test helpers
- * are `@echomq/nestjs/testing`.
+ * the decorators, the job, event, flow and cache types, and every error class. The wire for other
+ * runtimes and low-level use is `@echomq/nestjs/protocol`; test helpers are `@echomq/nestjs/testing`.
+ *
+ * @module @echomq/nestjs
  */
 
 // The module and its options.
@@ -80,6 +81,6 @@ export type { GroupLoss, GroupLossKind } from './bus/group-losses.js';
 export { CacheService } from './cache/cache.service.js';
 export type { CacheApi, CacheEntryOptions, CacheOptions, CacheStats, Loader } from './cache/cache.types.js';
 export { Cached, CacheEvict } from './nest/cached.decorator.js';
-export type { CachedOptions, CacheEvictOptions } from './nest/cached.decorator.js';
+export type { CachedOptions, CacheEvictOptions, KeyOf, TagsOf } from './nest/cached.decorator.js';
 export { CacheInterceptor, CacheScope } from './nest/cache.interceptor.js';
 export type { HttpCacheScope, HttpCacheOptions } from './nest/cache.interceptor.js';

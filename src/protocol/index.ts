@@ -4,6 +4,8 @@
  * (`wire`, `busWire`, `flowWire`), the connection and its node lease, and the consumer loops the
  * Nest orchestrators drive (`Consumer`, `GroupConsumer`, `FlowRelay`). Errors are exported by the
  * main entry (`@echomq/nestjs`).
+ *
+ * @module @echomq/nestjs/protocol
  */
 
 // Branded ids.
@@ -18,7 +20,7 @@ export { encodePayload, decodePayload, DEFAULT_MAX_PAYLOAD_BYTES } from './codec
 
 // Scripts and the typed calls on them.
 export { PROTOCOL_VERSION, SCRIPT_NAMES, scripts, sha1, runScript } from './scripts.js';
-export type { ScriptName, LoadedScript, ScriptClient } from './scripts.js';
+export type { ScriptName, LoadedScript, ScriptClient, ScriptPipeline } from './scripts.js';
 export { fromReplyError } from './errors.js';
 export { wire } from './wire.js';
 export type { WireJob, WireClaim, WireCompletion, ClaimReply } from './wire.js';
@@ -30,9 +32,10 @@ export type { WireFlowNode, WireFlowEdge, DeliverOutcome, OutboxEntry } from './
 // The connection.
 export { EchoMqConnection, createClient } from './connection.js';
 export type { ValkeyClient } from './connection.js';
+export type { ClientRole } from './client-setup.js';
 export type { ConnectionLogger } from './eviction-policy.js';
 export { NodeLease } from './node-lease.js';
-export type { NodeLeaseOptions } from './node-lease.js';
+export type { NodeLeaseOptions, LeaseClient } from './node-lease.js';
 
 // The loops, usable without Nest.
 export { Consumer } from '../queue/consumer.js';

@@ -1,6 +1,8 @@
 /**
  * `@echomq/nestjs/testing`: throwaway Valkey servers for tests — one embedded `valkey-server`,
  * or a real local multi-node Valkey Cluster with the topology helpers to place names on it.
+ *
+ * @module @echomq/nestjs/testing
  */
 export { startEmbeddedValkey, freePort } from './embedded-valkey.js';
 export type { EmbeddedValkey, EmbeddedValkeyOptions } from './embedded-valkey.js';
