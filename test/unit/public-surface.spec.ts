@@ -1,7 +1,8 @@
 /**
  * The public surface (issue 9): the three entry points named in package.json `exports`, read with
  * the TypeScript compiler API. Every exported name is followed to its declaration and must carry a
- * doc comment; no name is exported by two entries; every error class is exported by the main
+ * doc comment (and so must every visible member of the main and testing entries' classes and
+ * interfaces); no name is exported by two entries; every error class is exported by the main
  * entry; the main entry exports no internals (orchestrators, explorers, resolve* helpers, tuning
  * constants).
  */
@@ -76,6 +77,35 @@ const ERRORS_FILE = join(ROOT, 'src/protocol/errors.ts');
 /** The base of every EchoMQ error, `EchoMqError` of errors.ts. */
 const isEchoMqError = (s: ts.Symbol): boolean => s.name === 'EchoMqError' && s.declarations?.[0]?.getSourceFile().fileName === ERRORS_FILE;
 
+const hidden = ts.ModifierFlags.Private | ts.ModifierFlags.Protected;
+
+/** The members of a class or interface that its users see: not private, protected or `#private`. */
+function visibleMembers(d: ts.ClassDeclaration | ts.InterfaceDeclaration): ts.Declaration[] {
+  const out: ts.Declaration[] = [];
+  for (const m of d.members) {
+    if (ts.isConstructorDeclaration(m)) {
+      // Parameter properties (`readonly code`, `public x`) are members too.
+      out.push(...m.parameters.filter((p) => ts.isParameterPropertyDeclaration(p, m) && !(ts.getCombinedModifierFlags(p) & hidden)));
+    } else if (!ts.isIndexSignatureDeclaration(m) && !ts.isClassStaticBlockDeclaration(m) && !(ts.getCombinedModifierFlags(m) & hidden) && !(m.name && ts.isPrivateIdentifier(m.name))) {
+      out.push(m);
+    }
+  }
+  return out;
+}
+
+/** A class member without a comment of its own is documented by the interface member it implements. */
+function inheritsDoc(m: ts.Declaration, owner: ts.ClassDeclaration | ts.InterfaceDeclaration): boolean {
+  const name = ts.getNameOfDeclaration(m)?.getText();
+  if (!name) return false;
+  for (const clause of owner.heritageClauses ?? []) {
+    for (const t of clause.types) {
+      const prop = checker.getTypeAtLocation(t).getProperty(name);
+      if (prop?.declarations?.some(documented)) return true;
+    }
+  }
+  return false;
+}
+
 describe('the public surface', () => {
   it('has entries that each export something, and package.json `exports` maps each to its build output', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string }> };
@@ -90,6 +120,19 @@ describe('the public surface', () => {
     const missing = surface
       .filter((e) => e.declarations.length === 0 || !e.declarations.some(documented))
       .map((e) => `${e.entry === '.' ? 'main' : e.entry.slice(2)}: ${e.name} (${e.declarations.map(where).join(', ') || 'no declaration'})`);
+    expect(missing).toEqual([]);
+  });
+
+  it('documents every visible member of the classes and interfaces of the main and testing entries', () => {
+    const missing: string[] = [];
+    for (const e of surface.filter((x) => x.entry !== './protocol')) {
+      for (const d of e.declarations) {
+        if (!ts.isClassDeclaration(d) && !ts.isInterfaceDeclaration(d)) continue;
+        for (const m of visibleMembers(d)) {
+          if (!documented(m) && !inheritsDoc(m, d)) missing.push(`${e.name}.${ts.getNameOfDeclaration(m)?.getText() ?? '?'} (${where(m)})`);
+        }
+      }
+    }
     expect(missing).toEqual([]);
   });
 
