@@ -136,6 +136,15 @@ describe('the public surface', () => {
     expect(missing).toEqual([]);
   });
 
+  it('has an API reference (docs/api, `npm run docs`) that lists exactly the exports of each entry', () => {
+    for (const [sub, src] of Object.entries(ENTRIES)) {
+      const page = `docs/api/@echomq.nestjs${sub === '.' ? '' : sub.slice(1).replace('/', '.')}.md`;
+      const listed = [...readFileSync(join(ROOT, page), 'utf8').matchAll(/^### (\S+?)(?:\(\))?$/gm)].map((m) => m[1].replace(/\\/g, ''));
+      const exported = surface.filter((e) => e.entry === sub).map((e) => e.name);
+      expect({ page, src, names: [...listed].sort() }).toEqual({ page, src, names: [...exported].sort() });
+    }
+  });
+
   it('exports no name from two entries', () => {
     const seen = new Map<string, Subpath[]>();
     for (const e of surface) seen.set(e.name, [...(seen.get(e.name) ?? []), e.entry]);
