@@ -4,7 +4,8 @@
  * doc comment (and so must every visible member of the main and testing entries' classes and
  * interfaces); no name is exported by two entries; every error class is exported by the main
  * entry; the main entry exports no internals (orchestrators, explorers, resolve* helpers, tuning
- * constants).
+ * constants), no wire (that is /protocol) and no test helper (that is /testing); the committed API
+ * reference lists exactly the exports.
  */
 import { readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -181,5 +182,17 @@ describe('the public surface', () => {
       .map((e) => e.name)
       .filter((n) => /Orchestrator$|Explorer$|^resolve[A-Z]|^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$/.test(n));
     expect(internal).toEqual([]);
+  });
+
+  it('leaves test helpers to /testing and the wire to /protocol', () => {
+    const wire = /src\/(testing\/|protocol\/(ids|keys|slot|scripts|wire|flow-wire|connection|node-lease)\.ts$|bus\/(bus-wire|event-id)\.ts$)/;
+    const misplaced = surface
+      .filter((e) => e.entry === '.' && e.declarations.some((d) => wire.test(d.getSourceFile().fileName)))
+      .filter((e) => !['ValkeyConnectionOptions', 'NodeLeaseError'].includes(e.name))
+      .map((e) => `${e.name} (${e.declarations.map(where).join(', ')})`);
+    const testingElsewhere = surface
+      .filter((e) => e.entry !== './testing' && e.declarations.some((d) => d.getSourceFile().fileName.includes('/src/testing/')))
+      .map((e) => e.name);
+    expect({ misplaced, testingElsewhere }).toEqual({ misplaced: [], testingElsewhere: [] });
   });
 });
