@@ -4,7 +4,8 @@
  * Nest, the way `GroupOrchestrator` would.
  */
 import { Redis } from 'iovalkey';
-import { BusService, EchoMqConnection, GroupConsumer, topicKeys, type BusEvent } from '../src/index.js';
+import { BusService, type BusEvent } from '../src/index.js';
+import { EchoMqConnection, GroupConsumer, topicKeys } from '../src/protocol/index.js';
 
 /** The Bus metrics written under `"bus"` in `bench/results.json`, in table order. */
 export const BUS_METRICS = [

@@ -3,7 +3,8 @@
  * consume, configured as `ConsumerOrchestrator` configures it, with a done retention of 1000.
  */
 import { Redis } from 'iovalkey';
-import { BUILTIN_DEFAULTS, Consumer, EchoMqConnection, QueueService, queueKeys, type QueueDefaults } from '../src/index.js';
+import { BUILTIN_DEFAULTS, Consumer, EchoMqConnection, queueKeys } from '../src/protocol/index.js';
+import { QueueService, type QueueDefaults } from '../src/index.js';
 import { resolveConsumerOptions } from '../src/queue/queue.options.js';
 import type { ConsumerHandle, Driver, Producer } from './common.js';
 

@@ -9,7 +9,9 @@
  * untimed warm-up of the same size.
  */
 import { FlowProducer, Worker } from 'bullmq';
-import { Consumer, EchoMqConnection, QueueService, startEmbeddedValkey } from '../src/index.js';
+import { Consumer, EchoMqConnection } from '../src/protocol/index.js';
+import { QueueService } from '../src/index.js';
+import { startEmbeddedValkey } from '../src/testing/index.js';
 import { resolveConsumerOptions } from '../src/queue/queue.options.js';
 import { nowMs, percentile, randomQueue } from './common.js';
 import { median } from './format.js';

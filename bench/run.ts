@@ -5,7 +5,7 @@
  * prints the tables, and writes `docs/benchmarks.md` and
  * `bench/results.json`. Stops Valkey at the end.
  */
-import { startEmbeddedValkey } from '../src/index.js';
+import { startEmbeddedValkey } from '../src/testing/index.js';
 import { SYSTEMS, sizes, type BenchSizes, type SystemName } from './common.js';
 import { makeDriver } from './drivers.js';
 import { busGroup, busLatency, busPublishBatch, busPublishSingle, processEventsLog } from './bus-phases.js';

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown, type Provider } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { EchoMqConnection, EchoMqModule } from '@echomq/nestjs';
+import { EchoMqConnection } from '@echomq/nestjs/protocol';
+import { EchoMqModule } from '@echomq/nestjs';
 import { EchoMqHttpFilter } from './echomq-http.filter.js';
 import { OrderBooks } from './orders/order-book.js';
 import { OrdersController } from './orders/orders.controller.js';

@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Logger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { startEmbeddedValkey, type EmbeddedValkey } from '@echomq/nestjs';
+import { startEmbeddedValkey, type EmbeddedValkey } from '@echomq/nestjs/testing';
 import { AppModule } from './app.module.js';
 
 const log = new Logger('SampleApp');

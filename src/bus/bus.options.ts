@@ -12,7 +12,7 @@ export interface BusOptions {
   readonly deadCap?: number;
 }
 
-/** Options of the Bus core (publish, retention), merged into `BusOptions`. */
+// Options of the Bus core (publish, retention), merged into `BusOptions`.
 export interface BusOptions {
   /** Trim each topic published to at most this often (ms); 0 turns automatic trimming off. Default 5000. */
   readonly trimIntervalMs?: number;

@@ -6,7 +6,7 @@ import { CoalescerPool } from '../protocol/coalescer.js';
 import { BatchTooLargeError, InvalidOptionError, fromReplyError } from '../protocol/errors.js';
 import { topicKeys } from '../protocol/keys.js';
 import type { BusOptions } from './bus.options.js';
-import type { BusEvent, DeadLetter, ReplayOptions, RetentionPolicy, TrimResult } from './bus.types.js';
+import type { DeadLetter, ReplayOptions, ReplayedEvent, RetentionPolicy, TrimResult } from './bus.types.js';
 import { BUS_BATCH_LIMIT, EXPIRE_LIMIT, busWire } from './bus-wire.js';
 import { eventIdOf } from './event-id.js';
 import { replay } from './replay.js';
@@ -71,7 +71,7 @@ export class BusService implements OnModuleDestroy {
    * Replays a topic in mint order (or newest first), reading the archive where the live log no
    * longer reaches. Bad options reject the first `next()`.
    */
-  replay<T = Json>(topic: string, options: ReplayOptions = {}): AsyncIterable<BusEvent<T>> {
+  replay<T = Json>(topic: string, options: ReplayOptions = {}): AsyncIterable<ReplayedEvent<T>> {
     return replay<T>(this.conn.client, topic, options);
   }
 

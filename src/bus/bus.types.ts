@@ -1,10 +1,12 @@
 import type { Json } from '../protocol/codec.js';
 
-/** One event of a topic's log, as replay hands it out. */
-export interface BusEvent<T = Json> {
+/** One event of a topic's log, as `BusService.replay` hands it out (a group handler gets a `BusEvent`). */
+export interface ReplayedEvent<T = Json> {
   /** The branded event id (`evt…`), convertible to the stream id with `streamIdOf`. */
   readonly id: string;
+  /** The topic it was published to. */
   readonly topic: string;
+  /** The decoded payload. */
   readonly payload: T;
   /** The mint instant (server clock, ms precision). */
   readonly at: Date;
@@ -48,9 +50,13 @@ export interface DeadLetter<T = Json> {
   readonly id: string;
   /** The stream id of the dead-letter entry itself. */
   readonly deadId: string;
+  /** The consumer group that gave up on it. */
   readonly group: string;
+  /** The member that dead-lettered it. */
   readonly consumer: string;
+  /** How many times the group delivered it. */
   readonly deliveries: number;
+  /** The last handler error. */
   readonly error: string;
   /** The payload, or undefined when it is missing or not JSON. */
   readonly payload: T | undefined;

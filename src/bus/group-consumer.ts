@@ -29,15 +29,15 @@ const silent: ConsumerLogger = { warn: () => undefined, error: () => undefined }
 export class GroupConsumer {
   /** The topic's keys. */
   readonly k: TopicKeys;
-  /** The validated options with defaults. */
+  /** The validated options with defaults. @internal */
   readonly o: ResolvedGroupOptions;
   /** This member's consumer name in the group. */
   readonly consumer: string;
   /** Lost, recreated and dead-lettered reports of this loop (also sent to `busLosses$`). */
   readonly losses$ = new Subject<GroupLoss>();
-  /** Stream ids of the entries whose handlers are running → their (lazily made) abort signals. */
+  /** Stream ids of the entries whose handlers are running → their (lazily made) abort signals. @internal */
   readonly running = new Map<string, LazyAbort>();
-  /** Last error text seen per stream id (bounded), recorded with a dead letter. */
+  /** Last error text seen per stream id (bounded), recorded with a dead letter. @internal */
   readonly lastError = new Map<string, string>();
   /** Where warnings go. */
   readonly log: ConsumerLogger;
@@ -45,9 +45,9 @@ export class GroupConsumer {
   readonly deadCap: number;
   /** Idle time after which a member without pending entries counts as gone. */
   readonly forgetIdleMs: number;
-  /** Acknowledgements not yet sent. */
+  /** Acknowledgements not yet sent. @internal */
   readonly acks: AckBuffer;
-  /** The timer side: heartbeat, dead letters, gone members, the group snapshot. */
+  /** The timer side: heartbeat, dead letters, gone members, the group snapshot. @internal */
   readonly reclaimer: GroupReclaimer;
   private stopping = false;
   private phase: 'own' | 'new' = 'own';
@@ -206,7 +206,7 @@ export class GroupConsumer {
     else this.dispatch(e, n);
   }
 
-  /** Starts the handler of one entry, or acknowledges and reports it lost when it has no fields. */
+  /** Starts the handler of one entry, or acknowledges and reports it lost when it has no fields. @internal */
   dispatch(e: GroupEntry, deliveries: number): void {
     if (this.running.has(e.streamId)) return;
     if (this.lastSeen === undefined || compareStreamIds(e.streamId, this.lastSeen) > 0) this.lastSeen = e.streamId;

@@ -13,8 +13,11 @@ export type GroupLossKind = 'lost' | 'group-recreated' | 'dead-lettered';
 
 /** One report of lost or dead-lettered data. */
 export interface GroupLoss {
+  /** What happened (see `GroupLossKind`). */
   readonly kind: GroupLossKind;
+  /** The topic concerned. */
   readonly topic: string;
+  /** The consumer group concerned. */
   readonly group: string;
   /** The consumer (this process's member) that saw it. */
   readonly consumer: string;
@@ -24,9 +27,11 @@ export interface GroupLoss {
   readonly count?: number;
   /** The oldest and newest entry concerned (branded event ids), when known. */
   readonly first?: string;
+  /** The newest entry concerned (branded event id), when known. */
   readonly last?: string;
   /** A human-readable account, for logs. */
   readonly detail: string;
+  /** When it was seen. */
   readonly at: Date;
 }
 

@@ -34,7 +34,9 @@ export interface ResolvedGroupOptions {
 export interface BusEvent<T = unknown> {
   /** The branded event id (`evt…`, see `eventIdOf`). */
   readonly id: string;
+  /** The topic it was published to. */
   readonly topic: string;
+  /** The decoded payload. */
   readonly payload: T;
   /** The instant the entry was appended (server clock). */
   readonly at: Date;

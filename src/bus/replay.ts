@@ -3,7 +3,7 @@ import type { ValkeyClient } from '../protocol/connection.js';
 import { InvalidOptionError, InvalidPayloadError, fromReplyError } from '../protocol/errors.js';
 import { topicKeys, type TopicKeys } from '../protocol/keys.js';
 import { SegmentCache, archiveAsc, archiveDesc, newestArchived, type IdRange, type RawEntry } from './archive.js';
-import type { BusEvent, ReplayOptions } from './bus.types.js';
+import type { ReplayOptions, ReplayedEvent } from './bus.types.js';
 import { eventIdOf } from './event-id.js';
 import { MAX_SEQ, boundOf, compareStreamIds, streamMs } from './stream-id.js';
 
@@ -20,7 +20,7 @@ const toRaw = (e: XEntry): RawEntry => {
   return [e[0], ''];
 };
 
-function toEvent<T>(topic: string, e: RawEntry): BusEvent<T> {
+function toEvent<T>(topic: string, e: RawEntry): ReplayedEvent<T> {
   const id = eventIdOf(e[0]);
   let payload: T;
   try {
@@ -63,7 +63,7 @@ async function resolve(client: ValkeyClient, o: ReplayOptions): Promise<{ range:
  * sequence without gaps or duplicates at the boundary. Errors (bad options included) surface
  * through the first `next()`; nothing is read before the options are valid.
  */
-export async function* replay<T>(client: ValkeyClient, topic: string, o: ReplayOptions = {}): AsyncGenerator<BusEvent<T>> {
+export async function* replay<T>(client: ValkeyClient, topic: string, o: ReplayOptions = {}): AsyncGenerator<ReplayedEvent<T>> {
   const k = topicKeys(topic);
   const { range, order, batch } = await resolve(client, o);
   const pages = order === 'asc' ? ascPages(client, k, range, batch) : descPages(client, k, range, batch);

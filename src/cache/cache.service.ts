@@ -29,7 +29,7 @@ type Counters = { -readonly [K in Exclude<keyof CacheStats, 'l1Evictions' | 'byp
  */
 export class CacheService implements CacheApi, OnModuleDestroy {
   private readonly o: ResolvedCacheOptions;
-  /** The in-process near cache (exposed for tests and coherence). */
+  /** The in-process near cache (exposed for tests and coherence). @internal */
   readonly l1: L1;
   private readonly coherence: Coherence;
   private readonly flights = new SingleFlight();
@@ -37,7 +37,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
   private readonly background = new Set<Promise<void>>();
   private readonly counters: Counters = { l1Hits: 0, l2Hits: 0, misses: 0, loads: 0, staleServed: 0, invalidations: 0 };
   private readonly token = randomBytes(12).toString('base64url');
-  /** Skips the cache for a short while after it failed (used by `@Cached` and `CacheInterceptor`). */
+  /** Skips the cache for a short while after it failed (used by `@Cached` and `CacheInterceptor`). @internal */
   readonly breaker = new CacheBreaker();
   private closed = false;
 

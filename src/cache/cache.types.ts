@@ -46,11 +46,17 @@ export interface CacheOptions {
 
 /** Counters readable from the service. */
 export interface CacheStats {
+  /** Calls served fresh from L1. */
   readonly l1Hits: number;
+  /** Flights served fresh from L2. */
   readonly l2Hits: number;
+  /** Flights that found no live value. */
   readonly misses: number;
+  /** Loader runs. */
   readonly loads: number;
+  /** Values served past their TTL within their grace, while a refresh ran. */
   readonly staleServed: number;
+  /** Keys invalidated (by `invalidate` and `invalidateTag`). */
   readonly invalidations: number;
   /** L1 entries pushed out by its bounds (`l1MaxEntries`, `l1MaxBytes`), least recently used first. */
   readonly l1Evictions: number;
@@ -63,10 +69,16 @@ export type Loader<T> = () => Promise<T> | T;
 
 /** The cache surface the Nest layer (decorators, interceptor) relies on. */
 export interface CacheApi {
+  /** The value of `key`, running `loader` on a miss (single-flight). */
   getOrLoad<T extends Json | undefined>(key: string, loader: Loader<T>, opts?: CacheEntryOptions): Promise<T>;
+  /** The fresh value of `key`, or undefined. */
   get<T extends Json>(key: string, opts?: { namespace?: string }): Promise<T | undefined>;
+  /** Writes `value` under a new version and tells the other processes. */
   set<T extends Json>(key: string, value: T, opts?: CacheEntryOptions): Promise<void>;
+  /** Tombstones `key` everywhere. */
   invalidate(key: string, opts?: { namespace?: string }): Promise<void>;
+  /** Invalidates every key carrying `tag`. */
   invalidateTag(tag: string, opts?: { namespace?: string }): Promise<void>;
+  /** A snapshot of the counters. */
   stats(): CacheStats;
 }

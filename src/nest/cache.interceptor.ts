@@ -16,6 +16,7 @@ export interface HttpCacheOptions {
   readonly ttlMs?: number;
   /** Namespace. Default "http". */
   readonly namespace?: string;
+  /** Tags of the cached response, for `invalidateTag`. */
   readonly tags?: readonly string[];
 }
 

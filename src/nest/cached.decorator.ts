@@ -27,8 +27,11 @@ export interface CachedOptions extends Omit<CacheEntryOptions, 'tags'> {
 
 /** Options of `@CacheEvict`. */
 export interface CacheEvictOptions {
+  /** The namespace of the keys and tags. Default: the cache's. */
   readonly namespace?: string;
+  /** Keys to invalidate, fixed or computed from the method's arguments. */
   readonly keys?: readonly string[] | ((...args: never[]) => readonly string[]);
+  /** Tags to invalidate, fixed or computed from the method's arguments. */
   readonly tags?: TagsOf;
 }
 

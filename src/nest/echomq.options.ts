@@ -30,7 +30,10 @@ export interface EchoMqModuleOptions {
 
 /** Options of `EchoMqModule.forRootAsync`. */
 export interface EchoMqModuleAsyncOptions {
+  /** Modules whose providers the factory injects. */
   readonly imports?: ModuleMetadata['imports'];
+  /** Builds the options (may be async), called with the `inject` providers. */
   readonly useFactory: (...args: never[]) => EchoMqModuleOptions | Promise<EchoMqModuleOptions>;
+  /** Providers passed to `useFactory`, in order. */
   readonly inject?: (InjectionToken | OptionalFactoryDependency)[];
 }

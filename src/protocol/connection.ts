@@ -11,10 +11,15 @@ import { keySlot } from './slot.js';
 export interface ValkeyConnectionOptions {
   /** `redis://[user:pass@]host:port[/db]` or `rediss://…` for TLS. */
   readonly url?: string;
+  /** Host when no `url` is given. Default `127.0.0.1`. */
   readonly host?: string;
+  /** Port when no `url` is given. Default 6379. */
   readonly port?: number;
+  /** ACL user (docs/operations.md §3); a user in `url` takes precedence. */
   readonly username?: string;
+  /** Password of `username` (or of the default user); one in `url` takes precedence. */
   readonly password?: string;
+  /** Database number (not on a cluster); one in `url` takes precedence. */
   readonly db?: number;
   /** `true` or Node TLS options. */
   readonly tls?: boolean | TlsOptions;

@@ -29,6 +29,7 @@ export type EchoMqErrorCode =
 /** Base class of every EchoMQ error; `code` is stable across releases. */
 export class EchoMqError extends Error {
   constructor(
+    /** The stable code of this refusal (docs/protocol.md §7). */
     readonly code: EchoMqErrorCode,
     message: string,
     options?: { cause?: unknown },
@@ -200,7 +201,10 @@ export class FlowTooDeepError extends EchoMqError {
  * parent. It ends the handler's run; the job runs again when its children have finished.
  */
 export class WaitingForChildren extends Error {
-  constructor(readonly children: readonly string[]) {
+  constructor(
+    /** The ids of the children the job now waits for. */
+    readonly children: readonly string[],
+  ) {
     super(`waiting for ${children.length} children`);
     this.name = 'WaitingForChildren';
   }

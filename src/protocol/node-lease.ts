@@ -26,7 +26,7 @@ export class NodeLeaseError extends EchoMqError {
 }
 
 /** What the lease needs of a Redis or Cluster client: its events and its state. */
-interface LeaseClient {
+export interface LeaseClient {
   on(event: string, listener: () => void): unknown;
   off(event: string, listener: () => void): unknown;
   readonly status: string;

@@ -23,6 +23,7 @@ import { MAX_BATCH } from './queue.options.js';
 
 /** Options of the flow surface. */
 export interface FlowOptions extends Omit<FlowRelayOptions, 'settings'> {
+  /** Bounds of one flow (depth, children per node, nodes); defaults in `DEFAULT_FLOW_BOUNDS`. */
   readonly bounds?: Partial<FlowBounds>;
 }
 
@@ -71,6 +72,7 @@ function decodeLoose(text: string | undefined): Json | undefined {
  * a parent's children, and runs this process's relay.
  */
 export class FlowService {
+  /** This process's relay of the flow outboxes (started by the module for its queues). */
   readonly relay: FlowRelay;
   private readonly bounds: FlowBounds;
 

@@ -11,7 +11,9 @@ export type ChildFailurePolicy = 'fail' | 'ignore' | 'continue';
 
 /** One node of a flow: a job, and the children it waits for (docs/flows.md). */
 export interface FlowSpec<T = Json> {
+  /** The queue the node's job goes to. */
   readonly queue: string;
+  /** The job's payload (JSON). */
   readonly payload: T;
   /** A caller-chosen job id (idempotent: a flow whose nodes exist is not written again). */
   readonly id?: string;
@@ -29,10 +31,13 @@ export interface FlowSpec<T = Json> {
 
 /** The ids of a created flow, shaped like its spec. */
 export interface FlowNode {
+  /** The job id of this node. */
   readonly id: string;
+  /** Its queue. */
   readonly queue: string;
   /** Its key among its siblings (absent for the root). */
   readonly key?: string;
+  /** Its children, in spec order. */
   readonly children: readonly FlowNode[];
 }
 
@@ -54,10 +59,15 @@ export type ChildOutcome = 'done' | 'failed' | 'cancelled';
 
 /** One child's result, handed to its parent's handler. */
 export interface ChildResult<R = Json> {
+  /** The child's job id. */
   readonly id: string;
+  /** The child's queue. */
   readonly queue: string;
+  /** Its key among its siblings. */
   readonly key: string;
+  /** Its failure policy. */
   readonly policy: ChildFailurePolicy;
+  /** How it ended. */
   readonly outcome: ChildOutcome;
   /** The child's return value (done). */
   readonly result?: R;
@@ -67,8 +77,11 @@ export interface ChildResult<R = Json> {
 
 /** A parent's children results: in spec order, by child id and by key. */
 export interface FlowChildren<R = Json> {
+  /** Every child result, in spec order. */
   readonly list: readonly ChildResult<R>[];
+  /** The same results by child job id. */
   readonly byId: Readonly<Record<string, ChildResult<R>>>;
+  /** The same results by child key. */
   readonly byKey: Readonly<Record<string, ChildResult<R>>>;
 }
 
@@ -86,15 +99,21 @@ export interface FlowJob<T = Json, R = Json> extends Job<T> {
 
 /** A child as `getJob` of its parent shows it. */
 export interface FlowChildView {
+  /** The child's job id. */
   readonly id: string;
+  /** The child's queue. */
   readonly queue: string;
+  /** Its key among its siblings. */
   readonly key: string;
+  /** Its failure policy. */
   readonly policy: ChildFailurePolicy;
   /** How it ended, once its parent heard. */
   readonly outcome?: ChildOutcome;
   /** Its status now (read from its queue), while its outcome has not arrived. */
   readonly status?: JobStatus;
+  /** Its return value, once delivered as done. */
   readonly result?: Json;
+  /** Its error text, once delivered as failed or cancelled. */
   readonly error?: string;
 }
 

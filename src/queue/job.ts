@@ -6,8 +6,11 @@ export type JobStatus = 'scheduled' | 'pending' | 'active' | 'done' | 'dead' | '
 
 /** A claimed job, as a handler sees it. */
 export interface Job<T = Json> {
+  /** The branded job id (`job…`). */
   readonly id: string;
+  /** The queue it was claimed from. */
   readonly queue: string;
+  /** The decoded payload. */
   readonly payload: T;
   /** 1 on the first attempt. */
   readonly attempt: number;
@@ -22,8 +25,11 @@ export interface Job<T = Json> {
  * it did not decode. `code` is always `EMQ_BAD_PAYLOAD`.
  */
 export interface UndecodedText {
+  /** Always `EMQ_BAD_PAYLOAD`. */
   readonly code: 'EMQ_BAD_PAYLOAD';
+  /** Why the text did not decode (the JSON parser's message). */
   readonly message: string;
+  /** The stored text, as it is. */
   readonly raw: string;
 }
 
@@ -32,8 +38,11 @@ export interface UndecodedText {
  * thrown: the field is `undefined` and `payloadError` / `resultError` carries the raw text.
  */
 export interface JobView<T = Json, R = Json> extends FlowView {
+  /** The branded job id. */
   readonly id: string;
+  /** The queue holding it. */
   readonly queue: string;
+  /** Where it is on the ladder now. */
   readonly status: JobStatus;
   /** Attempts started so far. */
   readonly attempts: number;
@@ -54,6 +63,7 @@ export interface JobView<T = Json, R = Json> extends FlowView {
    * time unless the id was minted earlier.
    */
   readonly createdAt: Date;
+  /** When it became done, dead or cancelled (server clock). */
   readonly finishedAt?: Date;
   /** True when a cancel was requested while the job was active. */
   readonly cancelRequested: boolean;
@@ -81,8 +91,11 @@ export type QueueEventKind =
 
 /** One lifecycle event: every job one script call moved the same way. */
 export interface QueueEvent {
+  /** The queue the transition happened in. */
   readonly queue: string;
+  /** The transition. */
   readonly kind: QueueEventKind;
+  /** The jobs the call moved this way. */
   readonly ids: readonly string[];
   /** The server's clock at the transition. */
   readonly at: Date;

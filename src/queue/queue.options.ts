@@ -3,7 +3,9 @@ import { DEFAULT_MAX_PAYLOAD_BYTES } from '../protocol/codec.js';
 
 /** How long to wait before attempt n+1: fixed, or doubling from `delayMs` (capped at a day). */
 export interface BackoffOptions {
+  /** `fixed`: always `delayMs`; `exponential`: `delayMs` × 2^(n − 1) after the n-th failed attempt (at most a day). */
   readonly type: 'fixed' | 'exponential';
+  /** The base delay (ms, 0..86,400,000). */
   readonly delayMs: number;
 }
 

@@ -23,7 +23,9 @@ import {
 
 /** One item of `enqueueMany`. */
 export interface EnqueueItem<T = Json> {
+  /** The job's payload (JSON). */
   readonly payload: T;
+  /** This job's enqueue options (delay or run-at, attempts, backoff, id). */
   readonly opts?: EnqueueOptions;
 }
 

@@ -7,9 +7,13 @@ import { ValkeyUnavailableError } from '../protocol/errors.js';
 
 /** A throwaway `valkey-server` on a free loopback port. */
 export interface EmbeddedValkey {
+  /** Always `127.0.0.1`. */
   readonly host: string;
+  /** The port it listens on. */
   readonly port: number;
+  /** `redis://127.0.0.1:<port>`, for `connection.url`. */
   readonly url: string;
+  /** The server's process id. */
   readonly pid: number;
   /** Stops the server (by pid) and removes its folder. */
   stop(): Promise<void>;

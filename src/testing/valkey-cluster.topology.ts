@@ -4,8 +4,11 @@ import { keySlot } from '../protocol/slot.js';
 export interface ClusterNodeView {
   /** The 40-hex node id. */
   readonly id: string;
+  /** The address it announces. */
   readonly host: string;
+  /** Its client port. */
   readonly port: number;
+  /** Its role, by its flags. */
   readonly role: 'primary' | 'replica';
   /** A replica's primary id (`undefined` for a primary). */
   readonly primaryId?: string;

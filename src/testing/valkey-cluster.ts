@@ -21,10 +21,15 @@ export interface ValkeyClusterOptions {
 
 /** A node of the cluster: its address, process and current role. */
 export interface ClusterNode {
+  /** The 40-hex cluster node id. */
   readonly id: string;
+  /** Always `127.0.0.1`. */
   readonly host: string;
+  /** Its client port. */
   readonly port: number;
+  /** Its `valkey-server` process id. */
   readonly pid: number;
+  /** Its role now (a failover swaps them). */
   readonly role: 'primary' | 'replica';
   /** A replica's primary id. */
   readonly primaryId?: string;

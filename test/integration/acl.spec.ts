@@ -8,7 +8,8 @@ import 'reflect-metadata';
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'iovalkey';
-import { BusService, CacheService, EchoMqConnection, EchoMqError, EchoMqModule, GroupConsumer, Processor, QueueService, type Job } from '../../src/index.js';
+import { BusService, CacheService, EchoMqError, EchoMqModule, Processor, QueueService, type Job } from '../../src/index.js';
+import { EchoMqConnection, GroupConsumer } from '../../src/protocol/index.js';
 import { aclUser, type TestUser } from '../helpers/acl.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 

@@ -1,7 +1,10 @@
 import type { Redis } from 'iovalkey';
-import { BUILTIN_DEFAULTS, EchoMqConnection, EchoMqError, QueueService, ValkeyUnavailableError, encodeBody } from '../../src/index.js';
-import { freePort, queueKeys, runScript, startEmbeddedValkey, wire } from '../../src/index.js';
-import type { EnqueueItem, EnqueueOptions, WireJob } from '../../src/index.js';
+import { BUILTIN_DEFAULTS, EchoMqConnection, encodeBody } from '../../src/protocol/index.js';
+import { EchoMqError, QueueService, ValkeyUnavailableError } from '../../src/index.js';
+import { freePort, startEmbeddedValkey } from '../../src/testing/index.js';
+import { queueKeys, runScript, wire } from '../../src/protocol/index.js';
+import type { EnqueueItem, EnqueueOptions } from '../../src/index.js';
+import type { WireJob } from '../../src/protocol/index.js';
 import { resolveDefaults } from '../../src/queue/queue.options.js';
 import { codeOf, jobId, refusedUnchanged as refusedUnchangedIn, sent, snapshot as snapshotOf, wireJob, withArgs } from '../helpers/refusals.js';
 import { eventually, openConnection, queueKeysIn, randomQueue, rawClient } from '../helpers/valkey.js';

@@ -1,7 +1,8 @@
 import type { Redis } from 'iovalkey';
 import { firstValueFrom } from 'rxjs';
-import { BusService, EchoMqConnection, PROTOCOL_VERSION, busWire, eventIdOf, runScript, topicKeys } from '../../src/index.js';
-import type { ScriptClient } from '../../src/index.js';
+import { BusService } from '../../src/index.js';
+import { EchoMqConnection, PROTOCOL_VERSION, busWire, eventIdOf, runScript, topicKeys } from '../../src/protocol/index.js';
+import type { ScriptClient } from '../../src/protocol/index.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 import { codeOf, collect, serverMs, snapshot } from './bus-core.helpers.js';
 

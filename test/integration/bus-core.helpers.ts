@@ -1,5 +1,6 @@
 import type { Redis } from 'iovalkey';
-import { BusService, type EchoMqConnection } from '../../src/index.js';
+import { BusService } from '../../src/index.js';
+import type { EchoMqConnection } from '../../src/protocol/index.js';
 import { openConnection, rawClient } from '../helpers/valkey.js';
 
 /** Drains an async iterable into an array. */

@@ -1,7 +1,8 @@
 import 'reflect-metadata';
 import { Inject, Injectable, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { BusService, EchoMqModule, GroupOrchestrator, OnEvent, type BusEvent } from '../../src/index.js';
+import { BusService, EchoMqModule, OnEvent, type BusEvent } from '../../src/index.js';
+import { GroupOrchestrator } from '../../src/nest/group.orchestrator.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 import { pendingCount } from './bus-groups.helpers.js';
 

@@ -1,4 +1,4 @@
-import { eventIdOf, eventInstant, streamIdOf, topicKeys } from '../../src/index.js';
+import { eventIdOf, eventInstant, streamIdOf, topicKeys } from '../../src/protocol/index.js';
 import { randomQueue } from '../helpers/valkey.js';
 import { busFixture, collect, pastMs, serverMs } from './bus-core.helpers.js';
 

@@ -3,7 +3,9 @@
  * trips, with every job stored once, in submission order, and each call still atomic.
  */
 import { Redis } from 'iovalkey';
-import { BusService, EchoMqConnection, QueueService, queueKeys, startEmbeddedValkey, type EmbeddedValkey } from '../../src/index.js';
+import { BusService, QueueService } from '../../src/index.js';
+import { EchoMqConnection, queueKeys } from '../../src/protocol/index.js';
+import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/index.js';
 import { randomQueue } from '../helpers/valkey.js';
 
 let server: EmbeddedValkey, raw: Redis, conn: EchoMqConnection;

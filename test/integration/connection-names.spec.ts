@@ -8,7 +8,9 @@ import 'reflect-metadata';
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'iovalkey';
-import { BusService, CacheService, EchoMqConnection, EchoMqModule, OnEvent, Processor, QueueService, startEmbeddedValkey, type EmbeddedValkey } from '../../src/index.js';
+import { BusService, CacheService, EchoMqModule, OnEvent, Processor, QueueService } from '../../src/index.js';
+import { EchoMqConnection } from '../../src/protocol/index.js';
+import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/index.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';
 
 const Q = randomQueue('names');

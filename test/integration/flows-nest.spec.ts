@@ -2,7 +2,8 @@ import 'reflect-metadata';
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom, filter, take, toArray } from 'rxjs';
-import { EchoMqConnection, EchoMqModule, Flow, Processor, QueueService, queueKeys, type FlowJob, type Job, type QueueEvent } from '../../src/index.js';
+import { EchoMqConnection, queueKeys } from '../../src/protocol/index.js';
+import { EchoMqModule, Flow, Processor, QueueService, type FlowJob, type Job, type QueueEvent } from '../../src/index.js';
 import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
 
 const ORDERS = randomQueue('orders');

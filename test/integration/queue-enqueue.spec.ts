@@ -3,8 +3,10 @@
  * delay and run-at, payloads and results another runtime wrote that are not JSON.
  */
 import type { Redis } from 'iovalkey';
-import { EchoMqError, IdMinter, QueueService, queueKeys, wire } from '../../src/index.js';
-import type { EchoMqConnection, EnqueueOptions } from '../../src/index.js';
+import { EchoMqError, QueueService } from '../../src/index.js';
+import { IdMinter, queueKeys, wire } from '../../src/protocol/index.js';
+import type { EchoMqConnection } from '../../src/protocol/index.js';
+import type { EnqueueOptions } from '../../src/index.js';
 import { codeOf, refusedUnchanged } from '../helpers/refusals.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 

@@ -3,8 +3,9 @@
  * runtime would: every malformed call is refused with an `EMQ_<CODE>` reply and writes nothing.
  */
 import type { Redis } from 'iovalkey';
-import { BUILTIN_DEFAULTS, QueueService, queueKeys, resolveDefaults, runScript, wire } from '../../src/index.js';
-import type { EchoMqConnection, QueueKeys, ScriptName } from '../../src/index.js';
+import { BUILTIN_DEFAULTS, queueKeys, resolveDefaults, runScript, wire } from '../../src/protocol/index.js';
+import { QueueService } from '../../src/index.js';
+import type { EchoMqConnection, QueueKeys, ScriptName } from '../../src/protocol/index.js';
 import { codeOf, refusedUnchanged, rerun, sent, wireJob, type SentCall } from '../helpers/refusals.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 

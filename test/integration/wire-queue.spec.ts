@@ -3,8 +3,9 @@
  * the claim's wait reply, done-retention trimming, duplicate ids in a batch, wake markers.
  */
 import type { Redis } from 'iovalkey';
-import { QueueService, queueKeys, wire } from '../../src/index.js';
-import type { EchoMqConnection, QueueKeys } from '../../src/index.js';
+import { QueueService } from '../../src/index.js';
+import { queueKeys, wire } from '../../src/protocol/index.js';
+import type { EchoMqConnection, QueueKeys } from '../../src/protocol/index.js';
 import { jobId, wireJob } from '../helpers/refusals.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 

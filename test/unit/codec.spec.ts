@@ -1,11 +1,5 @@
-import {
-  DEFAULT_MAX_PAYLOAD_BYTES,
-  EchoMqError,
-  InvalidPayloadError,
-  PayloadTooLargeError,
-  decodePayload,
-  encodePayload,
-} from '../../src/index.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES, decodePayload, encodePayload } from '../../src/protocol/index.js';
+import { EchoMqError, InvalidPayloadError, PayloadTooLargeError } from '../../src/index.js';
 
 /** The EchoMqError `fn` throws (fails the test if it throws anything else, or nothing). */
 function errorOf(fn: () => unknown): EchoMqError {

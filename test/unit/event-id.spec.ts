@@ -1,4 +1,4 @@
-import { EVENT_NS, ID_EPOCH_MS, composeId, eventIdOf, eventInstant, isBrandedId, streamIdOf } from '../../src/index.js';
+import { EVENT_NS, ID_EPOCH_MS, composeId, eventIdOf, eventInstant, isBrandedId, streamIdOf } from '../../src/protocol/index.js';
 import { compareStreamIds } from '../../src/bus/stream-id.js';
 import { codeOf, prngUnit as prng } from '../helpers/units.js';
 

@@ -1,15 +1,5 @@
-import {
-  EchoMqError,
-  IdMinter,
-  InvalidIdError,
-  assertBrandedId,
-  composeId,
-  decodeBody,
-  encodeBody,
-  isBrandedId,
-  parseId,
-  ID_EPOCH_MS,
-} from '../../src/index.js';
+import { EchoMqError, InvalidIdError } from '../../src/index.js';
+import { IdMinter, assertBrandedId, composeId, decodeBody, encodeBody, isBrandedId, parseId, ID_EPOCH_MS } from '../../src/protocol/index.js';
 import { BASE62, BODY_LENGTH, ID_LENGTH, MAX_NODE, SEQ_BITS } from '../../src/protocol/ids.js';
 import { codeOf, prng } from '../helpers/units.js';
 

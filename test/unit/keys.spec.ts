@@ -1,15 +1,5 @@
-import {
-  EchoMqError,
-  InvalidNameError,
-  MAX_NAME_LENGTH,
-  QueueKeys,
-  assertName,
-  crc16,
-  encodeBody,
-  globalKeys,
-  keySlot,
-  queueKeys,
-} from '../../src/index.js';
+import { EchoMqError, InvalidNameError } from '../../src/index.js';
+import { MAX_NAME_LENGTH, QueueKeys, assertName, crc16, encodeBody, globalKeys, keySlot, queueKeys } from '../../src/protocol/index.js';
 
 const KINDS = ['meta', 'pending', 'scheduled', 'active', 'done', 'dead', 'cancelled', 'wake'] as const;
 const ID = 'job' + encodeBody(987654321n);

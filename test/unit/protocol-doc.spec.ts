@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Redis } from 'iovalkey';
-import { SCRIPT_NAMES, scripts, sha1, type ScriptName } from '../../src/index.js';
+import { SCRIPT_NAMES, scripts, sha1, type ScriptName } from '../../src/protocol/index.js';
 import { luaDir } from '../../src/protocol/scripts.js';
 import { rawClient } from '../helpers/valkey.js';
 

@@ -1,0 +1,50 @@
+/**
+ * `@echomq/nestjs/protocol`: the wire, for other runtimes and low-level use without Nest — branded
+ * ids, the key grammar and slot law, the codec, the script registry and the typed script calls
+ * (`wire`, `busWire`, `flowWire`), the connection and its node lease, and the consumer loops the
+ * Nest orchestrators drive (`Consumer`, `GroupConsumer`, `FlowRelay`). Errors are exported by the
+ * main entry (`@echomq/nestjs`).
+ *
+ * @module @echomq/nestjs/protocol
+ */
+
+// Branded ids.
+export { IdMinter, isBrandedId, assertBrandedId, parseId, composeId, encodeBody, decodeBody, ID_EPOCH_MS } from './ids.js';
+export type { Snowflake } from './ids.js';
+export { EVENT_NS, eventIdOf, streamIdOf, eventInstant } from '../bus/event-id.js';
+
+// Keys, the slot law, the codec.
+export { assertName, queueKeys, QueueKeys, globalKeys, MAX_NAME_LENGTH, topicKeys, TopicKeys, assertCacheKey, CacheKeys } from './keys.js';
+export { crc16, keySlot } from './slot.js';
+export { encodePayload, decodePayload, DEFAULT_MAX_PAYLOAD_BYTES } from './codec.js';
+
+// Scripts and the typed calls on them.
+export { PROTOCOL_VERSION, SCRIPT_NAMES, scripts, sha1, runScript } from './scripts.js';
+export type { ScriptName, LoadedScript, ScriptClient, ScriptPipeline } from './scripts.js';
+export { fromReplyError } from './errors.js';
+export { wire } from './wire.js';
+export type { WireJob, WireClaim, WireCompletion, ClaimReply } from './wire.js';
+export { busWire, BUS_BATCH_LIMIT } from '../bus/bus-wire.js';
+export type { TrimReply } from '../bus/bus-wire.js';
+export { flowWire } from './flow-wire.js';
+export type { WireFlowNode, WireFlowEdge, DeliverOutcome, OutboxEntry } from './flow-wire.js';
+
+// The connection.
+export { EchoMqConnection, createClient } from './connection.js';
+export type { ValkeyClient } from './connection.js';
+export type { ClientRole } from './client-setup.js';
+export type { ConnectionLogger } from './eviction-policy.js';
+export { NodeLease } from './node-lease.js';
+export type { NodeLeaseOptions, LeaseClient } from './node-lease.js';
+
+// The loops, usable without Nest.
+export { Consumer } from '../queue/consumer.js';
+export type { ConsumerConfig, ConsumerLogger } from '../queue/consumer.js';
+export { BUILTIN_DEFAULTS, MAX_BATCH, resolveDefaults, resolveConsumerOptions } from '../queue/queue.options.js';
+export type { ResolvedConsumerOptions } from '../queue/queue.options.js';
+export { GroupConsumer } from '../bus/group-consumer.js';
+export type { GroupConsumerConfig } from '../bus/group-options.js';
+export { consumerName } from '../bus/group-options.js';
+export { FlowRelay } from '../queue/flow-relay.js';
+export type { FlowRelayOptions } from '../queue/flow-relay.js';
+export { DEFAULT_FLOW_BOUNDS } from '../queue/flow.types.js';
