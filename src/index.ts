@@ -80,3 +80,5 @@ export { startValkeyCluster } from './testing/valkey-cluster.js';
 export type { ValkeyCluster, ValkeyClusterOptions, ClusterNode, NodeRef } from './testing/valkey-cluster.js';
 export { namesOnDistinctOwners, slotOfName, parseClusterNodes } from './testing/valkey-cluster.topology.js';
 export type { ClusterNodeView } from './testing/valkey-cluster.topology.js';
+export { EchoMqExceptionFilter, echoMqErrorReply, HTTP_STATUS_OF, RETRY_AFTER_SECONDS } from './nest/exception.filter.js';
+export type { EchoMqErrorBody, EchoMqErrorReply } from './nest/exception.filter.js';
