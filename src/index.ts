@@ -82,3 +82,8 @@ export { namesOnDistinctOwners, slotOfName, parseClusterNodes } from './testing/
 export type { ClusterNodeView } from './testing/valkey-cluster.topology.js';
 export { EchoMqExceptionFilter, echoMqErrorReply, HTTP_STATUS_OF, RETRY_AFTER_SECONDS } from './nest/exception.filter.js';
 export type { EchoMqErrorBody, EchoMqErrorReply } from './nest/exception.filter.js';
+export { createTestJob, createTestFlowJob } from './testing/create-test-job.js';
+export type { TestJob, TestJobOverrides, TestFlowJob, TestFlowJobOptions, TestChild, TestFanOut } from './testing/create-test-job.js';
+export { EchoMqTestingModule, TestValkey } from './testing/testing.module.js';
+export type { EchoMqTestingOptions } from './testing/testing.module.js';
+export { uniqueQueueName } from './testing/unique-name.js';
