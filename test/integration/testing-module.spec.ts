@@ -4,6 +4,7 @@ import { Test } from '@nestjs/testing';
 import { Redis } from 'iovalkey';
 import { EchoMqConnection, QueueService } from '../../src/index.js';
 import { EchoMqTestingModule, TestValkey, startEmbeddedValkey, uniqueQueueName } from '../../src/index.js';
+import { alive } from '../helpers/child.js';
 import { InvoiceWorker } from '../helpers/testing-doc.handlers.js';
 
 // ---- docs/testing.md, "Integration tests", as the page shows it (specifiers replaced by source paths) ----
@@ -46,15 +47,6 @@ describe('InvoiceWorker (integration, embedded Valkey)', () => {
 });
 
 // ---- beyond the page: the server's life, by pid ----
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** A Nest logger keeping warnings and errors. */
 class Complaints implements LoggerService {
