@@ -87,3 +87,4 @@ export type { TestJob, TestJobOverrides, TestFlowJob, TestFlowJobOptions, TestCh
 export { EchoMqTestingModule, TestValkey } from './testing/testing.module.js';
 export type { EchoMqTestingOptions } from './testing/testing.module.js';
 export { uniqueQueueName } from './testing/unique-name.js';
+export type { JobFailure, FailureListener } from './queue/failure-log.js';
