@@ -84,3 +84,5 @@ export { Cached, CacheEvict } from './nest/cached.decorator.js';
 export type { CachedOptions, CacheEvictOptions, KeyOf, TagsOf } from './nest/cached.decorator.js';
 export { CacheInterceptor, CacheScope } from './nest/cache.interceptor.js';
 export type { HttpCacheScope, HttpCacheOptions } from './nest/cache.interceptor.js';
+export { EchoMqExceptionFilter, echoMqErrorReply } from './nest/exception.filter.js';
+export type { EchoMqErrorBody, EchoMqErrorReply } from './nest/exception.filter.js';

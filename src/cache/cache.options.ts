@@ -1,5 +1,6 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../protocol/codec.js';
 import { InvalidOptionError } from '../protocol/errors.js';
+import { keySet, refuseUnknownKeys as knownKeys } from '../protocol/known-keys.js';
 import type { CacheKeys } from '../protocol/keys.js';
 import type { CacheEntryOptions, CacheOptions } from './cache.types.js';
 
@@ -38,16 +39,27 @@ export interface ResolvedEntryOptions {
 /** Longest clock skew allowance between nodes: one minute. */
 export const MAX_CLOCK_SKEW_MS = 60_000;
 
-const SERVICE_KEYS = new Set(['namespace', 'ttlMs', 'l1MaxEntries', 'l1MaxBytes', 'maxValueBytes', 'tombstoneMs', 'pollMs', 'clockSkewMs']);
-const ENTRY_KEYS = new Set(['namespace', 'ttlMs', 'jitter', 'graceMs', 'negativeTtlMs', 'tags', 'fillLease', 'fillLeaseMs']);
-
-/** Refuses an options value that is not an object, or has keys outside `known` (a typo would silently get a default). */
-function knownKeys(o: unknown, known: ReadonlySet<string>, what: string): void {
-  if (o === undefined) return;
-  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new InvalidOptionError(`${what} must be an object`);
-  const unknown = Object.keys(o).filter((k) => !known.has(k));
-  if (unknown.length > 0) throw new InvalidOptionError(`unknown ${what}: ${unknown.join(', ')} (known: ${[...known].join(', ')})`);
-}
+const SERVICE_KEYS = keySet<CacheOptions>({
+  namespace: true,
+  ttlMs: true,
+  l1MaxEntries: true,
+  l1MaxBytes: true,
+  maxValueBytes: true,
+  tombstoneMs: true,
+  pollMs: true,
+  clockSkewMs: true,
+});
+/** The keys of `CacheEntryOptions` (anything else is refused). */
+export const ENTRY_KEYS = keySet<CacheEntryOptions>({
+  namespace: true,
+  ttlMs: true,
+  jitter: true,
+  graceMs: true,
+  negativeTtlMs: true,
+  tags: true,
+  fillLease: true,
+  fillLeaseMs: true,
+});
 
 /** Checks a number option; integer options are checked for integrality too. */
 function num(v: number | undefined, dflt: number, what: string, lo: number, hi: number, integer = true): number {

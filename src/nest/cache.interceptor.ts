@@ -3,6 +3,8 @@ import { Injectable, SetMetadata, type CallHandler, type ExecutionContext, type 
 import { Reflector } from '@nestjs/core';
 import { defer, lastValueFrom, type Observable } from 'rxjs';
 import type { Json } from '../protocol/codec.js';
+import { InvalidOptionError } from '../protocol/errors.js';
+import { keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
 import { CacheService } from '../cache/cache.service.js';
 import type { CacheApi } from '../cache/cache.types.js';
 import { throughCache } from '../cache/fallthrough.js';
@@ -23,13 +25,19 @@ export interface HttpCacheOptions {
 /** Metadata key of `@CacheScope`. */
 export const CACHE_SCOPE_METADATA = 'echomq:cache-scope';
 
+const SCOPE_KEYS = keySet<HttpCacheOptions>({ ttlMs: true, namespace: true, tags: true });
+
 /**
  * Declares that a route may be cached by `CacheInterceptor`, and for whom: `public` (one copy for
  * everyone), `user` (one per authenticated user) or `tenant` (one per tenant). A route without a
- * scope is never cached.
+ * scope is never cached. An unknown scope or option key is refused (`InvalidOptionError`) when the
+ * class is defined.
  */
-export const CacheScope = (scope: HttpCacheScope, options: HttpCacheOptions = {}) =>
-  SetMetadata(CACHE_SCOPE_METADATA, { scope, ...options });
+export const CacheScope = (scope: HttpCacheScope, options: HttpCacheOptions = {}) => {
+  if (scope !== 'public' && scope !== 'user' && scope !== 'tenant') throw new InvalidOptionError(`@CacheScope scope must be 'public', 'user' or 'tenant', got ${String(scope)}`);
+  refuseUnknownKeys(options, SCOPE_KEYS, '@CacheScope options');
+  return SetMetadata(CACHE_SCOPE_METADATA, { scope, ...options });
+};
 
 interface ScopeMeta extends HttpCacheOptions {
   readonly scope: HttpCacheScope;

@@ -1,4 +1,6 @@
 import { InvalidOptionError } from '../protocol/errors.js';
+import { keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
+import { ENTRY_KEYS } from '../cache/cache.options.js';
 import type { CacheEntryOptions } from '../cache/cache.types.js';
 
 /** Metadata key of `@Cached`. */
@@ -35,11 +37,16 @@ export interface CacheEvictOptions {
   readonly tags?: TagsOf;
 }
 
+const CACHED_KEYS: ReadonlySet<string> = new Set([...ENTRY_KEYS, 'key', 'scope']);
+const EVICT_KEYS = keySet<CacheEvictOptions>({ namespace: true, keys: true, tags: true });
+
 /**
- * Caches a provider method's (JSON) result in the coherent L1/L2 cache, single-flight. Only
- * writes metadata; the cache explorer wraps the method at module init.
+ * Caches a provider method's (JSON) result in the coherent L1/L2 cache, single-flight. Unknown
+ * option keys and a missing scope are refused (`InvalidOptionError`) when the class is defined;
+ * only writes metadata. The cache explorer wraps the method at module init.
  */
 export function Cached(options: CachedOptions): MethodDecorator {
+  refuseUnknownKeys(options, CACHED_KEYS, '@Cached options');
   if (!options || (options.scope !== 'public' && typeof options.scope !== 'function')) {
     throw new InvalidOptionError(`@Cached needs a scope: 'public' or a function of the arguments naming the owner`);
   }
@@ -49,8 +56,9 @@ export function Cached(options: CachedOptions): MethodDecorator {
   };
 }
 
-/** Invalidates keys and/or tags after the method succeeds. Only writes metadata. */
+/** Invalidates keys and/or tags after the method succeeds (unknown option keys are refused). Only writes metadata. */
 export function CacheEvict(options: CacheEvictOptions): MethodDecorator {
+  refuseUnknownKeys(options, EVICT_KEYS, '@CacheEvict options');
   if (!options || (!options.keys && !options.tags)) throw new InvalidOptionError('@CacheEvict needs keys or tags');
   return (_target, _key, descriptor) => {
     Reflect.defineMetadata(CACHE_EVICT_METADATA, options, descriptor.value as object);

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnAppl
 import { EchoMqConnection } from '../protocol/connection.js';
 import { resolveConsumerOptions } from '../queue/queue.options.js';
 import { Consumer } from '../queue/consumer.js';
+import { failureLog } from '../queue/failure-log.js';
 import { QueueService } from '../queue/queue.service.js';
 import { ECHOMQ_OPTIONS } from './echomq.constants.js';
 import type { EchoMqModuleOptions } from './echomq.options.js';
@@ -26,12 +27,15 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
 
   async onApplicationBootstrap(): Promise<void> {
     if (this.options.consumers === false) return;
+    // Failed attempts (warn) and buried jobs (error), logged once per transition.
+    const onFailure = failureLog(this.conn, this.logger);
     for (const p of this.explorer.processors) {
       const consumer = new Consumer(this.conn, {
         queue: p.queue,
         handler: p.flow ? flowHandler(this.queues.flows, p.queue, p.handler) : p.handler,
         ...resolveConsumerOptions(this.queues.settings(p.queue), p.options),
         logger: { warn: (m) => this.logger.warn(m), error: (m, e) => this.logger.error(m, e) },
+        onFailure,
       });
       await consumer.start();
       this.consumers.push(consumer);

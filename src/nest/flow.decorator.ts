@@ -14,11 +14,12 @@ export type FlowStepOptions = ProcessorOptions;
  * whose parents live in `queue`: it runs once all of a parent's children finished, its job's
  * `children` holds their results (by id and by key), and its return value flows up to its own
  * parent, if it has one. It is a consumer loop like `@Processor` (same options); a job of the
- * queue that is not a flow parent gets empty `children`.
+ * queue that is not a flow parent gets empty `children`. Unknown option keys are refused
+ * (`InvalidOptionError`) when the class is defined.
  */
 export function Flow(queue: string, options: FlowStepOptions = {}): MethodDecorator {
   assertName(queue, 'queue');
-  checkProcessorOptions(options);
+  checkProcessorOptions(options, `@Flow("${queue}") options`);
   return (_target, _key, descriptor) => {
     Reflect.defineMetadata(PROCESSOR_METADATA, { queue, options, flow: true } satisfies ProcessorMetadata, descriptor.value as object);
     return descriptor;

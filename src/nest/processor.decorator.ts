@@ -11,12 +11,14 @@ export interface ProcessorMetadata {
 }
 
 /**
- * Marks a provider method `(job) => Promise<result>` as the handler of `queue`. Only writes
- * metadata; the explorer finds it at module init and the loop starts after bootstrap.
+ * Marks a provider method `(job) => Promise<result>` as the handler of `queue`. Validates the
+ * name and options at once (unknown option keys and out-of-range values throw
+ * `InvalidOptionError`, EMQ_BAD_OPTION, when the class is defined); only writes metadata. The
+ * explorer finds it at module init and the loop starts after bootstrap.
  */
 export function Processor(queue: string, options: ProcessorOptions = {}): MethodDecorator {
   assertName(queue, 'queue');
-  checkProcessorOptions(options);
+  checkProcessorOptions(options, `@Processor("${queue}") options`);
   return (_target, _key, descriptor) => {
     Reflect.defineMetadata(PROCESSOR_METADATA, { queue, options } satisfies ProcessorMetadata, descriptor.value as object);
     return descriptor;

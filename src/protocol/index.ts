@@ -39,6 +39,7 @@ export type { NodeLeaseOptions, LeaseClient } from './node-lease.js';
 
 // The loops, usable without Nest.
 export { Consumer } from '../queue/consumer.js';
+export type { JobFailure, FailureListener } from '../queue/failure-log.js';
 export type { ConsumerConfig, ConsumerLogger } from '../queue/consumer.js';
 export { BUILTIN_DEFAULTS, MAX_BATCH, resolveDefaults, resolveConsumerOptions } from '../queue/queue.options.js';
 export type { ResolvedConsumerOptions } from '../queue/queue.options.js';

@@ -5,6 +5,7 @@ import { callPipeline, type ScriptCall } from '../protocol/scripts.js';
 import { calls, wire, type ClaimReply, type WireCompletion } from '../protocol/wire.js';
 import type { JobHandler } from './job.js';
 import { Backoff } from './backoff.js';
+import { reportFailure, type FailureListener } from './failure-log.js';
 import { JobRunner, type Held } from './job-runner.js';
 import type { ResolvedConsumerOptions } from './queue.options.js';
 import { WakeWaiter } from './wake-waiter.js';
@@ -25,6 +26,8 @@ export interface ConsumerConfig extends ResolvedConsumerOptions {
   /** Longest idle block before re-checking (ms). Default 5000. */
   readonly maxIdleMs?: number;
   readonly logger?: ConsumerLogger;
+  /** Called once per failed attempt, after the retry script scheduled the job again or buried it. */
+  readonly onFailure?: FailureListener;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -261,7 +264,10 @@ export class Consumer {
         { id: h.id, token: h.token, error, fatal },
         { maxAttempts: this.cfg.attempts, backoff: this.cfg.backoff, deadCap: this.cfg.deadCap },
       )
-      .catch((e: unknown) => this.log.warn(`consumer ${this.cfg.queue}: retry of ${h.id} failed (${describeError(e)}); its lease will expire`));
+      .then(
+        (r) => reportFailure(this.cfg.onFailure, { queue: this.cfg.queue, id: h.id, attempt: h.claim.attempt, defaultMaxAttempts: this.cfg.attempts }, error, fatal, r),
+        (e: unknown) => this.log.warn(`consumer ${this.cfg.queue}: retry of ${h.id} failed (${describeError(e)}); its lease will expire`),
+      );
   }
 
   private async maintain(): Promise<void> {
@@ -278,6 +284,7 @@ export class Consumer {
       }
       if (this.stopping) return;
       const r = await wire.reap(c, this.k, 100, this.cfg.attempts, this.cfg.deadCap);
+      if (r.buried > 0) this.log.error(`consumer ${this.cfg.queue}: ${r.buried} job(s) buried (dead) after their lease expired on their last attempt`);
       if (r.requeued > 0) {
         this.hasWork = true;
         this.kick();

@@ -2,6 +2,7 @@ import { decodePayload, encodePayload } from '../protocol/codec.js';
 import { FatalJobError } from '../protocol/errors.js';
 import { LazyAbort } from '../protocol/lazy-abort.js';
 import type { WireClaim, WireCompletion } from '../protocol/wire.js';
+import { errorText } from './error-text.js';
 import type { Job, JobHandler } from './job.js';
 
 /** A claimed job this process holds: buffered (prefetched) or running. */
@@ -156,9 +157,8 @@ export class JobRunner {
 
   private fail(h: Held, err: unknown): void {
     if (!h.lost) {
-      const e = err instanceof Error ? err : new Error(String(err));
-      const fatal = e instanceof FatalJobError || e.name === 'FatalJobError';
-      this.sink.failed(h, `${e.name}: ${e.message}`.slice(0, MAX_ERROR_BYTES), fatal);
+      const fatal = err instanceof FatalJobError || (err instanceof Error && err.name === 'FatalJobError');
+      this.sink.failed(h, errorText(err).slice(0, MAX_ERROR_BYTES), fatal);
     }
     this.settle(h);
   }

@@ -1,5 +1,6 @@
 import { InvalidOptionError } from '../protocol/errors.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../protocol/codec.js';
+import { keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
 
 /** How long to wait before attempt n+1: fixed, or doubling from `delayMs` (capped at a day). */
 export interface BackoffOptions {
@@ -146,8 +147,15 @@ export interface ProcessorOptions {
   readonly backoff?: BackoffOptions;
 }
 
-/** Validates the options of a processor. */
-export function checkProcessorOptions(o: ProcessorOptions): void {
+const PROCESSOR_KEYS = keySet<ProcessorOptions>({ concurrency: true, prefetch: true, leaseMs: true, attempts: true, backoff: true });
+
+/**
+ * Validates the options of a processor: unknown keys (a typo such as `concurency`) and
+ * out-of-range values are refused with `InvalidOptionError` (EMQ_BAD_OPTION); `what` names them
+ * in the message (e.g. `@Processor("orders") options`).
+ */
+export function checkProcessorOptions(o: ProcessorOptions, what = 'processor options'): void {
+  refuseUnknownKeys(o, PROCESSOR_KEYS, what);
   if (o.concurrency !== undefined) intIn(o.concurrency, 1, 1000, 'concurrency');
   if (o.prefetch !== undefined) intIn(o.prefetch, 0, 1000, 'prefetch');
   if (o.leaseMs !== undefined) intIn(o.leaseMs, 100, 86_400_000, 'leaseMs');

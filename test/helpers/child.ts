@@ -125,3 +125,13 @@ export async function killChildren(): Promise<void> {
   }
   await Promise.all(all.map((c) => c.exited));
 }
+
+/** True while a process with this pid exists (signal 0 probes without killing). */
+export const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};

@@ -3,15 +3,7 @@ import { createServer } from 'node:net';
 import { ValkeyUnavailableError } from '../../src/protocol/errors.js';
 import { cli, startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
 import { startValkeyCluster } from '../../src/testing/valkey-cluster.js';
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+import { alive } from '../helpers/child.js';
 
 describe('startValkeyCluster', () => {
   it('starts 3 primaries covering all 16384 slots, answers ownerOf like the servers, and stops by pid (idempotently)', async () => {

@@ -100,5 +100,7 @@ describe('a consumer process killed with SIGKILL mid-job', () => {
     expect(await f.raw.zrange(k.dead, 0, -1)).toEqual([id]);
     expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 1, dead: 1, cancelled: 0 });
     expect(log.warnings).toEqual([]);
+    // The burial is logged once, as an error (the reaper knows how many, not which).
+    expect(log.errors).toEqual([`consumer ${q}: 1 job(s) buried (dead) after their lease expired on their last attempt`]);
   });
 });

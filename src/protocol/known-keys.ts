@@ -1,0 +1,19 @@
+import { InvalidOptionError } from './errors.js';
+
+/**
+ * Refuses an options value that is not a plain object, or that has keys outside `known` (a typo
+ * would otherwise silently get a default): throws `InvalidOptionError` (EMQ_BAD_OPTION) naming
+ * the unknown keys and the known ones. `undefined` passes (no options given).
+ */
+export function refuseUnknownKeys(o: unknown, known: ReadonlySet<string>, what: string): void {
+  if (o === undefined) return;
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new InvalidOptionError(`${what} must be an object`);
+  const unknown = Object.keys(o).filter((k) => !known.has(k));
+  if (unknown.length > 0) throw new InvalidOptionError(`unknown ${what}: ${unknown.join(', ')} (known: ${[...known].join(', ')})`);
+}
+
+/**
+ * The key set of an options interface `T`, from a record naming each key: a key added to `T`
+ * and not here (or named here and not in `T`) fails to compile, so the set cannot drift.
+ */
+export const keySet = <T>(keys: { readonly [K in keyof Required<T>]: true }): ReadonlySet<string> => new Set(Object.keys(keys));
