@@ -1,0 +1,56 @@
+/**
+ * The rows of `bench/ab.ts`: which phase of a build's own bench each row runs, at what size, and
+ * how (a warm-up run as long as the timed one, then the timed one, on a fresh driver and probe).
+ */
+
+/** The bench modules of one build, loaded from its dist folder. */
+export interface AbBuild {
+  readonly phases: Record<string, unknown>;
+  readonly bus: Record<string, unknown>;
+  readonly drivers: Record<string, unknown>;
+  readonly probe: Record<string, unknown>;
+}
+
+/** The rows `bench:ab` can run. */
+export const AB_ROWS = ['single', 'batch', 'c1', 'c10', 'c50', 'x2', 'lat', 'bpub', 'bg1', 'bg50', 'blat'] as const;
+
+/** One row name. */
+export type RowName = (typeof AB_ROWS)[number];
+
+type Phase = (ctx: unknown, ...args: (string | number)[]) => Promise<{ values: Record<string, number> }>;
+interface Closable {
+  close?(): Promise<void>;
+}
+
+/** Each row: the module and function of the phase, and its arguments after the context. */
+const ROWS: Record<RowName, readonly [module: 'phases' | 'bus', fn: string, args: readonly (string | number)[]]> = {
+  single: ['phases', 'enqueueSingle', [20_000]],
+  batch: ['phases', 'enqueueBatch', [50_000]],
+  c1: ['phases', 'processLocal', ['process_c1_per_s', 1, 5000]],
+  c10: ['phases', 'processLocal', ['process_c10_per_s', 10, 20_000]],
+  c50: ['phases', 'processLocal', ['process_c50_per_s', 50, 30_000]],
+  x2: ['phases', 'processChildren', ['process_2x50_per_s', 2, 50, 30_000]],
+  lat: ['phases', 'latency', [500, 3, 10]],
+  bpub: ['bus', 'busPublishSingle', [20_000]],
+  bg1: ['bus', 'busGroup', ['bus_group_c1_per_s', 1, 5000]],
+  bg50: ['bus', 'busGroup', ['bus_group_c50_per_s', 50, 30_000]],
+  blat: ['bus', 'busLatency', [500, 3, 10]],
+};
+
+/** Runs `row` of `build` against the Valkey at `url`: a warm-up run, then the timed run's values. */
+export async function runRow(build: AbBuild, row: RowName, url: string): Promise<Record<string, number>> {
+  const [mod, fn, args] = ROWS[row];
+  const phase = build[mod][fn] as Phase | undefined;
+  if (!phase) throw new Error(`this build's bench has no ${fn}`);
+  const makeDriver = build.drivers.makeDriver as (name: string, url: string) => Closable;
+  const Probe = build.probe.Probe as new (url: string) => Closable;
+  const driver = makeDriver('echomq', url);
+  const probe = new Probe(url);
+  try {
+    await phase({ driver, probe, url }, ...args);
+    return (await phase({ driver, probe, url }, ...args)).values;
+  } finally {
+    await driver.close?.();
+    await probe.close?.();
+  }
+}
