@@ -25,6 +25,11 @@ export interface AppOptions {
   readonly afterClose?: () => Promise<void>;
   /** How long shutdown waits for running handlers (ms). Default 1500. */
   readonly shutdownTimeoutMs?: number;
+  /**
+   * Job lease (ms) of the order, fill and settlement queues: a dead instance's in-flight jobs are
+   * re-delivered this long after it died (plus a reaper tick). Default 5000.
+   */
+  readonly leaseMs?: number;
   /** This instance's name on the page. Default `<hostname>-<pid>`. */
   readonly instance?: string;
 }
@@ -56,6 +61,7 @@ export class AppModule {
         EchoMqModule.forRoot({
           connection: { url: options.url },
           shutdownTimeoutMs: options.shutdownTimeoutMs ?? 1500,
+          defaults: { leaseMs: options.leaseMs ?? 5000 },
           // Settlement rows are kept for inspection (GET of a settlement job, the tests).
           queues: { [SETTLEMENTS_QUEUE]: { keepDone: 100_000 } },
         }),

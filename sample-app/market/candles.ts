@@ -23,9 +23,9 @@ export function candlesOf(trades: readonly Trade[], symbol: string, iv: number):
     b.c = {
       start,
       open: t.tradeSeq < b.os ? t.priceTicks : c.open,
-      close: t.tradeSeq > b.cs ? t.priceTicks : c.close,
       high: Math.max(c.high, t.priceTicks),
       low: Math.min(c.low, t.priceTicks),
+      close: t.tradeSeq > b.cs ? t.priceTicks : c.close,
       volume: c.volume + t.qty,
       trades: c.trades + 1,
     };

@@ -4,6 +4,9 @@ import type { Trade } from '../engine/engine.types.js';
 import { TRADES_TOPIC } from '../exchange.names.js';
 import { ExchangeStore } from '../store/exchange.store.js';
 
+/** A dead member's unacknowledged trades are re-delivered to a live one after this long (ms). */
+export const ACK_TIMEOUT_MS = 5000;
+
 /**
  * Market data from the `trades` topic. Two consumer groups, each shared by all instances (the
  * Bus splits the entries among the members and re-delivers those of a dead member): `candles`
@@ -21,13 +24,13 @@ export class MarketData {
   ) {}
 
   /** Folds a trade into the candles. */
-  @OnEvent(TRADES_TOPIC, { group: 'candles', concurrency: 16 })
+  @OnEvent(TRADES_TOPIC, { group: 'candles', concurrency: 16, ackTimeoutMs: ACK_TIMEOUT_MS })
   async candle(e: BusEvent<Trade>): Promise<void> {
     await this.store.foldCandle(e.payload);
   }
 
   /** Folds a trade into the risk view. */
-  @OnEvent(TRADES_TOPIC, { group: 'risk', concurrency: 16 })
+  @OnEvent(TRADES_TOPIC, { group: 'risk', concurrency: 16, ackTimeoutMs: ACK_TIMEOUT_MS })
   async risk(e: BusEvent<Trade>): Promise<void> {
     await this.store.foldRisk(e.payload);
   }
