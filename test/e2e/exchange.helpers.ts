@@ -9,7 +9,7 @@ import { Test } from '@nestjs/testing';
 import type { BusService, QueueService } from '../../src/index.js';
 import { AppModule } from '../../sample-app/app.module.js';
 import { MatchingEngine } from '../../sample-app/engine/matching-engine.js';
-import type { Command, Trade } from '../../sample-app/engine/engine.types.js';
+import type { Command, OrderState, Trade } from '../../sample-app/engine/engine.types.js';
 import { SHARDS } from '../../sample-app/engine/ids.js';
 import { commandTopic, FILLS_QUEUE, ORDERS_QUEUE, SETTLEMENTS_QUEUE, TRADES_TOPIC } from '../../sample-app/exchange.names.js';
 import type { OrderInput } from '../../sample-app/orders/order.dto.js';
@@ -142,19 +142,21 @@ export async function publishedTrades(bus: BusService): Promise<Trade[]> {
 }
 
 /** The reference: every shard's command log replayed through the engine alone. */
-export async function referenceRun(bus: BusService): Promise<{ trades: Trade[]; placed: Set<string>; commands: number }> {
+export async function referenceRun(bus: BusService): Promise<{ trades: Trade[]; placed: Set<string>; commands: number; order: (id: string) => OrderState | undefined }> {
   const trades: Trade[] = [];
   const placed = new Set<string>();
+  const engines: MatchingEngine[] = [];
   let commands = 0;
   for (let shard = 0; shard < SHARDS; shard++) {
     const engine = new MatchingEngine(shard);
+    engines.push(engine);
     for (const e of await logOf<Command>(bus, commandTopic(shard))) {
       if (e.payload.kind === 'place') placed.add(e.payload.orderId);
       trades.push(...engine.apply(e.payload, e.at).trades);
       commands++;
     }
   }
-  return { trades, placed, commands };
+  return { trades, placed, commands, order: (id) => engines.map((e) => e.order(id)).find((o) => o !== undefined) };
 }
 
 /** Each account's cash (ticks) and units after settling `trades`. */

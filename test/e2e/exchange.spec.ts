@@ -94,6 +94,9 @@ describe('sample exchange: two instances on one Valkey', () => {
     const jobs = await Promise.all(published.map((t) => queues.getJob<unknown, { moved: boolean }>(SETTLEMENTS_QUEUE, settlementJobId(t, 'settle'))));
     expect(jobs.map((j) => [j?.status, j?.result?.moved])).toEqual(published.map(() => ['done', true]));
     for (const [account, h] of holdingsOf(published)) expect(await store.holdings(account)).toEqual(h);
+    // Every order's view (as any instance serves it) is the engine's final state of it.
+    const views = await Promise.all([...ids.values()].map((id) => store.view(id)));
+    expect(views).toEqual([...ids.values()].map((id) => ref.order(id)));
   });
 
   it('builds 1 s and 1 min candles and the risk view equal to those recomputed from the trade log, and rebuilds them by replay', async () => {
