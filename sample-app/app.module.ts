@@ -16,6 +16,7 @@ import { OrdersController } from './orders/orders.controller.js';
 import { SettlementProcessor } from './settlement/settlement.processor.js';
 import { ExchangeStore, STORE_URL } from './store/exchange.store.js';
 import { INSTANCE_NAME, PageController } from './web/page.controller.js';
+import { StatsController } from './web/stats.controller.js';
 
 /** Options of `AppModule.forRoot`. */
 export interface AppOptions {
@@ -66,7 +67,7 @@ export class AppModule {
           queues: { [SETTLEMENTS_QUEUE]: { keepDone: 100_000 } },
         }),
       ],
-      controllers: [OrdersController, AccountsController, MarketController, PageController],
+      controllers: [OrdersController, AccountsController, MarketController, PageController, StatsController],
       providers,
     };
   }

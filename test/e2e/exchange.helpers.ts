@@ -12,8 +12,9 @@ import { MatchingEngine } from '../../sample-app/engine/matching-engine.js';
 import type { Command, OrderState, Trade } from '../../sample-app/engine/engine.types.js';
 import { SHARDS } from '../../sample-app/engine/ids.js';
 import { commandTopic, FILLS_QUEUE, ORDERS_QUEUE, SETTLEMENTS_QUEUE, TRADES_TOPIC } from '../../sample-app/exchange.names.js';
-import type { OrderInput } from '../../sample-app/orders/order.dto.js';
 import type { ExchangeStore } from '../../sample-app/store/exchange.store.js';
+
+export { orderFlow, placeAll, post } from '../../sample-app/load/order-flow.js';
 
 /** An instance of the exchange in this process. */
 export interface LocalInstance {
@@ -65,66 +66,6 @@ export function spawnChild(url: string, instance: string): Promise<ChildInstance
       reject(new Error(`child exited: ${out}`));
     });
   });
-}
-
-/** A deterministic pseudo-random source (mulberry32). */
-export function rng(seed: number): (k: number) => number {
-  let s = seed | 0;
-  return (k) => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t ^= t + Math.imul(t ^ (t >>> 7), 61 | t);
-    return ((t ^ (t >>> 14)) >>> 0) % k;
-  };
-}
-
-/** `n` orders over `symbols`: limits around 100 (±2.5, 0.5 apart), 10 % market, 10 accounts. */
-export function orderFlow(seed: number, n: number, symbols: readonly string[], prefix: string): (OrderInput & { clientOrderId: string })[] {
-  const r = rng(seed);
-  return Array.from({ length: n }, (_, i) => {
-    const market = r(10) === 0;
-    return {
-      account: `acc${r(10)}`,
-      clientOrderId: `${prefix}-${i}`,
-      symbol: symbols[r(symbols.length)],
-      side: r(2) === 0 ? 'buy' : 'sell',
-      type: market ? 'market' : 'limit',
-      qty: 1 + r(10),
-      ...(market ? {} : { price: 97.5 + r(11) / 2 }),
-    };
-  });
-}
-
-/** POSTs a JSON body. */
-export const post = (base: string, path: string, body: unknown): Promise<Response> =>
-  fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-
-/**
- * Places `orders`, `parallel` at a time, order i on `bases()[i % n]`; a request that fails
- * (instance gone) is retried on the next base with the same client order id. Resolves to the
- * order ids by client order id.
- */
-export async function placeAll(bases: () => readonly string[], orders: readonly (OrderInput & { clientOrderId: string })[], parallel = 16): Promise<Map<string, string>> {
-  const ids = new Map<string, string>();
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    for (let i = next++; i < orders.length; i = next++) {
-      for (let attempt = 0; ; attempt++) {
-        const bs = bases();
-        try {
-          const res = await post(bs[(i + attempt) % bs.length], '/orders', orders[i]);
-          if (res.status !== 202 && res.status !== 200) throw new Error(`POST /orders: ${res.status} ${await res.text()}`);
-          ids.set(orders[i].clientOrderId, ((await res.json()) as { orderId: string }).orderId);
-          break;
-        } catch (err) {
-          if (attempt >= 20) throw err;
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: parallel }, worker));
-  return ids;
 }
 
 /** Every entry of a topic's log, in order. */

@@ -8,8 +8,8 @@ import { BusService, QueueService } from '../../src/index.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
 import type { PositionsView } from '../../sample-app/accounts/positions.service.js';
 import type { Trade } from '../../sample-app/engine/engine.types.js';
-import { SHARDS, settlementJobId, shardOf } from '../../sample-app/engine/ids.js';
-import { SETTLEMENTS_QUEUE, TRADES_TOPIC } from '../../sample-app/exchange.names.js';
+import { holderJobId, SHARDS, settlementJobId, shardOf } from '../../sample-app/engine/ids.js';
+import { BOOKS_QUEUE, SETTLEMENTS_QUEUE, TRADES_TOPIC } from '../../sample-app/exchange.names.js';
 import { candlesOf } from '../../sample-app/market/candles.js';
 import type { OrderView } from '../../sample-app/orders/order-entry.service.js';
 import { CANDLE_INTERVALS, ExchangeStore } from '../../sample-app/store/exchange.store.js';
@@ -36,9 +36,11 @@ describe('sample exchange: two instances on one Valkey', () => {
     queues = a.app.get(QueueService);
     store = a.app.get(ExchangeStore);
   });
+  let aClosed = false;
+  let bClosed = false;
   afterAll(async () => {
-    await a?.app.close();
-    await b?.app.close();
+    if (!aClosed) await a?.app.close();
+    if (!bClosed) await b?.app.close();
     await valkey?.stop();
   });
 
@@ -192,5 +194,28 @@ describe('sample exchange: two instances on one Valkey', () => {
     expect(html).toContain('· 1 s</h3>');
     const holders = [...(await fetch(`${a.base}/`).then((r) => r.text())).matchAll(/holds shards \[([\d, ]*)\]/g), ...html.matchAll(/holds shards \[([\d, ]*)\]/g)];
     expect(holders.flatMap((m) => (m[1] ? m[1].split(', ').map(Number) : [])).sort()).toEqual(Array.from({ length: SHARDS }, (_, i) => i));
+  });
+
+  it('hands the shards to the other instance at once when an instance shuts down cleanly', async () => {
+    const held = async (inst: LocalInstance): Promise<number> => {
+      const m = /holds shards \[([\d, ]*)\]/.exec(await (await fetch(`${inst.base}/`)).text());
+      return m?.[1] ? m[1].split(', ').length : 0;
+    };
+    const [onA, onB] = [await held(a), await held(b)];
+    expect(onA + onB).toBe(SHARDS);
+    const [leaving, staying] = onA > 0 ? [a, b] : [b, a];
+    const t0 = Date.now();
+    await leaving.app.close();
+    if (leaving === a) aClosed = true;
+    else bClosed = true;
+    await until(async () => (await held(staying)) === SHARDS, 5000, () => 'the shards were not handed over');
+    expect(Date.now() - t0).toBeLessThan(4000);
+    // Released, not expired: a release gives the attempt back (a reaped lease would count one).
+    const q = staying.app.get(QueueService);
+    const holders = await Promise.all(Array.from({ length: SHARDS }, (_, s) => q.getJob(BOOKS_QUEUE, holderJobId(s))));
+    expect(holders.map((j) => [j?.status, j?.attempts])).toEqual(holders.map(() => ['active', 1]));
+    const res = await post(staying.base, '/orders', { account: 'late', symbol: SYMBOLS[0], side: 'buy', qty: 1, price: 1 });
+    const { orderId } = (await res.json()) as { orderId: string };
+    await until(async () => (await getJson<OrderView>(`${staying.base}/orders/${orderId}`)).status === 'open', 5000, () => 'the new holder does not match');
   });
 });
