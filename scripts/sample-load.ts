@@ -6,16 +6,13 @@
  *   npm run sample:load -- --url http://localhost:3000,http://localhost:3001 --orders 5000
  *
  * Options: --url (comma-separated instances; default: start an embedded valkey-server and
- * --instances N in this process), --instances (1..4, default 2), --orders (default 3000),
+ * --instances N child processes), --instances (1..4, default 2), --orders (default 3000),
  * --parallel (concurrent HTTP requests, default 32), --symbols (1..26, default 8).
  */
 import 'reflect-metadata';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Logger, type INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { AppModule } from '../sample-app/app.module.js';
+import { Logger } from '@nestjs/common';
 import { startEmbedded, type EmbeddedServer } from '../sample-app/embedded-valkey.js';
+import { spawnInstance, type ChildInstance } from '../sample-app/load/instances.js';
 import { orderFlow, placeAll } from '../sample-app/load/order-flow.js';
 import type { ExchangeStats } from '../sample-app/web/stats.controller.js';
 
@@ -33,20 +30,21 @@ function intArg(name: string, fallback: number, lo: number, hi: number): number 
 const stats = async (base: string, last = 1000): Promise<ExchangeStats> => (await (await fetch(`${base}/stats?last=${last}`)).json()) as ExchangeStats;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Starts an embedded Valkey and `n` instances in this process. */
+/** Starts an embedded Valkey and `n` instances as child processes. */
 async function startLocal(n: number): Promise<{ bases: string[]; stop: () => Promise<void> }> {
   const embedded: EmbeddedServer = await startEmbedded(new Logger('Load'));
-  const apps: INestApplication[] = [];
-  for (let i = 0; i < n; i++) {
-    const app = await NestFactory.create(AppModule.forRoot({ url: embedded.url, instance: `load-${i + 1}` }), { logger: ['error', 'warn'] });
-    await app.listen(0, '127.0.0.1');
-    apps.push(app);
+  const instances: ChildInstance[] = [];
+  try {
+    for (let i = 0; i < n; i++) instances.push(await spawnInstance(embedded.url, `load-${i + 1}`));
+  } catch (err) {
+    for (const c of instances) await c.kill();
+    await embedded.stop();
+    throw err;
   }
-  const bases = apps.map((a) => `http://127.0.0.1:${((a.getHttpServer() as Server).address() as AddressInfo).port}`);
   return {
-    bases,
+    bases: instances.map((c) => c.base),
     stop: async () => {
-      for (const a of apps) await a.close();
+      await Promise.all(instances.map((c) => c.stop()));
       await embedded.stop();
     },
   };

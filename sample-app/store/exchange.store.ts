@@ -77,7 +77,8 @@ export class ExchangeStore implements OnApplicationShutdown {
   readonly client: Redis;
 
   constructor(@Inject(STORE_URL) url: string) {
-    this.client = new Redis(url, { maxRetriesPerRequest: 3, lazyConnect: false });
+    // Auto-pipelining: commands issued in one event-loop turn share one socket write.
+    this.client = new Redis(url, { maxRetriesPerRequest: 3, enableAutoPipelining: true });
   }
 
   /**
@@ -156,13 +157,12 @@ export class ExchangeStore implements OnApplicationShutdown {
     return { cashTicks: Number(h.cash ?? 0), units: unitsOf(h) };
   }
 
-  /** Folds a trade into its symbol's candles (idempotent per trade id). */
+  /** Folds a trade into its symbol's candles (idempotent per trade id), every interval in one call. */
   async foldCandle(t: Trade): Promise<void> {
-    for (const iv of CANDLE_INTERVALS) {
-      const start = Math.floor(t.at / iv) * iv;
-      const keys = [K.candle(t.symbol, iv, start), K.candleSeen(t.symbol, iv, start), K.candleIndex(t.symbol, iv)];
-      await CANDLE.run(this.client, keys, [t.id, t.tradeSeq, t.priceTicks, t.qty, start, CANDLE_TTL_MS[iv]]);
-    }
+    const starts = CANDLE_INTERVALS.map((iv) => Math.floor(t.at / iv) * iv);
+    const keys = CANDLE_INTERVALS.flatMap((iv, i) => [K.candle(t.symbol, iv, starts[i]), K.candleSeen(t.symbol, iv, starts[i]), K.candleIndex(t.symbol, iv)]);
+    const args = CANDLE_INTERVALS.flatMap((iv, i) => [starts[i], CANDLE_TTL_MS[iv]]);
+    await CANDLE.run(this.client, keys, [t.id, t.tradeSeq, t.priceTicks, t.qty, ...args]);
   }
 
   /** The newest `count` candles of a symbol at interval `iv` (ms), oldest first. */

@@ -43,25 +43,33 @@ redis.call('SADD', KEYS[4], ARGV[5], ARGV[6])
 return 1`);
 
 /**
- * Folds one trade into a candle: KEYS candle hash, seen set, index zset; ARGV trade id, trade
- * number, price ticks, qty, bucket start, ttl ms. Open/close are the lowest/highest trade number
- * seen, so the candle does not depend on the order trades arrive in. Returns 1, or 0 for a repeat.
+ * Folds one trade into its candles, one per interval: KEYS per interval candle hash, seen set,
+ * index zset; ARGV trade id, trade number, price ticks, qty, then per interval its bucket start
+ * and ttl ms. Open/close are the prices of the lowest/highest trade number seen, so a candle does
+ * not depend on the order trades arrive in. A trade already seen in a bucket is skipped there.
  */
 export const CANDLE = new StoreScript(`
-if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then return 0 end
 local n = tonumber(ARGV[2])
 local p = tonumber(ARGV[3])
-local c = redis.call('HMGET', KEYS[1], 'os', 'cs', 'h', 'l')
-if not c[1] or n < tonumber(c[1]) then redis.call('HSET', KEYS[1], 'os', n, 'o', p) end
-if not c[2] or n > tonumber(c[2]) then redis.call('HSET', KEYS[1], 'cs', n, 'c', p) end
-if not c[3] or p > tonumber(c[3]) then redis.call('HSET', KEYS[1], 'h', p) end
-if not c[4] or p < tonumber(c[4]) then redis.call('HSET', KEYS[1], 'l', p) end
-redis.call('HINCRBY', KEYS[1], 'v', tonumber(ARGV[4]))
-redis.call('HINCRBY', KEYS[1], 'n', 1)
-redis.call('ZADD', KEYS[3], ARGV[5], ARGV[5])
-redis.call('PEXPIRE', KEYS[1], ARGV[6])
-redis.call('PEXPIRE', KEYS[2], ARGV[6])
-return 1`);
+local folded = 0
+for i = 0, #KEYS / 3 - 1 do
+  local candle, seen, index = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3]
+  local start, ttl = ARGV[5 + 2 * i], ARGV[6 + 2 * i]
+  if redis.call('SADD', seen, ARGV[1]) == 1 then
+    local c = redis.call('HMGET', candle, 'os', 'cs', 'h', 'l')
+    if not c[1] or n < tonumber(c[1]) then redis.call('HSET', candle, 'os', n, 'o', p) end
+    if not c[2] or n > tonumber(c[2]) then redis.call('HSET', candle, 'cs', n, 'c', p) end
+    if not c[3] or p > tonumber(c[3]) then redis.call('HSET', candle, 'h', p) end
+    if not c[4] or p < tonumber(c[4]) then redis.call('HSET', candle, 'l', p) end
+    redis.call('HINCRBY', candle, 'v', tonumber(ARGV[4]))
+    redis.call('HINCRBY', candle, 'n', 1)
+    redis.call('ZADD', index, start, start)
+    redis.call('PEXPIRE', candle, ttl)
+    redis.call('PEXPIRE', seen, ttl)
+    folded = folded + 1
+  end
+end
+return folded`);
 
 /**
  * Folds one trade into the risk view: KEYS seen set, buyer hash, seller hash, accounts set; ARGV

@@ -10,7 +10,7 @@ import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embe
 import { SHARDS, settlementJobId } from '../../sample-app/engine/ids.js';
 import { SETTLEMENTS_QUEUE } from '../../sample-app/exchange.names.js';
 import { ExchangeStore } from '../../sample-app/store/exchange.store.js';
-import { holdingsOf, orderFlow, placeAll, publishedTrades, quiesce, referenceRun, spawnChild, startLocal, until, type ChildInstance, type LocalInstance } from './exchange.helpers.js';
+import { holdingsOf, orderFlow, placeAll, publishedTrades, quiesce, referenceRun, spawnInstance, startLocal, until, type ChildInstance, type LocalInstance } from './exchange.helpers.js';
 
 const SYMBOLS = ['ACME', 'BOLT', 'CRUX', 'DUNE', 'EPIC', 'FLUX'];
 
@@ -29,7 +29,7 @@ describe('sample exchange: killing the instance that holds the books mid-load', 
   });
 
   it('loses no order, no trade and no settlement', async () => {
-    child = await spawnChild(valkey.url, 'doomed');
+    child = await spawnInstance(valkey.url, 'doomed');
     const holds = async (base: string): Promise<number[]> => {
       const m = /holds shards \[([\d, ]*)\]/.exec(await (await fetch(`${base}/`)).text());
       return m?.[1] ? m[1].split(', ').map(Number) : [];

@@ -1,9 +1,7 @@
 /** Helpers of the sample exchange's end-to-end tests: instances, order flows, the reference run. */
 import 'reflect-metadata';
-import { spawn, type ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { BusService, QueueService } from '../../src/index.js';
@@ -15,6 +13,7 @@ import { commandTopic, FILLS_QUEUE, ORDERS_QUEUE, SETTLEMENTS_QUEUE, TRADES_TOPI
 import type { ExchangeStore } from '../../sample-app/store/exchange.store.js';
 
 export { orderFlow, placeAll, post } from '../../sample-app/load/order-flow.js';
+export { spawnInstance, type ChildInstance } from '../../sample-app/load/instances.js';
 
 /** An instance of the exchange in this process. */
 export interface LocalInstance {
@@ -29,43 +28,6 @@ export async function startLocal(url: string, instance: string): Promise<LocalIn
   await app.listen(0, '127.0.0.1');
   const { port } = (app.getHttpServer() as Server).address() as AddressInfo;
   return { app, base: `http://127.0.0.1:${port}` };
-}
-
-/** An instance of the exchange in a child process (`dist/sample-app/main.js`), to SIGKILL. */
-export interface ChildInstance {
-  readonly proc: ChildProcess;
-  readonly base: string;
-  /** SIGKILLs it (by pid) and waits for it to exit. */
-  kill(): Promise<void>;
-}
-
-/** Starts `node dist/sample-app/main.js` on `url` and a free port; resolves once it listens. */
-export function spawnChild(url: string, instance: string): Promise<ChildInstance> {
-  const entry = join(process.cwd(), 'dist', 'sample-app', 'main.js');
-  const proc = spawn(process.execPath, [entry], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ECHOMQ_URL: url, PORT: '0', INSTANCE: instance, NO_COLOR: '1' } });
-  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
-  const kill = async (): Promise<void> => {
-    if (proc.exitCode === null && proc.signalCode === null && proc.pid !== undefined) process.kill(proc.pid, 'SIGKILL');
-    await exited;
-  };
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => void kill().then(() => reject(new Error(`child did not start: ${out}`))), 20_000);
-    const onData = (chunk: Buffer): void => {
-      out += chunk.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc, base: m[1].replace('localhost', '127.0.0.1'), kill });
-      }
-    };
-    proc.stdout?.on('data', onData);
-    proc.stderr?.on('data', (c: Buffer) => (out += c.toString()));
-    void exited.then(() => {
-      clearTimeout(timer);
-      reject(new Error(`child exited: ${out}`));
-    });
-  });
 }
 
 /** Every entry of a topic's log, in order. */
