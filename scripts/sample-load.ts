@@ -7,7 +7,8 @@
  *
  * Options: --url (comma-separated instances; default: start an embedded valkey-server and
  * --instances N child processes), --instances (1..4, default 2), --orders (default 3000),
- * --parallel (concurrent HTTP requests, default 32), --symbols (1..26, default 8).
+ * --parallel (concurrent HTTP requests, default 32), --symbols (1..26, default 8), --rate (orders
+ * per second, default unpaced: a paced run shows the settlement latency away from saturation).
  */
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
@@ -54,15 +55,16 @@ async function main(): Promise<void> {
   const n = intArg('orders', 3000, 1, 1_000_000);
   const parallel = intArg('parallel', 32, 1, 1000);
   const symbols = Array.from({ length: intArg('symbols', 8, 1, 26) }, (_, i) => `${String.fromCharCode(65 + i)}CO`);
+  const rate = arg('rate', '') ? intArg('rate', 0, 1, 100_000) : undefined;
   const given = arg('url', '');
   const local = given ? undefined : await startLocal(intArg('instances', 2, 1, 4));
   const bases = given ? given.split(',').map((u) => u.trim().replace(/\/$/, '')) : local!.bases;
   try {
     const before = await stats(bases[0]);
     const orders = orderFlow(Date.now() % 100_000, n, symbols, `load-${Date.now().toString(36)}`);
-    console.log(`sending ${n} orders over ${symbols.length} symbols to ${bases.join(', ')} (${parallel} at a time)`);
+    console.log(`sending ${n} orders over ${symbols.length} symbols to ${bases.join(', ')} (${parallel} at a time${rate ? `, ${rate}/s` : ''})`);
     const t0 = performance.now();
-    await placeAll(() => bases, orders, parallel);
+    await placeAll(() => bases, orders, parallel, rate);
     const accepted = performance.now() - t0;
     let matched = 0;
     let last = before;
@@ -77,9 +79,9 @@ async function main(): Promise<void> {
     const settledAll = performance.now() - t0 - 300;
     const trades = last.settled - before.settled;
     const lat = (await stats(bases[0], Math.max(1, Math.min(trades, 100_000)))).latency;
-    const rate = (count: number, ms: number) => (count / (ms / 1000)).toFixed(0);
-    console.log(`orders:     ${n} accepted in ${(accepted / 1000).toFixed(2)} s (${rate(n, accepted)} orders/s over HTTP), matched in ${(matched / 1000).toFixed(2)} s (${rate(n, matched)} orders/s)`);
-    console.log(`trades:     ${trades} settled in ${(settledAll / 1000).toFixed(2)} s (${rate(trades, settledAll)} trades/s)`);
+    const perSec = (count: number, ms: number) => (count / (ms / 1000)).toFixed(0);
+    console.log(`orders:     ${n} accepted in ${(accepted / 1000).toFixed(2)} s (${perSec(n, accepted)} orders/s over HTTP), matched in ${(matched / 1000).toFixed(2)} s (${perSec(n, matched)} orders/s)`);
+    console.log(`trades:     ${trades} settled in ${(settledAll / 1000).toFixed(2)} s (${perSec(trades, settledAll)} trades/s)`);
     console.log(`settlement: trade → ledger p50 ${lat.p50 ?? '-'} ms, p99 ${lat.p99 ?? '-'} ms (${lat.n} settlements)`);
   } finally {
     await local?.stop();

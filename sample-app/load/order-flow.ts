@@ -42,13 +42,17 @@ export const post = (base: string, path: string, body: unknown): Promise<Respons
 /**
  * Places `orders`, `parallel` at a time, order i on `bases()[i % n]`; a request that fails
  * (instance gone) is retried on the next base with the same client order id — the idempotent
- * placement makes that safe. Resolves to the order ids by client order id.
+ * placement makes that safe. With `perSecond`, order i is sent no sooner than i / perSecond s
+ * after the start (a paced run). Resolves to the order ids by client order id.
  */
-export async function placeAll(bases: () => readonly string[], orders: readonly LoadOrder[], parallel = 16): Promise<Map<string, string>> {
+export async function placeAll(bases: () => readonly string[], orders: readonly LoadOrder[], parallel = 16, perSecond?: number): Promise<Map<string, string>> {
   const ids = new Map<string, string>();
+  const t0 = performance.now();
   let next = 0;
   const worker = async (): Promise<void> => {
     for (let i = next++; i < orders.length; i = next++) {
+      const due = perSecond ? t0 + (i * 1000) / perSecond - performance.now() : 0;
+      if (due > 0) await new Promise((r) => setTimeout(r, due));
       for (let attempt = 0; ; attempt++) {
         const bs = bases();
         try {

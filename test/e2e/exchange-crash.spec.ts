@@ -47,10 +47,15 @@ describe('sample exchange: killing the instance that holds the books mid-load', 
     await until(async () => (await store.cursor(0)) + (await store.cursor(1)) + (await store.cursor(2)) + (await store.cursor(3)) > 300, 20_000, () => 'no progress');
     alive = [local.base];
     await child.kill();
+    const killedAt = Date.now();
+    // The survivor takes the shards once their leases (2 s) expire and its reaper hands them over.
+    await until(async () => (await holds(local.base)).length === SHARDS, 15_000, () => 'the survivor did not take the shards');
+    const failoverMs = Date.now() - killedAt;
+    // Not before the dead holder's leases could expire; measured 2.0–2.3 s.
+    expect(failoverMs).toBeGreaterThanOrEqual(1000);
     const ids = await placing;
     expect(ids.size).toBe(orders.length);
 
-    await until(async () => (await holds(local.base)).length === SHARDS, 15_000, () => 'the survivor did not take the shards');
     await quiesce(queues, bus, store, 40_000);
     const ref = await referenceRun(bus);
     for (const id of ids.values()) expect(ref.placed.has(id)).toBe(true);
