@@ -46,16 +46,8 @@ export type Command = PlaceCommand | CancelCommand;
 /** The lifecycle of an order on the book. */
 export type OrderStatus = 'open' | 'partially-filled' | 'filled' | 'cancelled';
 
-/** An order's state after the last command that touched it. */
-export interface OrderState {
-  readonly orderId: string;
-  readonly clientOrderId: string;
-  readonly account: string;
-  readonly symbol: string;
-  readonly side: Side;
-  readonly type: OrderType;
-  readonly qty: number;
-  readonly priceTicks?: number;
+/** An order's state after the last command that touched it: the placement's fields, and its fills. */
+export interface OrderState extends Omit<PlaceCommand, 'kind'> {
   readonly filledQty: number;
   /** Σ price × qty of its fills, in ticks. */
   readonly filledNotionalTicks: number;

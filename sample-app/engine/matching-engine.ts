@@ -76,20 +76,8 @@ export class MatchingEngine {
   }
 
   private place(cmd: PlaceCommand, seq: number, at: number): ApplyResult {
-    const taker: Mutable<OrderState> = {
-      orderId: cmd.orderId,
-      clientOrderId: cmd.clientOrderId,
-      account: cmd.account,
-      symbol: cmd.symbol,
-      side: cmd.side,
-      type: cmd.type,
-      qty: cmd.qty,
-      priceTicks: cmd.priceTicks,
-      filledQty: 0,
-      filledNotionalTicks: 0,
-      status: 'open',
-      seq,
-    };
+    const { kind: _kind, ...placed } = cmd;
+    const taker: Mutable<OrderState> = { ...placed, filledQty: 0, filledNotionalTicks: 0, status: 'open', seq };
     this.orders.set(cmd.orderId, taker);
     const book = this.book(cmd.symbol);
     const opposite = book.opposite(cmd.side);

@@ -100,20 +100,8 @@ export class OrderEntryService {
     const state = await this.store.view(orderId);
     if (state) return viewOf(state);
     if (!job || job.payload?.kind !== 'place') throw new NotFoundException(`no order ${JSON.stringify(orderId)}`);
-    const p = job.payload;
-    return {
-      orderId,
-      clientOrderId: p.clientOrderId,
-      account: p.account,
-      symbol: p.symbol,
-      side: p.side,
-      type: p.type,
-      qty: p.qty,
-      ...(p.priceTicks === undefined ? {} : { price: fromTicks(p.priceTicks) }),
-      status: 'accepted',
-      filledQty: 0,
-      intake: job.status,
-    };
+    const { kind: _kind, ...placed } = job.payload;
+    return { ...viewOf({ ...placed, filledQty: 0, filledNotionalTicks: 0, status: 'open', seq: -1 }), status: 'accepted', intake: job.status };
   }
 
   /** Requests a cancel; 409 when the order has already ended. */
