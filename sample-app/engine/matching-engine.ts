@@ -16,6 +16,8 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 export class MatchingEngine {
   private readonly books = new Map<string, OrderBook>();
   private readonly orders = new Map<string, Mutable<OrderState>>();
+  /** Orders whose cancel came before them (their intake jobs ran in the other order). */
+  private readonly cancelledEarly = new Set<string>();
   private inputs = 0;
   private trades = 0;
 
@@ -50,7 +52,9 @@ export class MatchingEngine {
 
   /**
    * Applies the next command of the log, which was appended at `at` (epoch ms). A place whose
-   * order id was seen before, and a cancel of an order that is not resting, change nothing.
+   * order id was seen before, and a cancel of an order that is no longer resting, change
+   * nothing. A cancel that comes before its order (both were sequenced by intake jobs that ran
+   * concurrently) is remembered, and the order is cancelled when it arrives.
    */
   apply(cmd: Command, at: number): ApplyResult {
     const seq = this.inputs++;
@@ -67,7 +71,12 @@ export class MatchingEngine {
 
   private cancel(orderId: string, seq: number): ApplyResult {
     const o = this.orders.get(orderId);
-    if (!o || (o.status !== 'open' && o.status !== 'partially-filled')) return { trades: [], orders: [], duplicate: true };
+    if (!o) {
+      if (this.cancelledEarly.has(orderId)) return { trades: [], orders: [], duplicate: true };
+      this.cancelledEarly.add(orderId);
+      return { trades: [], orders: [], duplicate: false };
+    }
+    if (o.status !== 'open' && o.status !== 'partially-filled') return { trades: [], orders: [], duplicate: true };
     this.book(o.symbol).own(o.side).remove(orderId);
     o.status = 'cancelled';
     o.reason = 'cancelled by request';
@@ -79,6 +88,11 @@ export class MatchingEngine {
     const { kind: _kind, ...placed } = cmd;
     const taker: Mutable<OrderState> = { ...placed, filledQty: 0, filledNotionalTicks: 0, status: 'open', seq };
     this.orders.set(cmd.orderId, taker);
+    if (this.cancelledEarly.delete(cmd.orderId)) {
+      taker.status = 'cancelled';
+      taker.reason = 'cancelled before it reached the book';
+      return { trades: [], orders: [{ ...taker }], duplicate: false };
+    }
     const book = this.book(cmd.symbol);
     const opposite = book.opposite(cmd.side);
     const buying = cmd.side === 'buy';

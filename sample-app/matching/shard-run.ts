@@ -30,6 +30,8 @@ export class ShardRun {
   private last: string | undefined;
   /** Positions up to this one have their effects done. */
   private done = -1;
+  /** A batch applied to the engine whose effects are not all made yet. */
+  private pending: { trades: Trade[]; states: OrderState[]; symbols: string[]; upTo: number } | undefined;
 
   constructor(
     readonly shard: number,
@@ -55,8 +57,12 @@ export class ShardRun {
     return n;
   }
 
-  /** Reads and applies the next batch of commands; resolves to how many there were. */
+  /**
+   * Makes the effects of a batch that failed earlier (if any), then reads and applies the next
+   * batch of commands; resolves to how many there were.
+   */
   async step(): Promise<number> {
+    await this.flush();
     const read: { id: string; cmd: Command; at: number }[] = [];
     const from = this.last;
     for await (const e of this.deps.bus.replay<Command>(this.topic, { ...(from ? { from } : {}), batch: BATCH })) {
@@ -79,11 +85,20 @@ export class ShardRun {
     this.last = read[read.length - 1].id;
     const upTo = this.engine.position - 1;
     if (upTo > this.done) {
-      await this.effects(trades, [...states.values()], [...symbols]);
-      await this.deps.store.raiseCursor(this.shard, upTo);
-      this.done = upTo;
+      this.pending = { trades, states: [...states.values()], symbols: [...symbols], upTo };
+      await this.flush();
     }
     return read.length;
+  }
+
+  /** Makes the pending batch's effects, then records them; a failure leaves the batch pending. */
+  private async flush(): Promise<void> {
+    const p = this.pending;
+    if (!p) return;
+    await this.effects(p.trades, p.states, p.symbols);
+    await this.deps.store.raiseCursor(this.shard, p.upTo);
+    this.done = p.upTo;
+    this.pending = undefined;
   }
 
   private async effects(trades: Trade[], states: OrderState[], symbols: string[]): Promise<void> {

@@ -59,6 +59,17 @@ describe('exchange engine', () => {
     expect(e.position).toBe(5);
   });
 
+  it('cancels an order whose cancel was sequenced before it', () => {
+    const e = new MatchingEngine(0);
+    e.apply(place({ side: 'buy', qty: 1, priceTicks: 1_000_000 }), 1);
+    const s = place({ side: 'sell', qty: 1, priceTicks: 1_000_000 });
+    expect(e.apply({ kind: 'cancel', orderId: s.orderId, symbol: 'ACME' }, 2)).toEqual({ trades: [], orders: [], duplicate: false });
+    const r = e.apply(s, 3);
+    expect(r.trades).toEqual([]);
+    expect(r.orders).toEqual([expect.objectContaining({ orderId: s.orderId, status: 'cancelled', reason: 'cancelled before it reached the book' })]);
+    expect(e.depth('ACME').bids).toEqual([{ priceTicks: 1_000_000, qty: 1, orders: 1 }]);
+  });
+
   it('is deterministic: the same commands give the same trades', () => {
     const cmds: Command[] = [];
     let seed = 7;

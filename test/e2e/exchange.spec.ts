@@ -5,11 +5,12 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { BusService, QueueService } from '../../src/index.js';
+import { keySlot } from '../../src/protocol/slot.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
 import type { PositionsView } from '../../sample-app/accounts/positions.service.js';
 import type { Trade } from '../../sample-app/engine/engine.types.js';
 import { holderJobId, SHARDS, settlementJobId, shardOf } from '../../sample-app/engine/ids.js';
-import { BOOKS_QUEUE, SETTLEMENTS_QUEUE, TRADES_TOPIC } from '../../sample-app/exchange.names.js';
+import { BOOKS_QUEUE, FILLS_QUEUE, SETTLEMENTS_QUEUE, TRADES_TOPIC } from '../../sample-app/exchange.names.js';
 import { candlesOf } from '../../sample-app/market/candles.js';
 import type { OrderView } from '../../sample-app/orders/order-entry.service.js';
 import { CANDLE_INTERVALS, ExchangeStore } from '../../sample-app/store/exchange.store.js';
@@ -80,6 +81,8 @@ describe('sample exchange: two instances on one Valkey', () => {
 
   it('matches orders placed on both instances exactly as the engine alone would, and settles each trade once', async () => {
     expect(new Set(SYMBOLS.map(shardOf)).size).toBeGreaterThan(2);
+    // The settlement flow spans two slots: its children's queue and its parents' queue.
+    expect(keySlot(`emq:{${FILLS_QUEUE}}:meta`)).not.toBe(keySlot(`emq:{${SETTLEMENTS_QUEUE}}:meta`));
     const orders = orderFlow(1, 800, SYMBOLS, 'm');
     const ids = await placeAll(() => [a.base, b.base], orders);
     await quiesce(queues, bus, store);
