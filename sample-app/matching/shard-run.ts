@@ -41,11 +41,6 @@ export class ShardRun {
     this.topic = commandTopic(shard);
   }
 
-  /** The engine (read-only use: depth for the page). */
-  get book(): MatchingEngine {
-    return this.engine;
-  }
-
   /**
    * Rebuilds the book: replays the whole log through the engine, making the effects of only the
    * commands past the stored cursor (those a dead holder may not have finished).

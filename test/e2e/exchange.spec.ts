@@ -10,7 +10,7 @@ import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embe
 import type { PositionsView } from '../../sample-app/accounts/positions.service.js';
 import type { Trade } from '../../sample-app/engine/engine.types.js';
 import { holderJobId, SHARDS, settlementJobId, shardOf } from '../../sample-app/engine/ids.js';
-import { BOOKS_QUEUE, FILLS_QUEUE, SETTLEMENTS_QUEUE, TRADES_TOPIC } from '../../sample-app/exchange.names.js';
+import { BOOKS_QUEUE, commandTopic, FILLS_QUEUE, ORDERS_QUEUE, SETTLEMENTS_QUEUE, TRADES_TOPIC } from '../../sample-app/exchange.names.js';
 import { candlesOf } from '../../sample-app/market/candles.js';
 import type { OrderView } from '../../sample-app/orders/order-entry.service.js';
 import { CANDLE_INTERVALS, ExchangeStore } from '../../sample-app/store/exchange.store.js';
@@ -77,6 +77,11 @@ describe('sample exchange: two instances on one Valkey', () => {
     expect((await fetch(`${a.base}/orders/${id}`, { method: 'DELETE' })).status).toBe(202);
     await until(async () => (await getJson<OrderView>(`${b.base}/orders/${id}`)).status === 'cancelled', 5000, () => 'not cancelled');
     expect((await fetch(`${b.base}/orders/${id}`, { method: 'DELETE' })).status).toBe(409);
+    // A malformed command enqueued behind the API's back is buried, never put on a log.
+    const logged = (await logOf(bus, commandTopic(shardOf('ZZZ')))).length;
+    const junk = await queues.enqueue(ORDERS_QUEUE, { kind: 'place', orderId: 'x', symbol: 'ZZZ', account: 'a', clientOrderId: 'c', side: 'buy', type: 'limit', qty: 'lots', priceTicks: 1 });
+    await until(async () => (await queues.getJob(ORDERS_QUEUE, junk))?.status === 'dead', 5000, () => 'junk not buried');
+    expect((await logOf(bus, commandTopic(shardOf('ZZZ')))).length).toBe(logged);
   });
 
   it('matches orders placed on both instances exactly as the engine alone would, and settles each trade once', async () => {
