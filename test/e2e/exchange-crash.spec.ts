@@ -41,10 +41,10 @@ describe('sample exchange: killing the instance that holds the books mid-load', 
     const store = local.app.get(ExchangeStore);
 
     let alive = [child.base, local.base];
-    const orders = orderFlow(2, 1200, SYMBOLS, 'k');
+    const orders = orderFlow(2, 900, SYMBOLS, 'k');
     const placing = placeAll(() => alive, orders, 12);
     // Kill the holder once a third of the orders are in and its books are busy.
-    await until(async () => (await store.cursor(0)) + (await store.cursor(1)) + (await store.cursor(2)) + (await store.cursor(3)) > 300, 20_000, () => 'no progress');
+    await until(async () => (await store.cursor(0)) + (await store.cursor(1)) + (await store.cursor(2)) + (await store.cursor(3)) > 250, 20_000, () => 'no progress');
     alive = [local.base];
     await child.kill();
     const killedAt = Date.now();

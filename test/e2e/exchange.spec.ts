@@ -88,7 +88,7 @@ describe('sample exchange: two instances on one Valkey', () => {
     expect(new Set(SYMBOLS.map(shardOf)).size).toBeGreaterThan(2);
     // The settlement flow spans two slots: its children's queue and its parents' queue.
     expect(keySlot(`emq:{${FILLS_QUEUE}}:meta`)).not.toBe(keySlot(`emq:{${SETTLEMENTS_QUEUE}}:meta`));
-    const orders = orderFlow(1, 800, SYMBOLS, 'm');
+    const orders = orderFlow(1, 600, SYMBOLS, 'm');
     const ids = await placeAll(() => [a.base, b.base], orders);
     await quiesce(queues, bus, store);
 
