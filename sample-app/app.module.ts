@@ -1,58 +1,58 @@
-import { Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown, type Provider } from '@nestjs/common';
+import { hostname } from 'node:os';
+import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { EchoMqConnection } from '@echomq/nestjs/protocol';
 import { EchoMqModule } from '@echomq/nestjs';
+import { AccountsController } from './accounts/accounts.controller.js';
+import { PositionsService } from './accounts/positions.service.js';
+import { AFTER_CLOSE, AfterEchoMqClose } from './embedded-valkey.js';
 import { EchoMqHttpFilter } from './echomq-http.filter.js';
-import { OrderBooks } from './orders/order-book.js';
+import { SETTLEMENTS_QUEUE } from './exchange.names.js';
+import { MarketController } from './market/market.controller.js';
+import { MarketData } from './market/market-data.js';
+import { BookHolder } from './matching/book-holder.js';
+import { IntakeProcessor } from './orders/intake.processor.js';
+import { OrderEntryService } from './orders/order-entry.service.js';
 import { OrdersController } from './orders/orders.controller.js';
-import { OrdersProcessor } from './orders/orders.processor.js';
+import { SettlementProcessor } from './settlement/settlement.processor.js';
+import { ExchangeStore, STORE_URL } from './store/exchange.store.js';
+import { INSTANCE_NAME, PageController } from './web/page.controller.js';
+import { StatsController } from './web/stats.controller.js';
 
 /** Options of `AppModule.forRoot`. */
 export interface AppOptions {
-  /** The Valkey to use, `redis://host:port`. */
+  /** The Valkey to use, `redis://host:port` (EchoMQ and the exchange's own store). */
   readonly url: string;
-  /**
-   * Runs at shutdown once the EchoMQ connection is closed, e.g. to stop an embedded
-   * valkey-server that the connection talks to.
-   */
+  /** Runs at shutdown once the connections are closed, e.g. to stop an embedded valkey-server. */
   readonly afterClose?: () => Promise<void>;
-  /** How long shutdown waits for running order handlers (ms). Default 5000. */
+  /** How long shutdown waits for running handlers (ms). Default 1500. */
   readonly shutdownTimeoutMs?: number;
-}
-
-const AFTER_CLOSE = Symbol('AFTER_CLOSE');
-
-/**
- * Runs `AppOptions.afterClose` at shutdown. EchoMQ closes its connection in its own
- * `onApplicationShutdown`, but its module is global and Nest runs global modules' shutdown hooks
- * after the application's, so this closes the connection first (EchoMQ's later close is then a
- * no-op) instead of pulling Valkey from under a live connection.
- */
-@Injectable()
-export class AfterEchoMqClose implements OnApplicationShutdown {
-  constructor(
-    @Inject(AFTER_CLOSE) private readonly afterClose: () => Promise<void>,
-    private readonly conn: EchoMqConnection,
-  ) {}
-
-  /** Closes the connection, then runs the callback. */
-  async onApplicationShutdown(): Promise<void> {
-    await this.conn.close();
-    await this.afterClose();
-  }
+  /**
+   * Job lease (ms) of the order, fill and settlement queues: a dead instance's in-flight jobs are
+   * re-delivered this long after it died (plus a reaper tick). Default 5000.
+   */
+  readonly leaseMs?: number;
+  /** This instance's name on the page. Default `<hostname>-<pid>`. */
+  readonly instance?: string;
 }
 
 /**
- * The sample application: the orders HTTP API, the `orders` processor and its in-memory order
- * books, EchoMQ on the given Valkey, and the EchoMQ → HTTP error filter.
+ * The sample exchange: order entry, the book holders (matching), settlement flows, market data
+ * on the Bus, cached positions and the page, on EchoMQ over one Valkey.
  */
 @Module({})
 export class AppModule {
   /** Builds the application for one Valkey URL. */
   static forRoot(options: AppOptions): DynamicModule {
     const providers: Provider[] = [
-      OrderBooks,
-      OrdersProcessor,
+      { provide: STORE_URL, useValue: options.url },
+      { provide: INSTANCE_NAME, useValue: options.instance ?? `${hostname()}-${process.pid}` },
+      ExchangeStore,
+      OrderEntryService,
+      IntakeProcessor,
+      BookHolder,
+      PositionsService,
+      SettlementProcessor,
+      MarketData,
       { provide: APP_FILTER, useClass: EchoMqHttpFilter },
     ];
     if (options.afterClose) providers.push({ provide: AFTER_CLOSE, useValue: options.afterClose }, AfterEchoMqClose);
@@ -61,10 +61,13 @@ export class AppModule {
       imports: [
         EchoMqModule.forRoot({
           connection: { url: options.url },
-          shutdownTimeoutMs: options.shutdownTimeoutMs ?? 5000,
+          shutdownTimeoutMs: options.shutdownTimeoutMs ?? 1500,
+          defaults: { leaseMs: options.leaseMs ?? 5000 },
+          // Settlement rows are kept for inspection (GET of a settlement job, the tests).
+          queues: { [SETTLEMENTS_QUEUE]: { keepDone: 100_000 } },
         }),
       ],
-      controllers: [OrdersController],
+      controllers: [OrdersController, AccountsController, MarketController, PageController, StatsController],
       providers,
     };
   }

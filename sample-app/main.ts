@@ -1,14 +1,18 @@
 /**
- * The sample app's entry point (`npm run sample`). Uses the Valkey at `ECHOMQ_URL`, or, when it is
- * not set, starts a throwaway valkey-server and stops it on shutdown. Listens on `PORT` (3000).
+ * The sample exchange's entry point (`npm run sample`). Uses the Valkey at `ECHOMQ_URL`, or,
+ * when it is not set, starts a throwaway valkey-server and stops it on shutdown. Listens on
+ * `PORT` (3000). `--instances N` starts N instances (child processes, ports PORT…PORT+N−1) on
+ * one Valkey.
  */
 import 'reflect-metadata';
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { Logger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { startEmbeddedValkey, type EmbeddedValkey } from '@echomq/nestjs/testing';
 import { AppModule } from './app.module.js';
+import { startEmbedded, type EmbeddedServer } from './embedded-valkey.js';
 
 const log = new Logger('SampleApp');
 
@@ -19,6 +23,15 @@ function portFromEnv(env: NodeJS.ProcessEnv = process.env): number {
   const port = Number(raw);
   if (!/^\d+$/.test(raw) || port > 65535) throw new Error(`PORT must be an integer in 0..65535, got ${JSON.stringify(raw)}`);
   return port;
+}
+
+/** `--instances N` (default 1). */
+function instancesFromArgs(argv: readonly string[]): number {
+  const i = argv.indexOf('--instances');
+  if (i < 0) return 1;
+  const n = Number(argv[i + 1]);
+  if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`--instances must be an integer in 1..8, got ${JSON.stringify(argv[i + 1])}`);
+  return n;
 }
 
 /** `url` with any password masked, for logs. */
@@ -40,40 +53,69 @@ function listenUrl(app: INestApplication): string {
   return `http://${host}:${addr.port}`;
 }
 
+/** A few commands to try against `base`. */
+function tryLines(base: string): string {
+  const json = `-H 'content-type: application/json'`;
+  return [
+    `open ${base}/ in a browser (order books, recent trades, candles), then try:`,
+    `  curl -s ${json} -d '{"account":"bob","clientOrderId":"b-1","symbol":"ACME","side":"sell","qty":10,"price":100}' ${base}/orders`,
+    `  curl -s ${json} -d '{"account":"alice","clientOrderId":"a-1","symbol":"ACME","side":"buy","type":"market","qty":4}' ${base}/orders`,
+    `  curl -s ${base}/market/trades`,
+    `  curl -s ${base}/accounts/alice/positions`,
+    `  curl -s '${base}/market/candles/ACME?interval=1s'`,
+  ].join('\n');
+}
+
+/** Runs one instance in this process. */
+async function serve(url: string, port: number, afterClose?: () => Promise<void>): Promise<INestApplication> {
+  let app: INestApplication | undefined;
+  try {
+    app = await NestFactory.create(AppModule.forRoot({ url, afterClose, instance: process.env.INSTANCE }), { abortOnError: false, forceCloseConnections: true });
+    app.enableShutdownHooks();
+    await app.listen(port);
+    return app;
+  } catch (err) {
+    await app?.close().catch(() => undefined);
+    await afterClose?.();
+    throw err;
+  }
+}
+
+/** Starts `n` instances as child processes of this one, on ports port…port+n−1. */
+function spawnInstances(url: string, port: number, n: number): ChildProcess[] {
+  const entry = fileURLToPath(import.meta.url);
+  return Array.from({ length: n }, (_, i) =>
+    spawn(process.execPath, [entry], { stdio: 'inherit', env: { ...process.env, ECHOMQ_URL: url, PORT: String(port + i), INSTANCE: `instance-${i + 1}` } }),
+  );
+}
+
 async function main(): Promise<void> {
   const port = portFromEnv();
-  let embedded: EmbeddedValkey | undefined;
+  const instances = instancesFromArgs(process.argv.slice(2));
+  let embedded: EmbeddedServer | undefined;
   let url = process.env.ECHOMQ_URL?.trim();
-  if (url) {
-    log.log(`Valkey: ${redactUrl(url)} (from ECHOMQ_URL)`);
-  } else {
-    embedded = await startEmbeddedValkey();
+  if (url) log.log(`Valkey: ${redactUrl(url)} (from ECHOMQ_URL)`);
+  else {
+    embedded = await startEmbedded(log);
     url = embedded.url;
     log.log(`Valkey: embedded valkey-server at ${url} (pid ${embedded.pid}), stopped on shutdown; set ECHOMQ_URL to use your own`);
   }
-  let stopping: Promise<void> | undefined;
-  const stopEmbedded = (): Promise<void> =>
-    (stopping ??= (async () => {
-      if (!embedded) return;
-      await embedded.stop();
-      log.log(`stopped embedded valkey-server (pid ${embedded.pid})`);
-    })());
-
-  let app: INestApplication | undefined;
-  try {
-    app = await NestFactory.create(AppModule.forRoot({ url, afterClose: embedded ? stopEmbedded : undefined }), {
-      abortOnError: false,
-      forceCloseConnections: true,
-    });
-    app.enableShutdownHooks();
-    await app.listen(port);
-  } catch (err) {
-    // Release what started: consumers, the connection, and the embedded server.
-    await app?.close().catch(() => undefined);
-    await stopEmbedded();
-    throw err;
+  if (instances === 1) {
+    const app = await serve(url, port, embedded?.stop);
+    const base = listenUrl(app);
+    log.log(`listening on ${base}\n${tryLines(base)}`);
+    return;
   }
-  log.log(`listening on ${listenUrl(app)} (POST /orders, GET /orders/:id, GET /orders/stats/counts)`);
+  const children = spawnInstances(url, port, instances);
+  log.log(`started ${instances} instances on ${redactUrl(url)}: ${children.map((_, i) => `http://localhost:${port + i}`).join(', ')}\n${tryLines(`http://localhost:${port}`)}`);
+  const exited = children.map((c) => new Promise<void>((r) => c.once('exit', () => r())));
+  const stop = (): void => {
+    for (const c of children) if (c.pid !== undefined && c.exitCode === null) process.kill(c.pid, 'SIGTERM');
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  await Promise.all(exited);
+  await embedded?.stop();
 }
 
 main().catch((err: unknown) => {

@@ -1,62 +1,38 @@
-import { Body, Controller, Get, HttpCode, HttpStatus, NotFoundException, Param, Post } from '@nestjs/common';
-import { QueueService, type JobCounts, type JobStatus } from '@echomq/nestjs';
+import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Param, Post, Res } from '@nestjs/common';
 import { OrderValidationPipe, type OrderInput } from './order.dto.js';
-import { ORDERS_QUEUE, type OrderAccepted } from './orders.processor.js';
+import { OrderEntryService, type OrderView, type PlaceReceipt } from './order-entry.service.js';
 
-/** The reply of `POST /orders`. */
-export interface OrderReceipt {
-  readonly id: string;
-  readonly status: JobStatus;
-}
-
-/** The reply of `GET /orders/:id`. */
-export interface OrderView {
-  readonly id: string;
-  readonly status: JobStatus;
-  readonly attempts: number;
-  readonly payload: OrderInput;
-  readonly result?: OrderAccepted;
-  readonly error?: string;
-  readonly createdAt: string;
-  readonly finishedAt?: string;
+/** The part of an HTTP response the controller sets. */
+interface StatusResponse {
+  status(code: number): unknown;
 }
 
 /**
- * The HTTP face of the `orders` queue: enqueue an order, read its job, count jobs. A malformed id
- * surfaces as EchoMQ's `InvalidIdError`, which `EchoMqHttpFilter` turns into a 400.
+ * Order entry over HTTP. A malformed order id surfaces as EchoMQ's `InvalidIdError`, which the
+ * error filter turns into a 400.
  */
 @Controller('orders')
 export class OrdersController {
-  constructor(private readonly queues: QueueService) {}
+  constructor(private readonly entry: OrderEntryService) {}
 
-  /** Validates and enqueues an order; 202 with the job id. */
+  /** Places an order: 202 when new, 200 for a retry of the same request, 409 for a reused client id. */
   @Post()
-  @HttpCode(HttpStatus.ACCEPTED)
-  async place(@Body(OrderValidationPipe) order: OrderInput): Promise<OrderReceipt> {
-    const id = await this.queues.enqueue<OrderInput>(ORDERS_QUEUE, order);
-    return { id, status: 'pending' };
+  async place(@Body(OrderValidationPipe) order: OrderInput, @Res({ passthrough: true }) res: StatusResponse): Promise<PlaceReceipt> {
+    const receipt = await this.entry.place(order);
+    res.status(receipt.repeat ? HttpStatus.OK : HttpStatus.ACCEPTED);
+    return receipt;
   }
 
-  /** Jobs of the `orders` queue per status. */
-  @Get('stats/counts')
-  counts(): Promise<JobCounts> {
-    return this.queues.counts(ORDERS_QUEUE);
-  }
-
-  /** One order's job: 404 when unknown (or past retention), 400 when the id is malformed. */
+  /** One order: its book state (or `accepted` before the book saw it); 404 when unknown. */
   @Get(':id')
-  async get(@Param('id') id: string): Promise<OrderView> {
-    const job = await this.queues.getJob<OrderInput, OrderAccepted>(ORDERS_QUEUE, id);
-    if (!job) throw new NotFoundException(`no order ${JSON.stringify(id)}`);
-    return {
-      id: job.id,
-      status: job.status,
-      attempts: job.attempts,
-      payload: job.payload,
-      result: job.result,
-      error: job.error,
-      createdAt: job.createdAt.toISOString(),
-      finishedAt: job.finishedAt?.toISOString(),
-    };
+  get(@Param('id') id: string): Promise<OrderView> {
+    return this.entry.get(id);
+  }
+
+  /** Requests a cancel: 202 with the order as it stood; 409 once filled or cancelled. */
+  @Delete(':id')
+  @HttpCode(HttpStatus.ACCEPTED)
+  cancel(@Param('id') id: string): Promise<OrderView> {
+    return this.entry.cancel(id);
   }
 }

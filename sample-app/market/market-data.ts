@@ -1,0 +1,57 @@
+import { Injectable } from '@nestjs/common';
+import { BusService, OnEvent, type BusEvent } from '@echomq/nestjs';
+import type { Trade } from '../engine/engine.types.js';
+import { TRADES_TOPIC } from '../exchange.names.js';
+import { ExchangeStore } from '../store/exchange.store.js';
+
+/** A dead member's unacknowledged trades are re-delivered to a live one after this long (ms). */
+export const ACK_TIMEOUT_MS = 5000;
+
+/**
+ * Market data from the `trades` topic. Two consumer groups, each shared by all instances (the
+ * Bus splits the entries among the members and re-delivers those of a dead member): `candles`
+ * folds each trade into its symbol's 1 s and 1 min candles, `risk` into both accounts' exposure.
+ * Both folds are idempotent per trade id, so a re-delivered or twice-published trade counts once,
+ * and the order trades arrive in does not matter. A group keeps its position across restarts;
+ * `rebuild(from)` replays the log from an instant through the same folds (e.g. after losing the
+ * projections).
+ */
+@Injectable()
+export class MarketData {
+  constructor(
+    private readonly bus: BusService,
+    private readonly store: ExchangeStore,
+  ) {}
+
+  /** Folds a trade into the candles. */
+  @OnEvent(TRADES_TOPIC, { group: 'candles', concurrency: 16, ackTimeoutMs: ACK_TIMEOUT_MS })
+  async candle(e: BusEvent<Trade>): Promise<void> {
+    await this.store.foldCandle(e.payload);
+  }
+
+  /** Folds a trade into the risk view. */
+  @OnEvent(TRADES_TOPIC, { group: 'risk', concurrency: 16, ackTimeoutMs: ACK_TIMEOUT_MS })
+  async risk(e: BusEvent<Trade>): Promise<void> {
+    await this.store.foldRisk(e.payload);
+  }
+
+  /** Replays the trade log from `from` (to now) through both folds; resolves to how many trades it read. */
+  async rebuild(from: Date): Promise<number> {
+    let n = 0;
+    for await (const e of this.bus.replay<Trade>(TRADES_TOPIC, { from, batch: 500 })) {
+      await Promise.all([this.store.foldCandle(e.payload), this.store.foldRisk(e.payload)]);
+      n++;
+    }
+    return n;
+  }
+
+  /** The newest trades, newest first (read back from the Bus log). */
+  async recent(count = 20): Promise<Trade[]> {
+    const out: Trade[] = [];
+    for await (const e of this.bus.replay<Trade>(TRADES_TOPIC, { order: 'desc', batch: Math.min(count, 1000) })) {
+      out.push(e.payload);
+      if (out.length >= count) break;
+    }
+    return out;
+  }
+}
