@@ -1,11 +1,10 @@
 import { hostname } from 'node:os';
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { EchoMqModule } from '@echomq/nestjs';
+import { EchoMqExceptionFilter, EchoMqModule } from '@echomq/nestjs';
 import { AccountsController } from './accounts/accounts.controller.js';
 import { PositionsService } from './accounts/positions.service.js';
 import { AFTER_CLOSE, AfterEchoMqClose } from './embedded-valkey.js';
-import { EchoMqHttpFilter } from './echomq-http.filter.js';
 import { SETTLEMENTS_QUEUE } from './exchange.names.js';
 import { MarketController } from './market/market.controller.js';
 import { MarketData } from './market/market-data.js';
@@ -53,7 +52,7 @@ export class AppModule {
       PositionsService,
       SettlementProcessor,
       MarketData,
-      { provide: APP_FILTER, useClass: EchoMqHttpFilter },
+      { provide: APP_FILTER, useClass: EchoMqExceptionFilter },
     ];
     if (options.afterClose) providers.push({ provide: AFTER_CLOSE, useValue: options.afterClose }, AfterEchoMqClose);
     return {
