@@ -31,6 +31,9 @@ export { eventIdOf, streamIdOf, eventInstant, EVENT_NS } from './bus/event-id.js
 export { topicKeys, TopicKeys } from './protocol/keys.js';
 export { EchoMqModule } from './nest/echomq.module.js';
 export type { EchoMqModuleOptions, EchoMqModuleAsyncOptions } from './nest/echomq.options.js';
+export type { EchoMqOptionsFactory, QueueRegistration, EchoMqConnectionOption, EmbeddedConnectionOptions } from './nest/echomq.options.js';
+export { Queue } from './nest/queue.handle.js';
+export { InjectQueue, getQueueToken } from './nest/inject-queue.decorator.js';
 export { Processor } from './nest/processor.decorator.js';
 export type { ProcessorMetadata } from './nest/processor.decorator.js';
 export { Flow, flowHandler } from './nest/flow.decorator.js';

@@ -120,6 +120,12 @@ export class EchoMqConnection {
   /** Where warnings go (the eviction policy, a failed re-check); set before `open`. Default: process warnings. */
   logger: ConnectionLogger = processWarnings;
   private readonly warned = new Set<string>();
+  /** The open in progress (`ensureOpen`), shared by concurrent callers. */
+  private opening?: Promise<void>;
+  /** The lease of a connection opened on first use, made before it is opened (`openOnFirstUse`). */
+  private firstUseLease?: NodeLease;
+  private watchingPolicy = false;
+  private closed = false;
 
   constructor(
     readonly options: ValkeyConnectionOptions,
@@ -134,25 +140,64 @@ export class EchoMqConnection {
    * number and names the command connection `emq:cmd:<node>`.
    */
   async open(): Promise<void> {
-    await connectClient(this.client);
+    // A connection opened on first use may already be connecting (a plain command started it).
+    if (this.client.status === 'wait' || this.client.status === 'end') await connectClient(this.client);
     try {
       await this.checkPolicy();
     } catch (err) {
       this.client.disconnect();
       throw err;
     }
-    this.client.on('ready', () => {
-      this.checkPolicy().catch((err: unknown) => this.warnOnce(`after a reconnect: ${describeError(err)}`));
-    });
+    if (!this.watchingPolicy) {
+      this.watchingPolicy = true;
+      this.client.on('ready', () => {
+        this.checkPolicy().catch((err: unknown) => this.warnOnce(`after a reconnect: ${describeError(err)}`));
+      });
+    }
     // The node number: a lease in `{emq}:nodes`, renewed and checked by node-lease.ts.
-    const lease = new NodeLease(this.client, this.scriptClient, {
+    const lease = this.firstUseLease ?? this.newLease();
+    await lease.open();
+    this.lease = lease;
+    await this.rename(lease.node);
+  }
+
+  private newLease(): NodeLease {
+    return new NodeLease(this.client, this.scriptClient, {
       waitMs: this.options.commandTimeoutMs || 10_000,
       onRebind: (node) => void this.rename(node).catch((err: unknown) => this.warnOnce(`renaming connections: ${describeError(err)}`)),
       ...this.leaseOptions,
     });
-    await lease.open();
-    this.lease = lease;
-    await this.rename(lease.node);
+  }
+
+  /**
+   * Opens unless open already: concurrent callers share one attempt, and a failed attempt is
+   * forgotten, so the next call tries again.
+   */
+  ensureOpen(): Promise<void> {
+    if (this.lease) return Promise.resolve();
+    if (this.closed) return Promise.reject(new ValkeyUnavailableError('the EchoMQ connection is closed'));
+    this.opening ??= this.open().finally(() => {
+      this.opening = undefined;
+    });
+    return this.opening;
+  }
+
+  /**
+   * Opens this connection on first use instead of now (a producer-only app that must start while
+   * Valkey is unreachable): the first `ids.ready()` (every enqueue, flow and cache write) opens
+   * it and waits; a plain command connects the client, and the rest of `open` (policy check,
+   * node lease, names) follows at once, a refusal then logged. A failed open is retried by the
+   * next use. Call before any use, instead of `open`.
+   */
+  openOnFirstUse(): void {
+    if (this.firstUseLease || this.lease) return;
+    const lease = this.newLease();
+    const ready = lease.ready.bind(lease);
+    lease.ready = () => (this.lease ? ready() : this.ensureOpen().then(ready));
+    this.firstUseLease = lease;
+    this.client.once('ready', () => {
+      this.ensureOpen().catch((err: unknown) => this.warnOnce(`opening on first use: ${describeError(err)}`));
+    });
   }
 
 
@@ -181,6 +226,7 @@ export class EchoMqConnection {
    * (EMQ_NODE_LEASE) while the lease is uncertain; `await ids.ready()` waits until it is certain.
    */
   get ids(): NodeLease {
+    if (!this.lease && this.firstUseLease) return this.firstUseLease;
     if (!this.lease) throw new ValkeyUnavailableError('EchoMQ connection is not open yet');
     return this.lease;
   }
@@ -228,9 +274,12 @@ export class EchoMqConnection {
 
   /** Closes every client. */
   async close(): Promise<void> {
+    this.closed = true;
     await this.lease?.release();
     for (const c of this.extra.keys()) c.disconnect();
     this.extra.clear();
+    // A connection opened on first use and never used has nothing to quit (QUIT would connect).
+    if (this.client.status === 'wait') return void this.client.disconnect();
     try {
       await this.client.quit();
     } catch {
