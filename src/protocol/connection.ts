@@ -93,14 +93,15 @@ function buildClient(o: ValkeyConnectionOptions, autoPipeline: boolean): ValkeyC
 }
 
 /**
- * Connects a client. Refused credentials fail with `AuthenticationError` (EMQ_AUTH), a denied
+ * Connects a client (stopping it when that fails, unless `keepRetrying`). Refused credentials fail with `AuthenticationError` (EMQ_AUTH), a denied
  * command with `PermissionDeniedError` (EMQ_NOPERM); any other failure with `ValkeyUnavailableError`.
  */
-export async function connectClient(client: ValkeyClient): Promise<void> {
+export async function connectClient(client: ValkeyClient, keepRetrying = false): Promise<void> {
   try {
     await client.connect();
   } catch (err) {
-    client.disconnect();
+    // Stopped, unless the caller wants the client to keep reconnecting in the background.
+    if (!keepRetrying) client.disconnect();
     const cause = lastErrors.get(client) ?? (err as Error);
     const typed = fromReplyError(cause);
     if (typed.code === 'EMQ_AUTH' || typed.code === 'EMQ_NOPERM') throw typed;
@@ -140,8 +141,9 @@ export class EchoMqConnection {
    * number and names the command connection `emq:cmd:<node>`.
    */
   async open(): Promise<void> {
-    // A connection opened on first use may already be connecting (a plain command started it).
-    if (this.client.status === 'wait' || this.client.status === 'end') await connectClient(this.client);
+    // A connection opened on first use may already be connecting (a plain command started it, or
+    // a failed first use left it reconnecting in the background).
+    if (this.client.status === 'wait' || this.client.status === 'end') await connectClient(this.client, this.firstUseLease !== undefined);
     try {
       await this.checkPolicy();
     } catch (err) {
@@ -278,8 +280,8 @@ export class EchoMqConnection {
     await this.lease?.release();
     for (const c of this.extra.keys()) c.disconnect();
     this.extra.clear();
-    // A connection opened on first use and never used has nothing to quit (QUIT would connect).
-    if (this.client.status === 'wait') return void this.client.disconnect();
+    // A client that is not connected has nothing to quit (QUIT would wait for a connection).
+    if (this.client.status !== 'ready') return void this.client.disconnect();
     try {
       await this.client.quit();
     } catch {
