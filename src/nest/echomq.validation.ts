@@ -56,9 +56,14 @@ function bool(v: unknown, what: string): void {
   if (v !== undefined && typeof v !== 'boolean') throw new InvalidOptionError(`${what} must be a boolean`);
 }
 
-/** True when the options ask for the embedded throwaway `valkey-server` (no connection, or `{ embedded: true }`). */
+/**
+ * True when the options ask for the embedded throwaway `valkey-server`: no connection, a
+ * connection whose every value is undefined (`{ url: process.env.ECHOMQ_URL }` with it unset), or
+ * `{ embedded: true }`.
+ */
 export function wantsEmbedded(o: EchoMqModuleOptions): boolean {
-  return o.connection === undefined || 'embedded' in o.connection;
+  const c = o.connection;
+  return c === undefined || 'embedded' in c || Object.values(c).every((v) => v === undefined);
 }
 
 /**
@@ -67,7 +72,7 @@ export function wantsEmbedded(o: EchoMqModuleOptions): boolean {
  */
 export function refuseEmbeddedInProduction(o: EchoMqModuleOptions, env: NodeJS.ProcessEnv = process.env): void {
   if (!wantsEmbedded(o) || env.NODE_ENV !== 'production') return;
-  const why = o.connection === undefined ? 'no connection is configured' : 'connection: { embedded: true } is set';
+  const why = o.connection && 'embedded' in o.connection ? 'connection: { embedded: true } is set' : 'no connection is configured';
   throw new InvalidOptionError(
     `EchoMqModule: ${why} and NODE_ENV=production: the embedded throwaway valkey-server is for development and tests only ` +
       `(no persistence). Configure your Valkey, e.g. EchoMqModule.forRoot({ connection: { url: process.env.ECHOMQ_URL } }) ` +
@@ -86,7 +91,13 @@ export function validateModuleOptions(o: EchoMqModuleOptions): EchoMqModuleOptio
     if ('embedded' in o.connection) {
       knownKeys(o.connection, { embedded: true }, 'embedded connection options');
       if (o.connection.embedded !== true) throw new InvalidOptionError('connection.embedded must be true (or give a url, host/port or cluster)');
-    } else knownKeys(o.connection, CONNECTION_KEYS, 'connection options');
+    } else {
+      knownKeys(o.connection, CONNECTION_KEYS, 'connection options');
+      const { url } = o.connection;
+      if (url !== undefined && (typeof url !== 'string' || !/^rediss?:\/\/./.test(url))) {
+        throw new InvalidOptionError(`connection.url must be a redis:// or rediss:// URL, got ${JSON.stringify(url)}`);
+      }
+    }
   }
   const defaults = resolveDefaults(BUILTIN_DEFAULTS, o.defaults);
   if (o.queues !== undefined) {

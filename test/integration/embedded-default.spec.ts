@@ -71,8 +71,9 @@ describe('the embedded default, owned by the module', () => {
     expect(logs.find('warn', '')).toEqual([]); // no reconnect or quit warnings at shutdown
   });
 
-  it('does the same for connection: { embedded: true }, and producer-only apps too', async () => {
-    for (const options of [{ connection: { embedded: true } }, { consumers: false }] as const) {
+  it('does the same for connection: { embedded: true }, an unset URL, and producer-only apps', async () => {
+    const unsetUrl = { connection: { url: process.env.ECHOMQ_UNSET_URL_FOR_TEST } };
+    for (const options of [{ connection: { embedded: true } }, unsetUrl, { consumers: false }] as const) {
       const app = await boot(options);
       const { pid } = app.get<EmbeddedDefault>(ECHOMQ_EMBEDDED);
       expect(alive(pid)).toBe(true);
@@ -95,7 +96,7 @@ describe('the embedded default, owned by the module', () => {
     const before = process.env.NODE_ENV;
     process.env.NODE_ENV = 'production';
     try {
-      for (const options of [{}, { connection: { embedded: true } }] as const) {
+      for (const options of [{}, { connection: { embedded: true } }, { connection: { url: undefined } }] as const) {
         let err: unknown;
         try {
           EchoMqModule.forRoot(options);

@@ -85,6 +85,8 @@ describe('EchoMqModule options', () => {
       [{ connection: { url }, shutdownTimeoutMs: -1 }, 'shutdownTimeoutMs'],
       [{ connection: { url }, consumers: 'no' }, 'consumers'],
       [{ connection: { url }, defaults: { attempts: 0 } }, 'attempts'],
+      [{ connection: { url: '' } }, 'connection.url'], // ECHOMQ_URL= (set, empty) is not "no connection"
+      [{ connection: { url: 'http://127.0.0.1:6379' } }, 'connection.url'],
     ];
     for (const [options, named] of bad) {
       let err: unknown;
