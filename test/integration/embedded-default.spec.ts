@@ -3,7 +3,7 @@ import { Injectable, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { EchoMqConnection, EchoMqModule, Processor, QueueService, type EchoMqModuleOptions, type Job } from '../../src/index.js';
 import { ECHOMQ_EMBEDDED, type EmbeddedDefault } from '../../src/nest/embedded.default.js';
-import { CapturedLogs } from '../helpers/nest-logs.js';
+import { CapturedLogs, startApp } from '../helpers/nest.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';
 
 const WORK = randomQueue('embedded');
@@ -27,13 +27,8 @@ function alive(pid: number): boolean {
   }
 }
 
-async function boot(options: EchoMqModuleOptions, logs = new CapturedLogs()): Promise<INestApplication> {
-  const mod = await Test.createTestingModule({ imports: [EchoMqModule.forRoot(options)], providers: [Worker] })
-    .setLogger(logs)
-    .compile();
-  const app = mod.createNestApplication({ logger: logs });
-  await app.init();
-  return app;
+function boot(options: EchoMqModuleOptions, logs = new CapturedLogs()): Promise<INestApplication> {
+  return startApp([EchoMqModule.forRoot(options)], [Worker], logs);
 }
 
 describe('the embedded default, owned by the module', () => {

@@ -1,8 +1,9 @@
 import 'reflect-metadata';
-import { Injectable, Module, type DynamicModule, type INestApplication } from '@nestjs/common';
+import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { EchoMqConnection, EchoMqModule, InjectQueue, Queue, QueueService, type EchoMqModuleOptions, type EchoMqOptionsFactory } from '../../src/index.js';
 import { freePort, startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { startApp } from '../helpers/nest.js';
 import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
 
 @Injectable()
@@ -23,13 +24,6 @@ class EchoMqConfig implements EchoMqOptionsFactory {
 @Module({ imports: [ConfigModule], providers: [EchoMqConfig], exports: [EchoMqConfig] })
 class EchoMqConfigModule {}
 
-async function start(root: DynamicModule, extra: DynamicModule[] = [], providers: (new (...a: never[]) => unknown)[] = []): Promise<INestApplication> {
-  const mod = await Test.createTestingModule({ imports: [root, ...extra], providers }).compile();
-  const app = mod.createNestApplication({ logger: false });
-  await app.init();
-  return app;
-}
-
 /** The options reached the module (attempts 7) and the connection works (an enqueue lands). */
 async function expectWorking(app: INestApplication): Promise<void> {
   const queues = app.get(QueueService);
@@ -40,32 +34,19 @@ async function expectWorking(app: INestApplication): Promise<void> {
 }
 
 describe('EchoMqModule options', () => {
-  it('forRootAsync with useFactory (and inject)', async () => {
-    const app = await start(
+  it.each([
+    [
+      'useFactory (and inject)',
       EchoMqModule.forRootAsync({
         imports: [ConfigModule],
         inject: [Config],
         useFactory: async (c: Config) => ({ connection: { url: c.url }, defaults: { attempts: 7 } }),
       }),
-    );
-    try {
-      await expectWorking(app);
-    } finally {
-      await app.close();
-    }
-  });
-
-  it('forRootAsync with useClass (instantiated by the module, its own dependencies from imports)', async () => {
-    const app = await start(EchoMqModule.forRootAsync({ imports: [ConfigModule], useClass: EchoMqConfig }));
-    try {
-      await expectWorking(app);
-    } finally {
-      await app.close();
-    }
-  });
-
-  it('forRootAsync with useExisting (a provider of an imported module)', async () => {
-    const app = await start(EchoMqModule.forRootAsync({ imports: [EchoMqConfigModule], useExisting: EchoMqConfig }));
+    ],
+    ['useClass (instantiated by the module, its dependencies from imports)', EchoMqModule.forRootAsync({ imports: [ConfigModule], useClass: EchoMqConfig })],
+    ['useExisting (a provider of an imported module)', EchoMqModule.forRootAsync({ imports: [EchoMqConfigModule], useExisting: EchoMqConfig })],
+  ])('forRootAsync with %s', async (_style, root) => {
+    const app = await startApp([root]);
     try {
       await expectWorking(app);
     } finally {
@@ -118,9 +99,8 @@ class Producer {
 describe('consumers: false (a producer-only app)', () => {
   it('starts without Valkey reachable, then enqueues once it is', async () => {
     const port = await freePort();
-    const app = await start(
-      EchoMqModule.forRoot({ connection: { url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 1000 }, consumers: false }),
-      [EchoMqModule.forFeature([{ name: LAZY }])],
+    const app = await startApp(
+      [EchoMqModule.forRoot({ connection: { url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 1000 }, consumers: false }), EchoMqModule.forFeature([{ name: LAZY }])],
       [Producer],
     );
     const server = { stop: async () => undefined, pid: 0 };
@@ -142,7 +122,7 @@ describe('consumers: false (a producer-only app)', () => {
   it('opens fully when a plain command is the first use, and closes cleanly when never used', async () => {
     const server = await startEmbeddedValkey();
     try {
-      const app = await start(EchoMqModule.forRoot({ connection: { url: server.url }, consumers: false }), [EchoMqModule.forFeature([{ name: LAZY }])], [Producer]);
+      const app = await startApp([EchoMqModule.forRoot({ connection: { url: server.url }, consumers: false }), EchoMqModule.forFeature([{ name: LAZY }])], [Producer]);
       try {
         const conn = app.get(EchoMqConnection);
         expect(conn.client.status).toBe('wait'); // nothing connected at startup
@@ -152,7 +132,7 @@ describe('consumers: false (a producer-only app)', () => {
       } finally {
         await app.close();
       }
-      const idle = await start(EchoMqModule.forRoot({ connection: { url: server.url }, consumers: false }));
+      const idle = await startApp([EchoMqModule.forRoot({ connection: { url: server.url }, consumers: false })]);
       const conn = idle.get(EchoMqConnection);
       await idle.close();
       expect(conn.client.status).toBe('end');

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { EchoMqModule, InjectQueue, Processor, Queue, QueueService, getQueueToken, type Job } from '../../src/index.js';
-import { CapturedLogs } from '../helpers/nest-logs.js';
+import { CapturedLogs, startApp } from '../helpers/nest.js';
 import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
 
 interface OrderInput {
@@ -48,13 +48,8 @@ export function handleTypes(desk: OrderDesk): void {
   });
 }
 
-async function boot(logs: CapturedLogs, extra: { warnUnknownQueues?: boolean } = {}): Promise<INestApplication> {
-  const mod = await Test.createTestingModule({
-    imports: [EchoMqModule.forRoot({ connection: { url: testUrl() }, shutdownTimeoutMs: 1000, ...extra }), OrdersModule],
-  }).compile();
-  const app = mod.createNestApplication({ logger: logs });
-  await app.init();
-  return app;
+function boot(logs: CapturedLogs, extra: { warnUnknownQueues?: boolean } = {}): Promise<INestApplication> {
+  return startApp([EchoMqModule.forRoot({ connection: { url: testUrl() }, shutdownTimeoutMs: 1000, ...extra }), OrdersModule], [], logs);
 }
 
 describe('typed queue handles (forFeature + @InjectQueue)', () => {

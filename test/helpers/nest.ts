@@ -1,4 +1,5 @@
-import type { LoggerService } from '@nestjs/common';
+import type { INestApplication, LoggerService, ModuleMetadata, Provider } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
 
 /** A Nest logger that keeps every line (level and message) for assertions. */
 export class CapturedLogs implements LoggerService {
@@ -20,4 +21,13 @@ export class CapturedLogs implements LoggerService {
   }
   debug(): void {}
   verbose(): void {}
+}
+
+/** Compiles a testing module of `imports` and `providers`, logging to `logs` (or nowhere), and inits the app. */
+export async function startApp(imports: ModuleMetadata['imports'], providers: Provider[] = [], logs?: CapturedLogs): Promise<INestApplication> {
+  const builder = Test.createTestingModule({ imports, providers });
+  if (logs) builder.setLogger(logs);
+  const app = (await builder.compile()).createNestApplication({ logger: logs ?? false });
+  await app.init();
+  return app;
 }
