@@ -72,6 +72,7 @@ export class QueueRegistry implements OnApplicationBootstrap {
     else this.check(queue);
   }
 
+  /** Learns which queues this app's `@Processor` / `@Flow` methods consume, then settles the early checks. */
   onApplicationBootstrap(): void {
     if (this.options.consumers !== false) this.consumed = new Set(this.explorer.processors.map((p) => p.queue));
     const early = this.early ?? new Set<string>();
@@ -101,6 +102,7 @@ export class RegisteredQueueService extends QueueService {
     super(conn, defaults, registry.overrides, flowOptions);
   }
 
+  /** `QueueService.enqueueMany`, after telling the registry (the warn-once check). */
   override enqueueMany<T>(queue: string, items: readonly EnqueueItem<T>[]): Promise<string[]> {
     this.registry.enqueued(queue);
     return super.enqueueMany(queue, items);
