@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Injectable, Module, type INestApplication } from '@nestjs/common';
+import { Injectable, Module, type INestApplication, type OnModuleInit } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { EchoMqModule, InjectQueue, Processor, Queue, QueueService, getQueueToken, type Job } from '../../src/index.js';
 import { CapturedLogs, startApp } from '../helpers/nest.js';
@@ -106,6 +106,27 @@ describe('typed queue handles (forFeature + @InjectQueue)', () => {
       expect(warned).toHaveLength(1);
       expect(warned[0]).toContain(`"${UNKNOWN}"`);
       expect(warned[0]).toContain('warnUnknownQueues');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('settles enqueues made before bootstrap at bootstrap (a consumed queue is not warned about)', async () => {
+    const early = randomQueue('early');
+    @Injectable()
+    class EarlyProducer implements OnModuleInit {
+      constructor(private readonly queues: QueueService) {}
+      async onModuleInit(): Promise<void> {
+        await this.queues.enqueue(early, {});
+        await this.queues.enqueue(CONSUMED, {}); // consumed, though its @Processor may not be discovered yet
+      }
+    }
+    const logs = new CapturedLogs();
+    const app = await startApp([EchoMqModule.forRoot({ connection: { url: testUrl() }, shutdownTimeoutMs: 1000 }), OrdersModule], [EarlyProducer], logs);
+    try {
+      const warned = logs.find('warn', 'enqueued to queue');
+      expect(warned).toHaveLength(1);
+      expect(warned[0]).toContain(`"${early}"`);
     } finally {
       await app.close();
     }
