@@ -9,6 +9,9 @@
 // The module and its options.
 export { EchoMqModule } from './nest/echomq.module.js';
 export type { EchoMqModuleOptions, EchoMqModuleAsyncOptions } from './nest/echomq.options.js';
+export type { EchoMqOptionsFactory, QueueRegistration, EchoMqConnectionOption, EmbeddedConnectionOptions } from './nest/echomq.options.js';
+export { Queue } from './nest/queue.handle.js';
+export { InjectQueue, getQueueToken } from './nest/inject-queue.decorator.js';
 export type { ValkeyConnectionOptions } from './protocol/connection.js';
 export type { Json } from './protocol/codec.js';
 

@@ -1,96 +1,66 @@
-import { Logger, Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { Inject, Module, Optional, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { EchoMqConnection } from '../protocol/connection.js';
-import { QueueService } from '../queue/queue.service.js';
-import { BUILTIN_DEFAULTS, resolveDefaults } from '../queue/queue.options.js';
 import { ECHOMQ_OPTIONS } from './echomq.constants.js';
-import type { EchoMqModuleAsyncOptions, EchoMqModuleOptions } from './echomq.options.js';
-import { ConsumerOrchestrator } from './consumer.orchestrator.js';
-import { ProcessorExplorer } from './processor.explorer.js';
-import { BusService } from '../bus/bus.service.js';
-import { CacheService } from '../cache/cache.service.js';
-import { CacheExplorer } from './cache.explorer.js';
-import { CacheInterceptor } from './cache.interceptor.js';
-import { EventExplorer } from './event.explorer.js';
-import { GroupOrchestrator } from './group.orchestrator.js';
+import type { EchoMqModuleAsyncOptions, EchoMqModuleOptions, QueueRegistration } from './echomq.options.js';
+import { validateModuleOptions } from './echomq.validation.js';
+import { ECHOMQ_EMBEDDED, type EmbeddedDefault } from './embedded.default.js';
+import { getQueueToken } from './inject-queue.decorator.js';
+import { ROOT_EXPORTS, ROOT_PROVIDERS, asyncOptionsProviders, featureProviders } from './echomq.providers.js';
 
-const services: Provider[] = [
-  {
-    provide: EchoMqConnection,
-    inject: [ECHOMQ_OPTIONS],
-    useFactory: async (o: EchoMqModuleOptions) => {
-      const conn = new EchoMqConnection(o.connection ?? { host: '127.0.0.1', port: 6379 });
-      const logger = new Logger('EchoMQ');
-      conn.logger = { warn: (m) => logger.warn(m) };
-      await conn.open();
-      return conn;
-    },
-  },
-  {
-    provide: QueueService,
-    inject: [EchoMqConnection, ECHOMQ_OPTIONS],
-    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) =>
-      new QueueService(conn, resolveDefaults(BUILTIN_DEFAULTS, o.defaults), o.queues ?? {}, {
-        logger: { warn: (m: string) => new Logger('EchoMQ').warn(m) },
-        ...o.flows,
-      }),
-  },
-  {
-    provide: BusService,
-    inject: [EchoMqConnection, ECHOMQ_OPTIONS],
-    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) => new BusService(conn, o.bus ?? {}),
-  },
-  {
-    provide: CacheService,
-    inject: [EchoMqConnection, ECHOMQ_OPTIONS],
-    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) => new CacheService(conn, o.cache ?? {}),
-  },
-  ProcessorExplorer,
-  ConsumerOrchestrator,
-  EventExplorer,
-  GroupOrchestrator,
-  CacheExplorer,
-  CacheInterceptor,
-];
+/** The module `EchoMqModule.forFeature` returns: the typed queue handles of its entries. */
+@Module({})
+export class EchoMqFeatureModule {}
 
 /**
- * The EchoMQ module: registers `QueueService` and `BusService` (global), runs every `@Processor`
- * method as a supervised consumer loop and every `@OnEvent` method as a consumer-group loop.
+ * The EchoMQ module (global): `forRoot` / `forRootAsync` once in the app provide `QueueService`,
+ * `BusService`, `CacheService` and run every `@Processor`, `@Flow` and `@OnEvent` method as a
+ * supervised loop; `forFeature` in any module registers queues for `@InjectQueue`. See docs/nest.md.
  */
 @Module({})
-export class EchoMqModule {
-  /** Configures EchoMQ with static options. */
+export class EchoMqModule implements OnApplicationShutdown {
+  constructor(@Optional() @Inject(ECHOMQ_EMBEDDED) private readonly embedded?: EmbeddedDefault | null) {}
+
+  /** Configures EchoMQ with static options, validated now (typed errors, EMQ_BAD_OPTION). */
   static forRoot(options: EchoMqModuleOptions = {}): DynamicModule {
-    // Validate eagerly so a bad default fails at startup with a typed error.
-    resolveDefaults(BUILTIN_DEFAULTS, options.defaults);
+    validateModuleOptions(options);
     return {
       module: EchoMqModule,
       global: true,
       imports: [DiscoveryModule],
-      providers: [{ provide: ECHOMQ_OPTIONS, useValue: options }, ...services],
-      exports: [QueueService, BusService, CacheService, CacheInterceptor, EchoMqConnection],
+      providers: [{ provide: ECHOMQ_OPTIONS, useValue: options }, ...ROOT_PROVIDERS],
+      exports: ROOT_EXPORTS,
     };
   }
 
-  /** Configures EchoMQ from a factory (e.g. reading a ConfigService). */
+  /**
+   * Configures EchoMQ from `useFactory` (with `inject`), `useClass` or `useExisting` (an
+   * `EchoMqOptionsFactory`); the options are validated as `forRoot`'s when they resolve.
+   */
   static forRootAsync(options: EchoMqModuleAsyncOptions): DynamicModule {
     return {
       module: EchoMqModule,
       global: true,
       imports: [DiscoveryModule, ...(options.imports ?? [])],
-      providers: [
-        {
-          provide: ECHOMQ_OPTIONS,
-          inject: options.inject ?? [],
-          useFactory: async (...args: never[]) => {
-            const o = await options.useFactory(...args);
-            resolveDefaults(BUILTIN_DEFAULTS, o.defaults);
-            return o;
-          },
-        },
-        ...services,
-      ],
-      exports: [QueueService, BusService, CacheService, CacheInterceptor, EchoMqConnection],
+      providers: [...asyncOptionsProviders(options), ...ROOT_PROVIDERS],
+      exports: ROOT_EXPORTS,
     };
+  }
+
+  /**
+   * Registers queues for this module: `@InjectQueue(name)` then injects a typed `Queue<P, R>`
+   * handle. Names and defaults are checked now (EMQ_BAD_NAME / EMQ_BAD_OPTION); `forRoot` or
+   * `forRootAsync` must be imported once in the app.
+   */
+  static forFeature(queues: readonly QueueRegistration[]): DynamicModule {
+    const providers = featureProviders(queues);
+    return { module: EchoMqFeatureModule, providers, exports: queues.map((q) => getQueueToken(q.name)) };
+  }
+
+  /**
+   * Stops the embedded default server, if the module started one. A module class's hook runs after
+   * every provider of its module has shut down, so EchoMQ's connections are closed by then.
+   */
+  async onApplicationShutdown(): Promise<void> {
+    await this.embedded?.stop();
   }
 }

@@ -1,39 +1,83 @@
-import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency } from '@nestjs/common';
+import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Type } from '@nestjs/common';
 import type { ValkeyConnectionOptions } from '../protocol/connection.js';
 import type { QueueDefaults } from '../queue/queue.options.js';
 import type { BusOptions } from '../bus/bus.options.js';
 import type { CacheOptions } from '../cache/cache.types.js';
 import type { FlowOptions } from '../queue/flow.service.js';
 
-/** Options of `EchoMqModule.forRoot`. */
+/**
+ * Ask the module for a throwaway local `valkey-server` (development and tests; refused when
+ * `NODE_ENV=production`). Giving no `connection` at all means the same.
+ */
+export interface EmbeddedConnectionOptions {
+  /** `true`: start the throwaway server (stopped after the module's connections close). */
+  readonly embedded: true;
+}
+
+/** Where Valkey is: a real deployment (`ValkeyConnectionOptions`) or the embedded default. */
+export type EchoMqConnectionOption = ValkeyConnectionOptions | EmbeddedConnectionOptions;
+
+/** Options of `EchoMqModule.forRoot` (and what `forRootAsync` resolves to); see docs/nest.md. */
 export interface EchoMqModuleOptions {
-  /** Where Valkey is. Default `redis://127.0.0.1:6379`. */
-  readonly connection?: ValkeyConnectionOptions;
+  /**
+   * Where Valkey is. Omitted or `{ embedded: true }`: the module starts a throwaway local
+   * `valkey-server` and stops it at shutdown (refused under `NODE_ENV=production`). The module
+   * reads no environment variable: pass `{ url: process.env.ECHOMQ_URL }` yourself.
+   */
+  readonly connection?: EchoMqConnectionOption;
   /** Defaults for every queue. */
   readonly defaults?: Partial<QueueDefaults>;
-  /** Per-queue overrides of the defaults, by queue name. */
+  /** Per-queue overrides of the defaults, by queue name (a queue named here counts as registered). */
   readonly queues?: Readonly<Record<string, Partial<QueueDefaults>>>;
-  /** Cache options (L1 bounds, default TTL, tombstone window, poll period). */
+  /** Cache options (namespace, default TTL, L1 bounds, tombstone window, poll period). */
   readonly cache?: CacheOptions;
-  /** Bus options (consumer instance name, payload limit, dead-letter cap). */
+  /** Bus options (consumer instance name, payload limit, dead-letter cap, trim period). */
   readonly bus?: BusOptions;
-  /** How long shutdown waits for running handlers (ms). Default 10,000. */
+  /** How long shutdown waits for running handlers (ms, 0..3,600,000). Default 10,000. */
   readonly shutdownTimeoutMs?: number;
   /**
    * Flows: bounds, the relay's lease and sweep period, the outbox bound; `relay: false` stops this
    * process relaying the outboxes of its `@Processor` / `@Flow` queues (another process must).
    */
   readonly flows?: FlowOptions & { readonly relay?: boolean };
-  /** Set false to register services without starting `@Processor` and `@OnEvent` loops. Default true. */
+  /**
+   * `false`: a producer-only app. No `@Processor`, `@Flow` or `@OnEvent` loop starts, and the
+   * connection opens on first use instead of at startup (the app starts while Valkey is
+   * unreachable). Default true.
+   */
   readonly consumers?: boolean;
+  /**
+   * Warn once per queue (Nest logger) when `QueueService` enqueues to a queue that no
+   * `forFeature` or `queues` entry registers and no `@Processor` / `@Flow` of this app consumes
+   * (with `consumers: false`: that no `forFeature` or `queues` entry registers). Default true.
+   */
+  readonly warnUnknownQueues?: boolean;
 }
 
-/** Options of `EchoMqModule.forRootAsync`. */
+/** One queue of `EchoMqModule.forFeature`. */
+export interface QueueRegistration {
+  /** The queue's name (the key grammar's rules; checked at registration). */
+  readonly name: string;
+  /** This queue's overrides of the module defaults (merged over `forRoot`'s `queues[name]`). */
+  readonly defaults?: Partial<QueueDefaults>;
+}
+
+/** A class that builds the module options, for `forRootAsync({ useClass | useExisting })`. */
+export interface EchoMqOptionsFactory {
+  /** The module options (validated like `forRoot`'s). */
+  createEchoMqOptions(): EchoMqModuleOptions | Promise<EchoMqModuleOptions>;
+}
+
+/** Options of `EchoMqModule.forRootAsync`: exactly one of `useFactory`, `useClass`, `useExisting`. */
 export interface EchoMqModuleAsyncOptions {
-  /** Modules whose providers the factory injects. */
+  /** Modules exporting what the factory (or the factory class) injects. */
   readonly imports?: ModuleMetadata['imports'];
-  /** Builds the options (may be async), called with the `inject` providers. */
-  readonly useFactory: (...args: never[]) => EchoMqModuleOptions | Promise<EchoMqModuleOptions>;
-  /** Providers passed to `useFactory`, in order. */
+  /** Builds the options from the injected `inject` tokens. */
+  readonly useFactory?: (...args: never[]) => EchoMqModuleOptions | Promise<EchoMqModuleOptions>;
+  /** Tokens injected into `useFactory`. */
   readonly inject?: (InjectionToken | OptionalFactoryDependency)[];
+  /** A factory class the module instantiates (in its own scope) and asks for the options. */
+  readonly useClass?: Type<EchoMqOptionsFactory>;
+  /** An existing provider (from `imports`) asked for the options. */
+  readonly useExisting?: Type<EchoMqOptionsFactory>;
 }

@@ -99,14 +99,15 @@ function buildClient(o: ValkeyConnectionOptions, autoPipeline: boolean): ValkeyC
 }
 
 /**
- * Connects a client. Refused credentials fail with `AuthenticationError` (EMQ_AUTH), a denied
+ * Connects a client (stopping it when that fails, unless `keepRetrying`). Refused credentials fail with `AuthenticationError` (EMQ_AUTH), a denied
  * command with `PermissionDeniedError` (EMQ_NOPERM); any other failure with `ValkeyUnavailableError`.
  */
-export async function connectClient(client: ValkeyClient): Promise<void> {
+export async function connectClient(client: ValkeyClient, keepRetrying = false): Promise<void> {
   try {
     await client.connect();
   } catch (err) {
-    client.disconnect();
+    // Stopped, unless the caller wants the client to keep reconnecting in the background.
+    if (!keepRetrying) client.disconnect();
     const cause = lastErrors.get(client) ?? (err as Error);
     const typed = fromReplyError(cause);
     if (typed.code === 'EMQ_AUTH' || typed.code === 'EMQ_NOPERM') throw typed;
@@ -126,6 +127,12 @@ export class EchoMqConnection {
   /** Where warnings go (the eviction policy, a failed re-check); set before `open`. Default: process warnings. */
   logger: ConnectionLogger = processWarnings;
   private readonly warned = new Set<string>();
+  /** The open in progress (`ensureOpen`), shared by concurrent callers. */
+  private opening?: Promise<void>;
+  /** The lease of a connection opened on first use, made before it is opened (`openOnFirstUse`). */
+  private firstUseLease?: NodeLease;
+  private watchingPolicy = false;
+  private closed = false;
 
   constructor(
     readonly options: ValkeyConnectionOptions,
@@ -140,25 +147,65 @@ export class EchoMqConnection {
    * number and names the command connection `emq:cmd:<node>`.
    */
   async open(): Promise<void> {
-    await connectClient(this.client);
+    // A connection opened on first use may already be connecting (a plain command started it, or
+    // a failed first use left it reconnecting in the background).
+    if (this.client.status === 'wait' || this.client.status === 'end') await connectClient(this.client, this.firstUseLease !== undefined);
     try {
       await this.checkPolicy();
     } catch (err) {
       this.client.disconnect();
       throw err;
     }
-    this.client.on('ready', () => {
-      this.checkPolicy().catch((err: unknown) => this.warnOnce(`after a reconnect: ${describeError(err)}`));
-    });
+    if (!this.watchingPolicy) {
+      this.watchingPolicy = true;
+      this.client.on('ready', () => {
+        this.checkPolicy().catch((err: unknown) => this.warnOnce(`after a reconnect: ${describeError(err)}`));
+      });
+    }
     // The node number: a lease in `{emq}:nodes`, renewed and checked by node-lease.ts.
-    const lease = new NodeLease(this.client, this.scriptClient, {
+    const lease = this.firstUseLease ?? this.newLease();
+    await lease.open();
+    this.lease = lease;
+    await this.rename(lease.node);
+  }
+
+  private newLease(): NodeLease {
+    return new NodeLease(this.client, this.scriptClient, {
       waitMs: this.options.commandTimeoutMs || 10_000,
       onRebind: (node) => void this.rename(node).catch((err: unknown) => this.warnOnce(`renaming connections: ${describeError(err)}`)),
       ...this.leaseOptions,
     });
-    await lease.open();
-    this.lease = lease;
-    await this.rename(lease.node);
+  }
+
+  /**
+   * Opens unless open already: concurrent callers share one attempt, and a failed attempt is
+   * forgotten, so the next call tries again.
+   */
+  ensureOpen(): Promise<void> {
+    if (this.lease) return Promise.resolve();
+    if (this.closed) return Promise.reject(new ValkeyUnavailableError('the EchoMQ connection is closed'));
+    this.opening ??= this.open().finally(() => {
+      this.opening = undefined;
+    });
+    return this.opening;
+  }
+
+  /**
+   * Opens this connection on first use instead of now (a producer-only app that must start while
+   * Valkey is unreachable): the first `ids.ready()` (every enqueue, flow and cache write) opens
+   * it and waits; a plain command connects the client, and the rest of `open` (policy check,
+   * node lease, names) follows at once, a refusal then logged. A failed open is retried by the
+   * next use. Call before any use, instead of `open`.
+   */
+  openOnFirstUse(): void {
+    if (this.firstUseLease || this.lease) return;
+    const lease = this.newLease();
+    const ready = lease.ready.bind(lease);
+    lease.ready = () => (this.lease ? ready() : this.ensureOpen().then(ready));
+    this.firstUseLease = lease;
+    this.client.once('ready', () => {
+      this.ensureOpen().catch((err: unknown) => this.warnOnce(`opening on first use: ${describeError(err)}`));
+    });
   }
 
 
@@ -187,6 +234,7 @@ export class EchoMqConnection {
    * (EMQ_NODE_LEASE) while the lease is uncertain; `await ids.ready()` waits until it is certain.
    */
   get ids(): NodeLease {
+    if (!this.lease && this.firstUseLease) return this.firstUseLease;
     if (!this.lease) throw new ValkeyUnavailableError('EchoMQ connection is not open yet');
     return this.lease;
   }
@@ -248,9 +296,12 @@ export class EchoMqConnection {
 
   /** Closes every client. */
   async close(): Promise<void> {
+    this.closed = true;
     await this.lease?.release();
     for (const c of this.extra.keys()) c.disconnect();
     this.extra.clear();
+    // A client that is not connected has nothing to quit (QUIT would wait for a connection).
+    if (this.client.status !== 'ready') return void this.client.disconnect();
     try {
       await this.client.quit();
     } catch {

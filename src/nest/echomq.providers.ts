@@ -1,0 +1,110 @@
+import { Logger, type Provider } from '@nestjs/common';
+import { EchoMqConnection, type ValkeyConnectionOptions } from '../protocol/connection.js';
+import { InvalidOptionError } from '../protocol/errors.js';
+import { QueueService } from '../queue/queue.service.js';
+import { BUILTIN_DEFAULTS, resolveDefaults } from '../queue/queue.options.js';
+import { BusService } from '../bus/bus.service.js';
+import { CacheService } from '../cache/cache.service.js';
+import { ECHOMQ_OPTIONS } from './echomq.constants.js';
+import type { EchoMqModuleAsyncOptions, EchoMqModuleOptions, EchoMqOptionsFactory, QueueRegistration } from './echomq.options.js';
+import { validateModuleOptions, validateRegistration } from './echomq.validation.js';
+import { ECHOMQ_EMBEDDED, startEmbeddedDefault, type EmbeddedDefault } from './embedded.default.js';
+import { QueueRegistry, RegisteredQueueService } from './queue.registry.js';
+import { Queue } from './queue.handle.js';
+import { getQueueToken } from './inject-queue.decorator.js';
+import { ConsumerOrchestrator } from './consumer.orchestrator.js';
+import { ProcessorExplorer } from './processor.explorer.js';
+import { CacheExplorer } from './cache.explorer.js';
+import { CacheInterceptor } from './cache.interceptor.js';
+import { EventExplorer } from './event.explorer.js';
+import { GroupOrchestrator } from './group.orchestrator.js';
+
+/** What the root module exports to the whole app (it is global). */
+export const ROOT_EXPORTS = [QueueService, BusService, CacheService, CacheInterceptor, EchoMqConnection, QueueRegistry, ECHOMQ_EMBEDDED];
+
+/**
+ * The root module's providers after the options: the embedded default (when asked for), the
+ * connection (opened at init, or on first use with `consumers: false`), the services, the
+ * explorers and orchestrators.
+ */
+export const ROOT_PROVIDERS: Provider[] = [
+  { provide: ECHOMQ_EMBEDDED, inject: [ECHOMQ_OPTIONS], useFactory: startEmbeddedDefault },
+  {
+    provide: EchoMqConnection,
+    inject: [ECHOMQ_OPTIONS, ECHOMQ_EMBEDDED],
+    useFactory: async (o: EchoMqModuleOptions, embedded: EmbeddedDefault | null) => {
+      const target: ValkeyConnectionOptions = embedded ? { url: embedded.url } : (o.connection as ValkeyConnectionOptions);
+      const conn = new EchoMqConnection(target);
+      const logger = new Logger('EchoMQ');
+      conn.logger = { warn: (m) => logger.warn(m) };
+      if (o.consumers === false) conn.openOnFirstUse();
+      else await conn.open();
+      return conn;
+    },
+  },
+  QueueRegistry,
+  {
+    provide: QueueService,
+    inject: [EchoMqConnection, ECHOMQ_OPTIONS, QueueRegistry],
+    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions, registry: QueueRegistry) =>
+      new RegisteredQueueService(conn, resolveDefaults(BUILTIN_DEFAULTS, o.defaults), registry, {
+        logger: { warn: (m: string) => new Logger('EchoMQ').warn(m) },
+        ...o.flows,
+      }),
+  },
+  {
+    provide: BusService,
+    inject: [EchoMqConnection, ECHOMQ_OPTIONS],
+    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) => new BusService(conn, o.bus ?? {}),
+  },
+  {
+    provide: CacheService,
+    inject: [EchoMqConnection, ECHOMQ_OPTIONS],
+    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) => new CacheService(conn, o.cache ?? {}),
+  },
+  ProcessorExplorer,
+  ConsumerOrchestrator,
+  EventExplorer,
+  GroupOrchestrator,
+  CacheExplorer,
+  CacheInterceptor,
+];
+
+/**
+ * The providers of `forRootAsync` that resolve the options, by the Nest conventions: `useFactory`
+ * (with `inject`), `useClass` (instantiated here) or `useExisting` (from `imports`); the result is
+ * validated as `forRoot`'s options are. Exactly one style must be given (EMQ_BAD_OPTION).
+ */
+export function asyncOptionsProviders(a: EchoMqModuleAsyncOptions): Provider[] {
+  const styles = [a.useFactory, a.useClass, a.useExisting].filter((s) => s !== undefined).length;
+  if (styles !== 1) throw new InvalidOptionError(`forRootAsync takes exactly one of useFactory, useClass, useExisting (got ${styles})`);
+  if (a.inject && !a.useFactory) throw new InvalidOptionError('forRootAsync: inject goes with useFactory');
+  if (a.useFactory) {
+    const make = a.useFactory;
+    return [{ provide: ECHOMQ_OPTIONS, inject: a.inject ?? [], useFactory: async (...args: never[]) => validateModuleOptions(await make(...args)) }];
+  }
+  const factory = (a.useClass ?? a.useExisting)!;
+  const options: Provider = {
+    provide: ECHOMQ_OPTIONS,
+    inject: [factory],
+    useFactory: async (f: EchoMqOptionsFactory) => validateModuleOptions(await f.createEchoMqOptions()),
+  };
+  return a.useClass ? [options, { provide: a.useClass, useClass: a.useClass }] : [options];
+}
+
+/**
+ * The providers of `forFeature`: one typed `Queue` handle per entry, under `getQueueToken(name)`,
+ * registering its queue (and defaults) as the handle is created.
+ */
+export function featureProviders(queues: readonly QueueRegistration[]): Provider[] {
+  if (!Array.isArray(queues)) throw new InvalidOptionError('forFeature takes an array of { name, defaults? }');
+  for (const q of queues) validateRegistration(q);
+  return queues.map((q) => ({
+    provide: getQueueToken(q.name),
+    inject: [QueueRegistry, QueueService],
+    useFactory: (registry: QueueRegistry, service: QueueService) => {
+      registry.register(q);
+      return new Queue(q.name, service);
+    },
+  }));
+}
