@@ -1,10 +1,9 @@
 import { hostname } from 'node:os';
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { EchoMqExceptionFilter, EchoMqModule } from '@echomq/nestjs';
+import { EchoMqEmbeddedServer, EchoMqExceptionFilter, EchoMqModule } from '@echomq/nestjs';
 import { AccountsController } from './accounts/accounts.controller.js';
 import { PositionsService } from './accounts/positions.service.js';
-import { AFTER_CLOSE, AfterEchoMqClose } from './embedded-valkey.js';
 import { SETTLEMENTS_QUEUE } from './exchange.names.js';
 import { MarketController } from './market/market.controller.js';
 import { MarketData } from './market/market-data.js';
@@ -19,10 +18,12 @@ import { StatsController } from './web/stats.controller.js';
 
 /** Options of `AppModule.forRoot`. */
 export interface AppOptions {
-  /** The Valkey to use, `redis://host:port` (EchoMQ and the exchange's own store). */
-  readonly url: string;
-  /** Runs at shutdown once the connections are closed, e.g. to stop an embedded valkey-server. */
-  readonly afterClose?: () => Promise<void>;
+  /**
+   * The Valkey to use, `redis://host:port` (EchoMQ and the exchange's own store). Unset: the
+   * EchoMQ module's embedded default (a throwaway valkey-server it starts and stops), which the
+   * store then uses too.
+   */
+  readonly url?: string;
   /** How long shutdown waits for running handlers (ms). Default 1500. */
   readonly shutdownTimeoutMs?: number;
   /**
@@ -43,7 +44,11 @@ export class AppModule {
   /** Builds the application for one Valkey URL. */
   static forRoot(options: AppOptions): DynamicModule {
     const providers: Provider[] = [
-      { provide: STORE_URL, useValue: options.url },
+      {
+        provide: STORE_URL,
+        inject: [{ token: EchoMqEmbeddedServer, optional: true }],
+        useFactory: (embedded: EchoMqEmbeddedServer | null) => options.url ?? embedded?.url,
+      },
       { provide: INSTANCE_NAME, useValue: options.instance ?? `${hostname()}-${process.pid}` },
       ExchangeStore,
       OrderEntryService,
@@ -54,12 +59,11 @@ export class AppModule {
       MarketData,
       { provide: APP_FILTER, useClass: EchoMqExceptionFilter },
     ];
-    if (options.afterClose) providers.push({ provide: AFTER_CLOSE, useValue: options.afterClose }, AfterEchoMqClose);
     return {
       module: AppModule,
       imports: [
         EchoMqModule.forRoot({
-          connection: { url: options.url },
+          connection: options.url ? { url: options.url } : { embedded: true },
           shutdownTimeoutMs: options.shutdownTimeoutMs ?? 1500,
           defaults: { leaseMs: options.leaseMs ?? 5000 },
           // Settlement rows are kept for inspection (GET of a settlement job, the tests).

@@ -67,16 +67,15 @@ function tryLines(base: string): string {
 }
 
 /** Runs one instance in this process. */
-async function serve(url: string, port: number, afterClose?: () => Promise<void>): Promise<INestApplication> {
+async function serve(url: string | undefined, port: number): Promise<INestApplication> {
   let app: INestApplication | undefined;
   try {
-    app = await NestFactory.create(AppModule.forRoot({ url, afterClose, instance: process.env.INSTANCE }), { abortOnError: false, forceCloseConnections: true });
+    app = await NestFactory.create(AppModule.forRoot({ url, instance: process.env.INSTANCE }), { abortOnError: false, forceCloseConnections: true });
     app.enableShutdownHooks();
     await app.listen(port);
     return app;
   } catch (err) {
     await app?.close().catch(() => undefined);
-    await afterClose?.();
     throw err;
   }
 }
@@ -92,19 +91,21 @@ function spawnInstances(url: string, port: number, n: number): ChildProcess[] {
 async function main(): Promise<void> {
   const port = portFromEnv();
   const instances = instancesFromArgs(process.argv.slice(2));
-  let embedded: EmbeddedServer | undefined;
-  let url = process.env.ECHOMQ_URL?.trim();
+  let url = process.env.ECHOMQ_URL?.trim() || undefined;
   if (url) log.log(`Valkey: ${redactUrl(url)} (from ECHOMQ_URL)`);
-  else {
-    embedded = await startEmbedded(log);
-    url = embedded.url;
-    log.log(`Valkey: embedded valkey-server at ${url} (pid ${embedded.pid}), stopped on shutdown; set ECHOMQ_URL to use your own`);
-  }
   if (instances === 1) {
-    const app = await serve(url, port, embedded?.stop);
+    // No ECHOMQ_URL: the EchoMQ module starts its embedded default (and logs where).
+    const app = await serve(url, port);
     const base = listenUrl(app);
     log.log(`listening on ${base}\n${tryLines(base)}`);
     return;
+  }
+  // Several processes share one Valkey: without ECHOMQ_URL this launcher starts it for them.
+  let embedded: EmbeddedServer | undefined;
+  if (!url) {
+    embedded = await startEmbedded(log);
+    url = embedded.url;
+    log.log(`Valkey: embedded valkey-server at ${url} (pid ${embedded.pid}) for the instances, stopped when they exit; set ECHOMQ_URL to use your own`);
   }
   const children = spawnInstances(url, port, instances);
   log.log(`started ${instances} instances on ${redactUrl(url)}: ${children.map((_, i) => `http://localhost:${port + i}`).join(', ')}\n${tryLines(`http://localhost:${port}`)}`);

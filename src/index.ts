@@ -12,6 +12,7 @@ export type { EchoMqModuleOptions, EchoMqModuleAsyncOptions } from './nest/echom
 export type { EchoMqOptionsFactory, QueueRegistration, EchoMqConnectionOption, EmbeddedConnectionOptions } from './nest/echomq.options.js';
 export { Queue } from './nest/queue.handle.js';
 export { InjectQueue, getQueueToken } from './nest/inject-queue.decorator.js';
+export { EchoMqEmbeddedServer } from './nest/embedded.default.js';
 export type { ValkeyConnectionOptions } from './protocol/connection.js';
 export type { Json } from './protocol/codec.js';
 

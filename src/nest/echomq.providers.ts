@@ -8,7 +8,7 @@ import { CacheService } from '../cache/cache.service.js';
 import { ECHOMQ_OPTIONS } from './echomq.constants.js';
 import type { EchoMqModuleAsyncOptions, EchoMqModuleOptions, EchoMqOptionsFactory, QueueRegistration } from './echomq.options.js';
 import { validateModuleOptions, validateRegistration } from './echomq.validation.js';
-import { ECHOMQ_EMBEDDED, startEmbeddedDefault, type EmbeddedDefault } from './embedded.default.js';
+import { ECHOMQ_EMBEDDED, EchoMqEmbeddedServer, startEmbeddedDefault, type EmbeddedDefault } from './embedded.default.js';
 import { QueueRegistry, RegisteredQueueService } from './queue.registry.js';
 import { Queue } from './queue.handle.js';
 import { getQueueToken } from './inject-queue.decorator.js';
@@ -20,7 +20,7 @@ import { EventExplorer } from './event.explorer.js';
 import { GroupOrchestrator } from './group.orchestrator.js';
 
 /** What the root module exports to the whole app (it is global). */
-export const ROOT_EXPORTS = [QueueService, BusService, CacheService, CacheInterceptor, EchoMqConnection, QueueRegistry, ECHOMQ_EMBEDDED];
+export const ROOT_EXPORTS = [QueueService, BusService, CacheService, CacheInterceptor, EchoMqConnection, QueueRegistry, ECHOMQ_EMBEDDED, EchoMqEmbeddedServer];
 
 /**
  * The root module's providers after the options: the embedded default (when asked for), the
@@ -29,6 +29,7 @@ export const ROOT_EXPORTS = [QueueService, BusService, CacheService, CacheInterc
  */
 export const ROOT_PROVIDERS: Provider[] = [
   { provide: ECHOMQ_EMBEDDED, inject: [ECHOMQ_OPTIONS], useFactory: startEmbeddedDefault },
+  { provide: EchoMqEmbeddedServer, useExisting: ECHOMQ_EMBEDDED },
   {
     provide: EchoMqConnection,
     inject: [ECHOMQ_OPTIONS, ECHOMQ_EMBEDDED],

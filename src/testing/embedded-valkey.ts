@@ -29,6 +29,13 @@ export interface EmbeddedValkeyOptions {
   readonly binary?: string;
   /** Listen on this port (e.g. to start an empty server where a stopped one was). Default: a free one. */
   readonly port?: number;
+  /**
+   * Run the server in a process group of its own, so a terminal's Ctrl-C (sent to the whole
+   * foreground group) reaches only the caller, which then stops the server after its own
+   * connections closed. The caller must stop it: a parent killed by SIGKILL leaves it running.
+   * Default false (the server dies with the caller's group).
+   */
+  readonly detached?: boolean;
 }
 
 /** Finds a free TCP port on loopback. */
@@ -78,7 +85,7 @@ export async function startEmbeddedValkey(opts: EmbeddedValkeyOptions = {}): Pro
     args.push('--cluster-port', String(await freePort()));
   }
   args.push(...(opts.args ?? []));
-  const child: ChildProcess = spawn(opts.binary ?? 'valkey-server', args, { stdio: 'ignore', detached: false });
+  const child: ChildProcess = spawn(opts.binary ?? 'valkey-server', args, { stdio: 'ignore', detached: opts.detached ?? false });
   let exited = false;
   child.on('exit', () => (exited = true));
   child.on('error', () => (exited = true));

@@ -3,6 +3,7 @@ import { Injectable, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { EchoMqConnection } from '../../src/protocol/index.js';
 import { EchoMqModule, Processor, QueueService, type EchoMqModuleOptions, type Job } from '../../src/index.js';
+import { spawnFixture } from '../helpers/child.js';
 import { ECHOMQ_EMBEDDED, type EmbeddedDefault } from '../../src/nest/embedded.default.js';
 import { CapturedLogs, startApp } from '../helpers/nest.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';
@@ -110,3 +111,19 @@ describe('the embedded default, owned by the module', () => {
     }
   });
 });
+
+describe('the embedded default under a signal (its own process group: Ctrl-C reaches the app only)', () => {
+  it.each([['with shutdown hooks', 'hooks'], ['without shutdown hooks', 'nohooks']])(
+    'SIGINT to an app %s stops the server too',
+    async (_name, mode) => {
+      const child = spawnFixture('embedded-child', [mode]);
+      const [, pid] = await child.waitForLine(/^READY (\d+)$/);
+      expect(alive(Number(pid))).toBe(true);
+      child.signal('SIGINT');
+      await child.exited;
+      await eventually(() => !alive(Number(pid)), 5000, 'the embedded server to stop');
+    },
+    30_000,
+  );
+});
+
