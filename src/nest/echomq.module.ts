@@ -18,6 +18,7 @@ export class EchoMqFeatureModule {}
  */
 @Module({})
 export class EchoMqModule implements OnApplicationShutdown {
+  /** @internal Nest injects the embedded server the module started, if any. */
   constructor(@Optional() @Inject(ECHOMQ_EMBEDDED) private readonly embedded?: EmbeddedDefault | null) {}
 
   /** Configures EchoMQ with static options, validated now (typed errors, EMQ_BAD_OPTION). */
