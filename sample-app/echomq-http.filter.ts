@@ -8,6 +8,7 @@ export const HTTP_STATUS_OF: Readonly<Record<EchoMqErrorCode, number>> = {
   EMQ_BAD_ID: HttpStatus.BAD_REQUEST,
   EMQ_BAD_PAYLOAD: HttpStatus.BAD_REQUEST,
   EMQ_BAD_OPTION: HttpStatus.BAD_REQUEST,
+  EMQ_BAD_SCHEDULE: HttpStatus.BAD_REQUEST,
   EMQ_BAD_ARG: HttpStatus.BAD_REQUEST,
   EMQ_WRONGTYPE: HttpStatus.INTERNAL_SERVER_ERROR,
   EMQ_BATCH_TOO_LARGE: HttpStatus.BAD_REQUEST,

@@ -13,6 +13,7 @@ import { CacheExplorer } from './cache.explorer.js';
 import { CacheInterceptor } from './cache.interceptor.js';
 import { EventExplorer } from './event.explorer.js';
 import { GroupOrchestrator } from './group.orchestrator.js';
+import { ScheduleOrchestrator } from './schedule.orchestrator.js';
 
 const services: Provider[] = [
   {
@@ -49,6 +50,7 @@ const services: Provider[] = [
   ConsumerOrchestrator,
   EventExplorer,
   GroupOrchestrator,
+  ScheduleOrchestrator,
   CacheExplorer,
   CacheInterceptor,
 ];

@@ -26,6 +26,11 @@ export interface EchoMqModuleOptions {
   readonly flows?: FlowOptions & { readonly relay?: boolean };
   /** Set false to register services without starting `@Processor` and `@OnEvent` loops. Default true. */
   readonly consumers?: boolean;
+  /**
+   * Set false to run no schedule loop in this process (docs/queue.md, "Schedules"): its
+   * `@Processor` schedules are still upserted, other instances tick them. Default true.
+   */
+  readonly scheduler?: boolean;
 }
 
 /** Options of `EchoMqModule.forRootAsync`. */
