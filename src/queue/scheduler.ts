@@ -34,6 +34,8 @@ export class Scheduler {
   private readonly compiled = new Map<string, StoredSchedule>();
   private running?: Promise<void>;
   private stopped = true;
+  /** Set by `stop()`: a round in flight ends after its current tick. */
+  private halted = false;
   private wake?: () => void;
   private readonly lookahead: number;
   private readonly maxSleep: number;
@@ -63,12 +65,14 @@ export class Scheduler {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.halted = false;
     this.running = this.loop();
   }
 
   /** Stops the loop; resolves once the round in flight has finished. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.halted = true;
     this.wake?.();
     await this.running;
     this.running = undefined;
@@ -112,7 +116,7 @@ export class Scheduler {
     });
     let sleep = this.maxSleep;
     let ticked = false;
-    for (let i = 0; i < earliest.length && !this.stopped; i += 2) {
+    for (let i = 0; i < earliest.length && !this.halted; i += 2) {
       const name = earliest[i];
       const due = Number(earliest[i + 1]);
       const wait = due - this.lookahead - now;
