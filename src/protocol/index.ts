@@ -29,7 +29,7 @@ export type { TrimReply } from '../bus/bus-wire.js';
 export { flowWire } from './flow-wire.js';
 export type { WireFlowNode, WireFlowEdge, DeliverOutcome, OutboxEntry } from './flow-wire.js';
 export { scheduleWire } from './schedule-wire.js';
-export type { WireTick, TickOutcome, UpsertOutcome } from './schedule-wire.js';
+export type { WireTick, TickOutcome } from './schedule-wire.js';
 export { compileCron, wallToInstant, tzOffsetMs } from '../queue/cron.js';
 export type { NextTick } from '../queue/cron.js';
 
