@@ -90,9 +90,10 @@ export function compileCron(expr: unknown, tz?: unknown): NextTick {
   const next: NextTick = realTime
     ? (after) => cron.nextRun(new Date(after))?.getTime() ?? null
     : (after) => {
-        // Walk the wall-clock sequence from a little before `after` (a gap maps later times onto
-        // the gap's end), map each wall time to its instant, keep the first one after `after`.
-        let wall = after + tzOffsetMs(zone, after) - 3 * HOUR;
+        // Walk the wall-clock sequence from `after`'s own wall time (the mapping is monotone and
+        // maps that wall time to `after` or earlier), keep the first instant after `after`; only
+        // the repeated hour of a fall-back has wall times to step over.
+        let wall = after + tzOffsetMs(zone, after);
         for (let i = 0; i < 10_000; i++) {
           const w = cron.nextRun(new Date(wall))?.getTime();
           if (w === undefined) return null;

@@ -1,5 +1,5 @@
 import type { EchoMqConnection } from '../protocol/connection.js';
-import { describeError, fromReplyError } from '../protocol/errors.js';
+import { EchoMqError, describeError, fromReplyError } from '../protocol/errors.js';
 import { queueKeys } from '../protocol/keys.js';
 import { scheduleWire } from '../protocol/schedule-wire.js';
 import { decodeSchedule, planTick, specSha, type StoredSchedule } from './schedule.plan.js';
@@ -20,6 +20,9 @@ export interface SchedulerOptions {
   readonly clock?: () => Promise<number>;
 }
 
+/** A refusal that is about one schedule's stored data, not the connection. */
+const isScheduleRefusal = (err: unknown): boolean => err instanceof EchoMqError && (err.code === 'EMQ_BAD_SCHEDULE' || err.code === 'EMQ_BAD_ARG');
+
 /** Ticks due per queue per round. */
 const ROUND = 100;
 
@@ -32,6 +35,7 @@ const ROUND = 100;
 export class Scheduler {
   private readonly queues = new Set<string>();
   private readonly compiled = new Map<string, StoredSchedule>();
+  private readonly warned = new Set<string>();
   private running?: Promise<void>;
   private stopped = true;
   /** Set by `stop()`: a round in flight ends after its current tick. */
@@ -124,12 +128,25 @@ export class Scheduler {
         sleep = Math.min(sleep, wait);
         break;
       }
-      if (await this.tick(queue, name, due, now)) ticked = true;
+      try {
+        await this.tick(queue, name, due, now);
+        ticked = true; // advanced by this call or by another instance: read again at once
+      } catch (err) {
+        // A schedule this runtime cannot plan (a corrupt spec, a cron another runtime wrote)
+        // must not stop the others: warn once per spec, go on.
+        if (!isScheduleRefusal(err)) throw err;
+        const what = `schedule ${queue}/${name} cannot be ticked: ${describeError(err)}`;
+        if (!this.warned.has(what)) {
+          if (this.warned.size > 1000) this.warned.clear();
+          this.warned.add(what);
+          this.warn(what);
+        }
+      }
     }
     return ticked ? 0 : sleep; // after a tick, read again at once: the next one may be due too
   }
 
-  /** Plans and sends one tick; true when this call advanced the schedule. */
+  /** Plans and sends one tick; true when this call advanced the schedule (false: another did, or it is gone). */
   private async tick(queue: string, name: string, due: number, now: number): Promise<boolean> {
     const k = queueKeys(queue);
     let text: string | null;

@@ -2,6 +2,9 @@ import 'reflect-metadata';
 import { Processor } from '../../src/nest/processor.decorator.js';
 import { EchoMqError, InvalidScheduleError } from '../../src/protocol/errors.js';
 import type { ScheduleOptions, ScheduleSpec } from '../../src/queue/schedule.types.js';
+import { queueKeys } from '../../src/protocol/keys.js';
+import { Scheduler } from '../../src/queue/scheduler.js';
+import type { TickRecord } from '../../src/queue/schedule.types.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { queueKeysIn, randomQueue } from '../helpers/valkey.js';
 
@@ -85,5 +88,32 @@ describe('schedules: upsert by name', () => {
     expect(await f.queues.unschedule(q, 'nightly')).toBe(true);
     expect(await f.queues.unschedule(q, 'nightly')).toBe(false);
     expect((await f.queues.schedules(q)).map((s) => s.name)).toEqual(['beat']);
+  });
+});
+
+describe('schedules: a schedule that cannot be planned', () => {
+  it('is warned about once and does not stop the others of its queue', async () => {
+    const q = randomQueue('scorrupt');
+    const k = queueKeys(q);
+    await f.raw.hset(k.schedules, 'broken', 'not json');
+    await f.raw.zadd(k.ticks, 1000, 'broken');
+    await f.raw.hset(k.schedules, 'alien', JSON.stringify({ cron: 'every full moon', payload: '{}', missed: 'skip', grace: 5000 }));
+    await f.raw.zadd(k.ticks, 1001, 'alien');
+    expect(await f.queues.schedule(q, 'good', { every: 100 }, { ok: true })).toBe('created');
+    const warnings: string[] = [];
+    const seen: TickRecord[] = [];
+    const s = new Scheduler(f.conn, { onTick: (t) => seen.push(t), logger: { warn: (m) => warnings.push(m) } });
+    s.watch(q);
+    s.start();
+    try {
+      await new Promise((r) => setTimeout(r, 800));
+    } finally {
+      await s.stop();
+    }
+    expect(seen.length).toBeGreaterThanOrEqual(3);
+    expect(seen.every((t) => t.name === 'good' && t.jobId)).toBe(true);
+    expect(warnings.filter((w) => w.includes('broken'))).toHaveLength(1);
+    expect(warnings.filter((w) => w.includes('alien'))).toHaveLength(1);
+    expect(await f.raw.zscore(k.ticks, 'broken')).toBe('1000'); // left as it was
   });
 });

@@ -44,6 +44,14 @@ describe('cron ticks across DST transitions (Europe/Berlin: 2026-03-29 02:00 →
     expect(ticks('0 0 * * *', 'Australia/Lord_Howe', '2026-04-03T00:00:00Z', 3)).toEqual(['2026-04-03T13:00', '2026-04-04T13:00', '2026-04-05T13:30']);
   });
 
+  it('a seconds field in a fixed hour steps second by second, also through the repeated hour', () => {
+    const next = compileCron('*/10 * 2 * * *', 'Europe/Berlin');
+    expect(next(Date.parse('2026-06-01T12:00:00Z'))).toBe(Date.parse('2026-06-02T00:00:00Z'));
+    expect(next(Date.parse('2026-06-02T00:00:00Z'))).toBe(Date.parse('2026-06-02T00:00:10Z'));
+    // In the second copy of 02:xx on the fall day nothing fires: the next tick is the next day.
+    expect(next(Date.parse('2026-10-25T01:00:05Z'))).toBe(Date.parse('2026-10-26T01:00:00Z'));
+  });
+
   it('UTC (no zone) and seconds fields', () => {
     expect(ticks('*/15 * * * * *', undefined, '2026-01-01T00:00:00Z', 2).length).toBe(2);
     expect(compileCron('*/15 * * * * *')(Date.parse('2026-01-01T00:00:00Z'))).toBe(Date.parse('2026-01-01T00:00:15Z'));
