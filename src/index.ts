@@ -43,6 +43,7 @@ export {
   FlowTooDeepError,
   WaitingForChildren,
   FatalJobError,
+  InvalidScheduleError,
 } from './protocol/errors.js';
 export type { EchoMqErrorCode } from './protocol/errors.js';
 export { NodeLeaseError } from './protocol/node-lease.js';
@@ -53,6 +54,12 @@ export type { EnqueueItem } from './queue/queue.service.js';
 export type { BackoffOptions, QueueDefaults, EnqueueOptions, ProcessorOptions } from './queue/queue.options.js';
 export type { Job, JobView, UndecodedText, JobStatus, JobCounts, JobHandler, QueueEvent, QueueEventKind } from './queue/job.js';
 export { Processor } from './nest/processor.decorator.js';
+
+// Schedules (recurring jobs).
+export type { ScheduleSpec, ScheduleOptions, ScheduleInfo, MissedPolicy, ProcessorSchedule, TickRecord } from './queue/schedule.types.js';
+export type { UpsertOutcome } from './protocol/schedule-wire.js';
+export { Scheduler } from './queue/scheduler.js';
+export type { SchedulerOptions } from './queue/scheduler.js';
 
 // Flows.
 export { FlowService } from './queue/flow.service.js';

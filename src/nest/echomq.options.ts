@@ -52,6 +52,11 @@ export interface EchoMqModuleOptions {
    * (with `consumers: false`: that no `forFeature` or `queues` entry registers). Default true.
    */
   readonly warnUnknownQueues?: boolean;
+  /**
+   * Set false to run no schedule loop in this process (docs/queue.md, "Schedules"): its
+   * `@Processor` schedules are still upserted, other instances tick them. Default true.
+   */
+  readonly scheduler?: boolean;
 }
 
 /** One queue of `EchoMqModule.forFeature`. */

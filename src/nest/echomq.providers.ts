@@ -18,6 +18,7 @@ import { CacheExplorer } from './cache.explorer.js';
 import { CacheInterceptor } from './cache.interceptor.js';
 import { EventExplorer } from './event.explorer.js';
 import { GroupOrchestrator } from './group.orchestrator.js';
+import { ScheduleOrchestrator } from './schedule.orchestrator.js';
 
 /** What the root module exports to the whole app (it is global). */
 export const ROOT_EXPORTS = [QueueService, BusService, CacheService, CacheInterceptor, EchoMqConnection, QueueRegistry, ECHOMQ_EMBEDDED, EchoMqEmbeddedServer];
@@ -67,6 +68,7 @@ export const ROOT_PROVIDERS: Provider[] = [
   ConsumerOrchestrator,
   EventExplorer,
   GroupOrchestrator,
+  ScheduleOrchestrator,
   CacheExplorer,
   CacheInterceptor,
 ];

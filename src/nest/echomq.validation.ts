@@ -17,6 +17,7 @@ const MODULE_KEYS: Record<keyof EchoMqModuleOptions, true> = {
   flows: true,
   consumers: true,
   warnUnknownQueues: true,
+  scheduler: true,
 };
 const CONNECTION_KEYS: Record<keyof ValkeyConnectionOptions, true> = {
   url: true,
@@ -119,6 +120,7 @@ export function validateModuleOptions(o: EchoMqModuleOptions): EchoMqModuleOptio
   }
   bool(o.consumers, 'consumers');
   bool(o.warnUnknownQueues, 'warnUnknownQueues');
+  bool(o.scheduler, 'scheduler');
   refuseEmbeddedInProduction(o);
   return o;
 }

@@ -1,6 +1,7 @@
 import { checkProcessorOptions, type ProcessorOptions } from '../queue/queue.options.js';
 import { assertName } from '../protocol/keys.js';
 import { PROCESSOR_METADATA } from './echomq.constants.js';
+import { checkProcessorSchedules } from '../queue/schedule.plan.js';
 
 /** What `@Processor` records on a method. */
 export interface ProcessorMetadata {
@@ -19,6 +20,7 @@ export interface ProcessorMetadata {
 export function Processor(queue: string, options: ProcessorOptions = {}): MethodDecorator {
   assertName(queue, 'queue');
   checkProcessorOptions(options, `@Processor("${queue}") options`);
+  checkProcessorSchedules(options.schedules, `@Processor("${queue}")`);
   return (_target, _key, descriptor) => {
     Reflect.defineMetadata(PROCESSOR_METADATA, { queue, options } satisfies ProcessorMetadata, descriptor.value as object);
     return descriptor;

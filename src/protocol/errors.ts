@@ -24,7 +24,8 @@ export type EchoMqErrorCode =
   | 'EMQ_INTERNAL'
   | 'EMQ_FLOW_CYCLE'
   | 'EMQ_FLOW_TOO_LARGE'
-  | 'EMQ_FLOW_TOO_DEEP';
+  | 'EMQ_FLOW_TOO_DEEP'
+  | 'EMQ_BAD_SCHEDULE';
 
 /** Base class of every EchoMQ error; `code` is stable across releases. */
 export class EchoMqError extends Error {
@@ -78,6 +79,13 @@ export class BatchTooLargeError extends EchoMqError {
 export class InvalidOptionError extends EchoMqError {
   constructor(message: string) {
     super('EMQ_BAD_OPTION', message);
+  }
+}
+
+/** A schedule is malformed: a bad cron expression or time zone, an interval out of range, a cron that never fires. */
+export class InvalidScheduleError extends EchoMqError {
+  constructor(message: string) {
+    super('EMQ_BAD_SCHEDULE', message);
   }
 }
 
@@ -230,6 +238,7 @@ const byCode: Record<string, (msg: string) => EchoMqError> = {
   EMQ_BAD_ARG: (m) => new EchoMqError('EMQ_BAD_ARG', m),
   EMQ_WRONGTYPE: (m) => new WrongTypeError(m),
   EMQ_NOT_FOUND: (m) => new EchoMqError('EMQ_NOT_FOUND', m),
+  EMQ_BAD_SCHEDULE: (m) => new InvalidScheduleError(m),
   EMQ_FLOW_TOO_LARGE: (m) => new FlowTooLargeError(m),
 };
 

@@ -21,7 +21,7 @@ export function assertName(name: unknown, what = 'queue'): asserts name is strin
 }
 
 /** The per-queue key kinds of protocol v1. */
-export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake' | 'data' | 'opts' | 'events' | 'outbox' | 'outdue';
+export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake' | 'data' | 'opts' | 'events' | 'outbox' | 'outdue' | 'schedules' | 'ticks';
 
 /**
  * The keys of one queue. Every key carries the queue name as its hash tag, so all of them
@@ -48,6 +48,10 @@ export class QueueKeys {
   readonly outbox: string;
   /** Flows: zset entry id → due at (ms); a taken entry is due again when its relay lease lapses. */
   readonly outdue: string;
+  /** Schedules: hash schedule name → spec text (docs/protocol.md §11). */
+  readonly schedules: string;
+  /** Schedules: zset schedule name → next tick (epoch ms, server clock). */
+  readonly ticks: string;
 
   constructor(readonly queue: string) {
     assertName(queue, 'queue');
@@ -66,6 +70,8 @@ export class QueueKeys {
     this.jobPrefix = base + 'job:';
     this.outbox = base + 'outbox';
     this.outdue = base + 'outdue';
+    this.schedules = base + 'schedules';
+    this.ticks = base + 'ticks';
   }
 
   /** The row (hash) of job `id`; validates the id. */

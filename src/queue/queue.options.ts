@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../protocol/errors.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../protocol/codec.js';
 import { keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
+import type { ProcessorSchedule } from './schedule.types.js';
 
 /** How long to wait before attempt n+1: fixed, or doubling from `delayMs` (capped at a day). */
 export interface BackoffOptions {
@@ -145,9 +146,14 @@ export interface ProcessorOptions {
   readonly attempts?: number;
   /** Default backoff for jobs that did not set theirs. */
   readonly backoff?: BackoffOptions;
+  /**
+   * Recurring jobs of this queue, upserted by name at bootstrap (the same declaration on every
+   * instance is one schedule) and ticked by every instance, exactly one job per tick (docs/queue.md).
+   */
+  readonly schedules?: readonly ProcessorSchedule[];
 }
 
-const PROCESSOR_KEYS = keySet<ProcessorOptions>({ concurrency: true, prefetch: true, leaseMs: true, attempts: true, backoff: true });
+const PROCESSOR_KEYS = keySet<ProcessorOptions>({ concurrency: true, prefetch: true, leaseMs: true, attempts: true, backoff: true, schedules: true });
 
 /**
  * Validates the options of a processor: unknown keys (a typo such as `concurency`) and

@@ -9,6 +9,10 @@ import { map, type Observable } from 'rxjs';
 import { SignalHub } from '../protocol/signal-hub.js';
 import { FlowService, type FlowOptions } from './flow.service.js';
 import type { FlowNode, FlowSpec } from './flow.types.js';
+import { ScheduleService } from './schedule.service.js';
+import { Scheduler } from './scheduler.js';
+import type { UpsertOutcome } from '../protocol/schedule-wire.js';
+import type { ScheduleInfo, ScheduleOptions, ScheduleSpec } from './schedule.types.js';
 import type { JobCounts, JobStatus, JobView, QueueEvent, QueueEventKind, UndecodedText } from './job.js';
 import {
   BUILTIN_DEFAULTS,
@@ -59,6 +63,8 @@ export class QueueService {
   }, MAX_BATCH);
   private hub?: SignalHub;
   private flowService?: FlowService;
+  private scheduleService?: ScheduleService;
+  private schedulerLoop?: Scheduler;
 
   constructor(
     private readonly conn: EchoMqConnection,
@@ -70,6 +76,36 @@ export class QueueService {
   /** The flow surface and this process's flow relay (docs/flows.md). */
   get flows(): FlowService {
     return (this.flowService ??= new FlowService(this.conn, (q) => this.settings(q), this.flowOptions));
+  }
+
+  /** This process's schedule loop (the module starts it at bootstrap and stops it before shutdown). */
+  get scheduler(): Scheduler {
+    return (this.schedulerLoop ??= new Scheduler(this.conn));
+  }
+
+  private get scheduleStore(): ScheduleService {
+    return (this.scheduleService ??= new ScheduleService(this.conn, (q) => this.settings(q)));
+  }
+
+  /**
+   * Upserts the recurring schedule `name` of `queue` (cron with a time zone, or a fixed
+   * interval; docs/queue.md, "Schedules") and has this process's loop tick the queue. Exactly one
+   * job per tick fleet-wide. Resolves to `created`, `replaced` (tick restarted) or `unchanged`.
+   */
+  async schedule<T = Json>(queue: string, name: string, spec: ScheduleSpec, payload: T, opts?: ScheduleOptions): Promise<UpsertOutcome> {
+    const r = await this.scheduleStore.schedule(queue, name, spec, payload, opts);
+    this.scheduler.watch(queue);
+    return r;
+  }
+
+  /** Removes schedule `name` of `queue`; resolves to true when it existed. Jobs already written stay. */
+  unschedule(queue: string, name: string): Promise<boolean> {
+    return this.scheduleStore.unschedule(queue, name);
+  }
+
+  /** The schedules of `queue`, by name, with their next ticks. */
+  schedules<T = Json>(queue: string): Promise<ScheduleInfo<T>[]> {
+    return this.scheduleStore.list<T>(queue);
   }
 
   /** Creates a flow (a parent waiting for its children, in any queues); resolves to every node's id. */

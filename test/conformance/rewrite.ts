@@ -47,7 +47,7 @@ export class IdMinter {
 const minter = new IdMinter();
 const TOKEN = /\$(\$|[A-Za-z_][A-Za-z0-9_]*)/g;
 const MINTED = /^(job|evt|ver)_[A-Za-z0-9_]+$/;
-const QUEUE_KEYS = ['meta', 'pending', 'scheduled', 'active', 'done', 'dead', 'cancelled', 'wake', 'data', 'opts', 'events', 'outbox', 'outdue'];
+const QUEUE_KEYS = ['meta', 'pending', 'scheduled', 'active', 'done', 'dead', 'cancelled', 'wake', 'data', 'opts', 'events', 'outbox', 'outdue', 'schedules', 'ticks'];
 const BUS_KEYS = ['bus:meta', 'bus:log', 'bus:dead', 'bus:archive', 'bus:signal'];
 const CACHE_KEYS = ['cache:log', 'cache:signal'];
 /** The cluster-wide keys of the node leases (docs/protocol.md §1). */

@@ -15,7 +15,7 @@ import (
 var (
 	tokenRe   = regexp.MustCompile(`\$(\$|[A-Za-z_][A-Za-z0-9_]*)`)
 	mintedRe  = regexp.MustCompile(`^(job|evt|ver)_[A-Za-z0-9_]+$`)
-	queueKeys = []string{"meta", "pending", "scheduled", "active", "done", "dead", "cancelled", "wake", "data", "opts", "events", "outbox", "outdue"}
+	queueKeys = []string{"meta", "pending", "scheduled", "active", "done", "dead", "cancelled", "wake", "data", "opts", "events", "outbox", "outdue", "schedules", "ticks"}
 	busKeys   = []string{"bus:meta", "bus:log", "bus:dead", "bus:archive", "bus:signal"}
 	cacheKeys = []string{"cache:log", "cache:signal"}
 	// nodeKeys are the cluster-wide node-lease keys (docs/protocol.md §1).
