@@ -50,11 +50,11 @@ export class JobControls {
   /** The three writes, bound to one claim. */
   writes(job: { id: string; token: string }): JobWrites {
     return {
-      checkpoint: (state) => this.write(job, 'c', encodePayload(state, this.maxCheckpointBytes), this.maxCheckpointBytes),
-      progress: (value) => this.write(job, 'p', encodePayload(value, MAX_PROGRESS_BYTES), 0),
-      log: (line) => {
+      checkpoint: async (state) => this.write(job, 'c', encodePayload(state, this.maxCheckpointBytes), this.maxCheckpointBytes),
+      progress: async (value) => this.write(job, 'p', encodePayload(value, MAX_PROGRESS_BYTES), 0),
+      log: async (line) => {
         if (typeof line !== 'string' || line.length === 0 || Buffer.byteLength(line) > MAX_PROGRESS_BYTES) {
-          return Promise.reject(new InvalidOptionError(`a log line must be a string of 1..${MAX_PROGRESS_BYTES} bytes`));
+          throw new InvalidOptionError(`a log line must be a string of 1..${MAX_PROGRESS_BYTES} bytes`);
         }
         return this.write(job, 'l', line, LOG_LINES);
       },
