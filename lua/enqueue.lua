@@ -92,8 +92,9 @@ if not maxBytes or not n then
 end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
 -- Business-key dedup: a branch taken only when keys are given, validated before any read.
-local keyed, window, taken = #KEYS > 7, nil, {}
+local keyed, window, taken, holders = #KEYS > 7, nil, nil, nil
 if keyed then
+  taken, holders = {}, {}
   window = int(ARGV[#ARGV], 1, 2592000000)
   if #KEYS ~= 7 + n or not window then
     return redis.error_reply('EMQ_BAD_ARG dedup needs one key per job and a window of 1..2592000000 ms after the jobs')
@@ -152,7 +153,6 @@ local logged = elog
 local have = redis.pcall('HMGET', KEYS[5], unpack(ids))
 e = refused(have, KEYS[5])
 if e then return e end
-local holders = {}
 if keyed then
   for i = 1, n do
     holders[i] = redis.pcall('GET', KEYS[7 + i])
