@@ -39,7 +39,7 @@ describe('cooperative cancel of an active job', () => {
     return { q, id, log };
   }
 
-  async function expectCancelled(q: string, id: string) {
+  async function expectCancelled(q: string, id: string, othersActive = 0) {
     await eventually(async () => (await f.queues.getJob(q, id))?.status === 'cancelled', 5000, 'the job ended cancelled');
     const job = await f.queues.getJob(q, id);
     expect(job).toMatchObject({ status: 'cancelled', cancelRequested: true, attempts: 1 });
@@ -47,7 +47,7 @@ describe('cooperative cancel of an active job', () => {
     expect(await f.raw.zscore(k.cancelled, id)).not.toBeNull();
     expect(await f.raw.lrange(k.pending, 0, -1)).toEqual([]);
     expect(await f.raw.zscore(k.scheduled, id)).toBeNull();
-    expect(await f.queues.counts(q)).toMatchObject({ pending: 0, active: 0, scheduled: 0, done: 0, dead: 0, cancelled: 1 });
+    expect(await f.queues.counts(q)).toMatchObject({ pending: 0, active: othersActive, scheduled: 0, done: 0, dead: 0, cancelled: 1 });
   }
 
   it('a handler that resolves after the abort: the job ends cancelled, not done', async () => {
@@ -95,6 +95,26 @@ describe('cooperative cancel of an active job', () => {
     const { consumer } = await startConsumer(f.conn, q, () => 'never runs', { leaseMs: LEASE });
     f.consumers.push(consumer);
     await expectCancelled(q, id);
+  });
+
+  it('a prefetched job not yet started is ended cancelled at the next extension, without running', async () => {
+    const q = randomQueue('coopbuf');
+    const ran: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { consumer } = await startConsumer(f.conn, q, async (job) => {
+      ran.push(job.id);
+      await gate;
+      return 'ok';
+    }, { leaseMs: LEASE, concurrency: 1, prefetch: 1 });
+    f.consumers.push(consumer);
+    const [first, second] = await f.queues.enqueueMany(q, [{ payload: 1 }, { payload: 2 }]);
+    await eventually(async () => ran.length === 1 && (await f.queues.getJob(q, second))?.status === 'active', 3000, 'second prefetched');
+    expect(await f.queues.cancel(q, second)).toBe('flagged');
+    await expectCancelled(q, second, 1); // the first still runs
+    release();
+    await eventually(async () => (await f.queues.getJob(q, first))?.status === 'done', 3000, 'first done');
+    expect(ran).toEqual([first]);
   });
 
   it('a job that completes before its holder learnt of the cancel is done (the work was done)', async () => {
