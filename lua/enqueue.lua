@@ -21,9 +21,15 @@
 --          the consumer's default); backoff ("" = the consumer's default, "f:<ms>" fixed or
 --          "e:<ms>" exponential, ms 0..86400000). A non-zero delay wins over the run-at. A job
 --          whose instant (now + delay, or run-at) is not in the future goes straight to pending.
+-- KEYS[8..7+n] (business-key dedup, optional: all or none) emq:{q}:key:<key_i>, the dedup key
+--          of job i (key: 1..256 bytes, no control characters), with one more argument after
+--          the jobs: ARGV[5+6n] the dedup window in ms (1..2592000000, 30 days). A key held by
+--          a job (enqueued within the window, by this call or before) adds nothing: the reply
+--          entry is that job's id. A job added sets its key to its id for the window.
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
 -- Returns: an array of n integers: 1 = added, 0 = a job with this id already existed (or came
---          earlier in the same call). A wake marker is pushed (when `wake` is empty) only when a
+--          earlier in the same call); with dedup keys, a bulk string (the holding job's id) for
+--          a job whose key was held. A wake marker is pushed (when `wake` is empty) only when a
 --          job was added.
 -- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key that is not
 --          the one the key grammar spells for the queue of KEYS[1]), EMQ_VERSION,
@@ -46,7 +52,7 @@ local function refused(r, key)
   end
   return r
 end
-if #KEYS ~= 7 or #ARGV < 4 then return redis.error_reply('EMQ_BAD_ARG expected 7 keys and at least 4 arguments') end
+if #KEYS < 7 or #ARGV < 4 then return redis.error_reply('EMQ_BAD_ARG expected 7 keys and at least 4 arguments') end
 local V = '1'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
@@ -85,7 +91,23 @@ if not maxBytes or not n then
   return redis.error_reply('EMQ_BAD_ARG the payload limit must be an integer in 1..536870912 and the job count an integer >= 1')
 end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
-if #ARGV ~= 4 + 6 * n then
+-- Business-key dedup: a branch taken only when keys are given, validated before any read.
+local keyed, window, taken, holders = #KEYS > 7, nil, nil, nil
+if keyed then
+  taken, holders = {}, {}
+  window = int(ARGV[#ARGV], 1, 2592000000)
+  if #KEYS ~= 7 + n or not window then
+    return redis.error_reply('EMQ_BAD_ARG dedup needs one key per job and a window of 1..2592000000 ms after the jobs')
+  end
+  for i = 1, n do
+    local k = KEYS[7 + i]
+    local bk = string.sub(k, #b + 5)
+    if string.sub(k, 1, #b + 4) ~= b .. 'key:' or #bk == 0 or #bk > 256 or string.find(bk, '%c') then
+      return redis.error_reply('EMQ_BAD_ARG key ' .. (7 + i) .. ' must be the queue\'s key: prefix and a dedup key of 1..256 bytes without control characters')
+    end
+  end
+end
+if #ARGV ~= 4 + 6 * n + (keyed and 1 or 0) then
   return redis.error_reply('EMQ_BAD_ARG expected 7 keys and ' .. (6 * n) .. ' job arguments')
 end
 local setLog = nil
@@ -131,15 +153,26 @@ local logged = elog
 local have = redis.pcall('HMGET', KEYS[5], unpack(ids))
 e = refused(have, KEYS[5])
 if e then return e end
+if keyed then
+  for i = 1, n do
+    holders[i] = redis.pcall('GET', KEYS[7 + i])
+    e = refused(holders[i], KEYS[7 + i])
+    if e then return e end
+  end
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out, data, opts, queued, scheduled, zargs, seen = {}, {}, {}, {}, {}, {}, {}
 for i = 1, n do
   local b = 4 + 6 * (i - 1)
   local id = ids[i]
-  if have[i] or seen[id] then
+  local held = keyed and (holders[i] or taken[KEYS[7 + i]])
+  if held then
+    out[i] = held
+  elseif have[i] or seen[id] then
     out[i] = 0
   else
+    if keyed then taken[KEYS[7 + i]] = id end
     seen[id] = true
     out[i] = 1
     data[#data + 1] = id
@@ -190,6 +223,11 @@ if #data > 0 then
     if e then return e end
   end
   redis.call('HSET', KEYS[5], unpack(data))
+  if keyed then
+    for i = 1, n do
+      if out[i] == 1 then redis.call('SET', KEYS[7 + i], ids[i], 'PX', window) end
+    end
+  end
   if #opts > 0 then redis.call('HSET', KEYS[6], unpack(opts)) end
 end
 if not stored then redis.call('HSET', KEYS[1], 'v', V) end

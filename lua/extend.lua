@@ -10,7 +10,10 @@
 -- ARGV[3]  n, the number of jobs (1..1000)
 -- ARGV[4+2(i-1)], ARGV[5+2(i-1)] per job i: id, token (decimal digits)
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
--- Returns: an array of n integers: 1 = extended (deadline = server now + lease), 0 = lease lost.
+-- Returns: an array of n integers: 1 = extended (deadline = server now + lease), 0 = lease lost,
+--          2 = extended, and a cancel was requested (row `cancel` = 1): the holder should stop
+--          its handler and end the attempt through retry.lua or release.lua (which end it
+--          `cancelled`), not complete.lua.
 -- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key that is not
 --          the one the key grammar spells for the queue of KEYS[1], a row key that is not
 --          the row of its id), EMQ_VERSION, EMQ_WRONGTYPE (a key holds another type), EMQ_BAD_ID,
@@ -77,13 +80,13 @@ local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + lea
 local out, zargs = {}, {}
 for i = 1, n do
   local id, token, row = ARGV[4 + 2 * (i - 1)], ARGV[5 + 2 * (i - 1)], KEYS[3 + i]
-  local cur = redis.pcall('HMGET', row, 'status', 'token')
+  local cur = redis.pcall('HMGET', row, 'status', 'token', 'cancel')
   e = refused(cur, row)
   if e then return e end
   if cur[1] == 'active' and cur[2] == token then
     zargs[#zargs + 1] = deadline
     zargs[#zargs + 1] = id
-    out[i] = 1
+    out[i] = cur[3] == '1' and 2 or 1
   else
     out[i] = 0
   end

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,12 +19,17 @@ func (w *Worker) run(c Claimed) {
 	hctx, lost := context.WithCancel(context.Background())
 	defer lost()
 	stop := make(chan struct{})
-	go w.extend(hctx, c, lost, stop)
+	var cancelled atomic.Bool
+	go w.extend(hctx, c, lost, &cancelled, stop)
 	job := Job{Queue: w.q.Name, ID: c.ID, Payload: c.Payload, Attempt: c.Attempt, Token: c.Token}
 	result, herr := w.safe(hctx, job)
 	close(stop)
-	if hctx.Err() != nil {
+	if hctx.Err() != nil && !cancelled.Load() {
 		return // the lease was lost: a settle would be refused by the fence anyway
+	}
+	if cancelled.Load() && herr == nil {
+		// A cancel was requested while it ran: the attempt ends through retry.lua (→ cancelled).
+		herr = errors.New("cancel requested")
 	}
 	settle := func(ctx context.Context) error {
 		if herr == nil {
@@ -60,8 +66,10 @@ func (w *Worker) safe(ctx context.Context, job Job) (res string, err error) {
 	return w.h(ctx, job)
 }
 
-// extend renews the job's lease every lease/3; a refused extension (lease lost) cancels ctx.
-func (w *Worker) extend(ctx context.Context, c Claimed, lost context.CancelFunc, stop <-chan struct{}) {
+// extend renews the job's lease every lease/3; a refused extension (lease lost) cancels ctx, and
+// so does a requested cancel (extend answers 2), which also sets cancelled: the lease is then no
+// longer renewed, so a handler that ignores ctx is reaped (→ cancelled) when it expires.
+func (w *Worker) extend(ctx context.Context, c Claimed, lost context.CancelFunc, cancelled *atomic.Bool, stop <-chan struct{}) {
 	t := time.NewTicker(time.Duration(w.o.LeaseMs) * time.Millisecond / 3)
 	defer t.Stop()
 	for {
@@ -74,7 +82,12 @@ func (w *Worker) extend(ctx context.Context, c Claimed, lost context.CancelFunc,
 				w.report(fmt.Errorf("extend %s: %w", c.ID, err))
 				continue
 			}
-			if !ok[0] {
+			switch ok[0] {
+			case LeaseLost:
+				lost()
+				return
+			case CancelRequested:
+				cancelled.Store(true)
 				lost()
 				return
 			}

@@ -151,8 +151,16 @@ type Held struct {
 	Token int64
 }
 
-// Extend sets the leases of held jobs to leaseMs from now; ok[i] is false when the lease was lost.
-func (q *Queue) Extend(ctx context.Context, leaseMs int64, held []Held) ([]bool, error) {
+// Extend answers of extend.lua, per job.
+const (
+	LeaseLost       = 0 // the lease was lost: the holder must stop, its outcome would be refused
+	Extended        = 1 // the lease runs leaseMs from now
+	CancelRequested = 2 // extended, and a cancel was requested: stop the handler, end through Retry
+)
+
+// Extend sets the leases of held jobs to leaseMs from now; state[i] is LeaseLost, Extended or
+// CancelRequested.
+func (q *Queue) Extend(ctx context.Context, leaseMs int64, held []Held) ([]int64, error) {
 	k := q.Keys
 	keys := []string{k.Meta, k.Active, k.RowPrefix}
 	args := []any{ProtocolVersion, leaseMs, len(held)}
@@ -164,7 +172,19 @@ func (q *Queue) Extend(ctx context.Context, leaseMs int64, held []Held) ([]bool,
 	if err != nil {
 		return nil, err
 	}
-	return flags(v, len(held), "extend")
+	a, ok := v.([]any)
+	if !ok || len(a) != len(held) {
+		return nil, fmt.Errorf("echomq: extend replied %v, expected %d integers", v, len(held))
+	}
+	out := make([]int64, len(a))
+	for i, x := range a {
+		f, ok := x.(int64)
+		if !ok || f < LeaseLost || f > CancelRequested {
+			return nil, fmt.Errorf("echomq: extend replied %v at %d, expected 0, 1 or 2", x, i)
+		}
+		out[i] = f
+	}
+	return out, nil
 }
 
 // Release hands held jobs back to the front of pending, giving their attempt back.

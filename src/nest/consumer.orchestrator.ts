@@ -8,6 +8,7 @@ import { ECHOMQ_OPTIONS } from './echomq.constants.js';
 import type { EchoMqModuleOptions } from './echomq.options.js';
 import { ProcessorExplorer } from './processor.explorer.js';
 import { flowHandler } from './flow.decorator.js';
+import { batchHandler, type BatchHandler } from '../queue/batch.handler.js';
 
 /**
  * Starts one supervised consumer loop per `@Processor` once the application has bootstrapped,
@@ -32,7 +33,11 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
     for (const p of this.explorer.processors) {
       const consumer = new Consumer(this.conn, {
         queue: p.queue,
-        handler: p.flow ? flowHandler(this.queues.flows, p.queue, p.handler) : p.handler,
+        handler: p.flow
+          ? flowHandler(this.queues.flows, p.queue, p.handler)
+          : p.options.batch
+            ? batchHandler(p.handler as unknown as BatchHandler, p.options.batch)
+            : p.handler,
         ...resolveConsumerOptions(this.queues.settings(p.queue), p.options),
         logger: { warn: (m) => this.logger.warn(m), error: (m, e) => this.logger.error(m, e) },
         onFailure,

@@ -3,6 +3,7 @@ import { assertName } from '../protocol/keys.js';
 import type { FlowService } from '../queue/flow.service.js';
 import type { FlowJob, FlowSpec } from '../queue/flow.types.js';
 import type { Job, JobHandler } from '../queue/job.js';
+import { InvalidOptionError } from '../protocol/errors.js';
 import { PROCESSOR_METADATA } from './echomq.constants.js';
 import type { ProcessorMetadata } from './processor.decorator.js';
 
@@ -20,6 +21,7 @@ export type FlowStepOptions = ProcessorOptions;
 export function Flow(queue: string, options: FlowStepOptions = {}): MethodDecorator {
   assertName(queue, 'queue');
   checkProcessorOptions(options, `@Flow("${queue}") options`);
+  if (options.batch !== undefined) throw new InvalidOptionError(`@Flow("${queue}") options: a flow step runs one parent at a time (no batch)`);
   return (_target, _key, descriptor) => {
     Reflect.defineMetadata(PROCESSOR_METADATA, { queue, options, flow: true } satisfies ProcessorMetadata, descriptor.value as object);
     return descriptor;

@@ -1,4 +1,4 @@
-import { InvalidNameError } from './errors.js';
+import { InvalidNameError, InvalidOptionError } from './errors.js';
 import { assertBrandedId } from './ids.js';
 
 /** Longest queue, topic or namespace name. */
@@ -87,7 +87,23 @@ export class QueueKeys {
   claimedRow(id: string): string {
     return this.jobPrefix + id;
   }
+
+  /**
+   * The dedup key of business key `key` (`emq:{q}:key:<key>`, holding the id of the job that
+   * took it); `key` must be 1..256 bytes without control characters (`InvalidOptionError`).
+   */
+  dedup(key: string): string {
+    if (typeof key !== 'string' || key.length === 0 || Buffer.byteLength(key) > MAX_DEDUP_KEY_BYTES || CONTROL_RE.test(key)) {
+      throw new InvalidOptionError(`a dedup key must be a string of 1..${MAX_DEDUP_KEY_BYTES} bytes without control characters, got ${JSON.stringify(String(key).slice(0, 40))}`);
+    }
+    return this.jobPrefix.slice(0, -4) + 'key:' + key;
+  }
 }
+
+/** Longest business key of a deduplicated enqueue, in bytes. */
+export const MAX_DEDUP_KEY_BYTES = 256;
+// eslint-disable-next-line no-control-regex
+const CONTROL_RE = /[\x00-\x1f\x7f]/;
 
 /**
  * The keys of one Bus topic. The topic name is the hash tag, so a topic lives in one slot. Kinds

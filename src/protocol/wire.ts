@@ -9,6 +9,8 @@ export interface WireJob {
   readonly runAtMs: number;
   readonly maxAttempts?: number;
   readonly backoff?: string;
+  /** The dedup key (`QueueKeys.dedup`) of a keyed enqueue: every job of one call has one, or none does. */
+  readonly dedupKey?: string;
 }
 
 /** One claimed job as the claim script returns it. */
@@ -68,11 +70,20 @@ export const calls = {
  * services never assemble keys.
  */
 export const wire = {
-  /** `eventsLog`: the lifecycle-log length to record for the queue ("" keeps what is there). */
-  async enqueue(c: ScriptClient, k: QueueKeys, maxBytes: number, jobs: readonly WireJob[], eventsLog: number | '' = ''): Promise<number[]> {
+  /**
+   * `eventsLog`: the lifecycle-log length to record for the queue ("" keeps what is there). Per
+   * job: 1 added, 0 its id existed; with dedup keys (`dedupWindowMs` given, every job keyed) the
+   * id of the job holding the key when it was held.
+   */
+  async enqueue(c: ScriptClient, k: QueueKeys, maxBytes: number, jobs: readonly WireJob[], eventsLog: number | '' = '', dedupWindowMs?: number): Promise<(number | string)[]> {
     const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, jobs.length, eventsLog];
     for (const j of jobs) args.push(j.id, j.payload, j.delayMs, j.runAtMs, j.maxAttempts ?? '', j.backoff ?? '');
-    return (await runScript(c, 'enqueue', [k.meta, k.pending, k.scheduled, k.wake, k.data, k.opts, k.events], args)) as number[];
+    const keys = [k.meta, k.pending, k.scheduled, k.wake, k.data, k.opts, k.events];
+    if (dedupWindowMs !== undefined) {
+      for (const j of jobs) keys.push(j.dedupKey ?? '');
+      args.push(dedupWindowMs);
+    }
+    return (await runScript(c, 'enqueue', keys, args)) as (number | string)[];
   },
 
   claim(c: ScriptClient, k: QueueKeys, n: number, leaseMs: number, promote = 1000): Promise<ClaimReply> {
@@ -99,6 +110,7 @@ export const wire = {
     return { outcome, at: r[1] };
   },
 
+  /** Per job: 1 extended, 2 extended but a cancel was requested, 0 lease lost. */
   async extend(c: ScriptClient, k: QueueKeys, leaseMs: number, held: readonly { id: string; token: string }[]): Promise<number[]> {
     const keys = [k.meta, k.active, k.jobPrefix];
     const args: (string | number)[] = [PROTOCOL_VERSION, leaseMs, held.length];
@@ -107,6 +119,16 @@ export const wire = {
       args.push(h.id, h.token);
     }
     return (await runScript(c, 'extend', keys, args)) as number[];
+  },
+
+  /**
+   * A running job's checkpoint (`c`), progress (`p`) or log line (`l`), fenced by its token;
+   * `limit` is the largest checkpoint in bytes (`c`) or the most log lines kept (`l`).
+   * Resolves to false when the holder is stale (nothing written).
+   */
+  async progress(c: ScriptClient, k: QueueKeys, job: { id: string; token: string }, what: 'c' | 'p' | 'l', value: string, limit: number): Promise<boolean> {
+    const r = await runScript(c, 'progress', [k.meta, k.jobPrefix, k.claimedRow(job.id)], [PROTOCOL_VERSION, job.id, job.token, what, value, limit]);
+    return r === 1;
   },
 
   /** Per job: 1 handed back to pending, 2 cancelled (a cancel flagged it while active), 0 refused. */

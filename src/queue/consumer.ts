@@ -7,6 +7,7 @@ import type { JobHandler } from './job.js';
 import { Backoff } from './backoff.js';
 import { reportFailure, type FailureListener } from './failure-log.js';
 import { JobRunner, type Held } from './job-runner.js';
+import { JobControls } from './job-controls.js';
 import type { ResolvedConsumerOptions } from './queue.options.js';
 import { WakeWaiter } from './wake-waiter.js';
 
@@ -92,7 +93,7 @@ export class Consumer {
       completed: (c) => this.toComplete.push(c),
       failed: (h, error, fatal) => this.retry(h, error, fatal),
       freed: () => this.kick(),
-    });
+    }, { controls: new JobControls(conn, this.k, cfg.maxResultBytes), timeoutMs: cfg.timeoutMs });
   }
 
   /** Jobs whose handlers are running now. */
@@ -280,6 +281,7 @@ export class Consumer {
         const ok = await wire.extend(c, this.k, this.cfg.leaseMs, part);
         ok.forEach((v, j) => {
           if (v === 0) this.runner.lose(part[j], 'EchoMQ lease lost');
+          else if (v === 2) this.runner.cancel(part[j]); // a cancel was requested: abort the handler
         });
       }
       if (this.stopping) return;

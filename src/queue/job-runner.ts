@@ -1,9 +1,11 @@
 import { decodePayload, encodePayload } from '../protocol/codec.js';
 import { FatalJobError } from '../protocol/errors.js';
 import { LazyAbort } from '../protocol/lazy-abort.js';
+import type { Json } from '../protocol/codec.js';
 import type { WireClaim, WireCompletion } from '../protocol/wire.js';
 import { errorText } from './error-text.js';
 import type { Job, JobHandler } from './job.js';
+import { JobCancelledError, JobTimeoutError, type JobControls } from './job-controls.js';
 
 /** A claimed job this process holds: buffered (prefetched) or running. */
 export interface Held {
@@ -14,6 +16,19 @@ export interface Held {
   readonly abort: LazyAbort;
   /** Set when the lease was lost or the job was abandoned: its outcome is ignored. */
   lost: boolean;
+  /** Set when a cancel was requested (extend answered 2): the attempt ends through retry (→ cancelled). */
+  cancelled?: boolean;
+  /** Set once its slot was given back (the handler ended, or its timeout passed). */
+  settled?: boolean;
+  timer?: NodeJS.Timeout;
+}
+
+/** What a runner adds to each job beyond the claim: fenced row writes, a timeout. */
+export interface RunnerOptions {
+  /** Checkpoint, progress and log writes, and the retried job's last checkpoint. */
+  readonly controls?: JobControls;
+  /** Abort the handler and fail the attempt after this many ms (0 or absent: no timeout). */
+  readonly timeoutMs?: number;
 }
 
 /** Where the runner sends what its handlers produce. */
@@ -27,6 +42,8 @@ export interface RunnerSink {
 }
 
 const MAX_ERROR_BYTES = 8192;
+const CANCELLED = 'JobCancelledError: cancel requested';
+const noWrite = (): Promise<void> => Promise.reject(new Error('job writes need a consumer with controls'));
 
 function abort(h: Held, reason: string): void {
   h.lost = true;
@@ -48,6 +65,7 @@ export class JobRunner {
     private readonly concurrency: number,
     private readonly maxResultBytes: number,
     private readonly sink: RunnerSink,
+    private readonly opts: RunnerOptions = {},
   ) {}
 
   /** Jobs held (running or buffered). */
@@ -70,9 +88,31 @@ export class JobRunner {
     this.drain();
   }
 
-  /** Every held job whose lease is still ours. */
+  /**
+   * Every held job whose lease is still ours and not cancelled: a cancelled job's lease is left
+   * to expire, so a handler that never stops is reaped (→ cancelled) after its lease.
+   */
   leases(): Held[] {
-    return [...this.held.values()].filter((h) => !h.lost);
+    return [...this.held.values()].filter((h) => !h.lost && !h.cancelled);
+  }
+
+  /**
+   * A cancel was requested for a held job (extend answered 2): a running handler's signal aborts
+   * with `JobCancelledError` and its attempt ends through retry (→ cancelled) however it ends; a
+   * buffered job is ended at once.
+   */
+  cancel(h: Held): void {
+    if (h.lost || h.cancelled) return;
+    h.cancelled = true;
+    const i = this.buffer.indexOf(h);
+    if (i < 0) {
+      h.abort.abort(new JobCancelledError());
+      return;
+    }
+    this.buffer.splice(i, 1);
+    this.held.delete(h.id);
+    h.lost = true;
+    this.sink.failed(h, CANCELLED, false);
   }
 
   /** Marks a job's lease lost: its handler is aborted and its outcome ignored. */
@@ -105,6 +145,18 @@ export class JobRunner {
 
   private start(h: Held): void {
     this.running++;
+    const c = this.opts.controls;
+    // A retried job starts with its last checkpoint: one read, only from the second attempt on.
+    if (c && h.claim.attempt > 1) {
+      c.checkpointed(h.id).then(
+        (ckpt) => this.run(h, ckpt),
+        () => this.run(h, undefined),
+      );
+    } else this.run(h, undefined);
+  }
+
+  private run(h: Held, checkpointed: Json | undefined): void {
+    const writes = this.opts.controls?.writes(h);
     let payload: unknown;
     const job: Job<unknown> = {
       id: h.id,
@@ -117,7 +169,13 @@ export class JobRunner {
       get signal() {
         return h.abort.signal;
       },
+      checkpointed,
+      checkpoint: writes?.checkpoint ?? noWrite,
+      progress: writes?.progress ?? noWrite,
+      log: writes?.log ?? noWrite,
     };
+    const limit = this.opts.timeoutMs ?? 0;
+    if (limit > 0) h.timer = setTimeout(() => this.timeout(h, limit), limit);
     // The handler starts synchronously (no extra turn of the event loop before it runs).
     let outcome: unknown;
     try {
@@ -136,7 +194,19 @@ export class JobRunner {
     );
   }
 
+  /** The timeout passed: the handler is aborted and the attempt fails now (its slot is given back). */
+  private timeout(h: Held, ms: number): void {
+    if (h.settled || h.lost) return;
+    const err = new JobTimeoutError(ms);
+    h.abort.abort(err);
+    this.fail(h, err);
+    h.lost = true; // whatever the handler does later is ignored
+  }
+
   private settle(h: Held): void {
+    if (h.settled) return;
+    h.settled = true;
+    if (h.timer) clearTimeout(h.timer);
     this.running--;
     this.held.delete(h.id);
     this.drain();
@@ -151,7 +221,9 @@ export class JobRunner {
       this.fail(h, new FatalJobError(`handler result refused: ${(err as Error).message}`));
       return;
     }
-    if (!h.lost) this.sink.completed({ id: h.id, token: h.token, result });
+    // A job cancelled while running ends cancelled (through retry), not done.
+    if (h.cancelled && !h.lost) this.sink.failed(h, CANCELLED, false);
+    else if (!h.lost) this.sink.completed({ id: h.id, token: h.token, result });
     this.settle(h);
   }
 

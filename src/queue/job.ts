@@ -16,8 +16,24 @@ export interface Job<T = Json> {
   readonly attempt: number;
   /** The fencing token of this claim; present it to fence external side effects. */
   readonly token: string;
-  /** Fires when the lease is lost or the application shuts down before the handler finished. */
+  /**
+   * Fires when the lease is lost, a cancel was requested (reason `JobCancelledError`), the job's
+   * timeout passed (reason `JobTimeoutError`) or the application shuts down before the handler
+   * finished.
+   */
   readonly signal: AbortSignal;
+  /** The last checkpoint an earlier attempt saved with `checkpoint` (undefined on a fresh start). */
+  readonly checkpointed?: Json;
+  /**
+   * Saves `state` (JSON, at most the queue's payload limit) as the job's checkpoint, fenced by the
+   * claim token: a retried attempt starts with it as `checkpointed`. Rejects with
+   * `StaleTokenError` (EMQ_STALE_TOKEN), writing nothing, when the lease was lost.
+   */
+  checkpoint(state: Json): Promise<void>;
+  /** Records the job's progress (JSON, at most 4096 bytes), fenced like `checkpoint`. */
+  progress(value: Json): Promise<void>;
+  /** Appends a line (1..4096 bytes) to the job's log (the newest 100 kept), fenced like `checkpoint`. */
+  log(line: string): Promise<void>;
 }
 
 /**
@@ -67,6 +83,12 @@ export interface JobView<T = Json, R = Json> extends FlowView {
   readonly finishedAt?: Date;
   /** True when a cancel was requested while the job was active. */
   readonly cancelRequested: boolean;
+  /** The last progress a handler recorded (`job.progress`). */
+  readonly progress?: Json;
+  /** The last checkpoint a handler saved (`job.checkpoint`). */
+  readonly checkpoint?: Json;
+  /** The job's log lines (`job.log`), oldest first (the newest 100 are kept). */
+  readonly logs: readonly string[];
 }
 
 /** Jobs per status (done and cancelled count the retained rows; flow parents `waiting` are not counted). */

@@ -32,6 +32,11 @@ export interface QueueDefaults {
    * many entries). 0 (default): transitions are only signalled, not logged.
    */
   readonly eventsLog: number;
+  /**
+   * How long a business key (`enqueue(q, p, { key })`) stays taken by the job it added, in ms
+   * (1..2,592,000,000, thirty days): a repeat within it adds nothing. Default one hour.
+   */
+  readonly dedupWindowMs: number;
 }
 
 /** The defaults that apply when neither the module nor the queue says otherwise. */
@@ -44,6 +49,7 @@ export const BUILTIN_DEFAULTS: QueueDefaults = {
   keepCancelled: 1000,
   maxPayloadBytes: DEFAULT_MAX_PAYLOAD_BYTES,
   eventsLog: 0,
+  dedupWindowMs: 3_600_000,
 };
 
 /** Most jobs in one `enqueueMany` (one script call, one round trip). */
@@ -83,6 +89,7 @@ export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefault
   intIn(d.keepCancelled, 1, 1_000_000, 'keepCancelled');
   intIn(d.maxPayloadBytes, 1, 64 * 1024 * 1024, 'maxPayloadBytes');
   intIn(d.eventsLog, 0, 1_000_000, 'eventsLog');
+  intIn(d.dedupWindowMs, 1, 2_592_000_000, 'dedupWindowMs');
   return d;
 }
 
@@ -129,6 +136,12 @@ export interface EnqueueOptions {
   readonly backoff?: BackoffOptions;
   /** A branded job id minted earlier (`QueueService.mintId()`): enqueueing it twice adds it once. */
   readonly id?: string;
+  /**
+   * A business key (1..256 bytes, no control characters; e.g. `order-42`, an event id): the job
+   * is added once per key within the queue's `dedupWindowMs`; a repeat resolves to the id of the
+   * job that took the key. In one `enqueueMany`, every item has a key or none does.
+   */
+  readonly key?: string;
 }
 
 /** Options of a `@Processor` consumer loop. */
@@ -151,9 +164,28 @@ export interface ProcessorOptions {
    * instance is one schedule) and ticked by every instance, exactly one job per tick (docs/queue.md).
    */
   readonly schedules?: readonly ProcessorSchedule[];
+  /**
+   * Abort a handler still running after this many ms (1..86,400,000) and fail its attempt with
+   * `JobTimeoutError` (retried per the backoff, like any failure). Default: no timeout.
+   */
+  readonly timeoutMs?: number;
+  /**
+   * Batch handler: the method receives up to `size` jobs at once (`Job[]`), waiting at most
+   * `maxWaitMs` for a batch to fill, and returns one outcome per job (see `BatchHandler`).
+   */
+  readonly batch?: BatchOptions;
 }
 
-const PROCESSOR_KEYS = keySet<ProcessorOptions>({ concurrency: true, prefetch: true, leaseMs: true, attempts: true, backoff: true, schedules: true });
+/** A batch handler's batching (`@Processor(q, { batch })`). */
+export interface BatchOptions {
+  /** Most jobs per call (2..1000). */
+  readonly size: number;
+  /** Longest wait for a batch to fill once its first job arrived (0..60,000 ms). Default 50. */
+  readonly maxWaitMs?: number;
+}
+
+const PROCESSOR_KEYS = keySet<ProcessorOptions>({ concurrency: true, prefetch: true, leaseMs: true, attempts: true, backoff: true, timeoutMs: true, batch: true, schedules: true });
+const BATCH_KEYS = keySet<BatchOptions>({ size: true, maxWaitMs: true });
 
 /**
  * Validates the options of a processor: unknown keys (a typo such as `concurency`) and
@@ -167,6 +199,12 @@ export function checkProcessorOptions(o: ProcessorOptions, what = 'processor opt
   if (o.leaseMs !== undefined) intIn(o.leaseMs, 100, 86_400_000, 'leaseMs');
   if (o.attempts !== undefined) checkAttempts(o.attempts);
   if (o.backoff !== undefined) backoffWire(o.backoff);
+  if (o.timeoutMs !== undefined) intIn(o.timeoutMs, 1, 86_400_000, 'timeoutMs');
+  if (o.batch !== undefined) {
+    refuseUnknownKeys(o.batch, BATCH_KEYS, `${what} batch`);
+    intIn(o.batch.size, 2, 1000, 'batch.size');
+    if (o.batch.maxWaitMs !== undefined) intIn(o.batch.maxWaitMs, 0, 60_000, 'batch.maxWaitMs');
+  }
 }
 
 /** What a consumer loop needs from its queue's settings and its processor's options. */
@@ -180,13 +218,16 @@ export interface ResolvedConsumerOptions {
   readonly keepDone: number;
   readonly deadCap: number;
   readonly maxResultBytes: number;
+  /** Handler timeout in ms (absent: none). */
+  readonly timeoutMs?: number;
 }
 
 /** Resolves a processor's options over its queue's settings (processor first, then queue). */
 export function resolveConsumerOptions(d: QueueDefaults, o: ProcessorOptions = {}): ResolvedConsumerOptions {
   checkProcessorOptions(o);
   return {
-    concurrency: o.concurrency ?? 1,
+    // A batch handler needs a whole batch running at once.
+    concurrency: Math.max(o.concurrency ?? 1, o.batch?.size ?? 1),
     prefetch: o.prefetch,
     leaseMs: o.leaseMs ?? d.leaseMs,
     attempts: o.attempts ?? d.attempts,
@@ -194,5 +235,6 @@ export function resolveConsumerOptions(d: QueueDefaults, o: ProcessorOptions = {
     keepDone: d.keepDone,
     deadCap: d.deadCap,
     maxResultBytes: d.maxPayloadBytes,
+    timeoutMs: o.timeoutMs,
   };
 }

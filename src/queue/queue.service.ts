@@ -47,6 +47,16 @@ function decodeStored<T>(text: string | undefined): { value?: T; error?: Undecod
   }
 }
 
+/** A row's checkpoint, progress and log (`progress.lua`), decoded; text that is not JSON is left out. */
+function rowWrites(row: Record<string, string>): { progress?: Json; checkpoint?: Json; logs: string[] } {
+  const logs = decodeStored<unknown>(row.log).value;
+  return {
+    progress: decodeStored<Json>(row.progress).value,
+    checkpoint: decodeStored<Json>(row.ckpt).value,
+    logs: Array.isArray(logs) ? logs.filter((l): l is string => typeof l === 'string') : [],
+  };
+}
+
 /**
  * The producer and operator surface of the Queue: enqueue, inspect, count, cancel. Every write
  * is one script call (one round trip), whatever the batch size; concurrent enqueues to one queue
@@ -55,11 +65,18 @@ function decodeStored<T>(text: string | undefined): { value?: T; error?: Undecod
 export class QueueService {
   private readonly perQueue = new Map<string, QueueDefaults>();
   /** The enqueue calls per queue: concurrent requests merged, up to one batch per call. */
-  private readonly lanes = new CoalescerPool<WireJob, number>((queue) => {
+  private readonly lanes = new CoalescerPool<WireJob, number | string>((queue) => {
     const keys = queueKeys(queue);
     const { maxPayloadBytes, eventsLog } = this.settings(queue);
     const c = this.conn.scriptClient;
     return (jobs) => wire.enqueue(c, keys, maxPayloadBytes, jobs, eventsLog);
+  }, MAX_BATCH);
+  /** The same for keyed enqueues (business-key dedup): their calls carry a dedup key per job. */
+  private readonly keyedLanes = new CoalescerPool<WireJob, number | string>((queue) => {
+    const keys = queueKeys(queue);
+    const { maxPayloadBytes, eventsLog, dedupWindowMs } = this.settings(queue);
+    const c = this.conn.scriptClient;
+    return (jobs) => wire.enqueue(c, keys, maxPayloadBytes, jobs, eventsLog, dedupWindowMs);
   }, MAX_BATCH);
   private hub?: SignalHub;
   private flowService?: FlowService;
@@ -142,23 +159,48 @@ export class QueueService {
     return id;
   }
 
-  /** Adds up to 1000 jobs in one script call; resolves to their ids, in order. */
+  /**
+   * Adds any number of jobs; resolves to their ids, in order (for a keyed job whose key was
+   * taken, the id of the job holding it). Up to 1000 jobs go in one script call, atomically;
+   * more are sent in consecutive calls of at most 1000 (each atomic, in order; a failure leaves
+   * the chunks before it added). Every item is validated before the first call.
+   */
   async enqueueMany<T = Json>(queue: string, items: readonly EnqueueItem<T>[]): Promise<string[]> {
-    queueKeys(queue); // the name is checked before anything is minted
+    const k = queueKeys(queue); // the name is checked before anything is minted
     if (!Array.isArray(items) || items.length === 0) throw new InvalidOptionError('enqueueMany needs at least one item');
-    if (items.length > MAX_BATCH) throw new BatchTooLargeError(items.length, MAX_BATCH);
+    const keyed = items[0]?.opts?.key !== undefined;
+    if (items.some((it) => (it?.opts?.key !== undefined) !== keyed)) {
+      throw new InvalidOptionError('enqueueMany: give every item a dedup key, or none');
+    }
     const { maxPayloadBytes } = this.settings(queue);
     await this.conn.ids.ready(); // never mint on a node number this process does not certainly hold
-    const jobs = items.map((it) => this.toWire(it, maxPayloadBytes));
+    const jobs = items.map((it) => this.toWire(it, maxPayloadBytes, keyed ? k.dedup(it.opts!.key!) : undefined));
+    if (jobs.length <= MAX_BATCH) return this.enqueueChunk(queue, items, jobs, keyed);
+    const ids: string[] = [];
+    for (let at = 0; at < jobs.length; at += MAX_BATCH) {
+      ids.push(...(await this.enqueueChunk(queue, items.slice(at, at + MAX_BATCH), jobs.slice(at, at + MAX_BATCH), keyed)));
+    }
+    return ids;
+  }
+
+  /** One call's worth (at most `MAX_BATCH`), through the queue's coalescer; re-mints colliding ids. */
+  private async enqueueChunk<T>(queue: string, items: readonly EnqueueItem<T>[], jobs: WireJob[], keyed: boolean): Promise<string[]> {
+    if (jobs.length > MAX_BATCH) throw new BatchTooLargeError(jobs.length, MAX_BATCH);
+    const lanes = keyed ? this.keyedLanes : this.lanes;
     const minted = items.map((it) => it.opts?.id === undefined);
+    const holders: (string | undefined)[] = [];
     let send = jobs.map((_, i) => i);
     for (let round = 0; ; round++) {
-      const added = await this.lanes.submit(queue, send.map((i) => jobs[i]));
+      const added = await lanes.submit(queue, send.map((i) => jobs[i]));
+      // A key held by another job: the reply is that job's id (docs/queue.md, dedup).
+      send.forEach((i, pos) => {
+        if (typeof added[pos] === 'string') holders[i] = added[pos];
+      });
       // A caller-given id already present is an idempotent repeat. A freshly minted one is a
       // collision (another process minted the same id): that job was not added, so it gets a
       // new id and is sent again rather than reported under the other job's id.
       send = send.filter((i, pos) => added[pos] === 0 && minted[i]);
-      if (send.length === 0) return jobs.map((j) => j.id);
+      if (send.length === 0) return jobs.map((j, i) => holders[i] ?? j.id);
       if (round === MINT_RETRIES) {
         const shown = send.slice(0, 10).map((i) => `item ${i} (last id ${jobs[i].id})`).join(', ');
         throw new IdCollisionError(`${send.length} job(s) not added: each freshly minted id was taken, ${round + 1} times in a row: ${shown}; is another process minting on node ${this.conn.ids.node}?`);
@@ -167,7 +209,7 @@ export class QueueService {
     }
   }
 
-  private toWire<T>(item: EnqueueItem<T>, maxBytes: number): WireJob {
+  private toWire<T>(item: EnqueueItem<T>, maxBytes: number, dedupKey?: string): WireJob {
     const o = item.opts ?? {};
     let id: string;
     if (o.id !== undefined) {
@@ -184,6 +226,7 @@ export class QueueService {
       runAtMs,
       maxAttempts: o.attempts === undefined ? undefined : checkAttempts(o.attempts),
       backoff: o.backoff === undefined ? undefined : backoffWire(o.backoff),
+      dedupKey,
     };
   }
 
@@ -207,6 +250,7 @@ export class QueueService {
       createdAt: new Date(parseId(id).ms),
       finishedAt: row.finished ? new Date(Number(row.finished)) : undefined,
       cancelRequested: row.cancel === '1',
+      ...rowWrites(row),
       ...(row.parent || row.deps ? await this.flows.view(row) : {}),
     };
   }

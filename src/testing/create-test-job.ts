@@ -18,12 +18,26 @@ export interface TestJobOverrides {
   readonly token?: string;
   /** A signal of the test's own; `abort()` still fires the job's signal too. */
   readonly signal?: AbortSignal;
+  /** The checkpoint an earlier attempt saved (`job.checkpointed`). Default none. */
+  readonly checkpointed?: Json;
+}
+
+/** What a test job's handler wrote through `checkpoint`, `progress` and `log`, in order. */
+export interface TestJobWrites {
+  /** Every `checkpoint(state)` call's state. */
+  readonly checkpoints: Json[];
+  /** Every `progress(value)` call's value. */
+  readonly progress: Json[];
+  /** Every `log(line)` call's line. */
+  readonly logs: string[];
 }
 
 /** A job made for a unit test: a real `Job` shape, plus a way to fire its signal. */
 export interface TestJob<T = Json> extends Job<T> {
   /** Aborts `signal`, as a lost lease or a shutdown past its deadline would. */
   abort(reason?: string): void;
+  /** What the handler wrote (recorded, not sent anywhere). */
+  readonly writes: TestJobWrites;
 }
 
 /** One child result handed to a `createTestFlowJob` parent; everything but the outcome's data has a default. */
@@ -83,6 +97,7 @@ export function createTestJob<T = Json>(payload: T, overrides: TestJobOverrides 
   if (!/^\d{1,16}$/.test(token)) throw new InvalidOptionError(`token must be 1..16 decimal digits, got ${JSON.stringify(token)}`);
   const controller = new AbortController();
   const signal = overrides.signal ? AbortSignal.any([overrides.signal, controller.signal]) : controller.signal;
+  const writes: TestJobWrites = { checkpoints: [], progress: [], logs: [] };
   return {
     id,
     queue,
@@ -91,6 +106,11 @@ export function createTestJob<T = Json>(payload: T, overrides: TestJobOverrides 
     token,
     signal,
     abort: (reason = 'EchoMQ lease lost') => controller.abort(new Error(reason)),
+    checkpointed: overrides.checkpointed,
+    writes,
+    checkpoint: async (state) => void writes.checkpoints.push(state),
+    progress: async (value) => void writes.progress.push(value),
+    log: async (line) => void writes.logs.push(line),
   };
 }
 

@@ -12,7 +12,7 @@ export type { ValkeyCluster, ValkeyClusterOptions, ClusterNode, NodeRef } from '
 export { namesOnDistinctOwners, slotOfName, parseClusterNodes } from './valkey-cluster.topology.js';
 export type { ClusterNodeView } from './valkey-cluster.topology.js';
 export { createTestJob, createTestFlowJob } from './create-test-job.js';
-export type { TestJob, TestJobOverrides, TestFlowJob, TestFlowJobOptions, TestChild, TestFanOut } from './create-test-job.js';
+export type { TestJob, TestJobOverrides, TestFlowJob, TestFlowJobOptions, TestChild, TestFanOut, TestJobWrites } from './create-test-job.js';
 export { EchoMqTestingModule, TestValkey } from './testing.module.js';
 export type { EchoMqTestingOptions } from './testing.module.js';
 export { uniqueQueueName } from './unique-name.js';

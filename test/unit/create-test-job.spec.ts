@@ -68,9 +68,18 @@ const codeOf = (act: () => unknown): string | undefined => {
 };
 
 describe('createTestJob', () => {
+  it('records checkpoint, progress and log calls, and takes a checkpointed state', async () => {
+    const job = createTestJob({ n: 1 }, { attempt: 2, checkpointed: { step: 4 } });
+    expect(job.checkpointed).toEqual({ step: 4 });
+    await job.checkpoint({ step: 5 });
+    await job.progress(50);
+    await job.log('resumed at 4');
+    expect(job.writes).toEqual({ checkpoints: [{ step: 5 }], progress: [50], logs: ['resumed at 4'] });
+  });
+
   it('has every member of Job, with the defaults the docs state, and fresh ids', () => {
     const job = createTestJob({ n: 1 });
-    expect(Object.keys(job).sort()).toEqual(['abort', 'attempt', 'id', 'payload', 'queue', 'signal', 'token']);
+    expect(Object.keys(job).sort()).toEqual(['abort', 'attempt', 'checkpoint', 'checkpointed', 'id', 'log', 'payload', 'progress', 'queue', 'signal', 'token', 'writes']);
     expect(job).toMatchObject({ queue: 'test', attempt: 1, token: '1', payload: { n: 1 } });
     expect(job.id).toHaveLength(14);
     expect(job.signal.aborted).toBe(false);

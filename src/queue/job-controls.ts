@@ -1,0 +1,80 @@
+import { decodePayload, encodePayload, type Json } from '../protocol/codec.js';
+import type { EchoMqConnection } from '../protocol/connection.js';
+import { InvalidOptionError, StaleTokenError, fromReplyError } from '../protocol/errors.js';
+import type { QueueKeys } from '../protocol/keys.js';
+import { wire } from '../protocol/wire.js';
+
+/** Largest progress value (JSON bytes) and log line (bytes), as `progress.lua` bounds them. */
+export const MAX_PROGRESS_BYTES = 4096;
+/** Log lines kept per job (the oldest go first). */
+export const LOG_LINES = 100;
+
+/** The reason `job.signal` aborts with when a cancel was requested while the job ran. */
+export class JobCancelledError extends Error {
+  constructor(message = 'cancel requested') {
+    super(message);
+    this.name = 'JobCancelledError';
+  }
+}
+
+/** The error an attempt fails with when its handler ran past its timeout (also `job.signal`'s reason). */
+export class JobTimeoutError extends Error {
+  constructor(
+    /** The timeout that passed, in ms. */
+    readonly timeoutMs: number,
+  ) {
+    super(`the handler ran past its timeout of ${timeoutMs} ms`);
+    this.name = 'JobTimeoutError';
+  }
+}
+
+/** What a running job writes to its row, each call fenced by its claim token (`progress.lua`). */
+export interface JobWrites {
+  checkpoint(state: Json): Promise<void>;
+  progress(value: Json): Promise<void>;
+  log(line: string): Promise<void>;
+}
+
+/**
+ * The fenced row writes of one queue's running jobs (checkpoint, progress, log) and the read of
+ * a retried job's last checkpoint. A stale holder's write is refused with `StaleTokenError` and
+ * writes nothing.
+ */
+export class JobControls {
+  constructor(
+    private readonly conn: EchoMqConnection,
+    private readonly k: QueueKeys,
+    private readonly maxCheckpointBytes: number,
+  ) {}
+
+  /** The three writes, bound to one claim. */
+  writes(job: { id: string; token: string }): JobWrites {
+    return {
+      checkpoint: async (state) => this.write(job, 'c', encodePayload(state, this.maxCheckpointBytes), this.maxCheckpointBytes),
+      progress: async (value) => this.write(job, 'p', encodePayload(value, MAX_PROGRESS_BYTES), 0),
+      log: async (line) => {
+        if (typeof line !== 'string' || line.length === 0 || Buffer.byteLength(line) > MAX_PROGRESS_BYTES) {
+          throw new InvalidOptionError(`a log line must be a string of 1..${MAX_PROGRESS_BYTES} bytes`);
+        }
+        return this.write(job, 'l', line, LOG_LINES);
+      },
+    };
+  }
+
+  /** The checkpoint an earlier attempt saved (undefined when none, or when it is not JSON). */
+  async checkpointed(id: string): Promise<Json | undefined> {
+    const text = await this.conn.client.hget(this.k.claimedRow(id), 'ckpt').catch((err: unknown) => {
+      throw fromReplyError(err);
+    });
+    try {
+      return decodePayload<Json>(text);
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async write(job: { id: string; token: string }, what: 'c' | 'p' | 'l', value: string, limit: number): Promise<void> {
+    const ok = await wire.progress(this.conn.scriptClient, this.k, job, what, value, limit);
+    if (!ok) throw new StaleTokenError(`job ${job.id}: its lease was lost (token ${job.token} is stale); nothing written`);
+  }
+}
