@@ -80,7 +80,7 @@ if not promote then return redis.error_reply('EMQ_BAD_ARG promote limit must be 
 
 -- Reads first: every key this call writes is read before anything is written, so a key of the
 -- wrong type is refused with nothing changed.
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token')
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes')
 local e = refused(meta, KEYS[1])
 if e then return e end
 local stored = meta[1]
@@ -91,6 +91,9 @@ if meta[3] and not string.match(meta[3], '^%d+$') then
   return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[1] .. ' field token is not an integer')
 end
 local elog = tonumber(meta[2]) or 0 -- written by enqueue, validated there
+-- Priorities (docs/protocol.md §2): set by enqueue once a job of the queue carried one. A
+-- queue without it runs the plain path below, command for command.
+local lanes = meta[4] == '1'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local prefix = KEYS[8]
@@ -109,27 +112,89 @@ for i = 1, #due do
   if e then return e end
   dueRow[i] = r > 0
 end
--- The oldest n + 1 pending ids (one more than wanted tells whether more remain), or, when
--- nothing is claimed, the length alone. plen: the pending ids seen (n + 1 means "more than n").
-local plen, tail = 0, {}
-if n > 0 then
-  tail = redis.pcall('LRANGE', KEYS[2], -(n + 1), -1)
-  e = refused(tail, KEYS[2])
+-- plen: the pending ids seen (n + 1 means "more than n"); take: the ids this call pops, in pop
+-- order; lrem: (priorities) how many jobs remain pending; ops: (priorities) per level list
+-- { key, level, due ids to push, count to pop, levels-set command or false }; tlv: the level
+-- of each taken id.
+local plen, tail, k, take, lrem, ops, tlv = 0, {}, 0, {}, 0, {}, {}
+local levels = b .. 'levels'
+if lanes then
+  -- Priorities: one list per level 1..9 (`pending:<p>`), 0 is `pending`; `levels` holds the
+  -- levels 1..9 whose list has jobs. Claimed highest level first, FIFO within a level: at most
+  -- ten lists read, whatever the backlog.
+  local present = redis.pcall('ZRANGE', levels, 0, -1)
+  e = refused(present, levels)
   if e then return e end
-  plen = #tail
+  local has = {}
+  for i = 1, #present do has[tonumber(present[i])] = true end
+  local dueBy = {}
+  for i = 1, #due do
+    local p = nil
+    if dueRow[i] then p = redis.call('HGET', prefix .. due[i], 'prio') end
+    if not p then
+      local o = redis.pcall('HGET', KEYS[7], due[i])
+      e = refused(o, KEYS[7])
+      if e then return e end
+      p = o and string.match(o, '^[^|]*|[^|]*|(%d)$')
+    end
+    p = tonumber(p) or 0
+    dueBy[p] = dueBy[p] or {}
+    local d = dueBy[p]
+    d[#d + 1] = due[i]
+  end
+  local need = n
+  for L = 9, 0, -1 do
+    local d = dueBy[L] or {}
+    if L == 0 or has[L] or #d > 0 then
+      local key = L == 0 and KEYS[2] or KEYS[2] .. ':' .. L
+      local t, left
+      if need > 0 then
+        t = redis.pcall('LRANGE', key, -(need + 1), -1)
+        e = refused(t, key)
+        if e then return e end
+        local fromList = math.min(need, #t)
+        for i = #t, #t - fromList + 1, -1 do take[#take + 1] = t[i]; tlv[#take] = L end
+        local fromDue = math.min(need - fromList, #d)
+        for i = 1, fromDue do take[#take + 1] = d[i]; tlv[#take] = L end
+        need = need - fromList - fromDue
+        left = #t - fromList + #d - fromDue
+        ops[#ops + 1] = { key, L, d, fromList + fromDue, false }
+      else
+        local len = redis.pcall('LLEN', key)
+        e = refused(len, key)
+        if e then return e end
+        left = len + #d
+        if #d > 0 then ops[#ops + 1] = { key, L, d, 0, false } end
+      end
+      lrem = lrem + left
+      local op = ops[#ops]
+      if L > 0 and op and op[2] == L then
+        if left == 0 and has[L] then op[5] = 'ZREM' elseif left > 0 and not has[L] then op[5] = 'ZADD' end
+      end
+    end
+  end
+  k = #take
 else
-  plen = redis.pcall('LLEN', KEYS[2])
-  e = refused(plen, KEYS[2])
-  if e then return e end
-end
--- The ids this call pops, in pop order: the tail of pending (oldest first), then the promoted
--- jobs (which join the head of pending) in run-at order.
-local k = math.min(n, plen + #due)
-local take = {}
-if k > 0 then
-  local fromPending = math.min(k, plen)
-  for i = #tail, #tail - fromPending + 1, -1 do take[#take + 1] = tail[i] end
-  for i = 1, k - fromPending do take[#take + 1] = due[i] end
+  -- The oldest n + 1 pending ids (one more than wanted tells whether more remain), or, when
+  -- nothing is claimed, the length alone.
+  if n > 0 then
+    tail = redis.pcall('LRANGE', KEYS[2], -(n + 1), -1)
+    e = refused(tail, KEYS[2])
+    if e then return e end
+    plen = #tail
+  else
+    plen = redis.pcall('LLEN', KEYS[2])
+    e = refused(plen, KEYS[2])
+    if e then return e end
+  end
+  -- The ids this call pops, in pop order: the tail of pending (oldest first), then the promoted
+  -- jobs (which join the head of pending) in run-at order.
+  k = math.min(n, plen + #due)
+  if k > 0 then
+    local fromPending = math.min(k, plen)
+    for i = #tail, #tail - fromPending + 1, -1 do take[#take + 1] = tail[i] end
+    for i = 1, k - fromPending do take[#take + 1] = due[i] end
+  end
 end
 local hasOpts = false -- most queues never set per-job options
 if k > 0 then
@@ -139,7 +204,7 @@ if k > 0 then
   hasOpts = r > 0
 end
 -- The jobs to claim, as parallel arrays (no table per job): id, payload, attempt, own options.
-local jid, jrow, jpay, jatt, jopt, att, ghosts = {}, {}, {}, {}, {}, {}, {}
+local jid, jrow, jpay, jatt, jopt, att, ghosts, jlv = {}, {}, {}, {}, {}, {}, {}, {}
 local pays = {} -- every payload in one read
 if #take > 0 then
   pays = redis.pcall('HMGET', KEYS[6], unpack(take))
@@ -169,10 +234,11 @@ for i = 1, #take do
     att[id] = a
     local j = #jid + 1
     jid[j], jrow[j], jpay[j], jatt[j], jopt[j] = id, row, payload, a, false
+    if lanes then jlv[j] = tlv[i] end
     if a == 1 and hasOpts then jopt[j] = redis.call('HGET', KEYS[7], id) end
   end
 end
-local remaining = plen + #due - k
+local remaining = lanes and lrem or plen + #due - k
 local wakeLen, nxt = 1, nil
 if remaining > 0 then
   if #jid > 0 then
@@ -211,12 +277,19 @@ end
 for i = 1, #due, 1000 do
   local j = math.min(i + 999, #due)
   redis.call('ZREM', KEYS[3], unpack(due, i, j))
-  redis.call('LPUSH', KEYS[2], unpack(due, i, j))
+  if not lanes then redis.call('LPUSH', KEYS[2], unpack(due, i, j)) end
 end
 for i = 1, #due do
   if dueRow[i] then redis.call('HSET', prefix .. due[i], 'status', 'pending') end
 end
-if k > 0 then redis.call('RPOP', KEYS[2], k) end
+if lanes then
+  for o = 1, #ops do
+    local key, L, d, pop, lv = ops[o][1], ops[o][2], ops[o][3], ops[o][4], ops[o][5]
+    for i = 1, #d, 1000 do redis.call('LPUSH', key, unpack(d, i, math.min(i + 999, #d))) end
+    if pop > 0 then redis.call('RPOP', key, pop) end
+    if lv == 'ZADD' then redis.call('ZADD', levels, L, L) elseif lv == 'ZREM' then redis.call('ZREM', levels, L) end
+  end
+elseif k > 0 then redis.call('RPOP', KEYS[2], k) end
 -- Ghosts popped (see the read loop): the payload back to `data`, one ghost fewer in meta.
 for i = 1, #ghosts do
   local id, p = ghosts[i][1], ghosts[i][2]
@@ -233,14 +306,15 @@ if #jid > 0 then
   local last = redis.call('HINCRBY', KEYS[1], 'token', #jid)
   local moved = {}
   for i = 1, #jid do
-    local id, a, o = jid[i], jatt[i], jopt[i]
+    local id, a, o, L = jid[i], jatt[i], jopt[i], jlv[i]
     local token = last - #jid + i
-    if o then
+    if o or (L and L > 0) then
       local row = { 'status', 'active', 'token', token, 'attempts', a }
-      local maxA, backoff = string.match(o, '^(%d*)|(.*)$')
+      if L and L > 0 then row[7] = 'prio'; row[8] = L end
+      local maxA, backoff = string.match(o or '', '^(%d*)|([^|]*)')
       if maxA and maxA ~= '' then row[#row + 1] = 'max'; row[#row + 1] = maxA end
       if backoff and backoff ~= '' then row[#row + 1] = 'backoff'; row[#row + 1] = backoff end
-      moved[#moved + 1] = id
+      if o then moved[#moved + 1] = id end
       redis.call('HSET', jrow[i], unpack(row))
     else
       redis.call('HSET', jrow[i], 'status', 'active', 'token', token, 'attempts', a)

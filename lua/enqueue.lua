@@ -85,8 +85,18 @@ if not maxBytes or not n then
   return redis.error_reply('EMQ_BAD_ARG the payload limit must be an integer in 1..536870912 and the job count an integer >= 1')
 end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
-if #ARGV ~= 4 + 6 * n then
-  return redis.error_reply('EMQ_BAD_ARG expected 7 keys and ' .. (6 * n) .. ' job arguments')
+-- Priorities ride after the jobs (ARGV[5+6n .. 4+7n], one per job), so a plain call is unchanged.
+local prio = #ARGV == 4 + 7 * n
+if #ARGV ~= 4 + 6 * n and not prio then
+  return redis.error_reply('EMQ_BAD_ARG expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (7 * n) .. ' with priorities)')
+end
+local pri = {}
+if prio then
+  for i = 1, n do
+    local p = ARGV[4 + 6 * n + i]
+    pri[i] = p == '' and 0 or int(p, 0, 9)
+    if not pri[i] then return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad priority (0..9, "" = 0)') end
+  end
 end
 local setLog = nil
 if ARGV[4] ~= '' then
@@ -119,7 +129,8 @@ end
 
 -- Reads first: every key this call writes is read (or is the first write) before anything is
 -- written, so a key of the wrong type is refused with nothing changed.
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog')
+local meta
+if prio then meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'lanes') else meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog') end
 local e = refused(meta, KEYS[1])
 if e then return e end
 local stored = meta[1]
@@ -134,6 +145,9 @@ if e then return e end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out, data, opts, queued, scheduled, zargs, seen = {}, {}, {}, {}, {}, {}, {}
+-- plainQ: the queued ids of level 0 (`pending`); byLevel: level 1..9 -> queued ids.
+local plainQ, byLevel, lanesOn = queued, {}, false
+if prio then plainQ = {} end
 for i = 1, n do
   local b = 4 + 6 * (i - 1)
   local id = ids[i]
@@ -147,15 +161,24 @@ for i = 1, n do
     local delay, at = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
     if delay > 0 then at = now + delay end
     local maxA, backoff = ARGV[b + 5], ARGV[b + 6]
-    if maxA ~= '' or backoff ~= '' then
+    local p = pri[i] or 0
+    if maxA ~= '' or backoff ~= '' or (p > 0 and at > now) then
       opts[#opts + 1] = id
-      opts[#opts + 1] = maxA .. '|' .. backoff
+      -- A delayed job's priority waits here for its promotion by claim (the third field).
+      opts[#opts + 1] = maxA .. '|' .. backoff .. ((p > 0 and at > now) and ('|' .. p) or '')
     end
+    if p > 0 then lanesOn = true end
     if at > now then
       zargs[#zargs + 1] = at
       zargs[#zargs + 1] = id
       scheduled[#scheduled + 1] = id
+    elseif p > 0 then
+      local l = byLevel[p]
+      if not l then l = {}; byLevel[p] = l end
+      l[#l + 1] = id
+      queued[#queued + 1] = id
     else
+      if prio then plainQ[#plainQ + 1] = id end -- else plainQ is queued
       queued[#queued + 1] = id
     end
   end
@@ -180,10 +203,28 @@ if #data > 0 then
       return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[7] .. ' holds a ' .. kind .. ', not a stream')
     end
   end
+  local levels = b .. 'levels'
+  if lanesOn then
+    -- The level lists and `levels` are type-checked by reads before the first write.
+    e = refused(redis.pcall('ZCARD', levels), levels)
+    for p = 1, 9 do
+      if not e and byLevel[p] then e = refused(redis.pcall('LLEN', KEYS[2] .. ':' .. p), KEYS[2] .. ':' .. p) end
+    end
+    if e then return e end
+  end
   -- The first write is the type check of its own key: a write refused with WRONGTYPE changes nothing.
   if #queued > 0 then
-    e = refused(redis.pcall('LPUSH', KEYS[2], unpack(queued)), KEYS[2])
-    if e then return e end
+    if #plainQ > 0 then
+      e = refused(redis.pcall('LPUSH', KEYS[2], unpack(plainQ)), KEYS[2])
+      if e then return e end
+    end
+    for p = 1, 9 do
+      local l = byLevel[p]
+      if l then
+        redis.call('LPUSH', KEYS[2] .. ':' .. p, unpack(l))
+        redis.call('ZADD', levels, p, p)
+      end
+    end
     if #zargs > 0 then redis.call('ZADD', KEYS[3], unpack(zargs)) end
   else
     e = refused(redis.pcall('ZADD', KEYS[3], unpack(zargs)), KEYS[3])
@@ -193,6 +234,7 @@ if #data > 0 then
   if #opts > 0 then redis.call('HSET', KEYS[6], unpack(opts)) end
 end
 if not stored then redis.call('HSET', KEYS[1], 'v', V) end
+if lanesOn and meta[3] ~= '1' then redis.call('HSET', KEYS[1], 'lanes', '1') end
 if setLog and setLog ~= logged then redis.call('HSET', KEYS[1], 'elog', setLog) end
 if wakeLen == 0 then redis.call('LPUSH', KEYS[4], '1') end
 emit(KEYS[7], elog, 'enqueued', queued, now)

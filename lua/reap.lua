@@ -107,9 +107,14 @@ if e then return e end
 -- Every row is read before the first write, so a row of the wrong type refuses the whole call.
 local rows, anyParent = {}, false
 for i = 1, #expired do
-  local cur = redis.pcall('HMGET', KEYS[7] .. expired[i], 'attempts', 'max', 'status', 'cancel', 'parent')
+  local cur = redis.pcall('HMGET', KEYS[7] .. expired[i], 'attempts', 'max', 'status', 'cancel', 'parent', 'prio')
   if cur.err then return redis.error_reply('EMQ_WRONGTYPE the row of ' .. expired[i] .. ' is not a hash') end
   rows[i] = cur
+  if cur[6] and cur[3] == 'active' then
+    -- A prioritised job goes back to its level's list (docs/protocol.md §2: priorities).
+    e = wrongType({ KEYS[3] .. ':' .. cur[6], 'list', b .. 'levels', 'zset' })
+    if e then return e end
+  end
   if cur[5] and cur[3] == 'active' then
     if not box then return redis.error_reply('EMQ_BAD_ARG a reaped row names a parent: the outbox and outdue keys are required') end
     anyParent = true
@@ -145,7 +150,12 @@ for i = 1, #expired do
       if cur[5] then handOff(id, cur[5], 'failed', 'lease expired after attempt ' .. att) end
     else
       redis.call('HSET', row, 'status', 'pending', 'error', 'lease expired')
-      redis.call('RPUSH', KEYS[3], id) -- the pop end: first in line again
+      if cur[6] then -- its level's list, first in line again
+        redis.call('RPUSH', KEYS[3] .. ':' .. cur[6], id)
+        redis.call('ZADD', b .. 'levels', cur[6], cur[6])
+      else
+        redis.call('RPUSH', KEYS[3], id) -- the pop end: first in line again
+      end
       requeuedIds[#requeuedIds + 1] = id
     end
   end

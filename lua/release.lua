@@ -112,9 +112,14 @@ local cancelled, data = KEYS[7], KEYS[8]
 -- Every row is read before the first write, so a row of the wrong type refuses the whole call.
 local rows, anyParent = {}, false
 for i = 1, n do
-  local cur = redis.pcall('HMGET', KEYS[8 + i], 'status', 'token', 'cancel', 'parent')
+  local cur = redis.pcall('HMGET', KEYS[8 + i], 'status', 'token', 'cancel', 'parent', 'prio')
   if cur.err then return redis.error_reply('EMQ_WRONGTYPE the row of job ' .. i .. ' is not a hash') end
   rows[i] = cur
+  if cur[5] and cur[1] == 'active' then
+    -- A prioritised job goes back to its level's list (docs/protocol.md §2: priorities).
+    local e = wrongType({ KEYS[3] .. ':' .. cur[5], 'list', b .. 'levels', 'zset' })
+    if e then return e end
+  end
   if cur[3] == '1' and cur[4] then anyParent = true end
 end
 local box, due = KEYS[9 + n], KEYS[10 + n]
@@ -155,7 +160,12 @@ for i = n, 1, -1 do
       end
     else
       redis.call('HSET', row, 'status', 'pending')
-      redis.call('RPUSH', KEYS[3], id)
+      if cur[5] then
+        redis.call('RPUSH', KEYS[3] .. ':' .. cur[5], id)
+        redis.call('ZADD', b .. 'levels', cur[5], cur[5])
+      else
+        redis.call('RPUSH', KEYS[3], id)
+      end
       ids[#ids + 1] = id
       out[i] = 1
     end

@@ -21,7 +21,7 @@ export function assertName(name: unknown, what = 'queue'): asserts name is strin
 }
 
 /** The per-queue key kinds of protocol v1. */
-export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake' | 'data' | 'opts' | 'events' | 'outbox' | 'outdue';
+export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake' | 'data' | 'opts' | 'events' | 'outbox' | 'outdue' | 'levels';
 
 /**
  * The keys of one queue. Every key carries the queue name as its hash tag, so all of them
@@ -48,6 +48,10 @@ export class QueueKeys {
   readonly outbox: string;
   /** Flows: zset entry id → due at (ms); a taken entry is due again when its relay lease lapses. */
   readonly outdue: string;
+  /** Priorities: zset of the levels 1..9 whose list (`pendingAt(p)`) holds jobs (score = level). */
+  readonly levels: string;
+  /** Priorities: the pending list of each level 1..9 (`pending:<p>`); level 0 is `pending`. */
+  readonly pendingLevels: readonly string[];
 
   constructor(readonly queue: string) {
     assertName(queue, 'queue');
@@ -66,6 +70,8 @@ export class QueueKeys {
     this.jobPrefix = base + 'job:';
     this.outbox = base + 'outbox';
     this.outdue = base + 'outdue';
+    this.levels = base + 'levels';
+    this.pendingLevels = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((p) => `${base}pending:${p}`);
   }
 
   /** The row (hash) of job `id`; validates the id. */

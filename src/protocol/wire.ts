@@ -9,6 +9,8 @@ export interface WireJob {
   readonly runAtMs: number;
   readonly maxAttempts?: number;
   readonly backoff?: string;
+  /** 0..9, higher claimed first (0 or absent: the plain `pending` list). */
+  readonly priority?: number;
 }
 
 /** One claimed job as the claim script returns it. */
@@ -72,6 +74,8 @@ export const wire = {
   async enqueue(c: ScriptClient, k: QueueKeys, maxBytes: number, jobs: readonly WireJob[], eventsLog: number | '' = ''): Promise<number[]> {
     const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, jobs.length, eventsLog];
     for (const j of jobs) args.push(j.id, j.payload, j.delayMs, j.runAtMs, j.maxAttempts ?? '', j.backoff ?? '');
+    // Priorities ride after the jobs, one per job, only when a job has one (lua/enqueue.lua).
+    if (jobs.some((j) => j.priority)) for (const j of jobs) args.push(j.priority ?? 0);
     return (await runScript(c, 'enqueue', [k.meta, k.pending, k.scheduled, k.wake, k.data, k.opts, k.events], args)) as number[];
   },
 

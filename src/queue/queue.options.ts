@@ -70,6 +70,10 @@ export function backoffWire(b: BackoffOptions): string {
 
 /** Validates attempts (1..1000). */
 export const checkAttempts = (v: unknown): number => intIn(v, 1, 1000, 'attempts');
+/** Highest job priority (`EnqueueOptions.priority` is 0..this; higher is claimed first). */
+export const MAX_PRIORITY = 9;
+/** Validates a job priority (an integer 0..`MAX_PRIORITY`), else `InvalidOptionError`. */
+export const checkPriority = (v: unknown): number => intIn(v, 0, MAX_PRIORITY, 'priority');
 
 /** Merges partial defaults over a base and validates the result. */
 export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefaults>): QueueDefaults {
@@ -128,6 +132,11 @@ export interface EnqueueOptions {
   readonly backoff?: BackoffOptions;
   /** A branded job id minted earlier (`QueueService.mintId()`): enqueueing it twice adds it once. */
   readonly id?: string;
+  /**
+   * 0..9 (default 0): a pending job of a higher priority is claimed before any of a lower one;
+   * FIFO within one priority. Note: higher is more urgent (BullMQ's is the reverse).
+   */
+  readonly priority?: number;
 }
 
 /** Options of a `@Processor` consumer loop. */

@@ -15,6 +15,7 @@ import {
   MAX_BATCH,
   backoffWire,
   checkAttempts,
+  checkPriority,
   resolveDefaults,
   scheduleWire,
   type EnqueueOptions,
@@ -148,6 +149,7 @@ export class QueueService {
       runAtMs,
       maxAttempts: o.attempts === undefined ? undefined : checkAttempts(o.attempts),
       backoff: o.backoff === undefined ? undefined : backoffWire(o.backoff),
+      priority: o.priority === undefined ? undefined : checkPriority(o.priority),
     };
   }
 
@@ -195,7 +197,7 @@ export class QueueService {
     const [ghosts, ...n] = await Promise.all([
       c.hget(k.meta, 'ghosts'),
       c.zcard(k.scheduled),
-      c.llen(k.pending),
+      Promise.all([k.pending, ...k.pendingLevels].map((l) => c.llen(l))).then((ls) => ls.reduce((a, b) => a + b, 0)),
       c.zcount(k.active, '-inf', '(+inf'), // not the anchor (score +inf, docs/protocol.md §2)
       c.zcard(k.done),
       c.zcard(k.dead),
