@@ -145,9 +145,6 @@ if e then return e end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out, data, opts, queued, scheduled, zargs, seen = {}, {}, {}, {}, {}, {}, {}
--- plainQ: the queued ids of level 0 (`pending`); byLevel: level 1..9 -> queued ids.
-local plainQ, byLevel, lanesOn = queued, {}, false
-if prio then plainQ = {} end
 for i = 1, n do
   local b = 4 + 6 * (i - 1)
   local id = ids[i]
@@ -161,25 +158,49 @@ for i = 1, n do
     local delay, at = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
     if delay > 0 then at = now + delay end
     local maxA, backoff = ARGV[b + 5], ARGV[b + 6]
-    local p = pri[i] or 0
-    if maxA ~= '' or backoff ~= '' or (p > 0 and at > now) then
+    if maxA ~= '' or backoff ~= '' then
       opts[#opts + 1] = id
-      -- A delayed job's priority waits here for its promotion by claim (the third field).
-      opts[#opts + 1] = maxA .. '|' .. backoff .. ((p > 0 and at > now) and ('|' .. p) or '')
+      opts[#opts + 1] = maxA .. '|' .. backoff
     end
-    if p > 0 then lanesOn = true end
     if at > now then
       zargs[#zargs + 1] = at
       zargs[#zargs + 1] = id
       scheduled[#scheduled + 1] = id
-    elseif p > 0 then
+    else
+      queued[#queued + 1] = id
+    end
+  end
+end
+-- Priorities, in a second pass so that the plain loop above stays as it was. plainQ: the
+-- queued ids of level 0 (`pending`); byLevel: level 1..9 -> queued ids, in order.
+local plainQ, byLevel, lanesOn = queued, {}, false
+if prio then
+  plainQ = {}
+  local lv, delayed = {}, {}
+  for j = 1, #scheduled do delayed[scheduled[j]] = true end
+  for i = 1, n do
+    local p, id = pri[i], ids[i]
+    if out[i] == 1 and p > 0 then
+      lanesOn = true
+      lv[id] = p
+      if delayed[id] then
+        -- A delayed job's priority waits in opts (a third field) for its promotion by claim;
+        -- a later field of one HSET wins over an earlier one (the plain entry above).
+        local b = 4 + 6 * (i - 1)
+        opts[#opts + 1] = id
+        opts[#opts + 1] = ARGV[b + 5] .. '|' .. ARGV[b + 6] .. '|' .. p
+      end
+    end
+  end
+  for j = 1, #queued do
+    local id = queued[j]
+    local p = lv[id]
+    if p then
       local l = byLevel[p]
       if not l then l = {}; byLevel[p] = l end
       l[#l + 1] = id
-      queued[#queued + 1] = id
     else
-      if prio then plainQ[#plainQ + 1] = id end -- else plainQ is queued
-      queued[#queued + 1] = id
+      plainQ[#plainQ + 1] = id
     end
   end
 end
