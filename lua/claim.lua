@@ -3,7 +3,11 @@
 -- from the queue's monotonic counter, and one more counted attempt. The first claim of a job
 -- creates its row (and moves its own options, if any, into it). A claim that claims adds the
 -- anchor to `active` (docs/protocol.md §2: a member at score +inf that keeps the zset in skiplist
--- encoding).
+-- encoding). Priorities (meta `lanes` set): level p 1..9 waits in `<pending>:<p>` (derived from
+-- KEYS[2], same slot), `emq:{q}:levels` lists the levels with ids; claimed highest level first,
+-- FIFO within a level, at most ten lists read whatever the backlog; a due job joins the list of
+-- its level (its row's `prio`, else the third field of its opts) and a claimed one gets `prio`
+-- in its row.
 --
 -- KEYS[1]  emq:{q}:meta       queue meta hash (`v` version, `token` fencing counter)
 -- KEYS[2]  emq:{q}:pending    list of pending ids

@@ -21,6 +21,10 @@
 --          the consumer's default); backoff ("" = the consumer's default, "f:<ms>" fixed or
 --          "e:<ms>" exponential, ms 0..86400000). A non-zero delay wins over the run-at. A job
 --          whose instant (now + delay, or run-at) is not in the future goes straight to pending.
+-- ARGV[5+6n .. 4+7n] optional, one per job: its priority, 0..9 ("" = 0). A ready job of level
+--          p >= 1 joins `<pending>:<p>` (derived from KEYS[2], same slot) and p joins
+--          `emq:{q}:levels`; a delayed one keeps p as a third field of its opts
+--          ("<max>|<backoff>|<p>"). Meta `lanes` is set to 1 the first time (claim then reads levels).
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
 -- Returns: an array of n integers: 1 = added, 0 = a job with this id already existed (or came
 --          earlier in the same call). A wake marker is pushed (when `wake` is empty) only when a

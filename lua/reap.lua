@@ -5,6 +5,8 @@
 -- depends on one special process. The old holder's token stops being valid the moment the row
 -- leaves `active`.
 --
+-- A row with `prio` (a job of priority level p, docs/protocol.md §5) goes back to
+-- `<pending>:<p>` (derived from the pending key, same slot) and p to `emq:{q}:levels`.
 -- KEYS[1]  emq:{q}:meta     queue meta hash
 -- KEYS[2]  emq:{q}:active   zset id -> lease deadline
 -- KEYS[3]  emq:{q}:pending  list of pending ids

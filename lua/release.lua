@@ -5,6 +5,8 @@
 -- active (`cancel` = 1) ends `cancelled` instead (attempt given back too; kept in the cancelled
 -- set, trimmed to meta `keepc`, default 1000).
 --
+-- A row with `prio` (a job of priority level p, docs/protocol.md §5) goes back to
+-- `<pending>:<p>` (derived from the pending key, same slot) and p to `emq:{q}:levels`.
 -- KEYS[1]  emq:{q}:meta     queue meta hash
 -- KEYS[2]  emq:{q}:active   zset id -> lease deadline
 -- KEYS[3]  emq:{q}:pending  list of pending ids

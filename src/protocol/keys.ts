@@ -50,8 +50,6 @@ export class QueueKeys {
   readonly outdue: string;
   /** Priorities: zset of the levels 1..9 whose list (`pendingAt(p)`) holds jobs (score = level). */
   readonly levels: string;
-  /** Priorities: the pending list of each level 1..9 (`pending:<p>`); level 0 is `pending`. */
-  readonly pendingLevels: readonly string[];
 
   constructor(readonly queue: string) {
     assertName(queue, 'queue');
@@ -71,7 +69,11 @@ export class QueueKeys {
     this.outbox = base + 'outbox';
     this.outdue = base + 'outdue';
     this.levels = base + 'levels';
-    this.pendingLevels = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((p) => `${base}pending:${p}`);
+  }
+
+  /** Priorities: the pending list of level `p` (0..9): `pending` for 0, else `pending:<p>`. */
+  pendingAt(p: number): string {
+    return p === 0 ? this.pending : `${this.pending}:${p}`;
   }
 
   /** The row (hash) of job `id`; validates the id. */

@@ -22,6 +22,9 @@ import {
   type QueueDefaults,
 } from './queue.options.js';
 
+/** The priority levels whose lists `counts` reads (docs/protocol.md §5, Priorities). */
+const LEVELS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+
 /** One item of `enqueueMany`. */
 export interface EnqueueItem<T = Json> {
   /** The job's payload (JSON). */
@@ -197,7 +200,7 @@ export class QueueService {
     const [ghosts, ...n] = await Promise.all([
       c.hget(k.meta, 'ghosts'),
       c.zcard(k.scheduled),
-      Promise.all([k.pending, ...k.pendingLevels].map((l) => c.llen(l))).then((ls) => ls.reduce((a, b) => a + b, 0)),
+      Promise.all(LEVELS.map((p) => c.llen(k.pendingAt(p)))).then((ls) => ls.reduce((a, b) => a + b, 0)),
       c.zcount(k.active, '-inf', '(+inf'), // not the anchor (score +inf, docs/protocol.md §2)
       c.zcard(k.done),
       c.zcard(k.dead),
