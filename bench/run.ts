@@ -37,6 +37,7 @@ function phases(s: BenchSizes): Phase[] {
     { label: 'process c1', run: (c) => processLocal(c, 'process_c1_per_s', 1, p.c1) },
     { label: 'process c10', run: (c) => processLocal(c, 'process_c10_per_s', 10, p.c10) },
     { label: 'process c50', run: (c) => processLocal(c, 'process_c50_per_s', 50, p.c50) },
+    { label: 'process c50 priorities', run: (c) => processLocal(c, 'process_c50_prio_per_s', 50, p.c50, { priorities: 10 }) },
     { label: 'process c50 events log', systems: ECHO_ONLY, run: (c) => processEventsLog(c, p.c50) },
     { label: 'process 2x50', run: (c) => processChildren(c, 'process_2x50_per_s', 2, 50, p['2x50']) },
     { label: 'latency', run: (c) => latency(c, s.latencyRate, s.latencySeconds, s.latencyConcurrency) },
