@@ -122,6 +122,10 @@ end
 -- of each taken id.
 local plen, tail, k, take, lrem, ops, tlv = 0, {}, 0, {}, 0, {}, {}
 local levels = b .. 'levels'
+-- Fair lanes: tgr, the group of each taken id ('' = none); ringPop, ring entries this claim
+-- served; ringPush, lanes to put at the back of the ring.
+local ringKey, tgr, ringPop, ringPush = b .. 'groups', {}, 0, {}
+local function laneKey(g) return g == '' and KEYS[2] or b .. 'group:' .. g end
 if lanes then
   -- Priorities: one list per level 1..9 (`pending:<p>`), 0 is `pending`; `levels` holds the
   -- levels 1..9 whose list has jobs. Claimed highest level first, FIFO within a level: at most
@@ -131,26 +135,40 @@ if lanes then
   if e then return e end
   local has = {}
   for i = 1, #present do has[tonumber(present[i])] = true end
-  local dueBy = {}
+  -- The lane of each due job: its row's `prio` / `group` (a retry), else its opts' third field
+  -- (a delayed job: a digit is a priority, `g:<name>` a group).
+  local dueBy, dueG = {}, {}
   for i = 1, #due do
-    local p = nil
-    if dueRow[i] then p = redis.call('HGET', prefix .. due[i], 'prio') end
-    if not p then
+    local p, g = nil, nil
+    if dueRow[i] then
+      local r = redis.call('HMGET', prefix .. due[i], 'prio', 'group')
+      p, g = r[1], r[2]
+    end
+    if not p and not g then
       local o = redis.pcall('HGET', KEYS[7], due[i])
       e = refused(o, KEYS[7])
       if e then return e end
-      p = o and string.match(o, '^[^|]*|[^|]*|(%d)$')
+      local third = o and string.match(o, '^[^|]*|[^|]*|(.+)$')
+      if third then
+        p = string.match(third, '^%d$')
+        g = string.match(third, '^g:(.+)$')
+      end
     end
-    p = tonumber(p) or 0
-    dueBy[p] = dueBy[p] or {}
-    local d = dueBy[p]
+    local d
+    if g then
+      d = dueG[g] or {}
+      dueG[g] = d
+    else
+      p = tonumber(p) or 0
+      if p == 0 then d = dueG[''] or {}; dueG[''] = d else d = dueBy[p] or {}; dueBy[p] = d end
+    end
     d[#d + 1] = due[i]
   end
   local need = n
-  for L = 9, 0, -1 do
+  for L = 9, 1, -1 do
     local d = dueBy[L] or {}
-    if L == 0 or has[L] or #d > 0 then
-      local key = L == 0 and KEYS[2] or KEYS[2] .. ':' .. L
+    if has[L] or #d > 0 then
+      local key = KEYS[2] .. ':' .. L
       local t, left
       if need > 0 then
         t = redis.pcall('LRANGE', key, -(need + 1), -1)
@@ -172,10 +190,69 @@ if lanes then
       end
       lrem = lrem + left
       local op = ops[#ops]
-      if L > 0 and op and op[2] == L then
+      if op and op[2] == L then
         if left == 0 and has[L] then op[5] = 'ZREM' elseif left > 0 and not has[L] then op[5] = 'ZADD' end
       end
     end
+  end
+  -- Level 0: fair lanes. The ring `groups` (a list, its RPOP end served next) names the lanes
+  -- with pending work: a group (its list `group:<g>`) or "" (`pending`, the jobs without a
+  -- group). One claim serves the next `need` lanes of the ring one job per lane per round, then
+  -- moves them to the back: a lane with work gets a job within the next G claimed jobs (G = the
+  -- lanes with work). Ring entries are hints: an empty lane is dropped when it comes up.
+  local ring = redis.pcall('LRANGE', ringKey, -(need + 1), -1)
+  e = refused(ring, ringKey)
+  if e then return e end
+  local win, inWin = {}, {}
+  ringPop = math.min(need, #ring)
+  for i = #ring, #ring - ringPop + 1, -1 do
+    if not inWin[ring[i]] then inWin[ring[i]] = true; win[#win + 1] = ring[i] end
+  end
+  if #ring > ringPop then lrem = lrem + 1 end -- lanes beyond this claim's window
+  local wholeRing = #ring <= need
+  if wholeRing and not inWin[''] then inWin[''] = true; win[#win + 1] = '' end -- jobs without a group, not in the ring
+  for g, d in pairs(dueG) do
+    if not inWin[g] and #d > 0 then win[#win + 1] = g; inWin[g] = 'due' end
+  end
+  local total, lens = {}, {}
+  for j = 1, #win do
+    local key = laneKey(win[j])
+    local len = redis.pcall('LLEN', key)
+    e = refused(len, key)
+    if e then return e end
+    lens[j] = len
+    total[j] = len + #(dueG[win[j]] or {})
+  end
+  local got, act = {}, {}
+  for j = 1, #win do
+    got[j] = 0
+    if inWin[win[j]] ~= 'due' and total[j] > 0 then act[#act + 1] = j end
+  end
+  while need > 0 and #act > 0 do
+    local nxt = {}
+    for x = 1, #act do
+      if need == 0 then break end
+      local j = act[x]
+      got[j] = got[j] + 1
+      need = need - 1
+      if got[j] < total[j] then nxt[#nxt + 1] = j end
+    end
+    act = nxt
+  end
+  for j = 1, #win do
+    local g, key, d = win[j], laneKey(win[j]), dueG[win[j]] or {}
+    local fromList = math.min(got[j], lens[j])
+    if fromList > 0 then
+      local t = redis.call('LRANGE', key, -fromList, -1)
+      for i = #t, 1, -1 do take[#take + 1] = t[i]; tlv[#take] = 0; tgr[#take] = g end
+    end
+    for i = 1, got[j] - fromList do take[#take + 1] = d[i]; tlv[#take] = 0; tgr[#take] = g end
+    local left = total[j] - got[j]
+    lrem = lrem + left
+    if got[j] > 0 or #d > 0 then ops[#ops + 1] = { key, 0, d, got[j], false } end
+    -- Back into the ring: a served lane that has work left, a lane from outside the ring
+    -- (jobs without a group, or a group whose due jobs land in an empty list).
+    if left > 0 and (inWin[g] == true or wholeRing or lens[j] == 0) then ringPush[#ringPush + 1] = g end
   end
   k = #take
 else
@@ -208,7 +285,7 @@ if k > 0 then
   hasOpts = r > 0
 end
 -- The jobs to claim, as parallel arrays (no table per job): id, payload, attempt, own options.
-local jid, jrow, jpay, jatt, jopt, att, ghosts, jlv = {}, {}, {}, {}, {}, {}, {}, {}
+local jid, jrow, jpay, jatt, jopt, att, ghosts, jlv, jgr = {}, {}, {}, {}, {}, {}, {}, {}, {}
 local pays = {} -- every payload in one read
 if #take > 0 then
   pays = redis.pcall('HMGET', KEYS[6], unpack(take))
@@ -238,7 +315,7 @@ for i = 1, #take do
     att[id] = a
     local j = #jid + 1
     jid[j], jrow[j], jpay[j], jatt[j], jopt[j] = id, row, payload, a, false
-    if lanes then jlv[j] = tlv[i] end
+    if lanes then jlv[j] = tlv[i]; jgr[j] = tgr[i] end
     if a == 1 and hasOpts then jopt[j] = redis.call('HGET', KEYS[7], id) end
   end
 end
@@ -293,6 +370,8 @@ if lanes then
     if pop > 0 then redis.call('RPOP', key, pop) end
     if lv == 'ZADD' then redis.call('ZADD', levels, L, L) elseif lv == 'ZREM' then redis.call('ZREM', levels, L) end
   end
+  if ringPop > 0 then redis.call('RPOP', ringKey, ringPop) end
+  if #ringPush > 0 then redis.call('LPUSH', ringKey, unpack(ringPush)) end
 elseif k > 0 then redis.call('RPOP', KEYS[2], k) end
 -- Ghosts popped (see the read loop): the payload back to `data`, one ghost fewer in meta.
 for i = 1, #ghosts do
@@ -310,11 +389,13 @@ if #jid > 0 then
   local last = redis.call('HINCRBY', KEYS[1], 'token', #jid)
   local moved = {}
   for i = 1, #jid do
-    local id, a, o, L = jid[i], jatt[i], jopt[i], jlv[i]
+    local id, a, o, L, G = jid[i], jatt[i], jopt[i], jlv[i], jgr[i]
     local token = last - #jid + i
-    if o or (L and L > 0) then
+    if G == '' then G = nil end
+    if o or (L and L > 0) or G then
       local row = { 'status', 'active', 'token', token, 'attempts', a }
       if L and L > 0 then row[7] = 'prio'; row[8] = L end
+      if G then row[#row + 1] = 'group'; row[#row + 1] = G end
       local maxA, backoff = string.match(o or '', '^(%d*)|([^|]*)')
       if maxA and maxA ~= '' then row[#row + 1] = 'max'; row[#row + 1] = maxA end
       if backoff and backoff ~= '' then row[#row + 1] = 'backoff'; row[#row + 1] = backoff end

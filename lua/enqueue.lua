@@ -94,12 +94,22 @@ local prio = #ARGV == 4 + 7 * n
 if #ARGV ~= 4 + 6 * n and not prio then
   return redis.error_reply('EMQ_BAD_ARG expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (7 * n) .. ' with priorities)')
 end
-local pri = {}
+-- pri: each job's priority (0..9); grp: its group (a fair lane), or nil.
+local pri, grp = {}, {}
 if prio then
   for i = 1, n do
     local p = ARGV[4 + 6 * n + i]
-    pri[i] = p == '' and 0 or int(p, 0, 9)
-    if not pri[i] then return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad priority (0..9, "" = 0)') end
+    local g = string.match(p, '^g:(.*)$')
+    if g then
+      if #g == 0 or #g > 100 or not string.match(g, '^[A-Za-z0-9_.-]+$') then
+        return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad group (1..100 of A-Z a-z 0-9 _ . -)')
+      end
+      grp[i] = g
+      pri[i] = 0
+    else
+      pri[i] = p == '' and 0 or int(p, 0, 9)
+      if not pri[i] then return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad priority (0..9, "" = 0) or group (g:<name>)') end
+    end
   end
 end
 local setLog = nil
@@ -134,7 +144,7 @@ end
 -- Reads first: every key this call writes is read (or is the first write) before anything is
 -- written, so a key of the wrong type is refused with nothing changed.
 local meta
-if prio then meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'lanes') else meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog') end
+meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'lanes')
 local e = refused(meta, KEYS[1])
 if e then return e end
 local stored = meta[1]
@@ -175,31 +185,36 @@ for i = 1, n do
     end
   end
 end
--- Priorities, in a second pass so that the plain loop above stays as it was. plainQ: the
--- queued ids of level 0 (`pending`); byLevel: level 1..9 -> queued ids, in order.
-local plainQ, byLevel, lanesOn = queued, {}, false
+-- Priorities and groups, in a second pass so that the plain loop above stays as it was.
+-- plainQ: the queued ids of level 0 without a group (`pending`); byLevel: level 1..9 -> queued
+-- ids; byGroup: group -> queued ids (groupOrder: the groups in order of first appearance).
+local plainQ, byLevel, byGroup, groupOrder, lanesOn = queued, {}, {}, {}, false
 if prio then
   plainQ = {}
-  local lv, delayed = {}, {}
+  local lv, lg, delayed = {}, {}, {}
   for j = 1, #scheduled do delayed[scheduled[j]] = true end
   for i = 1, n do
-    local p, id = pri[i], ids[i]
-    if out[i] == 1 and p > 0 then
+    local p, g, id = pri[i], grp[i], ids[i]
+    if out[i] == 1 and (p > 0 or g) then
       lanesOn = true
-      lv[id] = p
+      lv[id], lg[id] = p, g
       if delayed[id] then
-        -- A delayed job's priority waits in opts (a third field) for its promotion by claim;
-        -- a later field of one HSET wins over an earlier one (the plain entry above).
+        -- A delayed job's lane waits in opts (a third field: the priority, or g:<group>) for
+        -- its promotion by claim; a later field of one HSET wins over an earlier one.
         local b = 4 + 6 * (i - 1)
         opts[#opts + 1] = id
-        opts[#opts + 1] = ARGV[b + 5] .. '|' .. ARGV[b + 6] .. '|' .. p
+        opts[#opts + 1] = ARGV[b + 5] .. '|' .. ARGV[b + 6] .. '|' .. (g and ('g:' .. g) or p)
       end
     end
   end
   for j = 1, #queued do
     local id = queued[j]
-    local p = lv[id]
-    if p then
+    local p, g = lv[id], lg[id]
+    if g then
+      local l = byGroup[g]
+      if not l then l = {}; byGroup[g] = l; groupOrder[#groupOrder + 1] = g end
+      l[#l + 1] = id
+    elseif p and p > 0 then
       local l = byLevel[p]
       if not l then l = {}; byLevel[p] = l end
       l[#l + 1] = id
@@ -208,6 +223,10 @@ if prio then
     end
   end
 end
+-- Lanes mode (meta `lanes`, or this call turns it on): a lane list that goes from empty to
+-- non-empty joins the ring `groups` ("" for `pending`), so claim rotates over it.
+local lanesMode = lanesOn or meta[3] == '1'
+local ringKey, ringAdd = b .. 'groups', {}
 if setLog then elog = setLog end
 local wakeLen = 1
 if #data > 0 then
@@ -229,19 +248,29 @@ if #data > 0 then
     end
   end
   local levels = b .. 'levels'
-  if lanesOn then
-    -- The level lists and `levels` are type-checked by reads before the first write.
-    e = refused(redis.pcall('ZCARD', levels), levels)
+  if lanesMode then
+    -- The level and group lists, `levels` and the ring are type-checked before the first write.
+    e = refused(redis.pcall('ZCARD', levels), levels) or refused(redis.pcall('LLEN', ringKey), ringKey)
     for p = 1, 9 do
       if not e and byLevel[p] then e = refused(redis.pcall('LLEN', KEYS[2] .. ':' .. p), KEYS[2] .. ':' .. p) end
+    end
+    for j = 1, #groupOrder do
+      local key = b .. 'group:' .. groupOrder[j]
+      if not e then e = refused(redis.pcall('LLEN', key), key) end
     end
     if e then return e end
   end
   -- The first write is the type check of its own key: a write refused with WRONGTYPE changes nothing.
   if #queued > 0 then
     if #plainQ > 0 then
-      e = refused(redis.pcall('LPUSH', KEYS[2], unpack(plainQ)), KEYS[2])
+      local len = redis.pcall('LPUSH', KEYS[2], unpack(plainQ))
+      e = refused(len, KEYS[2])
       if e then return e end
+      if lanesMode and len == #plainQ then ringAdd[#ringAdd + 1] = '' end
+    end
+    for j = 1, #groupOrder do
+      local g = groupOrder[j]
+      if redis.call('LPUSH', b .. 'group:' .. g, unpack(byGroup[g])) == #byGroup[g] then ringAdd[#ringAdd + 1] = g end
     end
     for p = 1, 9 do
       local l = byLevel[p]
@@ -259,7 +288,12 @@ if #data > 0 then
   if #opts > 0 then redis.call('HSET', KEYS[6], unpack(opts)) end
 end
 if not stored then redis.call('HSET', KEYS[1], 'v', V) end
-if lanesOn and meta[3] ~= '1' then redis.call('HSET', KEYS[1], 'lanes', '1') end
+if lanesOn and meta[3] ~= '1' then
+  redis.call('HSET', KEYS[1], 'lanes', '1')
+  -- Jobs without a group enqueued before lanes mode: their list joins the ring too.
+  if ringAdd[1] ~= '' and redis.call('LLEN', KEYS[2]) > #plainQ then table.insert(ringAdd, 1, '') end
+end
+if #ringAdd > 0 then redis.call('LPUSH', ringKey, unpack(ringAdd)) end
 if setLog and setLog ~= logged then redis.call('HSET', KEYS[1], 'elog', setLog) end
 if wakeLen == 0 then redis.call('LPUSH', KEYS[4], '1') end
 emit(KEYS[7], elog, 'enqueued', queued, now)

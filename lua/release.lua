@@ -50,7 +50,7 @@ if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'active' or KEYS[3] ~= 
   or KEYS[7] ~= b .. 'cancelled' or KEYS[8] ~= b .. 'data' then
   return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, active, pending, wake, job:, events, cancelled, data of one queue, in this order')
 end
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc')
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc', 'lanes')
 if meta.err then return redis.error_reply('EMQ_WRONGTYPE the queue meta key is not a hash') end
 local stored, elog = meta[1], tonumber(meta[2]) or 0
 if stored and stored ~= V then
@@ -114,12 +114,12 @@ local cancelled, data = KEYS[7], KEYS[8]
 -- Every row is read before the first write, so a row of the wrong type refuses the whole call.
 local rows, anyParent = {}, false
 for i = 1, n do
-  local cur = redis.pcall('HMGET', KEYS[8 + i], 'status', 'token', 'cancel', 'parent', 'prio')
+  local cur = redis.pcall('HMGET', KEYS[8 + i], 'status', 'token', 'cancel', 'parent', 'prio', 'group')
   if cur.err then return redis.error_reply('EMQ_WRONGTYPE the row of job ' .. i .. ' is not a hash') end
   rows[i] = cur
-  if cur[5] and cur[1] == 'active' then
-    -- A prioritised job goes back to its level's list (docs/protocol.md §2: priorities).
-    local e = wrongType({ KEYS[3] .. ':' .. cur[5], 'list', b .. 'levels', 'zset' })
+  if meta[4] == '1' and cur[1] == 'active' then
+    -- Priorities and groups: a job goes back to its lane (docs/protocol.md §5, Priorities, Fair lanes).
+    local e = wrongType({ KEYS[3] .. ':' .. (cur[5] or 0), 'list', b .. 'levels', 'zset', b .. 'groups', 'list', b .. 'group:' .. (cur[6] or '-'), 'list' })
     if e then return e end
   end
   if cur[3] == '1' and cur[4] then anyParent = true end
@@ -162,9 +162,17 @@ for i = n, 1, -1 do
       end
     else
       redis.call('HSET', row, 'status', 'pending')
-      if cur[5] then
-        redis.call('RPUSH', KEYS[3] .. ':' .. cur[5], id)
-        redis.call('ZADD', b .. 'levels', cur[5], cur[5])
+      if meta[4] == '1' then
+        -- Lanes mode: back to its level, its group or `pending`; a lane list that was empty joins the ring.
+        local p, g = cur[5], cur[6]
+        if g then
+          if redis.call('RPUSH', b .. 'group:' .. g, id) == 1 then redis.call('LPUSH', b .. 'groups', g) end
+        elseif p then
+          redis.call('RPUSH', KEYS[3] .. ':' .. p, id)
+          redis.call('ZADD', b .. 'levels', p, p)
+        elseif redis.call('RPUSH', KEYS[3], id) == 1 then
+          redis.call('LPUSH', b .. 'groups', '')
+        end
       else
         redis.call('RPUSH', KEYS[3], id)
       end

@@ -71,6 +71,16 @@ export class QueueKeys {
     this.levels = base + 'levels';
   }
 
+  /** Fair lanes: list `group:<g>` of the pending ids of group `g`. */
+  group(g: string): string {
+    return `${this.pending.slice(0, -'pending'.length)}group:${g}`;
+  }
+
+  /** Fair lanes: the ring (list) of lanes with pending work: group names, `""` for `pending`. */
+  get groups(): string {
+    return this.pending.slice(0, -'pending'.length) + 'groups';
+  }
+
   /** Priorities: the pending list of level `p` (0..9): `pending` for 0, else `pending:<p>`. */
   pendingAt(p: number): string {
     return p === 0 ? this.pending : `${this.pending}:${p}`;

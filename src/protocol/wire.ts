@@ -11,6 +11,8 @@ export interface WireJob {
   readonly backoff?: string;
   /** 0..9, higher claimed first (0 or absent: the plain `pending` list). */
   readonly priority?: number;
+  /** A fair lane (group name); excludes `priority`. */
+  readonly group?: string;
 }
 
 /** One claimed job as the claim script returns it. */
@@ -75,7 +77,7 @@ export const wire = {
     const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, jobs.length, eventsLog];
     for (const j of jobs) args.push(j.id, j.payload, j.delayMs, j.runAtMs, j.maxAttempts ?? '', j.backoff ?? '');
     // Priorities ride after the jobs, one per job, only when a job has one (lua/enqueue.lua).
-    if (jobs.some((j) => j.priority)) for (const j of jobs) args.push(j.priority ?? 0);
+    if (jobs.some((j) => j.priority || j.group)) for (const j of jobs) args.push(j.group ? `g:${j.group}` : (j.priority ?? 0));
     return (await runScript(c, 'enqueue', [k.meta, k.pending, k.scheduled, k.wake, k.data, k.opts, k.events], args)) as number[];
   },
 

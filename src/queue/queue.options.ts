@@ -74,6 +74,12 @@ export const checkAttempts = (v: unknown): number => intIn(v, 1, 1000, 'attempts
 export const MAX_PRIORITY = 9;
 /** Validates a job priority (an integer 0..`MAX_PRIORITY`), else `InvalidOptionError`. */
 export const checkPriority = (v: unknown): number => intIn(v, 0, MAX_PRIORITY, 'priority');
+const GROUP_RE = /^[A-Za-z0-9_.-]{1,100}$/;
+/** Validates a job group (1..100 of `A-Z a-z 0-9 _ . -`), else `InvalidOptionError`. */
+export function checkGroup(v: unknown): string {
+  if (typeof v !== 'string' || !GROUP_RE.test(v)) throw new InvalidOptionError('group must be 1..100 characters of A-Z a-z 0-9 _ . -');
+  return v;
+}
 
 /** Merges partial defaults over a base and validates the result. */
 export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefaults>): QueueDefaults {
@@ -137,6 +143,12 @@ export interface EnqueueOptions {
    * FIFO within one priority. Note: higher is more urgent (BullMQ's is the reverse).
    */
   readonly priority?: number;
+  /**
+   * A fair lane (tenant, account, symbol; the key grammar's name rules, 1..100 characters):
+   * claims rotate over the groups with pending work, so a group's backlog cannot starve
+   * another's. Not with `priority`.
+   */
+  readonly group?: string;
 }
 
 /** Options of a `@Processor` consumer loop. */

@@ -16,6 +16,7 @@ import {
   backoffWire,
   checkAttempts,
   checkPriority,
+  checkGroup,
   resolveDefaults,
   scheduleWire,
   type EnqueueOptions,
@@ -144,6 +145,7 @@ export class QueueService {
     } else {
       id = this.conn.ids.next('job');
     }
+    if (o.group !== undefined && o.priority !== undefined) throw new InvalidOptionError('give priority or group, not both');
     const { delayMs, runAtMs } = scheduleWire(o);
     return {
       id,
@@ -153,6 +155,7 @@ export class QueueService {
       maxAttempts: o.attempts === undefined ? undefined : checkAttempts(o.attempts),
       backoff: o.backoff === undefined ? undefined : backoffWire(o.backoff),
       priority: o.priority === undefined ? undefined : checkPriority(o.priority),
+      group: o.group === undefined ? undefined : checkGroup(o.group),
     };
   }
 
@@ -209,8 +212,22 @@ export class QueueService {
       throw fromReplyError(err);
     });
     // Ghosts: ids of jobs cancelled while pending, still in the list until a claim drops them.
-    n[1] = Math.max(0, n[1] - (Number(ghosts) || 0));
+    n[1] = Math.max(0, n[1] - (Number(ghosts) || 0)) + (await this.groupPending(queue));
     return Object.fromEntries(STATUSES.map((s, i) => [s, n[i]])) as JobCounts;
+  }
+
+  /** Jobs pending in group lanes: the lists of the groups in the ring (docs/protocol.md §5, Fair lanes). */
+  private async groupPending(queue: string): Promise<number> {
+    const k = queueKeys(queue);
+    const c = this.conn.client;
+    try {
+      const ring = new Set(await c.lrange(k.groups, 0, -1));
+      ring.delete('');
+      const lens = await Promise.all([...ring].map((g) => c.llen(k.group(g))));
+      return lens.reduce((a, b) => a + b, 0);
+    } catch (err) {
+      throw fromReplyError(err);
+    }
   }
 
   /**
