@@ -162,6 +162,13 @@ export async function inBatches<P>(producer: Producer, n: number, make: (i: numb
 export interface LaneOptions {
   /** Priorities 0..count-1 in turn (EchoMQ: higher first; BullMQ gets 1..count, lower first). */
   readonly priorities?: number;
+  /** Groups g0..g(count-1) in turn (EchoMQ fair lanes; BullMQ OSS has no groups). */
+  readonly groups?: number;
+}
+
+/** The group of the k-th job of a producer with `lanes` (undefined: none). */
+export function groupOf(lanes: LaneOptions | undefined, k: number): string | undefined {
+  return lanes?.groups ? `g${k % lanes.groups}` : undefined;
 }
 
 /** The priority of the k-th job of a producer with `lanes` (undefined: none). */

@@ -6,7 +6,7 @@ import { Redis } from 'iovalkey';
 import { BUILTIN_DEFAULTS, Consumer, EchoMqConnection, queueKeys } from '../src/protocol/index.js';
 import { QueueService, type QueueDefaults } from '../src/index.js';
 import { resolveConsumerOptions } from '../src/queue/queue.options.js';
-import { laneOf, type ConsumerHandle, type Driver, type LaneOptions, type Producer } from './common.js';
+import { groupOf, laneOf, type ConsumerHandle, type Driver, type LaneOptions, type Producer } from './common.js';
 
 /** Done rows kept per queue, matching BullMQ's `removeOnComplete: { count: 1000 }`. */
 export const ECHOMQ_KEEP_DONE = 1000;
@@ -35,8 +35,9 @@ export class EchoMqDriver implements Driver {
     const svc = new QueueService(conn, this.defaults);
     let k = 0;
     const opts = () => {
+      const group = groupOf(lanes, k);
       const priority = laneOf(lanes, k++);
-      return priority === undefined ? undefined : { priority };
+      return group !== undefined ? { group } : priority === undefined ? undefined : { priority };
     };
     return {
       add: (payload) => svc.enqueue(queue, payload, opts()),
@@ -71,7 +72,9 @@ export class EchoMqDriver implements Driver {
     const k = queueKeys(queue);
     const lists = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((p) => this.raw.llen(k.pendingAt(p)));
     const [s, a, ...p] = await Promise.all([this.raw.zcard(k.scheduled), this.raw.zcount(k.active, '-inf', '(+inf'), ...lists]);
-    return p.reduce((x, y) => x + y, 0) + s + a;
+    const ring = [...new Set(await this.raw.lrange(k.groups, 0, -1))].filter((g) => g !== '');
+    const g = await Promise.all(ring.map((x) => this.raw.llen(k.group(x))));
+    return [...p, ...g].reduce((x, y) => x + y, 0) + s + a;
   }
 
   /** Closes the inspection client. */
