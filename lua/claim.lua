@@ -22,6 +22,10 @@
 -- ARGV[2]  n, the most jobs to claim (0..1000; 0 only promotes)
 -- ARGV[3]  lease in ms (1..86400000)
 -- ARGV[4]  the most scheduled jobs to promote in this call (0..10000), earliest run-at first
+-- ARGV[5]  optional, with ARGV[6]: a rate limit of this many jobs (1..1000000) per ARGV[6] ms
+--          (1..86400000): a fixed window on the server clock counted in `emq:{q}:rate` (a
+--          string with PX); a limited call claims what the window has left, and when jobs
+--          remain its wait is the ms until the window ends (>= 1).
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
 -- Returns: { wait, id_1, token_1, attempt_1, payload_1, ..., id_k, token_k, attempt_k, payload_k }
 --          (k <= n) where wait is -1 when jobs remain pending, else the ms until the next
@@ -52,7 +56,7 @@ local function refused(r, key)
   end
   return r
 end
-if #KEYS ~= 9 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 4 arguments') end
+if #KEYS ~= 9 or (#ARGV ~= 4 and #ARGV ~= 6) then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 4 arguments (6 with a rate limit)') end
 local V = '1'
 local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
 if ARGV[1] ~= V then
@@ -81,6 +85,21 @@ local n, lease, promote = int(ARGV[2], 0, 1000), int(ARGV[3], 1, 86400000), int(
 if not n then return redis.error_reply('EMQ_BAD_ARG claim count must be 0..1000') end
 if not lease then return redis.error_reply('EMQ_BAD_ARG lease must be 1..86400000 ms') end
 if not promote then return redis.error_reply('EMQ_BAD_ARG promote limit must be 0..10000') end
+-- A rate limit (ARGV[5] jobs per ARGV[6] ms, a fixed window on the server clock, counted in
+-- `emq:{q}:rate`, a string with a PX of the window): a claim takes at most what the window has
+-- left; a limited claim's wait reply is the ms until the window ends.
+local rateMax, rateMs, rateKey, rateUsed, rateLeft = nil, nil, b .. 'rate', 0, 0
+if #ARGV == 6 then
+  rateMax, rateMs = int(ARGV[5], 1, 1000000), int(ARGV[6], 1, 86400000)
+  if not rateMax or not rateMs then return redis.error_reply('EMQ_BAD_ARG rate limit must be 1..1000000 jobs per 1..86400000 ms') end
+  local used = redis.pcall('GET', rateKey)
+  local re = refused(used, rateKey)
+  if re then return re end
+  rateUsed = tonumber(used) or 0
+  if rateUsed > 0 then rateLeft = redis.call('PTTL', rateKey) end
+  if rateLeft < 0 then rateUsed, rateLeft = 0, 0 end -- no PX: a new window
+  n = math.min(n, math.max(0, rateMax - rateUsed))
+end
 
 -- Reads first: every key this call writes is read before anything is written, so a key of the
 -- wrong type is refused with nothing changed.
@@ -413,7 +432,13 @@ if #jid > 0 then
   emit(KEYS[9], elog, 'claimed', jid, now)
 end
 
-if remaining > 0 then
+if rateMax and #jid > 0 then
+  if rateUsed == 0 then redis.call('SET', rateKey, #jid, 'PX', rateMs) else redis.call('INCRBY', rateKey, #jid) end
+end
+if remaining > 0 and rateMax and rateUsed + #jid >= rateMax then
+  -- Limited: the consumer waits until the window ends (no chain wake-up, no busy polling).
+  out[1] = math.max(1, rateUsed == 0 and rateMs or rateLeft)
+elseif remaining > 0 then
   -- More work remains: make sure another idle consumer wakes up (chain wake-up).
   if #jid > 0 and wakeLen == 0 then redis.call('LPUSH', KEYS[5], '1') end
 elseif nxt[2] then

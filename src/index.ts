@@ -46,7 +46,7 @@ export { NodeLeaseError } from './protocol/node-lease.js';
 // The Queue.
 export { QueueService } from './queue/queue.service.js';
 export type { EnqueueItem } from './queue/queue.service.js';
-export type { BackoffOptions, QueueDefaults, EnqueueOptions, ProcessorOptions } from './queue/queue.options.js';
+export type { BackoffOptions, QueueDefaults, EnqueueOptions, ProcessorOptions, RateLimit } from './queue/queue.options.js';
 export type { Job, JobView, UndecodedText, JobStatus, JobCounts, JobHandler, QueueEvent, QueueEventKind } from './queue/job.js';
 export { Processor } from './nest/processor.decorator.js';
 

@@ -39,11 +39,12 @@ export interface WireCompletion {
 
 /** Script calls that are also sent together in one pipeline (the consumer's round). */
 export const calls = {
-  claim(k: QueueKeys, n: number, leaseMs: number, promote = 1000): ScriptCall<ClaimReply> {
+  /** `rate`: the queue's rate limit (claim.lua ARGV[5..6]), when it has one. */
+  claim(k: QueueKeys, n: number, leaseMs: number, promote = 1000, rate?: { readonly max: number; readonly intervalMs: number }): ScriptCall<ClaimReply> {
     return {
       name: 'claim',
       keys: [k.meta, k.pending, k.scheduled, k.active, k.wake, k.data, k.opts, k.jobPrefix, k.events],
-      args: [PROTOCOL_VERSION, n, leaseMs, promote],
+      args: rate ? [PROTOCOL_VERSION, n, leaseMs, promote, rate.max, rate.intervalMs] : [PROTOCOL_VERSION, n, leaseMs, promote],
       parse: (reply) => {
         const r = reply as (string | number)[];
         const jobs: WireClaim[] = [];

@@ -31,6 +31,20 @@ export interface QueueDefaults {
    * many entries). 0 (default): transitions are only signalled, not logged.
    */
   readonly eventsLog: number;
+  /**
+   * At most `max` jobs claimed per `intervalMs` by all consumers of the queue together (a fixed
+   * window on the server clock). A limited consumer waits for the window's end, without polling.
+   * Default: none.
+   */
+  readonly rateLimit?: RateLimit;
+}
+
+/** A rate limit: `max` jobs (1..1,000,000) per `intervalMs` (1..86,400,000). */
+export interface RateLimit {
+  /** Jobs per window. */
+  readonly max: number;
+  /** The window in ms, on the server clock. */
+  readonly intervalMs: number;
 }
 
 /** The defaults that apply when neither the module nor the queue says otherwise. */
@@ -92,6 +106,11 @@ export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefault
   intIn(d.keepCancelled, 1, 1_000_000, 'keepCancelled');
   intIn(d.maxPayloadBytes, 1, 64 * 1024 * 1024, 'maxPayloadBytes');
   intIn(d.eventsLog, 0, 1_000_000, 'eventsLog');
+  if (d.rateLimit !== undefined) {
+    if (typeof d.rateLimit !== 'object' || d.rateLimit === null) throw new InvalidOptionError('rateLimit must be { max, intervalMs }');
+    intIn(d.rateLimit.max, 1, 1_000_000, 'rateLimit.max');
+    intIn(d.rateLimit.intervalMs, 1, 86_400_000, 'rateLimit.intervalMs');
+  }
   return d;
 }
 
@@ -195,6 +214,8 @@ export interface ResolvedConsumerOptions {
   readonly keepDone: number;
   readonly deadCap: number;
   readonly maxResultBytes: number;
+  /** The queue's rate limit, sent with every claim. */
+  readonly rateLimit?: RateLimit;
 }
 
 /** Resolves a processor's options over its queue's settings (processor first, then queue). */
@@ -209,5 +230,6 @@ export function resolveConsumerOptions(d: QueueDefaults, o: ProcessorOptions = {
     keepDone: d.keepDone,
     deadCap: d.deadCap,
     maxResultBytes: d.maxPayloadBytes,
+    rateLimit: d.rateLimit,
   };
 }
