@@ -233,14 +233,18 @@ if lanes then
   for g, d in pairs(dueG) do
     if not inWin[g] and #d > 0 then win[#win + 1] = g; inWin[g] = 'due' end
   end
-  local total, lens = {}, {}
+  -- One read per lane: its oldest q + 1 ids, q = a fair share of need (q + 1 read means "more
+  -- than q": the lane then gives at most q, so that its leftover is known to be non-empty).
+  local total, tails, more = {}, {}, {}
+  local q = math.ceil(need / math.max(1, #win))
   for j = 1, #win do
     local key = laneKey(win[j])
-    local len = redis.pcall('LLEN', key)
-    e = refused(len, key)
+    local t = redis.pcall('LRANGE', key, -(q + 1), -1)
+    e = refused(t, key)
     if e then return e end
-    lens[j] = len
-    total[j] = len + #(dueG[win[j]] or {})
+    tails[j] = t
+    more[j] = #t > q
+    total[j] = more[j] and q or #t + #(dueG[win[j]] or {})
   end
   local got, act = {}, {}
   for j = 1, #win do
@@ -260,18 +264,16 @@ if lanes then
   end
   for j = 1, #win do
     local g, key, d = win[j], laneKey(win[j]), dueG[win[j]] or {}
-    local fromList = math.min(got[j], lens[j])
-    if fromList > 0 then
-      local t = redis.call('LRANGE', key, -fromList, -1)
-      for i = #t, 1, -1 do take[#take + 1] = t[i]; tlv[#take] = 0; tgr[#take] = g end
-    end
+    local t = tails[j]
+    local fromList = math.min(got[j], #t)
+    for i = #t, #t - fromList + 1, -1 do take[#take + 1] = t[i]; tlv[#take] = 0; tgr[#take] = g end
     for i = 1, got[j] - fromList do take[#take + 1] = d[i]; tlv[#take] = 0; tgr[#take] = g end
-    local left = total[j] - got[j]
+    local left = more[j] and (#t - got[j] + #d) or total[j] - got[j]
     lrem = lrem + left
     if got[j] > 0 or #d > 0 then ops[#ops + 1] = { key, 0, d, got[j], false } end
     -- Back into the ring: a served lane that has work left, a lane from outside the ring
     -- (jobs without a group, or a group whose due jobs land in an empty list).
-    if left > 0 and (inWin[g] == true or wholeRing or lens[j] == 0) then ringPush[#ringPush + 1] = g end
+    if left > 0 and (inWin[g] == true or wholeRing or #t == 0) then ringPush[#ringPush + 1] = g end
   end
   k = #take
 else
