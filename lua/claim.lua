@@ -88,8 +88,9 @@ if not promote then return redis.error_reply('EMQ_BAD_ARG promote limit must be 
 -- A rate limit (ARGV[5] jobs per ARGV[6] ms, a fixed window on the server clock, counted in
 -- `emq:{q}:rate`, a string with a PX of the window): a claim takes at most what the window has
 -- left; a limited claim's wait reply is the ms until the window ends.
-local rateMax, rateMs, rateKey, rateUsed, rateLeft = nil, nil, b .. 'rate', 0, 0
+local rateMax, rateMs, rateKey, rateUsed, rateLeft = nil, nil, nil, 0, 0
 if #ARGV == 6 then
+  rateKey = b .. 'rate'
   rateMax, rateMs = int(ARGV[5], 1, 1000000), int(ARGV[6], 1, 86400000)
   if not rateMax or not rateMs then return redis.error_reply('EMQ_BAD_ARG rate limit must be 1..1000000 jobs per 1..86400000 ms') end
   local used = redis.pcall('GET', rateKey)
@@ -139,13 +140,15 @@ end
 -- order; lrem: (priorities) how many jobs remain pending; ops: (priorities) per level list
 -- { key, level, due ids to push, count to pop, levels-set command or false }; tlv: the level
 -- of each taken id.
-local plen, tail, k, take, lrem, ops, tlv = 0, {}, 0, {}, 0, {}, {}
-local levels = b .. 'levels'
+local plen, tail, k, take, lrem, ops, tlv = 0, {}, 0, {}, 0, nil, nil
+local levels
 -- Fair lanes: tgr, the group of each taken id ('' = none); ringPop, ring entries this claim
 -- served; ringPush, lanes to put at the back of the ring.
-local ringKey, tgr, ringPop, ringPush = b .. 'groups', {}, 0, {}
-local function laneKey(g) return g == '' and KEYS[2] or b .. 'group:' .. g end
+-- (Allocated in lanes mode only: the plain path builds no table or string it does not use.)
+local ringKey, tgr, ringPop, ringPush, laneKey = nil, nil, 0, nil, nil
 if lanes then
+  ops, tlv, tgr, ringPush, levels, ringKey = {}, {}, {}, {}, b .. 'levels', b .. 'groups'
+  laneKey = function(g) return g == '' and KEYS[2] or b .. 'group:' .. g end
   -- Priorities: one list per level 1..9 (`pending:<p>`), 0 is `pending`; `levels` holds the
   -- levels 1..9 whose list has jobs. Claimed highest level first, FIFO within a level: at most
   -- ten lists read, whatever the backlog.
@@ -306,7 +309,8 @@ if k > 0 then
   hasOpts = r > 0
 end
 -- The jobs to claim, as parallel arrays (no table per job): id, payload, attempt, own options.
-local jid, jrow, jpay, jatt, jopt, att, ghosts, jlv, jgr = {}, {}, {}, {}, {}, {}, {}, {}, {}
+local jid, jrow, jpay, jatt, jopt, att, ghosts = {}, {}, {}, {}, {}, {}, {}
+local jlv, jgr = tlv and {}, tgr and {} -- lanes mode: each claimed job's level and group
 local pays = {} -- every payload in one read
 if #take > 0 then
   pays = redis.pcall('HMGET', KEYS[6], unpack(take))
@@ -410,7 +414,7 @@ if #jid > 0 then
   local last = redis.call('HINCRBY', KEYS[1], 'token', #jid)
   local moved = {}
   for i = 1, #jid do
-    local id, a, o, L, G = jid[i], jatt[i], jopt[i], jlv[i], jgr[i]
+    local id, a, o, L, G = jid[i], jatt[i], jopt[i], lanes and jlv[i], lanes and jgr[i]
     local token = last - #jid + i
     if G == '' then G = nil end
     if o or (L and L > 0) or G then

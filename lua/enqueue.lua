@@ -95,8 +95,9 @@ if #ARGV ~= 4 + 6 * n and not prio then
   return redis.error_reply('EMQ_BAD_ARG expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (7 * n) .. ' with priorities)')
 end
 -- pri: each job's priority (0..9); grp: its group (a fair lane), or nil.
-local pri, grp = {}, {}
+local pri, grp
 if prio then
+  pri, grp = {}, {}
   for i = 1, n do
     local p = ARGV[4 + 6 * n + i]
     local g = string.match(p, '^g:(.*)$')
@@ -188,9 +189,9 @@ end
 -- Priorities and groups, in a second pass so that the plain loop above stays as it was.
 -- plainQ: the queued ids of level 0 without a group (`pending`); byLevel: level 1..9 -> queued
 -- ids; byGroup: group -> queued ids (groupOrder: the groups in order of first appearance).
-local plainQ, byLevel, byGroup, groupOrder, lanesOn = queued, {}, {}, {}, false
+local plainQ, byLevel, byGroup, groupOrder, lanesOn = queued, nil, nil, nil, false
 if prio then
-  plainQ = {}
+  plainQ, byLevel, byGroup, groupOrder = {}, {}, {}, {}
   local lv, lg, delayed = {}, {}, {}
   for j = 1, #scheduled do delayed[scheduled[j]] = true end
   for i = 1, n do
@@ -226,7 +227,8 @@ end
 -- Lanes mode (meta `lanes`, or this call turns it on): a lane list that goes from empty to
 -- non-empty joins the ring `groups` ("" for `pending`), so claim rotates over it.
 local lanesMode = lanesOn or meta[3] == '1'
-local ringKey, ringAdd = b .. 'groups', {}
+local ringKey, ringAdd = nil, nil
+if lanesMode then ringKey, ringAdd = b .. 'groups', {} end
 if setLog then elog = setLog end
 local wakeLen = 1
 if #data > 0 then
@@ -247,16 +249,18 @@ if #data > 0 then
       return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[7] .. ' holds a ' .. kind .. ', not a stream')
     end
   end
-  local levels = b .. 'levels'
+  local levels = lanesMode and b .. 'levels'
   if lanesMode then
     -- The level and group lists, `levels` and the ring are type-checked before the first write.
     e = refused(redis.pcall('ZCARD', levels), levels) or refused(redis.pcall('LLEN', ringKey), ringKey)
-    for p = 1, 9 do
-      if not e and byLevel[p] then e = refused(redis.pcall('LLEN', KEYS[2] .. ':' .. p), KEYS[2] .. ':' .. p) end
-    end
-    for j = 1, #groupOrder do
-      local key = b .. 'group:' .. groupOrder[j]
-      if not e then e = refused(redis.pcall('LLEN', key), key) end
+    if prio then
+      for p = 1, 9 do
+        if not e and byLevel[p] then e = refused(redis.pcall('LLEN', KEYS[2] .. ':' .. p), KEYS[2] .. ':' .. p) end
+      end
+      for j = 1, #groupOrder do
+        local key = b .. 'group:' .. groupOrder[j]
+        if not e then e = refused(redis.pcall('LLEN', key), key) end
+      end
     end
     if e then return e end
   end
@@ -268,15 +272,17 @@ if #data > 0 then
       if e then return e end
       if lanesMode and len == #plainQ then ringAdd[#ringAdd + 1] = '' end
     end
-    for j = 1, #groupOrder do
-      local g = groupOrder[j]
-      if redis.call('LPUSH', b .. 'group:' .. g, unpack(byGroup[g])) == #byGroup[g] then ringAdd[#ringAdd + 1] = g end
-    end
-    for p = 1, 9 do
-      local l = byLevel[p]
-      if l then
-        redis.call('LPUSH', KEYS[2] .. ':' .. p, unpack(l))
-        redis.call('ZADD', levels, p, p)
+    if prio then
+      for j = 1, #groupOrder do
+        local g = groupOrder[j]
+        if redis.call('LPUSH', b .. 'group:' .. g, unpack(byGroup[g])) == #byGroup[g] then ringAdd[#ringAdd + 1] = g end
+      end
+      for p = 1, 9 do
+        local l = byLevel[p]
+        if l then
+          redis.call('LPUSH', KEYS[2] .. ':' .. p, unpack(l))
+          redis.call('ZADD', levels, p, p)
+        end
       end
     end
     if #zargs > 0 then redis.call('ZADD', KEYS[3], unpack(zargs)) end
@@ -293,7 +299,7 @@ if lanesOn and meta[3] ~= '1' then
   -- Jobs without a group enqueued before lanes mode: their list joins the ring too.
   if ringAdd[1] ~= '' and redis.call('LLEN', KEYS[2]) > #plainQ then table.insert(ringAdd, 1, '') end
 end
-if #ringAdd > 0 then redis.call('LPUSH', ringKey, unpack(ringAdd)) end
+if ringAdd and #ringAdd > 0 then redis.call('LPUSH', ringKey, unpack(ringAdd)) end
 if setLog and setLog ~= logged then redis.call('HSET', KEYS[1], 'elog', setLog) end
 if wakeLen == 0 then redis.call('LPUSH', KEYS[4], '1') end
 emit(KEYS[7], elog, 'enqueued', queued, now)
