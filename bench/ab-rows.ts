@@ -12,23 +12,25 @@ export interface AbBuild {
 }
 
 /** The rows `bench:ab` can run. */
-export const AB_ROWS = ['single', 'batch', 'c1', 'c10', 'c50', 'x2', 'lat', 'bpub', 'bg1', 'bg50', 'blat'] as const;
+export const AB_ROWS = ['single', 'batch', 'c1', 'c10', 'c50', 'c50p', 'c50g', 'x2', 'lat', 'bpub', 'bg1', 'bg50', 'blat'] as const;
 
 /** One row name. */
 export type RowName = (typeof AB_ROWS)[number];
 
-type Phase = (ctx: unknown, ...args: (string | number)[]) => Promise<{ values: Record<string, number> }>;
+type Phase = (ctx: unknown, ...args: (string | number | object)[]) => Promise<{ values: Record<string, number> }>;
 interface Closable {
   close?(): Promise<void>;
 }
 
 /** Each row: the module and function of the phase, and its arguments after the context. */
-const ROWS: Record<RowName, readonly [module: 'phases' | 'bus', fn: string, args: readonly (string | number)[]]> = {
+const ROWS: Record<RowName, readonly [module: 'phases' | 'bus', fn: string, args: readonly (string | number | object)[]]> = {
   single: ['phases', 'enqueueSingle', [20_000]],
   batch: ['phases', 'enqueueBatch', [50_000]],
   c1: ['phases', 'processLocal', ['process_c1_per_s', 1, 5000]],
   c10: ['phases', 'processLocal', ['process_c10_per_s', 10, 20_000]],
   c50: ['phases', 'processLocal', ['process_c50_per_s', 50, 30_000]],
+  c50p: ['phases', 'processLocal', ['process_c50_prio_per_s', 50, 30_000, { priorities: 10 }]],
+  c50g: ['phases', 'processLocal', ['process_c50_groups_per_s', 50, 30_000, { groups: 100 }]],
   x2: ['phases', 'processChildren', ['process_2x50_per_s', 2, 50, 30_000]],
   lat: ['phases', 'latency', [500, 3, 10]],
   bpub: ['bus', 'busPublishSingle', [20_000]],

@@ -4,7 +4,7 @@
  */
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { ConsumerHandle, Driver, Producer } from './common.js';
+import { laneOf, type ConsumerHandle, type Driver, type LaneOptions, type Producer } from './common.js';
 
 /** Completed jobs BullMQ keeps per queue, matching EchoMQ's done retention. */
 export const BULLMQ_REMOVE_ON_COMPLETE = { count: 1000 } as const;
@@ -25,12 +25,18 @@ export class BullMqDriver implements Driver {
   }
 
   /** Opens a `Queue` for `queue`. */
-  async producer(queue: string): Promise<Producer> {
+  async producer(queue: string, lanes?: LaneOptions): Promise<Producer> {
     const q = new Queue(queue, { connection: this.connection });
     await q.waitUntilReady();
+    let k = 0;
+    // BullMQ's priority 1 is its highest and 0 is "none": EchoMQ's p (higher first) is count - p.
+    const opts = () => {
+      const p = laneOf(lanes, k++);
+      return p === undefined ? undefined : { priority: (lanes?.priorities ?? 0) - p };
+    };
     return {
-      add: (payload) => q.add(JOB_NAME, payload),
-      addBatch: (payloads) => q.addBulk(payloads.map((data) => ({ name: JOB_NAME, data }))),
+      add: (payload) => q.add(JOB_NAME, payload, opts()),
+      addBatch: (payloads) => q.addBulk(payloads.map((data) => ({ name: JOB_NAME, data, opts: opts() }))),
       close: () => q.close(),
     };
   }

@@ -22,6 +22,8 @@ export type BusMetric = (typeof BUS_METRICS)[number];
 
 /** The queue row measured with the lifecycle log on (EchoMQ only; written under `"echomq"`). */
 export const EVENTS_LOG_METRIC = 'process_c50_events_log_per_s';
+/** The EchoMQ-only fair-lanes row: `process_c50_per_s` with the jobs over 100 groups (BullMQ OSS has no groups). */
+export const GROUPS_METRIC = 'process_c50_groups_per_s';
 
 /** The `eventsLog` bound the lifecycle-log phase sets on the queue defaults. */
 export const EVENTS_LOG_ENTRIES = 10_000;

@@ -12,6 +12,7 @@ export const METRICS = [
   'process_c1_per_s',
   'process_c10_per_s',
   'process_c50_per_s',
+  'process_c50_prio_per_s',
   'process_2x50_per_s',
   'latency_p50_ms',
   'latency_p99_ms',
@@ -157,6 +158,24 @@ export async function inBatches<P>(producer: Producer, n: number, make: (i: numb
 }
 
 /** The producer side of a system, bound to one queue. */
+/** How a producer spreads its jobs over priorities (or groups): job k gets `k % count`. */
+export interface LaneOptions {
+  /** Priorities 0..count-1 in turn (EchoMQ: higher first; BullMQ gets 1..count, lower first). */
+  readonly priorities?: number;
+  /** Groups g0..g(count-1) in turn (EchoMQ fair lanes; BullMQ OSS has no groups). */
+  readonly groups?: number;
+}
+
+/** The group of the k-th job of a producer with `lanes` (undefined: none). */
+export function groupOf(lanes: LaneOptions | undefined, k: number): string | undefined {
+  return lanes?.groups ? `g${k % lanes.groups}` : undefined;
+}
+
+/** The priority of the k-th job of a producer with `lanes` (undefined: none). */
+export function laneOf(lanes: LaneOptions | undefined, k: number): number | undefined {
+  return lanes?.priorities ? k % lanes.priorities : undefined;
+}
+
 export interface Producer {
   /** Adds one job. */
   add(payload: unknown): Promise<unknown>;
@@ -177,8 +196,8 @@ export interface ConsumerHandle {
 /** What a benchmark needs from a queue system. */
 export interface Driver {
   readonly name: SystemName;
-  /** Opens a producer for `queue`. */
-  producer(queue: string): Promise<Producer>;
+  /** Opens a producer for `queue` (with `lanes`, its jobs carry priorities or groups). */
+  producer(queue: string, lanes?: LaneOptions): Promise<Producer>;
   /** Opens a consumer of `queue` whose handler calls `onJob` with the payload. */
   consumer(queue: string, concurrency: number, onJob: (payload: unknown) => void): Promise<ConsumerHandle>;
   /** Jobs of `queue` not finished yet (waiting, delayed or active), read from Valkey. */

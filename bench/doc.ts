@@ -16,6 +16,8 @@ const MEANING: Readonly<Record<Metric, string>> = {
     'jobs/s processed by one consumer of concurrency 1 in the benchmark process. The jobs are enqueued first (untimed); the clock runs from starting the consumer until every handler ran and Valkey shows no job waiting or active.',
   process_c10_per_s: 'the same at concurrency 10.',
   process_c50_per_s: 'the same at concurrency 50.',
+  process_c50_prio_per_s:
+    'the same with the jobs spread over ten priorities in turn (EchoMQ `priority` 0..9, higher first; BullMQ `priority` 10..1, lower first).',
   process_2x50_per_s:
     'the same with two child processes (`node dist/bench/worker.js`), one consumer of concurrency 50 each, on one queue. The clock starts once both are connected and told to go.',
   latency_p50_ms:

@@ -6,7 +6,7 @@ import { Redis } from 'iovalkey';
 import { BUILTIN_DEFAULTS, Consumer, EchoMqConnection, queueKeys } from '../src/protocol/index.js';
 import { QueueService, type QueueDefaults } from '../src/index.js';
 import { resolveConsumerOptions } from '../src/queue/queue.options.js';
-import type { ConsumerHandle, Driver, Producer } from './common.js';
+import { groupOf, laneOf, type ConsumerHandle, type Driver, type LaneOptions, type Producer } from './common.js';
 
 /** Done rows kept per queue, matching BullMQ's `removeOnComplete: { count: 1000 }`. */
 export const ECHOMQ_KEEP_DONE = 1000;
@@ -30,12 +30,18 @@ export class EchoMqDriver implements Driver {
   }
 
   /** Opens a connection and a `QueueService` bound to `queue`. */
-  async producer(queue: string): Promise<Producer> {
+  async producer(queue: string, lanes?: LaneOptions): Promise<Producer> {
     const conn = await open(this.url);
     const svc = new QueueService(conn, this.defaults);
+    let k = 0;
+    const opts = () => {
+      const group = groupOf(lanes, k);
+      const priority = laneOf(lanes, k++);
+      return group !== undefined ? { group } : priority === undefined ? undefined : { priority };
+    };
     return {
-      add: (payload) => svc.enqueue(queue, payload),
-      addBatch: (payloads) => svc.enqueueMany(queue, payloads.map((payload) => ({ payload }))),
+      add: (payload) => svc.enqueue(queue, payload, opts()),
+      addBatch: (payloads) => svc.enqueueMany(queue, payloads.map((payload) => ({ payload, opts: opts() }))),
       close: () => conn.close(),
     };
   }
@@ -64,8 +70,11 @@ export class EchoMqDriver implements Driver {
   /** Pending + scheduled + active jobs of `queue`. */
   async unfinished(queue: string): Promise<number> {
     const k = queueKeys(queue);
-    const [p, s, a] = await Promise.all([this.raw.llen(k.pending), this.raw.zcard(k.scheduled), this.raw.zcount(k.active, '-inf', '(+inf')]);
-    return p + s + a;
+    const lists = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((p) => this.raw.llen(k.pendingAt(p)));
+    const [s, a, ...p] = await Promise.all([this.raw.zcard(k.scheduled), this.raw.zcount(k.active, '-inf', '(+inf'), ...lists]);
+    const ring = [...new Set(await this.raw.lrange(k.groups, 0, -1))].filter((g) => g !== '');
+    const g = await Promise.all(ring.map((x) => this.raw.llen(k.group(x))));
+    return [...p, ...g].reduce((x, y) => x + y, 0) + s + a;
   }
 
   /** Closes the inspection client. */

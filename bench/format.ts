@@ -3,19 +3,21 @@
  */
 import type { FlowsReport } from './flows.js';
 import { METRICS, lowerIsBetter, type BenchSizes, type Metric, type Results, type SystemName } from './common.js';
-import { BUS_METRICS, EVENTS_LOG_METRIC, type BusMetric } from './bus.js';
+import { BUS_METRICS, EVENTS_LOG_METRIC, GROUPS_METRIC, type BusMetric } from './bus.js';
 import type { PhaseResult } from './phases.js';
 import type { CacheReport } from './cache-phases.js';
 import type { CacheMetric } from './cache.js';
 
 /** Any row of the report: a queue metric, a Bus metric, the lifecycle-log row, or a cache metric. */
-export type AnyMetric = Metric | BusMetric | typeof EVENTS_LOG_METRIC | CacheMetric;
+export type AnyMetric = Metric | BusMetric | typeof EVENTS_LOG_METRIC | typeof GROUPS_METRIC | CacheMetric;
 
 /** The EchoMQ-only medians: the Bus rows, and the lifecycle-log row when it was measured. */
 export interface EchoOnlyResults {
   readonly bus: Readonly<Record<BusMetric, number>>;
   /** `process_c50_events_log_per_s`; absent when this build's queue has no `eventsLog` option. */
   readonly eventsLog?: number;
+  /** `process_c50_groups_per_s` (fair lanes over 100 groups); absent when not measured. */
+  readonly groups?: number;
 }
 
 /** The machine and software a run measured on. */
@@ -130,7 +132,7 @@ export function summarize(records: readonly PhaseRecord[]): Pick<Report, 'result
     if (v === undefined) throw new Error(`metric ${m} of the bus was not measured`);
     bus[m] = v;
   }
-  return { results, echoOnly: { bus, eventsLog: echoMedian(records, EVENTS_LOG_METRIC) }, medianRecords };
+  return { results, echoOnly: { bus, eventsLog: echoMedian(records, EVENTS_LOG_METRIC), groups: echoMedian(records, GROUPS_METRIC) }, medianRecords };
 }
 
 /** The per-job cost table of `records` (one row per phase and system that has a cost), as Markdown. */

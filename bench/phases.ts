@@ -13,6 +13,7 @@ import {
   randomQueue,
   sleep,
   type Driver,
+  type LaneOptions,
   type StampPayload,
 } from './common.js';
 import type { PhaseCost, Probe } from './probe.js';
@@ -79,9 +80,9 @@ export async function enqueueBatch({ driver, probe }: PhaseContext, n: number): 
  * `process_c<c>_per_s`: pre-enqueues `n` jobs, then times one in-process consumer of
  * concurrency `c` from start until every handler ran and Valkey shows nothing left.
  */
-export async function processLocal({ driver, probe }: PhaseContext, metric: string, c: number, n: number): Promise<PhaseResult> {
+export async function processLocal({ driver, probe }: PhaseContext, metric: string, c: number, n: number, lanes?: LaneOptions): Promise<PhaseResult> {
   const queue = randomQueue(`c${c}`);
-  const p = await driver.producer(queue);
+  const p = await driver.producer(queue, lanes);
   await inBatches(p, n, payload100);
   await p.close();
   let processed = 0;

@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { BUS_METRICS, EVENTS_LOG_METRIC } from './bus.js';
+import { BUS_METRICS, EVENTS_LOG_METRIC, GROUPS_METRIC } from './bus.js';
 import { CACHE_METRICS } from './cache.js';
 import { METRICS, type SystemName } from './common.js';
 import { renderDoc } from './doc.js';
@@ -47,6 +47,7 @@ export function printTable(results: Report['results']): void {
 export function printEchoOnly(echoOnly: Report['echoOnly']): void {
   const rows: [string, string][] = BUS_METRICS.map((m) => [m, shown(m, echoOnly.bus[m])]);
   rows.push([EVENTS_LOG_METRIC, echoOnly.eventsLog === undefined ? 'not measured (no eventsLog option)' : shown(EVENTS_LOG_METRIC, echoOnly.eventsLog)]);
+  if (echoOnly.groups !== undefined) rows.push([`${GROUPS_METRIC} (BullMQ OSS has no groups)`, shown(GROUPS_METRIC, echoOnly.groups)]);
   const w = Math.max(...rows.map((r) => r[0].length));
   console.log(`EchoMQ only (no BullMQ equivalent):\n${rows.map(([m, v]) => `${m.padEnd(w)}  ${v}`).join('\n')}\n`);
 }

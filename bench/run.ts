@@ -11,6 +11,7 @@ import { makeDriver } from './drivers.js';
 import { busGroup, busLatency, busPublishBatch, busPublishSingle, processEventsLog } from './bus-phases.js';
 import { enqueueBatch, enqueueSingle, latency, memory, processChildren, processLocal, type PhaseContext, type PhaseResult } from './phases.js';
 import { Probe } from './probe.js';
+import { GROUPS_METRIC } from './bus.js';
 import { summarize, type PhaseRecord } from './format.js';
 import { environment, printCache, printEchoOnly, printTable, writeReport } from './report.js';
 import { runCacheSuite } from './cache-phases.js';
@@ -37,6 +38,9 @@ function phases(s: BenchSizes): Phase[] {
     { label: 'process c1', run: (c) => processLocal(c, 'process_c1_per_s', 1, p.c1) },
     { label: 'process c10', run: (c) => processLocal(c, 'process_c10_per_s', 10, p.c10) },
     { label: 'process c50', run: (c) => processLocal(c, 'process_c50_per_s', 50, p.c50) },
+    { label: 'process c50 priorities', run: (c) => processLocal(c, 'process_c50_prio_per_s', 50, p.c50, { priorities: 10 }) },
+    // BullMQ OSS has no groups (BullMQ Pro does): EchoMQ only.
+    { label: 'process c50 100 groups', systems: ECHO_ONLY, run: (c) => processLocal(c, GROUPS_METRIC, 50, p.c50, { groups: 100 }) },
     { label: 'process c50 events log', systems: ECHO_ONLY, run: (c) => processEventsLog(c, p.c50) },
     { label: 'process 2x50', run: (c) => processChildren(c, 'process_2x50_per_s', 2, 50, p['2x50']) },
     { label: 'latency', run: (c) => latency(c, s.latencyRate, s.latencySeconds, s.latencyConcurrency) },

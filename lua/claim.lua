@@ -3,7 +3,11 @@
 -- from the queue's monotonic counter, and one more counted attempt. The first claim of a job
 -- creates its row (and moves its own options, if any, into it). A claim that claims adds the
 -- anchor to `active` (docs/protocol.md §2: a member at score +inf that keeps the zset in skiplist
--- encoding).
+-- encoding). Priorities (meta `lanes` set): level p 1..9 waits in `<pending>:<p>` (derived from
+-- KEYS[2], same slot), `emq:{q}:levels` lists the levels with ids; claimed highest level first,
+-- FIFO within a level, at most ten lists read whatever the backlog; a due job joins the list of
+-- its level (its row's `prio`, else the third field of its opts) and a claimed one gets `prio`
+-- in its row.
 --
 -- KEYS[1]  emq:{q}:meta       queue meta hash (`v` version, `token` fencing counter)
 -- KEYS[2]  emq:{q}:pending    list of pending ids
@@ -18,6 +22,10 @@
 -- ARGV[2]  n, the most jobs to claim (0..1000; 0 only promotes)
 -- ARGV[3]  lease in ms (1..86400000)
 -- ARGV[4]  the most scheduled jobs to promote in this call (0..10000), earliest run-at first
+-- ARGV[5]  optional, with ARGV[6]: a rate limit of this many jobs (1..1000000) per ARGV[6] ms
+--          (1..86400000): a fixed window on the server clock counted in `emq:{q}:rate` (a
+--          string with PX); a limited call claims what the window has left, and when jobs
+--          remain its wait is the ms until the window ends (>= 1).
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
 -- Returns: { wait, id_1, token_1, attempt_1, payload_1, ..., id_k, token_k, attempt_k, payload_k }
 --          (k <= n) where wait is -1 when jobs remain pending, else the ms until the next
@@ -48,7 +56,7 @@ local function refused(r, key)
   end
   return r
 end
-if #KEYS ~= 9 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 4 arguments') end
+if #KEYS ~= 9 or (#ARGV ~= 4 and #ARGV ~= 6) then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 4 arguments (6 with a rate limit)') end
 local V = '1'
 local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
 if ARGV[1] ~= V then
@@ -77,10 +85,26 @@ local n, lease, promote = int(ARGV[2], 0, 1000), int(ARGV[3], 1, 86400000), int(
 if not n then return redis.error_reply('EMQ_BAD_ARG claim count must be 0..1000') end
 if not lease then return redis.error_reply('EMQ_BAD_ARG lease must be 1..86400000 ms') end
 if not promote then return redis.error_reply('EMQ_BAD_ARG promote limit must be 0..10000') end
+-- A rate limit (ARGV[5] jobs per ARGV[6] ms, a fixed window on the server clock, counted in
+-- `emq:{q}:rate`, a string with a PX of the window): a claim takes at most what the window has
+-- left; a limited claim's wait reply is the ms until the window ends.
+local rateMax, rateMs, rateKey, rateUsed, rateLeft = nil, nil, nil, 0, 0
+if #ARGV == 6 then
+  rateKey = b .. 'rate'
+  rateMax, rateMs = int(ARGV[5], 1, 1000000), int(ARGV[6], 1, 86400000)
+  if not rateMax or not rateMs then return redis.error_reply('EMQ_BAD_ARG rate limit must be 1..1000000 jobs per 1..86400000 ms') end
+  local used = redis.pcall('GET', rateKey)
+  local re = refused(used, rateKey)
+  if re then return re end
+  rateUsed = tonumber(used) or 0
+  if rateUsed > 0 then rateLeft = redis.call('PTTL', rateKey) end
+  if rateLeft < 0 then rateUsed, rateLeft = 0, 0 end -- no PX: a new window
+  n = math.min(n, math.max(0, rateMax - rateUsed))
+end
 
 -- Reads first: every key this call writes is read before anything is written, so a key of the
 -- wrong type is refused with nothing changed.
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token')
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes')
 local e = refused(meta, KEYS[1])
 if e then return e end
 local stored = meta[1]
@@ -91,6 +115,9 @@ if meta[3] and not string.match(meta[3], '^%d+$') then
   return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[1] .. ' field token is not an integer')
 end
 local elog = tonumber(meta[2]) or 0 -- written by enqueue, validated there
+-- Priorities (docs/protocol.md §2): set by enqueue once a job of the queue carried one. A
+-- queue without it runs the plain path below, command for command.
+local lanes = meta[4] == '1'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local prefix = KEYS[8]
@@ -109,27 +136,170 @@ for i = 1, #due do
   if e then return e end
   dueRow[i] = r > 0
 end
--- The oldest n + 1 pending ids (one more than wanted tells whether more remain), or, when
--- nothing is claimed, the length alone. plen: the pending ids seen (n + 1 means "more than n").
-local plen, tail = 0, {}
-if n > 0 then
-  tail = redis.pcall('LRANGE', KEYS[2], -(n + 1), -1)
-  e = refused(tail, KEYS[2])
+-- plen: the pending ids seen (n + 1 means "more than n"); take: the ids this call pops, in pop
+-- order; lrem: (priorities) how many jobs remain pending; ops: (priorities) per level list
+-- { key, level, due ids to push, count to pop, levels-set command or false }; tlv: the level
+-- of each taken id.
+local plen, tail, k, take, lrem, ops, tlv = 0, {}, 0, {}, 0, nil, nil
+local levels
+-- Fair lanes: tgr, the group of each taken id ('' = none); ringPop, ring entries this claim
+-- served; ringPush, lanes to put at the back of the ring.
+-- (Allocated in lanes mode only: the plain path builds no table or string it does not use.)
+local ringKey, tgr, ringPop, ringPush, laneKey = nil, nil, 0, nil, nil
+if lanes then
+  ops, tlv, tgr, ringPush, levels, ringKey = {}, {}, {}, {}, b .. 'levels', b .. 'groups'
+  laneKey = function(g) return g == '' and KEYS[2] or b .. 'group:' .. g end
+  -- Priorities: one list per level 1..9 (`pending:<p>`), 0 is `pending`; `levels` holds the
+  -- levels 1..9 whose list has jobs. Claimed highest level first, FIFO within a level: at most
+  -- ten lists read, whatever the backlog.
+  local present = redis.pcall('ZRANGE', levels, 0, -1)
+  e = refused(present, levels)
   if e then return e end
-  plen = #tail
+  local has = {}
+  for i = 1, #present do has[tonumber(present[i])] = true end
+  -- The lane of each due job: its row's `prio` / `group` (a retry), else its opts' third field
+  -- (a delayed job: a digit is a priority, `g:<name>` a group).
+  local dueBy, dueG = {}, {}
+  for i = 1, #due do
+    local p, g = nil, nil
+    if dueRow[i] then
+      local r = redis.call('HMGET', prefix .. due[i], 'prio', 'group')
+      p, g = r[1], r[2]
+    end
+    if not p and not g then
+      local o = redis.pcall('HGET', KEYS[7], due[i])
+      e = refused(o, KEYS[7])
+      if e then return e end
+      local third = o and string.match(o, '^[^|]*|[^|]*|(.+)$')
+      if third then
+        p = string.match(third, '^%d$')
+        g = string.match(third, '^g:(.+)$')
+      end
+    end
+    local d
+    if g then
+      d = dueG[g] or {}
+      dueG[g] = d
+    else
+      p = tonumber(p) or 0
+      if p == 0 then d = dueG[''] or {}; dueG[''] = d else d = dueBy[p] or {}; dueBy[p] = d end
+    end
+    d[#d + 1] = due[i]
+  end
+  local need = n
+  for L = 9, 1, -1 do
+    local d = dueBy[L] or {}
+    if has[L] or #d > 0 then
+      local key = KEYS[2] .. ':' .. L
+      local t, left
+      if need > 0 then
+        t = redis.pcall('LRANGE', key, -(need + 1), -1)
+        e = refused(t, key)
+        if e then return e end
+        local fromList = math.min(need, #t)
+        for i = #t, #t - fromList + 1, -1 do take[#take + 1] = t[i]; tlv[#take] = L end
+        local fromDue = math.min(need - fromList, #d)
+        for i = 1, fromDue do take[#take + 1] = d[i]; tlv[#take] = L end
+        need = need - fromList - fromDue
+        left = #t - fromList + #d - fromDue
+        ops[#ops + 1] = { key, L, d, fromList + fromDue, false }
+      else
+        local len = redis.pcall('LLEN', key)
+        e = refused(len, key)
+        if e then return e end
+        left = len + #d
+        if #d > 0 then ops[#ops + 1] = { key, L, d, 0, false } end
+      end
+      lrem = lrem + left
+      local op = ops[#ops]
+      if op and op[2] == L then
+        if left == 0 and has[L] then op[5] = 'ZREM' elseif left > 0 and not has[L] then op[5] = 'ZADD' end
+      end
+    end
+  end
+  -- Level 0: fair lanes. The ring `groups` (a list, its RPOP end served next) names the lanes
+  -- with pending work: a group (its list `group:<g>`) or "" (`pending`, the jobs without a
+  -- group). One claim serves the next `need` lanes of the ring one job per lane per round, then
+  -- moves them to the back: a lane with work gets a job within the next G claimed jobs (G = the
+  -- lanes with work). Ring entries are hints: an empty lane is dropped when it comes up.
+  local ring = redis.pcall('LRANGE', ringKey, -(need + 1), -1)
+  e = refused(ring, ringKey)
+  if e then return e end
+  local win, inWin = {}, {}
+  ringPop = math.min(need, #ring)
+  for i = #ring, #ring - ringPop + 1, -1 do
+    if not inWin[ring[i]] then inWin[ring[i]] = true; win[#win + 1] = ring[i] end
+  end
+  if #ring > ringPop then lrem = lrem + 1 end -- lanes beyond this claim's window
+  local wholeRing = #ring <= need
+  if wholeRing and not inWin[''] then inWin[''] = true; win[#win + 1] = '' end -- jobs without a group, not in the ring
+  for g, d in pairs(dueG) do
+    if not inWin[g] and #d > 0 then win[#win + 1] = g; inWin[g] = 'due' end
+  end
+  -- One read per lane: its oldest q + 1 ids, q = a fair share of need (q + 1 read means "more
+  -- than q": the lane then gives at most q, so that its leftover is known to be non-empty).
+  local total, tails, more = {}, {}, {}
+  local q = math.ceil(need / math.max(1, #win))
+  for j = 1, #win do
+    local key = laneKey(win[j])
+    local t = redis.pcall('LRANGE', key, -(q + 1), -1)
+    e = refused(t, key)
+    if e then return e end
+    tails[j] = t
+    more[j] = #t > q
+    total[j] = more[j] and q or #t + #(dueG[win[j]] or {})
+  end
+  local got, act = {}, {}
+  for j = 1, #win do
+    got[j] = 0
+    if inWin[win[j]] ~= 'due' and total[j] > 0 then act[#act + 1] = j end
+  end
+  while need > 0 and #act > 0 do
+    local nxt = {}
+    for x = 1, #act do
+      if need == 0 then break end
+      local j = act[x]
+      got[j] = got[j] + 1
+      need = need - 1
+      if got[j] < total[j] then nxt[#nxt + 1] = j end
+    end
+    act = nxt
+  end
+  for j = 1, #win do
+    local g, key, d = win[j], laneKey(win[j]), dueG[win[j]] or {}
+    local t = tails[j]
+    local fromList = math.min(got[j], #t)
+    for i = #t, #t - fromList + 1, -1 do take[#take + 1] = t[i]; tlv[#take] = 0; tgr[#take] = g end
+    for i = 1, got[j] - fromList do take[#take + 1] = d[i]; tlv[#take] = 0; tgr[#take] = g end
+    local left = more[j] and (#t - got[j] + #d) or total[j] - got[j]
+    lrem = lrem + left
+    if got[j] > 0 or #d > 0 then ops[#ops + 1] = { key, 0, d, got[j], false } end
+    -- Back into the ring: a served lane that has work left, a lane from outside the ring
+    -- (jobs without a group, or a group whose due jobs land in an empty list).
+    if left > 0 and (inWin[g] == true or wholeRing or #t == 0) then ringPush[#ringPush + 1] = g end
+  end
+  k = #take
 else
-  plen = redis.pcall('LLEN', KEYS[2])
-  e = refused(plen, KEYS[2])
-  if e then return e end
-end
--- The ids this call pops, in pop order: the tail of pending (oldest first), then the promoted
--- jobs (which join the head of pending) in run-at order.
-local k = math.min(n, plen + #due)
-local take = {}
-if k > 0 then
-  local fromPending = math.min(k, plen)
-  for i = #tail, #tail - fromPending + 1, -1 do take[#take + 1] = tail[i] end
-  for i = 1, k - fromPending do take[#take + 1] = due[i] end
+  -- The oldest n + 1 pending ids (one more than wanted tells whether more remain), or, when
+  -- nothing is claimed, the length alone.
+  if n > 0 then
+    tail = redis.pcall('LRANGE', KEYS[2], -(n + 1), -1)
+    e = refused(tail, KEYS[2])
+    if e then return e end
+    plen = #tail
+  else
+    plen = redis.pcall('LLEN', KEYS[2])
+    e = refused(plen, KEYS[2])
+    if e then return e end
+  end
+  -- The ids this call pops, in pop order: the tail of pending (oldest first), then the promoted
+  -- jobs (which join the head of pending) in run-at order.
+  k = math.min(n, plen + #due)
+  if k > 0 then
+    local fromPending = math.min(k, plen)
+    for i = #tail, #tail - fromPending + 1, -1 do take[#take + 1] = tail[i] end
+    for i = 1, k - fromPending do take[#take + 1] = due[i] end
+  end
 end
 local hasOpts = false -- most queues never set per-job options
 if k > 0 then
@@ -140,6 +310,7 @@ if k > 0 then
 end
 -- The jobs to claim, as parallel arrays (no table per job): id, payload, attempt, own options.
 local jid, jrow, jpay, jatt, jopt, att, ghosts = {}, {}, {}, {}, {}, {}, {}
+local jlv, jgr = tlv and {}, tgr and {} -- lanes mode: each claimed job's level and group
 local pays = {} -- every payload in one read
 if #take > 0 then
   pays = redis.pcall('HMGET', KEYS[6], unpack(take))
@@ -169,10 +340,11 @@ for i = 1, #take do
     att[id] = a
     local j = #jid + 1
     jid[j], jrow[j], jpay[j], jatt[j], jopt[j] = id, row, payload, a, false
+    if lanes then jlv[j] = tlv[i]; jgr[j] = tgr[i] end
     if a == 1 and hasOpts then jopt[j] = redis.call('HGET', KEYS[7], id) end
   end
 end
-local remaining = plen + #due - k
+local remaining = lanes and lrem or plen + #due - k
 local wakeLen, nxt = 1, nil
 if remaining > 0 then
   if #jid > 0 then
@@ -211,12 +383,21 @@ end
 for i = 1, #due, 1000 do
   local j = math.min(i + 999, #due)
   redis.call('ZREM', KEYS[3], unpack(due, i, j))
-  redis.call('LPUSH', KEYS[2], unpack(due, i, j))
+  if not lanes then redis.call('LPUSH', KEYS[2], unpack(due, i, j)) end
 end
 for i = 1, #due do
   if dueRow[i] then redis.call('HSET', prefix .. due[i], 'status', 'pending') end
 end
-if k > 0 then redis.call('RPOP', KEYS[2], k) end
+if lanes then
+  for o = 1, #ops do
+    local key, L, d, pop, lv = ops[o][1], ops[o][2], ops[o][3], ops[o][4], ops[o][5]
+    for i = 1, #d, 1000 do redis.call('LPUSH', key, unpack(d, i, math.min(i + 999, #d))) end
+    if pop > 0 then redis.call('RPOP', key, pop) end
+    if lv == 'ZADD' then redis.call('ZADD', levels, L, L) elseif lv == 'ZREM' then redis.call('ZREM', levels, L) end
+  end
+  if ringPop > 0 then redis.call('RPOP', ringKey, ringPop) end
+  if #ringPush > 0 then redis.call('LPUSH', ringKey, unpack(ringPush)) end
+elseif k > 0 then redis.call('RPOP', KEYS[2], k) end
 -- Ghosts popped (see the read loop): the payload back to `data`, one ghost fewer in meta.
 for i = 1, #ghosts do
   local id, p = ghosts[i][1], ghosts[i][2]
@@ -233,14 +414,17 @@ if #jid > 0 then
   local last = redis.call('HINCRBY', KEYS[1], 'token', #jid)
   local moved = {}
   for i = 1, #jid do
-    local id, a, o = jid[i], jatt[i], jopt[i]
+    local id, a, o, L, G = jid[i], jatt[i], jopt[i], lanes and jlv[i], lanes and jgr[i]
     local token = last - #jid + i
-    if o then
+    if G == '' then G = nil end
+    if o or (L and L > 0) or G then
       local row = { 'status', 'active', 'token', token, 'attempts', a }
-      local maxA, backoff = string.match(o, '^(%d*)|(.*)$')
+      if L and L > 0 then row[7] = 'prio'; row[8] = L end
+      if G then row[#row + 1] = 'group'; row[#row + 1] = G end
+      local maxA, backoff = string.match(o or '', '^(%d*)|([^|]*)')
       if maxA and maxA ~= '' then row[#row + 1] = 'max'; row[#row + 1] = maxA end
       if backoff and backoff ~= '' then row[#row + 1] = 'backoff'; row[#row + 1] = backoff end
-      moved[#moved + 1] = id
+      if o then moved[#moved + 1] = id end
       redis.call('HSET', jrow[i], unpack(row))
     else
       redis.call('HSET', jrow[i], 'status', 'active', 'token', token, 'attempts', a)
@@ -254,7 +438,13 @@ if #jid > 0 then
   emit(KEYS[9], elog, 'claimed', jid, now)
 end
 
-if remaining > 0 then
+if rateMax and #jid > 0 then
+  if rateUsed == 0 then redis.call('SET', rateKey, #jid, 'PX', rateMs) else redis.call('INCRBY', rateKey, #jid) end
+end
+if remaining > 0 and rateMax and rateUsed + #jid >= rateMax then
+  -- Limited: the consumer waits until the window ends (no chain wake-up, no busy polling).
+  out[1] = math.max(1, rateUsed == 0 and rateMs or rateLeft)
+elseif remaining > 0 then
   -- More work remains: make sure another idle consumer wakes up (chain wake-up).
   if #jid > 0 and wakeLen == 0 then redis.call('LPUSH', KEYS[5], '1') end
 elseif nxt[2] then

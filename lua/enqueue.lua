@@ -26,6 +26,10 @@
 --          the jobs: ARGV[5+6n] the dedup window in ms (1..2592000000, 30 days). A key held by
 --          a job (enqueued within the window, by this call or before) adds nothing: the reply
 --          entry is that job's id. A job added sets its key to its id for the window.
+-- ARGV[5+6n .. 4+7n] optional, one per job (before the dedup window when both are given): its priority, 0..9 ("" = 0). A ready job of level
+--          p >= 1 joins `<pending>:<p>` (derived from KEYS[2], same slot) and p joins
+--          `emq:{q}:levels`; a delayed one keeps p as a third field of its opts
+--          ("<max>|<backoff>|<p>"). Meta `lanes` is set to 1 the first time (claim then reads levels).
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
 -- Returns: an array of n integers: 1 = added, 0 = a job with this id already existed (or came
 --          earlier in the same call); with dedup keys, a bulk string (the holding job's id) for
@@ -107,8 +111,30 @@ if keyed then
     end
   end
 end
-if #ARGV ~= 4 + 6 * n + (keyed and 1 or 0) then
-  return redis.error_reply('EMQ_BAD_ARG expected 7 keys and ' .. (6 * n) .. ' job arguments')
+-- Priorities ride after the jobs (ARGV[5+6n .. 4+7n], one per job), so a plain call is unchanged.
+local tail = keyed and 1 or 0 -- the dedup window, last
+local prio = #ARGV == 4 + 7 * n + tail
+if #ARGV ~= 4 + 6 * n + tail and not prio then
+  return redis.error_reply('EMQ_BAD_ARG expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (7 * n) .. ' with priorities)' .. (keyed and ', then the dedup window' or ''))
+end
+-- pri: each job's priority (0..9); grp: its group (a fair lane), or nil.
+local pri, grp
+if prio then
+  pri, grp = {}, {}
+  for i = 1, n do
+    local p = ARGV[4 + 6 * n + i]
+    local g = string.match(p, '^g:(.*)$')
+    if g then
+      if #g == 0 or #g > 100 or not string.match(g, '^[A-Za-z0-9_.-]+$') then
+        return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad group (1..100 of A-Z a-z 0-9 _ . -)')
+      end
+      grp[i] = g
+      pri[i] = 0
+    else
+      pri[i] = p == '' and 0 or int(p, 0, 9)
+      if not pri[i] then return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad priority (0..9, "" = 0) or group (g:<name>)') end
+    end
+  end
 end
 local setLog = nil
 if ARGV[4] ~= '' then
@@ -141,7 +167,8 @@ end
 
 -- Reads first: every key this call writes is read (or is the first write) before anything is
 -- written, so a key of the wrong type is refused with nothing changed.
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog')
+local meta
+meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'lanes')
 local e = refused(meta, KEYS[1])
 if e then return e end
 local stored = meta[1]
@@ -193,6 +220,49 @@ for i = 1, n do
     end
   end
 end
+-- Priorities and groups, in a second pass so that the plain loop above stays as it was.
+-- plainQ: the queued ids of level 0 without a group (`pending`); byLevel: level 1..9 -> queued
+-- ids; byGroup: group -> queued ids (groupOrder: the groups in order of first appearance).
+local plainQ, byLevel, byGroup, groupOrder, lanesOn = queued, nil, nil, nil, false
+if prio then
+  plainQ, byLevel, byGroup, groupOrder = {}, {}, {}, {}
+  local lv, lg, delayed = {}, {}, {}
+  for j = 1, #scheduled do delayed[scheduled[j]] = true end
+  for i = 1, n do
+    local p, g, id = pri[i], grp[i], ids[i]
+    if out[i] == 1 and (p > 0 or g) then
+      lanesOn = true
+      lv[id], lg[id] = p, g
+      if delayed[id] then
+        -- A delayed job's lane waits in opts (a third field: the priority, or g:<group>) for
+        -- its promotion by claim; a later field of one HSET wins over an earlier one.
+        local b = 4 + 6 * (i - 1)
+        opts[#opts + 1] = id
+        opts[#opts + 1] = ARGV[b + 5] .. '|' .. ARGV[b + 6] .. '|' .. (g and ('g:' .. g) or p)
+      end
+    end
+  end
+  for j = 1, #queued do
+    local id = queued[j]
+    local p, g = lv[id], lg[id]
+    if g then
+      local l = byGroup[g]
+      if not l then l = {}; byGroup[g] = l; groupOrder[#groupOrder + 1] = g end
+      l[#l + 1] = id
+    elseif p and p > 0 then
+      local l = byLevel[p]
+      if not l then l = {}; byLevel[p] = l end
+      l[#l + 1] = id
+    else
+      plainQ[#plainQ + 1] = id
+    end
+  end
+end
+-- Lanes mode (meta `lanes`, or this call turns it on): a lane list that goes from empty to
+-- non-empty joins the ring `groups` ("" for `pending`), so claim rotates over it.
+local lanesMode = lanesOn or meta[3] == '1'
+local ringKey, ringAdd = nil, nil
+if lanesMode then ringKey, ringAdd = b .. 'groups', {} end
 if setLog then elog = setLog end
 local wakeLen = 1
 if #data > 0 then
@@ -213,10 +283,42 @@ if #data > 0 then
       return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[7] .. ' holds a ' .. kind .. ', not a stream')
     end
   end
+  local levels = lanesMode and b .. 'levels'
+  if lanesMode then
+    -- The level and group lists, `levels` and the ring are type-checked before the first write.
+    e = refused(redis.pcall('ZCARD', levels), levels) or refused(redis.pcall('LLEN', ringKey), ringKey)
+    if prio then
+      for p = 1, 9 do
+        if not e and byLevel[p] then e = refused(redis.pcall('LLEN', KEYS[2] .. ':' .. p), KEYS[2] .. ':' .. p) end
+      end
+      for j = 1, #groupOrder do
+        local key = b .. 'group:' .. groupOrder[j]
+        if not e then e = refused(redis.pcall('LLEN', key), key) end
+      end
+    end
+    if e then return e end
+  end
   -- The first write is the type check of its own key: a write refused with WRONGTYPE changes nothing.
   if #queued > 0 then
-    e = refused(redis.pcall('LPUSH', KEYS[2], unpack(queued)), KEYS[2])
-    if e then return e end
+    if #plainQ > 0 then
+      local len = redis.pcall('LPUSH', KEYS[2], unpack(plainQ))
+      e = refused(len, KEYS[2])
+      if e then return e end
+      if lanesMode and len == #plainQ then ringAdd[#ringAdd + 1] = '' end
+    end
+    if prio then
+      for j = 1, #groupOrder do
+        local g = groupOrder[j]
+        if redis.call('LPUSH', b .. 'group:' .. g, unpack(byGroup[g])) == #byGroup[g] then ringAdd[#ringAdd + 1] = g end
+      end
+      for p = 1, 9 do
+        local l = byLevel[p]
+        if l then
+          redis.call('LPUSH', KEYS[2] .. ':' .. p, unpack(l))
+          redis.call('ZADD', levels, p, p)
+        end
+      end
+    end
     if #zargs > 0 then redis.call('ZADD', KEYS[3], unpack(zargs)) end
   else
     e = refused(redis.pcall('ZADD', KEYS[3], unpack(zargs)), KEYS[3])
@@ -231,6 +333,12 @@ if #data > 0 then
   if #opts > 0 then redis.call('HSET', KEYS[6], unpack(opts)) end
 end
 if not stored then redis.call('HSET', KEYS[1], 'v', V) end
+if lanesOn and meta[3] ~= '1' then
+  redis.call('HSET', KEYS[1], 'lanes', '1')
+  -- Jobs without a group enqueued before lanes mode: their list joins the ring too.
+  if ringAdd[1] ~= '' and redis.call('LLEN', KEYS[2]) > #plainQ then table.insert(ringAdd, 1, '') end
+end
+if ringAdd and #ringAdd > 0 then redis.call('LPUSH', ringKey, unpack(ringAdd)) end
 if setLog and setLog ~= logged then redis.call('HSET', KEYS[1], 'elog', setLog) end
 if wakeLen == 0 then redis.call('LPUSH', KEYS[4], '1') end
 emit(KEYS[7], elog, 'enqueued', queued, now)

@@ -199,9 +199,15 @@ for i = 1, n do
 end
 
 -- Reads first: every key this call writes is read before anything is written.
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog')
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'lanes')
 local e = refused(meta, KEYS[1])
 if e then return e end
+-- Lanes mode (meta `lanes`, docs/protocol.md §5 Fair lanes): `pending` joins the ring `groups`
+-- when a push makes it non-empty; the ring is type-checked here, before any write.
+if meta[3] == '1' then
+  local t = redis.call('TYPE', b .. 'groups')['ok']
+  if t ~= 'none' and t ~= 'list' then return redis.error_reply('EMQ_WRONGTYPE ' .. b .. 'groups is a ' .. t .. ', not a list') end
+end
 local stored = meta[1]
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
@@ -317,7 +323,7 @@ if #data > 0 then
 end
 if #opts > 0 then redis.call('HSET', KEYS[5], unpack(opts)) end
 if #queued > 0 then
-  redis.call('LPUSH', KEYS[2], unpack(queued))
+  if redis.call('LPUSH', KEYS[2], unpack(queued)) == #queued and meta[3] == '1' then redis.call('LPUSH', b .. 'groups', '') end
   if redis.call('LLEN', KEYS[3]) == 0 then redis.call('LPUSH', KEYS[3], '1') end
 end
 if boxed > 0 then redis.call('SPUBLISH', KEYS[8], boxed) end

@@ -53,8 +53,14 @@ if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'pending' or KEYS[3] ~=
   or KEYS[8] ~= b .. 'events' or KEYS[9] ~= b .. 'outbox' or KEYS[10] ~= b .. 'outdue' then
   return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, pending, wake, dead, data, job:, the row, events, outbox, outdue of one queue, in this order')
 end
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog')
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'lanes')
 if meta.err then return redis.error_reply('EMQ_WRONGTYPE the queue meta key is not a hash') end
+-- Lanes mode (meta `lanes`, docs/protocol.md §5 Fair lanes): `pending` joins the ring `groups`
+-- when a push makes it non-empty; the ring is type-checked here, before any write.
+if meta[3] == '1' then
+  local t = redis.call('TYPE', b .. 'groups')['ok']
+  if t ~= 'none' and t ~= 'list' then return redis.error_reply('EMQ_WRONGTYPE ' .. b .. 'groups is a ' .. t .. ', not a list') end
+end
 local stored, elog = meta[1], tonumber(meta[2]) or 0
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
@@ -123,7 +129,7 @@ if not fails then
   local left = redis.call('HINCRBY', row, 'deps', -1)
   if left > 0 then return 1 end
   redis.call('HSET', row, 'status', 'pending')
-  redis.call('LPUSH', KEYS[2], pid)
+  if redis.call('LPUSH', KEYS[2], pid) == 1 and meta[3] == '1' then redis.call('LPUSH', b .. 'groups', '') end
   if redis.call('LLEN', KEYS[3]) == 0 then redis.call('LPUSH', KEYS[3], '1') end
   emit(KEYS[8], elog, 'released', { pid }, now)
   return 2

@@ -77,9 +77,11 @@ if #out == 0 then
   e = refused(o, KEYS[4])
   if e then return e end
   out = { 'status', at and 'scheduled' or 'pending', 'attempts', '0' }
-  local maxA, backoff = string.match(o or '', '^(%d*)|(.*)$')
+  local maxA, backoff = string.match(o or '', '^(%d*)|([^|]*)')
   if maxA and maxA ~= '' then out[#out + 1] = 'max'; out[#out + 1] = maxA end
   if backoff and backoff ~= '' then out[#out + 1] = 'backoff'; out[#out + 1] = backoff end
+  local prio = string.match(o or '', '^[^|]*|[^|]*|(%d)$') -- a delayed job's priority
+  if prio then out[#out + 1] = 'prio'; out[#out + 1] = prio end
 end
 if payload then
   out[#out + 1] = 'payload'

@@ -5,6 +5,8 @@
 -- depends on one special process. The old holder's token stops being valid the moment the row
 -- leaves `active`.
 --
+-- A row with `prio` (a job of priority level p, docs/protocol.md §5) goes back to
+-- `<pending>:<p>` (derived from the pending key, same slot) and p to `emq:{q}:levels`.
 -- KEYS[1]  emq:{q}:meta     queue meta hash
 -- KEYS[2]  emq:{q}:active   zset id -> lease deadline
 -- KEYS[3]  emq:{q}:pending  list of pending ids
@@ -51,7 +53,7 @@ local box, due = KEYS[10], KEYS[11]
 if box and (box ~= b .. 'outbox' or due ~= b .. 'outdue') then
   return redis.error_reply('EMQ_BAD_ARG KEYS[10] and KEYS[11] must be the outbox and outdue of the queue')
 end
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc')
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc', 'lanes')
 if meta.err then return redis.error_reply('EMQ_WRONGTYPE the queue meta key is not a hash') end
 local stored, elog = meta[1], tonumber(meta[2]) or 0
 if stored and stored ~= V then
@@ -107,9 +109,14 @@ if e then return e end
 -- Every row is read before the first write, so a row of the wrong type refuses the whole call.
 local rows, anyParent = {}, false
 for i = 1, #expired do
-  local cur = redis.pcall('HMGET', KEYS[7] .. expired[i], 'attempts', 'max', 'status', 'cancel', 'parent')
+  local cur = redis.pcall('HMGET', KEYS[7] .. expired[i], 'attempts', 'max', 'status', 'cancel', 'parent', 'prio', 'group')
   if cur.err then return redis.error_reply('EMQ_WRONGTYPE the row of ' .. expired[i] .. ' is not a hash') end
   rows[i] = cur
+  if meta[4] == '1' and cur[3] == 'active' then
+    -- Priorities and groups: a job goes back to its lane (docs/protocol.md §5, Priorities, Fair lanes).
+    e = wrongType({ KEYS[3] .. ':' .. (cur[6] or 0), 'list', b .. 'levels', 'zset', b .. 'groups', 'list', b .. 'group:' .. (cur[7] or '-'), 'list' })
+    if e then return e end
+  end
   if cur[5] and cur[3] == 'active' then
     if not box then return redis.error_reply('EMQ_BAD_ARG a reaped row names a parent: the outbox and outdue keys are required') end
     anyParent = true
@@ -127,6 +134,18 @@ local function handOff(id, parent, what, err)
   handed = handed + 1
 end
 local requeuedIds, buriedIds, cancelledIds = {}, {}, {}
+-- Lanes mode: a job of level p goes back to `<pending>:<p>` (and p to `levels`), a job of group
+-- g to `group:<g>`, another to `pending`; a lane list that was empty joins the ring `groups`.
+local function backToLane(id, p, g)
+  if g then
+    if redis.call('RPUSH', b .. 'group:' .. g, id) == 1 then redis.call('LPUSH', b .. 'groups', g) end
+  elseif p then
+    redis.call('RPUSH', KEYS[3] .. ':' .. p, id)
+    redis.call('ZADD', b .. 'levels', p, p)
+  elseif redis.call('RPUSH', KEYS[3], id) == 1 then
+    redis.call('LPUSH', b .. 'groups', '')
+  end
+end
 for i = 1, #expired do
   local id, cur = expired[i], rows[i]
   local row = KEYS[7] .. id
@@ -145,7 +164,10 @@ for i = 1, #expired do
       if cur[5] then handOff(id, cur[5], 'failed', 'lease expired after attempt ' .. att) end
     else
       redis.call('HSET', row, 'status', 'pending', 'error', 'lease expired')
-      redis.call('RPUSH', KEYS[3], id) -- the pop end: first in line again
+      if meta[4] == '1' then backToLane(id, cur[6], cur[7]) -- its lane, first in line again
+      else
+        redis.call('RPUSH', KEYS[3], id) -- the pop end: first in line again
+      end
       requeuedIds[#requeuedIds + 1] = id
     end
   end

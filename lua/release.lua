@@ -5,6 +5,8 @@
 -- active (`cancel` = 1) ends `cancelled` instead (attempt given back too; kept in the cancelled
 -- set, trimmed to meta `keepc`, default 1000).
 --
+-- A row with `prio` (a job of priority level p, docs/protocol.md §5) goes back to
+-- `<pending>:<p>` (derived from the pending key, same slot) and p to `emq:{q}:levels`.
 -- KEYS[1]  emq:{q}:meta     queue meta hash
 -- KEYS[2]  emq:{q}:active   zset id -> lease deadline
 -- KEYS[3]  emq:{q}:pending  list of pending ids
@@ -48,7 +50,7 @@ if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'active' or KEYS[3] ~= 
   or KEYS[7] ~= b .. 'cancelled' or KEYS[8] ~= b .. 'data' then
   return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, active, pending, wake, job:, events, cancelled, data of one queue, in this order')
 end
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc')
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc', 'lanes')
 if meta.err then return redis.error_reply('EMQ_WRONGTYPE the queue meta key is not a hash') end
 local stored, elog = meta[1], tonumber(meta[2]) or 0
 if stored and stored ~= V then
@@ -112,9 +114,14 @@ local cancelled, data = KEYS[7], KEYS[8]
 -- Every row is read before the first write, so a row of the wrong type refuses the whole call.
 local rows, anyParent = {}, false
 for i = 1, n do
-  local cur = redis.pcall('HMGET', KEYS[8 + i], 'status', 'token', 'cancel', 'parent')
+  local cur = redis.pcall('HMGET', KEYS[8 + i], 'status', 'token', 'cancel', 'parent', 'prio', 'group')
   if cur.err then return redis.error_reply('EMQ_WRONGTYPE the row of job ' .. i .. ' is not a hash') end
   rows[i] = cur
+  if meta[4] == '1' and cur[1] == 'active' then
+    -- Priorities and groups: a job goes back to its lane (docs/protocol.md §5, Priorities, Fair lanes).
+    local e = wrongType({ KEYS[3] .. ':' .. (cur[5] or 0), 'list', b .. 'levels', 'zset', b .. 'groups', 'list', b .. 'group:' .. (cur[6] or '-'), 'list' })
+    if e then return e end
+  end
   if cur[3] == '1' and cur[4] then anyParent = true end
 end
 local box, due = KEYS[9 + n], KEYS[10 + n]
@@ -155,7 +162,20 @@ for i = n, 1, -1 do
       end
     else
       redis.call('HSET', row, 'status', 'pending')
-      redis.call('RPUSH', KEYS[3], id)
+      if meta[4] == '1' then
+        -- Lanes mode: back to its level, its group or `pending`; a lane list that was empty joins the ring.
+        local p, g = cur[5], cur[6]
+        if g then
+          if redis.call('RPUSH', b .. 'group:' .. g, id) == 1 then redis.call('LPUSH', b .. 'groups', g) end
+        elseif p then
+          redis.call('RPUSH', KEYS[3] .. ':' .. p, id)
+          redis.call('ZADD', b .. 'levels', p, p)
+        elseif redis.call('RPUSH', KEYS[3], id) == 1 then
+          redis.call('LPUSH', b .. 'groups', '')
+        end
+      else
+        redis.call('RPUSH', KEYS[3], id)
+      end
       ids[#ids + 1] = id
       out[i] = 1
     end

@@ -21,7 +21,7 @@ export function assertName(name: unknown, what = 'queue'): asserts name is strin
 }
 
 /** The per-queue key kinds of protocol v1. */
-export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake' | 'data' | 'opts' | 'events' | 'outbox' | 'outdue' | 'schedules' | 'ticks';
+export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake' | 'data' | 'opts' | 'events' | 'outbox' | 'outdue' | 'schedules' | 'ticks' | 'levels';
 
 /**
  * The keys of one queue. Every key carries the queue name as its hash tag, so all of them
@@ -52,6 +52,8 @@ export class QueueKeys {
   readonly schedules: string;
   /** Schedules: zset schedule name → next tick (epoch ms, server clock). */
   readonly ticks: string;
+  /** Priorities: zset of the levels 1..9 whose list (`pendingAt(p)`) holds jobs (score = level). */
+  readonly levels: string;
 
   constructor(readonly queue: string) {
     assertName(queue, 'queue');
@@ -72,6 +74,22 @@ export class QueueKeys {
     this.outdue = base + 'outdue';
     this.schedules = base + 'schedules';
     this.ticks = base + 'ticks';
+    this.levels = base + 'levels';
+  }
+
+  /** Fair lanes: list `group:<g>` of the pending ids of group `g`. */
+  group(g: string): string {
+    return `${this.pending.slice(0, -'pending'.length)}group:${g}`;
+  }
+
+  /** Fair lanes: the ring (list) of lanes with pending work: group names, `""` for `pending`. */
+  get groups(): string {
+    return this.pending.slice(0, -'pending'.length) + 'groups';
+  }
+
+  /** Priorities: the pending list of level `p` (0..9): `pending` for 0, else `pending:<p>`. */
+  pendingAt(p: number): string {
+    return p === 0 ? this.pending : `${this.pending}:${p}`;
   }
 
   /** The row (hash) of job `id`; validates the id. */

@@ -11,6 +11,10 @@ export interface WireJob {
   readonly backoff?: string;
   /** The dedup key (`QueueKeys.dedup`) of a keyed enqueue: every job of one call has one, or none does. */
   readonly dedupKey?: string;
+  /** 0..9, higher claimed first (0 or absent: the plain `pending` list). */
+  readonly priority?: number;
+  /** A fair lane (group name); excludes `priority`. */
+  readonly group?: string;
 }
 
 /** One claimed job as the claim script returns it. */
@@ -37,11 +41,12 @@ export interface WireCompletion {
 
 /** Script calls that are also sent together in one pipeline (the consumer's round). */
 export const calls = {
-  claim(k: QueueKeys, n: number, leaseMs: number, promote = 1000): ScriptCall<ClaimReply> {
+  /** `rate`: the queue's rate limit (claim.lua ARGV[5..6]), when it has one. */
+  claim(k: QueueKeys, n: number, leaseMs: number, promote = 1000, rate?: { readonly max: number; readonly intervalMs: number }): ScriptCall<ClaimReply> {
     return {
       name: 'claim',
       keys: [k.meta, k.pending, k.scheduled, k.active, k.wake, k.data, k.opts, k.jobPrefix, k.events],
-      args: [PROTOCOL_VERSION, n, leaseMs, promote],
+      args: rate ? [PROTOCOL_VERSION, n, leaseMs, promote, rate.max, rate.intervalMs] : [PROTOCOL_VERSION, n, leaseMs, promote],
       parse: (reply) => {
         const r = reply as (string | number)[];
         const jobs: WireClaim[] = [];
@@ -78,6 +83,9 @@ export const wire = {
   async enqueue(c: ScriptClient, k: QueueKeys, maxBytes: number, jobs: readonly WireJob[], eventsLog: number | '' = '', dedupWindowMs?: number): Promise<(number | string)[]> {
     const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, jobs.length, eventsLog];
     for (const j of jobs) args.push(j.id, j.payload, j.delayMs, j.runAtMs, j.maxAttempts ?? '', j.backoff ?? '');
+    // Priorities and groups ride after the jobs, one per job, only when a job has one; the dedup
+    // window comes last (lua/enqueue.lua).
+    if (jobs.some((j) => j.priority || j.group)) for (const j of jobs) args.push(j.group ? `g:${j.group}` : (j.priority ?? 0));
     const keys = [k.meta, k.pending, k.scheduled, k.wake, k.data, k.opts, k.events];
     if (dedupWindowMs !== undefined) {
       for (const j of jobs) keys.push(j.dedupKey ?? '');

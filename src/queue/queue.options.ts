@@ -37,6 +37,20 @@ export interface QueueDefaults {
    * (1..2,592,000,000, thirty days): a repeat within it adds nothing. Default one hour.
    */
   readonly dedupWindowMs: number;
+  /**
+   * At most `max` jobs claimed per `intervalMs` by all consumers of the queue together (a fixed
+   * window on the server clock). A limited consumer waits for the window's end, without polling.
+   * Default: none.
+   */
+  readonly rateLimit?: RateLimit;
+}
+
+/** A rate limit: `max` jobs (1..1,000,000) per `intervalMs` (1..86,400,000). */
+export interface RateLimit {
+  /** Jobs per window. */
+  readonly max: number;
+  /** The window in ms, on the server clock. */
+  readonly intervalMs: number;
 }
 
 /** The defaults that apply when neither the module nor the queue says otherwise. */
@@ -77,6 +91,16 @@ export function backoffWire(b: BackoffOptions): string {
 
 /** Validates attempts (1..1000). */
 export const checkAttempts = (v: unknown): number => intIn(v, 1, 1000, 'attempts');
+/** Highest job priority (`EnqueueOptions.priority` is 0..this; higher is claimed first). */
+export const MAX_PRIORITY = 9;
+/** Validates a job priority (an integer 0..`MAX_PRIORITY`), else `InvalidOptionError`. */
+export const checkPriority = (v: unknown): number => intIn(v, 0, MAX_PRIORITY, 'priority');
+const GROUP_RE = /^[A-Za-z0-9_.-]{1,100}$/;
+/** Validates a job group (1..100 of `A-Z a-z 0-9 _ . -`), else `InvalidOptionError`. */
+export function checkGroup(v: unknown): string {
+  if (typeof v !== 'string' || !GROUP_RE.test(v)) throw new InvalidOptionError('group must be 1..100 characters of A-Z a-z 0-9 _ . -');
+  return v;
+}
 
 /** Merges partial defaults over a base and validates the result. */
 export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefaults>): QueueDefaults {
@@ -90,6 +114,11 @@ export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefault
   intIn(d.maxPayloadBytes, 1, 64 * 1024 * 1024, 'maxPayloadBytes');
   intIn(d.eventsLog, 0, 1_000_000, 'eventsLog');
   intIn(d.dedupWindowMs, 1, 2_592_000_000, 'dedupWindowMs');
+  if (d.rateLimit !== undefined) {
+    if (typeof d.rateLimit !== 'object' || d.rateLimit === null) throw new InvalidOptionError('rateLimit must be { max, intervalMs }');
+    intIn(d.rateLimit.max, 1, 1_000_000, 'rateLimit.max');
+    intIn(d.rateLimit.intervalMs, 1, 86_400_000, 'rateLimit.intervalMs');
+  }
   return d;
 }
 
@@ -142,6 +171,17 @@ export interface EnqueueOptions {
    * job that took the key. In one `enqueueMany`, every item has a key or none does.
    */
   readonly key?: string;
+  /**
+   * 0..9 (default 0): a pending job of a higher priority is claimed before any of a lower one;
+   * FIFO within one priority. Note: higher is more urgent (BullMQ's is the reverse).
+   */
+  readonly priority?: number;
+  /**
+   * A fair lane (tenant, account, symbol; the key grammar's name rules, 1..100 characters):
+   * claims rotate over the groups with pending work, so a group's backlog cannot starve
+   * another's. Not with `priority`.
+   */
+  readonly group?: string;
 }
 
 /** Options of a `@Processor` consumer loop. */
@@ -220,6 +260,8 @@ export interface ResolvedConsumerOptions {
   readonly maxResultBytes: number;
   /** Handler timeout in ms (absent: none). */
   readonly timeoutMs?: number;
+  /** The queue's rate limit, sent with every claim. */
+  readonly rateLimit?: RateLimit;
 }
 
 /** Resolves a processor's options over its queue's settings (processor first, then queue). */
@@ -236,5 +278,6 @@ export function resolveConsumerOptions(d: QueueDefaults, o: ProcessorOptions = {
     deadCap: d.deadCap,
     maxResultBytes: d.maxPayloadBytes,
     timeoutMs: o.timeoutMs,
+    rateLimit: d.rateLimit,
   };
 }

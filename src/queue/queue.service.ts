@@ -19,11 +19,16 @@ import {
   MAX_BATCH,
   backoffWire,
   checkAttempts,
+  checkPriority,
+  checkGroup,
   resolveDefaults,
   scheduleWire,
   type EnqueueOptions,
   type QueueDefaults,
 } from './queue.options.js';
+
+/** The priority levels whose lists `counts` reads (docs/protocol.md §5, Priorities). */
+const LEVELS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
 
 /** One item of `enqueueMany`. */
 export interface EnqueueItem<T = Json> {
@@ -218,6 +223,7 @@ export class QueueService {
     } else {
       id = this.conn.ids.next('job');
     }
+    if (o.group !== undefined && o.priority !== undefined) throw new InvalidOptionError('give priority or group, not both');
     const { delayMs, runAtMs } = scheduleWire(o);
     return {
       id,
@@ -227,6 +233,8 @@ export class QueueService {
       maxAttempts: o.attempts === undefined ? undefined : checkAttempts(o.attempts),
       backoff: o.backoff === undefined ? undefined : backoffWire(o.backoff),
       dedupKey,
+      priority: o.priority === undefined ? undefined : checkPriority(o.priority),
+      group: o.group === undefined ? undefined : checkGroup(o.group),
     };
   }
 
@@ -275,7 +283,7 @@ export class QueueService {
     const [ghosts, ...n] = await Promise.all([
       c.hget(k.meta, 'ghosts'),
       c.zcard(k.scheduled),
-      c.llen(k.pending),
+      Promise.all(LEVELS.map((p) => c.llen(k.pendingAt(p)))).then((ls) => ls.reduce((a, b) => a + b, 0)),
       c.zcount(k.active, '-inf', '(+inf'), // not the anchor (score +inf, docs/protocol.md §2)
       c.zcard(k.done),
       c.zcard(k.dead),
@@ -284,8 +292,22 @@ export class QueueService {
       throw fromReplyError(err);
     });
     // Ghosts: ids of jobs cancelled while pending, still in the list until a claim drops them.
-    n[1] = Math.max(0, n[1] - (Number(ghosts) || 0));
+    n[1] = Math.max(0, n[1] - (Number(ghosts) || 0)) + (await this.groupPending(queue));
     return Object.fromEntries(STATUSES.map((s, i) => [s, n[i]])) as JobCounts;
+  }
+
+  /** Jobs pending in group lanes: the lists of the groups in the ring (docs/protocol.md §5, Fair lanes). */
+  private async groupPending(queue: string): Promise<number> {
+    const k = queueKeys(queue);
+    const c = this.conn.client;
+    try {
+      const ring = new Set(await c.lrange(k.groups, 0, -1));
+      ring.delete('');
+      const lens = await Promise.all([...ring].map((g) => c.llen(k.group(g))));
+      return lens.reduce((a, b) => a + b, 0);
+    } catch (err) {
+      throw fromReplyError(err);
+    }
   }
 
   /**

@@ -24,6 +24,7 @@ describe('the key grammar', () => {
     expect(spelt.length).toBeGreaterThanOrEqual(KINDS.length);
     for (const [field, key] of spelt) expect(key).toBe(`emq:{orders}:${field}`);
     expect(k.jobPrefix).toBe('emq:{orders}:job:');
+    expect([k.pendingAt(0), k.pendingAt(9)]).toEqual(['emq:{orders}:pending', 'emq:{orders}:pending:9']);
     expect(k.queue).toBe('orders');
   });
 

@@ -1,0 +1,117 @@
+/**
+ * Fair lanes (`EnqueueOptions.group`, docs/queue.md "Fair lanes") through QueueService, the claim
+ * script and a real Consumer: the starvation bound, retries back to their group, bad groups.
+ */
+import type { Redis } from 'iovalkey';
+import { QueueService } from '../../src/index.js';
+import { queueKeys, wire } from '../../src/protocol/index.js';
+import type { EchoMqConnection } from '../../src/protocol/index.js';
+import { refusedUnchanged } from '../helpers/refusals.js';
+import { startConsumer } from '../helpers/consumers.js';
+import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
+
+let raw: Redis, conn: EchoMqConnection, queues: QueueService;
+beforeAll(async () => {
+  raw = rawClient();
+  conn = await openConnection();
+  queues = new QueueService(conn);
+});
+afterAll(async () => Promise.all([conn.close(), raw.quit()]));
+
+/** Enqueues `n` jobs of `group` (payload `{ g, i }`) in batches of 1000. */
+async function fill(q: string, group: string, n: number): Promise<void> {
+  for (let at = 0; at < n; at += 1000) {
+    const items = Array.from({ length: Math.min(1000, n - at) }, (_, i) => ({ payload: { g: group, i: at + i }, opts: { group } }));
+    await queues.enqueueMany(q, items);
+  }
+}
+
+describe('fair lanes', () => {
+  it('starvation bound: behind 100,000 pending of one group, the 10 jobs of another are all claimed within the next 20 claimed jobs', async () => {
+    const q = randomQueue('lanes');
+    const k = queueKeys(q);
+    await fill(q, 'big', 100_000);
+    await fill(q, 'small', 10);
+    // G = 2 lanes with work: one claim at a time, the lanes alternate.
+    const claimed: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const r = await wire.claim(conn.scriptClient, k, 1, 30_000);
+      for (const j of r.jobs) claimed.push((JSON.parse(j.payload) as { g: string }).g);
+    }
+    expect(claimed.filter((g) => g === 'small')).toHaveLength(10);
+    expect(claimed).toHaveLength(20);
+    // The big group's order is FIFO: its next job is number 10.
+    const next = await wire.claim(conn.scriptClient, k, 1, 30_000);
+    expect(JSON.parse(next.jobs[0].payload)).toEqual({ g: 'big', i: 10 });
+    expect((await queues.counts(q)).pending).toBe(100_000 - 11);
+  }, 60_000);
+
+  it('batched claims: each claim of n shares n over the G lanes, at least floor(n / G) each', async () => {
+    const q = randomQueue('lanes');
+    const k = queueKeys(q);
+    await fill(q, 'big', 10_000);
+    await fill(q, 'small', 10);
+    let small = 0;
+    for (let i = 0; i < 5; i++) {
+      const r = await wire.claim(conn.scriptClient, k, 5, 30_000);
+      small += r.jobs.filter((j) => (JSON.parse(j.payload) as { g: string }).g === 'small').length;
+    }
+    expect(small).toBe(10); // at least 2 per claim of 5 over 2 lanes
+  });
+
+  it('with 100 groups of uneven backlogs, every group gets a job within the first 100 claimed', async () => {
+    const q = randomQueue('lanes');
+    const k = queueKeys(q);
+    await fill(q, 'g0', 5000);
+    for (let g = 1; g < 100; g++) await queues.enqueueMany(q, [{ payload: { g: `g${g}`, i: 0 }, opts: { group: `g${g}` } }]);
+    const seen = new Set<string>();
+    for (let i = 0; i < 2; i++) {
+      const r = await wire.claim(conn.scriptClient, k, 50, 30_000);
+      for (const j of r.jobs) seen.add((JSON.parse(j.payload) as { g: string }).g);
+    }
+    expect(seen.size).toBe(100);
+  });
+
+  it('a consumer interleaves groups, and a failed job is retried in its own group', async () => {
+    const q = randomQueue('lanes');
+    await fill(q, 'a', 6);
+    await fill(q, 'b', 2);
+    const seen: string[] = [];
+    let failed = false;
+    const { consumer } = await startConsumer(
+      conn,
+      q,
+      (job) => {
+        const p = job.payload as { g: string; i: number };
+        seen.push(`${p.g}${p.i}`);
+        if (p.g === 'b' && !failed) {
+          failed = true;
+          throw new Error('once');
+        }
+      },
+      { prefetch: 0 },
+    );
+    try {
+      const end = Date.now() + 10_000;
+      while (seen.length < 9 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    } finally {
+      await consumer.stop(2000);
+    }
+    expect(seen.slice(0, 4)).toEqual(['a0', 'b0', 'a1', 'b1']);
+    expect(seen.filter((s) => s === 'b0')).toHaveLength(2);
+    const row = await raw.hgetall(queueKeys(q).jobPrefix + (await raw.zrange(queueKeys(q).done, 0, -1))[0]);
+    expect(row.group).toMatch(/^[ab]$/);
+  });
+
+  it.each([[''], ['a b'], ['x'.repeat(101)], ['{t}'], [7]])('group %p is refused with EMQ_BAD_OPTION, nothing written', async (group) => {
+    const q = randomQueue('lanes');
+    await queues.enqueue(q, 'seed', { group: 'ok' });
+    await refusedUnchanged(raw, q, 'EMQ_BAD_OPTION', () => queues.enqueue(q, 'x', { group: group as string }));
+  });
+
+  it('priority and group together are refused, nothing written', async () => {
+    const q = randomQueue('lanes');
+    await queues.enqueue(q, 'seed');
+    await refusedUnchanged(raw, q, 'EMQ_BAD_OPTION', () => queues.enqueue(q, 'x', { group: 'a', priority: 3 }));
+  });
+});

@@ -1,0 +1,60 @@
+/**
+ * Rate limits (`QueueDefaults.rateLimit`, docs/queue.md "Rate limits"): consumers together claim
+ * at most `max` jobs per window on the server clock, and a limited consumer waits for the
+ * window's end instead of polling.
+ */
+import type { Redis } from 'iovalkey';
+import { QueueService } from '../../src/index.js';
+import type { EchoMqConnection } from '../../src/protocol/index.js';
+import { resolveDefaults, BUILTIN_DEFAULTS } from '../../src/protocol/index.js';
+import { codeOf } from '../helpers/refusals.js';
+import { startConsumer } from '../helpers/consumers.js';
+import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
+
+let raw: Redis, conn: EchoMqConnection, queues: QueueService;
+beforeAll(async () => {
+  raw = rawClient();
+  conn = await openConnection();
+  queues = new QueueService(conn);
+});
+afterAll(async () => Promise.all([conn.close(), raw.quit()]));
+
+/** Script calls the server has run so far (EVALSHA and EVAL). */
+async function scriptCalls(): Promise<number> {
+  const info = await raw.info('commandstats');
+  let n = 0;
+  for (const m of info.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)) n += Number(m[1]);
+  return n;
+}
+
+describe('rate limits', () => {
+  it('two consumers together run at most max jobs per window, and wait without polling', async () => {
+    const q = randomQueue('rate');
+    await queues.enqueueMany(q, Array.from({ length: 12 }, (_, i) => ({ payload: i })));
+    const starts: number[] = [];
+    const rateLimit = { max: 4, intervalMs: 600 };
+    const before = await scriptCalls();
+    const t0 = Date.now();
+    const a = await startConsumer(conn, q, () => void starts.push(Date.now() - t0), { concurrency: 10, rateLimit });
+    const b = await startConsumer(conn, q, () => void starts.push(Date.now() - t0), { concurrency: 10, rateLimit });
+    try {
+      const end = Date.now() + 10_000;
+      while (starts.length < 12 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      await Promise.all([a.consumer.stop(2000), b.consumer.stop(2000)]);
+    }
+    expect(starts).toHaveLength(12);
+    // Three windows of 4: nothing beyond the fourth job before the first window ends (the first
+    // claim opens it, after t0), and the twelfth not before two windows passed.
+    starts.sort((x, y) => x - y);
+    expect(starts[4]).toBeGreaterThanOrEqual(rateLimit.intervalMs - 50);
+    expect(starts[11]).toBeGreaterThanOrEqual(2 * rateLimit.intervalMs - 50);
+    // Waiting, not polling: a few script calls per window, not thousands.
+    expect((await scriptCalls()) - before).toBeLessThan(150);
+  });
+
+  it.each([[{ max: 0, intervalMs: 1000 }], [{ max: 5, intervalMs: 0 }], [{ max: 1.5, intervalMs: 1000 }], [{ max: 5, intervalMs: 86_400_001 }], [null]])('rateLimit %p is refused with EMQ_BAD_OPTION', async (rateLimit) => {
+    expect(await codeOf(() => resolveDefaults(BUILTIN_DEFAULTS, { rateLimit: rateLimit as never }))).toBe('EMQ_BAD_OPTION');
+  });
+});
