@@ -1,6 +1,6 @@
 import { encodePayload, decodePayload, type Json } from '../protocol/codec.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
-import { BatchTooLargeError, IdCollisionError, InvalidOptionError, fromReplyError } from '../protocol/errors.js';
+import { BatchTooLargeError, IdCollisionError, InvalidOptionError } from '../protocol/errors.js';
 import { CoalescerPool } from '../protocol/coalescer.js';
 import { assertBrandedId, parseId } from '../protocol/ids.js';
 import { queueKeys } from '../protocol/keys.js';
@@ -13,6 +13,7 @@ import { ScheduleService } from './schedule.service.js';
 import { Scheduler } from './scheduler.js';
 import type { UpsertOutcome } from '../protocol/schedule-wire.js';
 import type { ScheduleInfo, ScheduleOptions, ScheduleSpec } from './schedule.types.js';
+import { readCounts } from './queue-counts.js';
 import type { JobCounts, JobStatus, JobView, QueueEvent, QueueEventKind, UndecodedText } from './job.js';
 import {
   BUILTIN_DEFAULTS,
@@ -28,7 +29,6 @@ import {
 } from './queue.options.js';
 
 /** The priority levels whose lists `counts` reads (docs/protocol.md §5, Priorities). */
-const LEVELS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
 
 /** One item of `enqueueMany`. */
 export interface EnqueueItem<T = Json> {
@@ -41,7 +41,6 @@ export interface EnqueueItem<T = Json> {
 /** How often a freshly minted id found taken is re-minted before enqueue fails with EMQ_ID_COLLISION. */
 const MINT_RETRIES = 5;
 
-const STATUSES: readonly JobStatus[] = ['scheduled', 'pending', 'active', 'done', 'dead', 'cancelled'];
 
 /** A stored JSON text decoded; text that is not JSON (another runtime wrote it) is kept raw, with why. */
 function decodeStored<T>(text: string | undefined): { value?: T; error?: UndecodedText } {
@@ -276,38 +275,9 @@ export class QueueService {
     );
   }
 
-  /** Jobs per status, read in one round trip. */
-  async counts(queue: string): Promise<JobCounts> {
-    const k = queueKeys(queue);
-    const c = this.conn.client;
-    const [ghosts, ...n] = await Promise.all([
-      c.hget(k.meta, 'ghosts'),
-      c.zcard(k.scheduled),
-      Promise.all(LEVELS.map((p) => c.llen(k.pendingAt(p)))).then((ls) => ls.reduce((a, b) => a + b, 0)),
-      c.zcount(k.active, '-inf', '(+inf'), // not the anchor (score +inf, docs/protocol.md §2)
-      c.zcard(k.done),
-      c.zcard(k.dead),
-      c.zcard(k.cancelled),
-    ]).catch((err: unknown) => {
-      throw fromReplyError(err);
-    });
-    // Ghosts: ids of jobs cancelled while pending, still in the list until a claim drops them.
-    n[1] = Math.max(0, n[1] - (Number(ghosts) || 0)) + (await this.groupPending(queue));
-    return Object.fromEntries(STATUSES.map((s, i) => [s, n[i]])) as JobCounts;
-  }
-
-  /** Jobs pending in group lanes: the lists of the groups in the ring (docs/protocol.md §5, Fair lanes). */
-  private async groupPending(queue: string): Promise<number> {
-    const k = queueKeys(queue);
-    const c = this.conn.client;
-    try {
-      const ring = new Set(await c.lrange(k.groups, 0, -1));
-      ring.delete('');
-      const lens = await Promise.all([...ring].map((g) => c.llen(k.group(g))));
-      return lens.reduce((a, b) => a + b, 0);
-    } catch (err) {
-      throw fromReplyError(err);
-    }
+  /** Jobs per status, read in one round trip (plus one for the group lanes, when a queue has them). */
+  counts(queue: string): Promise<JobCounts> {
+    return readCounts(this.conn.client, queue);
   }
 
   /**

@@ -1,0 +1,40 @@
+import type { ValkeyClient } from '../protocol/connection.js';
+import { fromReplyError } from '../protocol/errors.js';
+import { queueKeys } from '../protocol/keys.js';
+import type { JobCounts, JobStatus } from './job.js';
+
+/** The priority levels whose pending lists a count reads (`pendingAt(0)` is `pending`). */
+const LEVELS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+const STATUSES: readonly JobStatus[] = ['scheduled', 'pending', 'active', 'done', 'dead', 'cancelled'];
+
+/** Jobs per status of `queue`, read in one round trip (plus one for its group lanes, if any). */
+export async function readCounts(c: ValkeyClient, queue: string): Promise<JobCounts> {
+  const k = queueKeys(queue);
+  const [ghosts, ...n] = await Promise.all([
+    c.hget(k.meta, 'ghosts'),
+    c.zcard(k.scheduled),
+    Promise.all(LEVELS.map((p) => c.llen(k.pendingAt(p)))).then((ls) => ls.reduce((a, b) => a + b, 0)),
+    c.zcount(k.active, '-inf', '(+inf'), // not the anchor (score +inf, docs/protocol.md §2)
+    c.zcard(k.done),
+    c.zcard(k.dead),
+    c.zcard(k.cancelled),
+  ]).catch((err: unknown) => {
+    throw fromReplyError(err);
+  });
+  // Ghosts: ids of jobs cancelled while pending, still in the list until a claim drops them.
+  n[1] = Math.max(0, n[1] - (Number(ghosts) || 0)) + (await groupPending(c, queue));
+  return Object.fromEntries(STATUSES.map((s, i) => [s, n[i]])) as JobCounts;
+}
+
+/** Jobs pending in group lanes: the lists of the groups in the ring (docs/protocol.md §5, Fair lanes). */
+async function groupPending(c: ValkeyClient, queue: string): Promise<number> {
+  const k = queueKeys(queue);
+  try {
+    const ring = new Set(await c.lrange(k.groups, 0, -1));
+    ring.delete('');
+    const lens = await Promise.all([...ring].map((g) => c.llen(k.group(g))));
+    return lens.reduce((a, b) => a + b, 0);
+  } catch (err) {
+    throw fromReplyError(err);
+  }
+}
