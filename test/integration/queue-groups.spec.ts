@@ -2,27 +2,19 @@
  * Fair lanes (`EnqueueOptions.group`, docs/queue.md "Fair lanes") through QueueService, the claim
  * script and a real Consumer: the starvation bound, retries back to their group, bad groups.
  */
-import type { Redis } from 'iovalkey';
-import { QueueService } from '../../src/index.js';
 import { queueKeys, wire } from '../../src/protocol/index.js';
-import type { EchoMqConnection } from '../../src/protocol/index.js';
 import { refusedUnchanged } from '../helpers/refusals.js';
 import { startConsumer } from '../helpers/consumers.js';
-import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
+import { queueFixture } from '../helpers/queue-fixture.js';
+import { randomQueue } from '../helpers/valkey.js';
 
-let raw: Redis, conn: EchoMqConnection, queues: QueueService;
-beforeAll(async () => {
-  raw = rawClient();
-  conn = await openConnection();
-  queues = new QueueService(conn);
-});
-afterAll(async () => Promise.all([conn.close(), raw.quit()]));
+const f = queueFixture();
 
 /** Enqueues `n` jobs of `group` (payload `{ g, i }`) in batches of 1000. */
 async function fill(q: string, group: string, n: number): Promise<void> {
   for (let at = 0; at < n; at += 1000) {
     const items = Array.from({ length: Math.min(1000, n - at) }, (_, i) => ({ payload: { g: group, i: at + i }, opts: { group } }));
-    await queues.enqueueMany(q, items);
+    await f.queues.enqueueMany(q, items);
   }
 }
 
@@ -35,15 +27,15 @@ describe('fair lanes', () => {
     // G = 2 lanes with work: one claim at a time, the lanes alternate.
     const claimed: string[] = [];
     for (let i = 0; i < 20; i++) {
-      const r = await wire.claim(conn.scriptClient, k, 1, 30_000);
+      const r = await wire.claim(f.conn.scriptClient, k, 1, 30_000);
       for (const j of r.jobs) claimed.push((JSON.parse(j.payload) as { g: string }).g);
     }
     expect(claimed.filter((g) => g === 'small')).toHaveLength(10);
     expect(claimed).toHaveLength(20);
     // The big group's order is FIFO: its next job is number 10.
-    const next = await wire.claim(conn.scriptClient, k, 1, 30_000);
+    const next = await wire.claim(f.conn.scriptClient, k, 1, 30_000);
     expect(JSON.parse(next.jobs[0].payload)).toEqual({ g: 'big', i: 10 });
-    expect((await queues.counts(q)).pending).toBe(100_000 - 11);
+    expect((await f.queues.counts(q)).pending).toBe(100_000 - 11);
   }, 60_000);
 
   it('batched claims: each claim of n shares n over the G lanes, at least floor(n / G) each', async () => {
@@ -53,7 +45,7 @@ describe('fair lanes', () => {
     await fill(q, 'small', 10);
     let small = 0;
     for (let i = 0; i < 5; i++) {
-      const r = await wire.claim(conn.scriptClient, k, 5, 30_000);
+      const r = await wire.claim(f.conn.scriptClient, k, 5, 30_000);
       small += r.jobs.filter((j) => (JSON.parse(j.payload) as { g: string }).g === 'small').length;
     }
     expect(small).toBe(10); // at least 2 per claim of 5 over 2 lanes
@@ -63,10 +55,10 @@ describe('fair lanes', () => {
     const q = randomQueue('lanes');
     const k = queueKeys(q);
     await fill(q, 'g0', 5000);
-    for (let g = 1; g < 100; g++) await queues.enqueueMany(q, [{ payload: { g: `g${g}`, i: 0 }, opts: { group: `g${g}` } }]);
+    for (let g = 1; g < 100; g++) await f.queues.enqueueMany(q, [{ payload: { g: `g${g}`, i: 0 }, opts: { group: `g${g}` } }]);
     const seen = new Set<string>();
     for (let i = 0; i < 2; i++) {
-      const r = await wire.claim(conn.scriptClient, k, 50, 30_000);
+      const r = await wire.claim(f.conn.scriptClient, k, 50, 30_000);
       for (const j of r.jobs) seen.add((JSON.parse(j.payload) as { g: string }).g);
     }
     expect(seen.size).toBe(100);
@@ -79,7 +71,7 @@ describe('fair lanes', () => {
     const seen: string[] = [];
     let failed = false;
     const { consumer } = await startConsumer(
-      conn,
+      f.conn,
       q,
       (job) => {
         const p = job.payload as { g: string; i: number };
@@ -99,19 +91,19 @@ describe('fair lanes', () => {
     }
     expect(seen.slice(0, 4)).toEqual(['a0', 'b0', 'a1', 'b1']);
     expect(seen.filter((s) => s === 'b0')).toHaveLength(2);
-    const row = await raw.hgetall(queueKeys(q).jobPrefix + (await raw.zrange(queueKeys(q).done, 0, -1))[0]);
+    const row = await f.raw.hgetall(queueKeys(q).jobPrefix + (await f.raw.zrange(queueKeys(q).done, 0, -1))[0]);
     expect(row.group).toMatch(/^[ab]$/);
   });
 
   it.each([[''], ['a b'], ['x'.repeat(101)], ['{t}'], [7]])('group %p is refused with EMQ_BAD_OPTION, nothing written', async (group) => {
     const q = randomQueue('lanes');
-    await queues.enqueue(q, 'seed', { group: 'ok' });
-    await refusedUnchanged(raw, q, 'EMQ_BAD_OPTION', () => queues.enqueue(q, 'x', { group: group as string }));
+    await f.queues.enqueue(q, 'seed', { group: 'ok' });
+    await refusedUnchanged(f.raw, q, 'EMQ_BAD_OPTION', () => f.queues.enqueue(q, 'x', { group: group as string }));
   });
 
   it('priority and group together are refused, nothing written', async () => {
     const q = randomQueue('lanes');
-    await queues.enqueue(q, 'seed');
-    await refusedUnchanged(raw, q, 'EMQ_BAD_OPTION', () => queues.enqueue(q, 'x', { group: 'a', priority: 3 }));
+    await f.queues.enqueue(q, 'seed');
+    await refusedUnchanged(f.raw, q, 'EMQ_BAD_OPTION', () => f.queues.enqueue(q, 'x', { group: 'a', priority: 3 }));
   });
 });

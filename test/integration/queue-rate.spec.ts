@@ -3,25 +3,17 @@
  * at most `max` jobs per window on the server clock, and a limited consumer waits for the
  * window's end instead of polling.
  */
-import type { Redis } from 'iovalkey';
-import { QueueService } from '../../src/index.js';
-import type { EchoMqConnection } from '../../src/protocol/index.js';
 import { resolveDefaults, BUILTIN_DEFAULTS } from '../../src/protocol/index.js';
 import { codeOf } from '../helpers/refusals.js';
 import { startConsumer } from '../helpers/consumers.js';
-import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
+import { queueFixture } from '../helpers/queue-fixture.js';
+import { randomQueue } from '../helpers/valkey.js';
 
-let raw: Redis, conn: EchoMqConnection, queues: QueueService;
-beforeAll(async () => {
-  raw = rawClient();
-  conn = await openConnection();
-  queues = new QueueService(conn);
-});
-afterAll(async () => Promise.all([conn.close(), raw.quit()]));
+const f = queueFixture();
 
 /** Script calls the server has run so far (EVALSHA and EVAL). */
 async function scriptCalls(): Promise<number> {
-  const info = await raw.info('commandstats');
+  const info = await f.raw.info('commandstats');
   let n = 0;
   for (const m of info.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)) n += Number(m[1]);
   return n;
@@ -30,13 +22,13 @@ async function scriptCalls(): Promise<number> {
 describe('rate limits', () => {
   it('two consumers together run at most max jobs per window, and wait without polling', async () => {
     const q = randomQueue('rate');
-    await queues.enqueueMany(q, Array.from({ length: 12 }, (_, i) => ({ payload: i })));
+    await f.queues.enqueueMany(q, Array.from({ length: 12 }, (_, i) => ({ payload: i })));
     const starts: number[] = [];
     const rateLimit = { max: 4, intervalMs: 600 };
     const before = await scriptCalls();
     const t0 = Date.now();
-    const a = await startConsumer(conn, q, () => void starts.push(Date.now() - t0), { concurrency: 10, rateLimit });
-    const b = await startConsumer(conn, q, () => void starts.push(Date.now() - t0), { concurrency: 10, rateLimit });
+    const a = await startConsumer(f.conn, q, () => void starts.push(Date.now() - t0), { concurrency: 10, rateLimit });
+    const b = await startConsumer(f.conn, q, () => void starts.push(Date.now() - t0), { concurrency: 10, rateLimit });
     try {
       const end = Date.now() + 10_000;
       while (starts.length < 12 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
