@@ -39,9 +39,17 @@ const ROWS: Record<RowName, readonly [module: 'phases' | 'bus', fn: string, args
   blat: ['bus', 'busLatency', [500, 3, 10]],
 };
 
-/** Runs `row` of `build` against the Valkey at `url`: a warm-up run, then the timed run's values. */
-export async function runRow(build: AbBuild, row: RowName, url: string): Promise<Record<string, number>> {
-  const [mod, fn, args] = ROWS[row];
+/** The job count's position in each row's arguments (scaled by `--scale`); rows without one are absent. */
+const COUNT_AT: Partial<Record<RowName, number>> = { single: 0, batch: 0, c1: 2, c10: 2, c50: 2, c50p: 2, c50g: 2, x2: 3, bpub: 0, bg1: 2, bg50: 2 };
+
+/**
+ * Runs `row` of `build` against the Valkey at `url`: a warm-up run, then the timed run's values.
+ * `scale` multiplies the row's job count (both runs), for a longer steady state.
+ */
+export async function runRow(build: AbBuild, row: RowName, url: string, scale = 1): Promise<Record<string, number>> {
+  const [mod, fn, rowArgs] = ROWS[row];
+  const at = COUNT_AT[row];
+  const args = rowArgs.map((a, i) => (i === at && typeof a === 'number' ? Math.round(a * scale) : a));
   const phase = build[mod][fn] as Phase | undefined;
   if (!phase) throw new Error(`this build's bench has no ${fn}`);
   const makeDriver = build.drivers.makeDriver as (name: string, url: string) => Closable;

@@ -85,6 +85,8 @@ async function echomq(url: string, n: number): Promise<Measured> {
         t.lastChildDone[f] = Math.max(t.lastChildDone[f], nowMs());
       },
       ...resolveConsumerOptions(svc.settings(C), { concurrency: CHILD_CONCURRENCY }),
+      // As ConsumerOrchestrator configures it: this process relays the children's hand-offs.
+      handoff: { leaseMs: svc.flows.relay.leaseMs, relay: (entries) => svc.flows.relay.relayTaken(C, entries) },
     }),
     new Consumer(conn, {
       queue: P,

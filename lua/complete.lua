@@ -20,9 +20,16 @@
 -- ARGV[2]  done retention: how many done rows to keep (0..1000000)
 -- ARGV[3]  n, the number of jobs (1..1000)
 -- ARGV[4+3(i-1) .. 6+3(i-1)] per job i: id, token (decimal digits), result (JSON text, "" for none)
+-- ARGV[4+3n] optional (only with the outbox keys): a self-relay lease in ms (1..86400000). The
+--          caller relays the hand-offs this call writes itself: they are written already taken
+--          (due at now + lease, as outbox-take would leave them), no outbox signal is sent, and
+--          the reply carries them. A caller that crashes before acknowledging them leaves them
+--          to any live relay once the lease lapses (the repair rule, docs/flows.md).
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
 -- Returns: an array of n integers: 1 = completed, 0 = refused (stale token, not active, or the
---          same id earlier in this call). A call that completes nothing writes nothing.
+--          same id earlier in this call). A call that completes nothing writes nothing. With a
+--          self-relay lease, the n integers are followed by the hand-offs written, as bulk
+--          strings { entry id, entry text, ... } (none when no completed job names a parent).
 -- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key that is not
 --          the one the key grammar spells for the queue of KEYS[1], a row key that is not
 --          the row of its id), EMQ_VERSION, EMQ_WRONGTYPE (a key holds another type), EMQ_BAD_ID,
@@ -81,8 +88,15 @@ local keep, n = int(ARGV[2], 0, 1000000), int(ARGV[3], 1, 1000000000)
 if not keep then return redis.error_reply('EMQ_BAD_ARG retention must be 0..1000000') end
 if not n then return redis.error_reply('EMQ_BAD_ARG bad job count') end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
-if (#KEYS ~= 6 + n and #KEYS ~= 8 + n) or #ARGV ~= 3 + 3 * n then return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (3 * n) .. ' job arguments') end
+if (#KEYS ~= 6 + n and #KEYS ~= 8 + n) or (#ARGV ~= 3 + 3 * n and (#ARGV ~= 4 + 3 * n or #KEYS ~= 8 + n)) then
+  return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (3 * n) .. ' job arguments (and a self-relay lease only with the outbox keys)')
+end
 local box, due = KEYS[7 + n], KEYS[8 + n]
+local selfLease = nil
+if #ARGV == 4 + 3 * n then
+  selfLease = int(ARGV[4 + 3 * n], 1, 86400000)
+  if not selfLease then return redis.error_reply('EMQ_BAD_ARG self-relay lease must be 1..86400000 ms') end
+end
 if box and (box ~= b .. 'outbox' or due ~= b .. 'outdue') then
   return redis.error_reply('EMQ_BAD_ARG the keys after the rows must be the outbox and outdue of the queue')
 end
@@ -180,12 +194,16 @@ end
 if #hand > 0 then
   local zd = {}
   for j = 1, #hand, 2 do
-    zd[#zd + 1] = now
+    zd[#zd + 1] = selfLease and now + selfLease or now
     zd[#zd + 1] = hand[j]
   end
   redis.call('HSET', box, unpack(hand))
   redis.call('ZADD', due, unpack(zd))
-  redis.call('SPUBLISH', box, #zd / 2)
+  if selfLease then
+    for j = 1, #hand do out[n + j] = hand[j] end
+  else
+    redis.call('SPUBLISH', box, #zd / 2)
+  end
 end
 emit(KEYS[6], elog, 'completed', ids, now)
 return out

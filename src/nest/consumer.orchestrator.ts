@@ -30,6 +30,7 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
     if (this.options.consumers === false) return;
     // Failed attempts (warn) and buried jobs (error), logged once per transition.
     const onFailure = failureLog(this.conn, this.logger);
+    const relay = this.options.flows?.relay !== false ? this.queues.flows.relay : undefined;
     for (const p of this.explorer.processors) {
       const consumer = new Consumer(this.conn, {
         queue: p.queue,
@@ -41,11 +42,13 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
         ...resolveConsumerOptions(this.queues.settings(p.queue), p.options),
         logger: { warn: (m) => this.logger.warn(m), error: (m, e) => this.logger.error(m, e) },
         onFailure,
+        // A completed flow child's hand-off is relayed by this process straight from the reply.
+        handoff: relay && { leaseMs: relay.leaseMs, relay: (entries) => relay.relayTaken(p.queue, entries) },
       });
       await consumer.start();
       this.consumers.push(consumer);
       // Flow hand-offs written by this queue's transitions are relayed by this process too.
-      if (this.options.flows?.relay !== false) this.queues.flows.relay.watch(p.queue);
+      relay?.watch(p.queue);
       this.logger.log(`${p.name} ${p.flow ? 'runs the flow step of' : 'consumes'} "${p.queue}" (concurrency ${p.options.concurrency ?? 1})`);
     }
   }

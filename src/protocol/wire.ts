@@ -59,16 +59,49 @@ export const calls = {
   },
 
   complete(k: QueueKeys, keepDone: number, done: readonly WireCompletion[]): ScriptCall<number[]> {
-    const keys = [k.meta, k.active, k.done, k.data, k.jobPrefix, k.events];
-    const args: (string | number)[] = [PROTOCOL_VERSION, keepDone, done.length];
-    for (const d of done) {
-      keys.push(k.claimedRow(d.id));
-      args.push(d.id, d.token, d.result);
-    }
-    keys.push(k.outbox, k.outdue); // a flow child's hand-off (docs/flows.md)
+    const { keys, args } = completeCall(k, keepDone, done);
     return { name: 'complete', keys, args, parse: (reply) => reply as number[] };
   },
+
+  /**
+   * `complete` for a caller that relays flow hand-offs itself (complete.lua's self-relay lease):
+   * the hand-offs it writes come back in the reply, already leased to the caller for `leaseMs`.
+   */
+  completeRelaying(k: QueueKeys, keepDone: number, done: readonly WireCompletion[], leaseMs: number): ScriptCall<CompleteRelayingReply> {
+    const { keys, args } = completeCall(k, keepDone, done);
+    args.push(leaseMs);
+    return {
+      name: 'complete',
+      keys,
+      args,
+      parse: (reply) => {
+        const r = reply as (number | string)[];
+        const handoffs: { id: string; text: string }[] = [];
+        for (let i = done.length; i < r.length; i += 2) handoffs.push({ id: String(r[i]), text: String(r[i + 1]) });
+        return { ok: r.slice(0, done.length) as number[], handoffs };
+      },
+    };
+  },
 };
+
+/** The reply of `calls.completeRelaying`: per job 1 (completed) or 0 (refused), and the hand-offs written. */
+export interface CompleteRelayingReply {
+  readonly ok: number[];
+  /** Outbox entries this call wrote (flow children's hand-offs), leased to the caller. */
+  readonly handoffs: readonly { readonly id: string; readonly text: string }[];
+}
+
+/** complete.lua's keys and arguments for `done` (the outbox keys always ride along). */
+function completeCall(k: QueueKeys, keepDone: number, done: readonly WireCompletion[]): { keys: string[]; args: (string | number)[] } {
+  const keys = [k.meta, k.active, k.done, k.data, k.jobPrefix, k.events];
+  const args: (string | number)[] = [PROTOCOL_VERSION, keepDone, done.length];
+  for (const d of done) {
+    keys.push(k.claimedRow(d.id));
+    args.push(d.id, d.token, d.result);
+  }
+  keys.push(k.outbox, k.outdue); // a flow child's hand-off (docs/flows.md)
+  return { keys, args };
+}
 
 /**
  * Typed wrappers, one per script in `lua/`. Every key array is built here from the key grammar;

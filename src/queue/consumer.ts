@@ -2,7 +2,7 @@ import type { EchoMqConnection } from '../protocol/connection.js';
 import { describeError } from '../protocol/errors.js';
 import { queueKeys, type QueueKeys } from '../protocol/keys.js';
 import { callPipeline, type ScriptCall } from '../protocol/scripts.js';
-import { calls, wire, type ClaimReply, type WireCompletion } from '../protocol/wire.js';
+import { calls, wire, type ClaimReply, type CompleteRelayingReply, type WireCompletion } from '../protocol/wire.js';
 import type { JobHandler } from './job.js';
 import { Backoff } from './backoff.js';
 import { reportFailure, type FailureListener } from './failure-log.js';
@@ -29,6 +29,12 @@ export interface ConsumerConfig extends ResolvedConsumerOptions {
   readonly logger?: ConsumerLogger;
   /** Called once per failed attempt, after the retry script scheduled the job again or buried it. */
   readonly onFailure?: FailureListener;
+  /**
+   * This process relays the queue's flow hand-offs (docs/flows.md): completions ask for the
+   * hand-offs they write back (leased to this process for `leaseMs`), and `relay` runs them at
+   * once, skipping the outbox signal and the take that another relay would need.
+   */
+  readonly handoff?: { readonly leaseMs: number; relay(entries: readonly { readonly id: string; readonly text: string }[]): void };
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -88,7 +94,7 @@ export class Consumer {
     });
     this.capacity = cfg.concurrency + (cfg.prefetch ?? cfg.concurrency);
     // Two rounds in flight keep both the client and Valkey busy at high concurrency.
-    this.maxRounds = cfg.concurrency >= 8 ? 2 : 1;
+    this.maxRounds = 2;
     this.runner = new JobRunner(cfg.queue, cfg.handler, cfg.concurrency, cfg.maxResultBytes, {
       completed: (c) => this.toComplete.push(c),
       failed: (h, error, fatal) => this.retry(h, error, fatal),
@@ -172,7 +178,10 @@ export class Consumer {
     this.rounds++;
     this.reserved += n;
     const list: ScriptCall<unknown>[] = [];
-    if (done.length > 0) list.push(calls.complete(this.k, this.cfg.keepDone, done));
+    const handoff = this.cfg.handoff;
+    if (done.length > 0) {
+      list.push(handoff ? calls.completeRelaying(this.k, this.cfg.keepDone, done, handoff.leaseMs) : calls.complete(this.k, this.cfg.keepDone, done));
+    }
     if (n > 0) list.push(calls.claim(this.k, n, this.cfg.leaseMs, 1000, this.cfg.rateLimit));
     let failure: unknown;
     try {
@@ -180,7 +189,7 @@ export class Consumer {
       let i = 0;
       if (done.length > 0) {
         const r = settled[i++];
-        if (r.status === 'fulfilled') this.refused(done, r.value as number[]);
+        if (r.status === 'fulfilled') this.completed(done, r.value);
         else {
           this.toComplete.unshift(...done);
           failure = r.reason;
@@ -207,6 +216,14 @@ export class Consumer {
   private supervise(err: unknown, what = ''): void {
     const delay = this.backoff.fail();
     if (!this.stopping || this.toComplete.length > 0) this.log.warn(`consumer ${this.cfg.queue}: ${what}${describeError(err)}; retrying in ${delay} ms`);
+  }
+
+  /** A completion call's reply: refused completions reported, hand-offs written relayed at once. */
+  private completed(done: readonly WireCompletion[], reply: unknown): void {
+    if (Array.isArray(reply)) return this.refused(done, reply as number[]);
+    const r = reply as CompleteRelayingReply;
+    this.refused(done, r.ok);
+    if (r.handoffs.length > 0) this.cfg.handoff?.relay(r.handoffs);
   }
 
   /** Reports completions the fencing token refused (the lease was lost before they arrived). */

@@ -126,11 +126,30 @@ export class FlowRelay {
     await this.hub.close();
   }
 
+  /**
+   * Relays entries this process already holds the lease of (a completion of `queue` that asked for
+   * its hand-offs back: complete.lua's self-relay lease), without a signal or a take. A failure only
+   * delays: the entries are due to any relay again when the lease lapses.
+   */
+  relayTaken(queue: string, entries: readonly OutboxEntry[]): void {
+    if (this.closed || entries.length === 0) return;
+    const run = this.relayEntries(queue, entries).catch((err: unknown) => {
+      if (!this.closed) this.opts.logger?.warn(`flow relay ${queue}: ${describeError(err)}; relayed again after the lease`);
+    });
+    this.acks.add(run);
+    void run.finally(() => this.acks.delete(run));
+  }
+
   /** One take → relay → ack round; resolves to how many entries were taken. */
   private async relayBatch(queue: string): Promise<number> {
+    const entries = await flowWire.take(this.conn.scriptClient, queueKeys(queue), TAKE, this.leaseMs);
+    if (entries.length > 0) await this.relayEntries(queue, entries);
+    return entries.length;
+  }
+
+  /** Relays leased entries of `queue`'s outbox, then acknowledges those whose target script ran. */
+  private async relayEntries(queue: string, entries: readonly OutboxEntry[]): Promise<void> {
     const k = queueKeys(queue);
-    const entries = await flowWire.take(this.conn.scriptClient, k, TAKE, this.leaseMs);
-    if (entries.length === 0) return 0;
     await testHold('before-relay', entries.map((e) => e.id));
     const settled = await this.relayAll(entries);
     let done = entries.filter((_, i) => settled[i].status === 'fulfilled');
@@ -147,7 +166,6 @@ export class FlowRelay {
       this.acks.add(ack);
       void ack.finally(() => this.acks.delete(ack));
     }
-    return entries.length;
   }
 
   /** The relayed entries whose target queue's node confirmed `waitReplicas` replicas. */
