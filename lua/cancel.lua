@@ -161,6 +161,7 @@ local function hand(eid, text)
   boxed = boxed + 1
 end
 if status == 'waiting' then
+  redis.call('HINCRBY', KEYS[1], 'waits', -1) -- meta `waits` (flow-add.lua)
   local all = redis.call('HGETALL', row)
   local have = {}
   for i = 1, #all, 2 do

@@ -326,6 +326,8 @@ if #queued > 0 then
   if redis.call('LPUSH', KEYS[2], unpack(queued)) == #queued and meta[3] == '1' then redis.call('LPUSH', b .. 'groups', '') end
   if redis.call('LLEN', KEYS[3]) == 0 then redis.call('LPUSH', KEYS[3], '1') end
 end
+-- meta `waits`: how many jobs of the queue are `waiting` (counts, without a scan of the rows).
+if #waiting > 0 then redis.call('HINCRBY', KEYS[1], 'waits', #waiting) end
 if boxed > 0 then redis.call('SPUBLISH', KEYS[8], boxed) end
 emit(KEYS[7], elog, 'enqueued', queued, now)
 emit(KEYS[7], elog, 'waiting', waiting, now)

@@ -129,6 +129,7 @@ if not fails then
   local left = redis.call('HINCRBY', row, 'deps', -1)
   if left > 0 then return 1 end
   redis.call('HSET', row, 'status', 'pending')
+  redis.call('HINCRBY', KEYS[1], 'waits', -1) -- meta `waits`: one waiting job fewer (flow-add.lua)
   if redis.call('LPUSH', KEYS[2], pid) == 1 and meta[3] == '1' then redis.call('LPUSH', b .. 'groups', '') end
   if redis.call('LLEN', KEYS[3]) == 0 then redis.call('LPUSH', KEYS[3], '1') end
   emit(KEYS[8], elog, 'released', { pid }, now)
@@ -137,6 +138,7 @@ end
 -- Fail the parent: bury it, cancel the siblings still out, report to its own parent.
 local err = 'child ' .. cid .. ' ' .. outcome .. ': ' .. text
 redis.call('HSET', row, 'status', 'dead', 'error', err, 'finished', now)
+redis.call('HINCRBY', KEYS[1], 'waits', -1)
 local all = redis.call('HGETALL', row)
 local have, boxed = {}, 0
 for i = 1, #all, 2 do

@@ -93,7 +93,9 @@ export class Consumer {
       orphaned: (claimed) => this.release(claimed.jobs),
     });
     this.capacity = cfg.concurrency + (cfg.prefetch ?? cfg.concurrency);
-    // Two rounds in flight keep both the client and Valkey busy at high concurrency.
+    // Two rounds in flight keep both the client and Valkey busy: while one round's scripts run,
+    // the jobs of the other run their handlers (at concurrency 1 too: there a round is mostly
+    // server time). The claims of both stay within the capacity (`reserved`).
     this.maxRounds = 2;
     this.runner = new JobRunner(cfg.queue, cfg.handler, cfg.concurrency, cfg.maxResultBytes, {
       completed: (c) => this.toComplete.push(c),

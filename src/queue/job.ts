@@ -91,8 +91,8 @@ export interface JobView<T = Json, R = Json> extends FlowView {
   readonly logs: readonly string[];
 }
 
-/** Jobs per status (done and cancelled count the retained rows; flow parents `waiting` are not counted). */
-export type JobCounts = Record<Exclude<JobStatus, 'waiting'>, number>;
+/** Jobs per status (done and cancelled count the retained rows; `waiting`: flow parents whose children are still out). */
+export type JobCounts = Record<JobStatus, number>;
 
 /** A handler of a queue. */
 export type JobHandler<T = Json, R = unknown> = (job: Job<T>) => Promise<R> | R;

@@ -5,24 +5,26 @@ import type { JobCounts, JobStatus } from './job.js';
 
 /** The priority levels whose pending lists a count reads (`pendingAt(0)` is `pending`). */
 const LEVELS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
-const STATUSES: readonly JobStatus[] = ['scheduled', 'pending', 'active', 'done', 'dead', 'cancelled'];
+const STATUSES: readonly JobStatus[] = ['scheduled', 'pending', 'active', 'done', 'dead', 'cancelled', 'waiting'];
 
 /** Jobs per status of `queue`, read in one round trip (plus one for its group lanes, if any). */
 export async function readCounts(c: ValkeyClient, queue: string): Promise<JobCounts> {
   const k = queueKeys(queue);
-  const [ghosts, ...n] = await Promise.all([
-    c.hget(k.meta, 'ghosts'),
+  const [[ghosts, waits], ...n] = await Promise.all([
+    c.hmget(k.meta, 'ghosts', 'waits'),
     c.zcard(k.scheduled),
     Promise.all(LEVELS.map((p) => c.llen(k.pendingAt(p)))).then((ls) => ls.reduce((a, b) => a + b, 0)),
     c.zcount(k.active, '-inf', '(+inf'), // not the anchor (score +inf, docs/protocol.md §2)
     c.zcard(k.done),
     c.zcard(k.dead),
     c.zcard(k.cancelled),
+    0, // waiting: meta `waits` (docs/protocol.md §2), filled in below
   ]).catch((err: unknown) => {
     throw fromReplyError(err);
   });
   // Ghosts: ids of jobs cancelled while pending, still in the list until a claim drops them.
   n[1] = Math.max(0, n[1] - (Number(ghosts) || 0)) + (await groupPending(c, queue));
+  n[6] = Math.max(0, Number(waits) || 0);
   return Object.fromEntries(STATUSES.map((s, i) => [s, n[i]])) as JobCounts;
 }
 

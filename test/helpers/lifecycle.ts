@@ -94,6 +94,7 @@ export function lifecycleRunner(conn: EchoMqConnection): LifecycleRunner {
       done: oks.length + 1,
       dead: 1,
       cancelled: 1,
+      waiting: 0,
     });
     expect(started.log.warnings).toEqual([]);
     expect(started.log.errors).toEqual([]);

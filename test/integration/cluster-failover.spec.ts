@@ -60,7 +60,7 @@ describe('failover: kill -9 the primary of a queue (and of the node leases) whil
 
       // The consumer resumes on the promoted replica and finishes everything.
       await eventually(async () => (await queues.counts(q).catch(() => undefined))?.done === N, 40_000, 'every job to be done');
-      expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: N, dead: 0, cancelled: 0 });
+      expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: N, dead: 0, cancelled: 0, waiting: 0 });
       const views = await Promise.all(ids.map((id) => queues.getJob(q, id)));
       expect(views.filter((v) => v?.status !== 'done').map((v, i) => v?.id ?? ids[i])).toEqual([]);
       for (const id of ids) expect(runs.get(id)).toBeGreaterThanOrEqual(1);

@@ -63,7 +63,7 @@ describe('a consumer process killed with SIGKILL mid-job', () => {
     expect(job?.error).toBe('lease expired');
     expect(await f.raw.hget(k.job(id), 'token')).toBe(mine[0].token);
 
-    expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 2, dead: 0, cancelled: 0 });
+    expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 2, dead: 0, cancelled: 0, waiting: 0 });
     expect(await f.raw.zrange(k.done, 0, -1)).toEqual([id, sentinel]);
     // `active` stays, holding only its anchor (docs/protocol.md §2): the counts above say 0 active.
     const allowed = new Set([k.meta, k.done, k.wake, k.data, k.active, k.job(id), k.job(sentinel)]);
@@ -98,7 +98,7 @@ describe('a consumer process killed with SIGKILL mid-job', () => {
     const job = await f.queues.getJob(q, id);
     expect(job).toMatchObject({ status: 'dead', attempts: 1, error: 'lease expired after attempt 1' });
     expect(await f.raw.zrange(k.dead, 0, -1)).toEqual([id]);
-    expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 1, dead: 1, cancelled: 0 });
+    expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 1, dead: 1, cancelled: 0, waiting: 0 });
     expect(log.warnings).toEqual([]);
     // The burial is logged once, as an error (the reaper knows how many, not which).
     expect(log.errors).toEqual([`consumer ${q}: 1 job(s) buried (dead) after their lease expired on their last attempt`]);

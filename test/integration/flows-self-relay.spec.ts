@@ -73,3 +73,29 @@ describe('flows: a completing process relays its own hand-offs (complete.lua sel
     expect(await f.raw.exists(k.outbox)).toBe(0);
   });
 });
+
+describe('flows: counts().waiting', () => {
+  it('counts waiting parents through creation, release, burial and cancel', async () => {
+    const Q = randomQueue('wc');
+    const k = queueKeys(Q);
+    const a = await f.queues.flow({ queue: Q, payload: { n: 'a' }, children: [{ queue: Q, payload: {} }] });
+    const b = await f.queues.flow({ queue: Q, payload: { n: 'b' }, children: [{ queue: Q, payload: {}, onFailure: 'fail' }] });
+    const c = await f.queues.flow({ queue: Q, payload: { n: 'c' }, children: [{ queue: Q, payload: {} }, { queue: Q, payload: {} }] });
+    expect(await f.queues.counts(Q)).toMatchObject({ waiting: 3, pending: 4 });
+    f.queues.flows.relay.watch(Q);
+    // a: its child completes → released (pending).
+    const byId = new Map((await wire.claim(f.conn.scriptClient, k, 4, 30_000)).jobs.map((j) => [j.id, j]));
+    const ca = byId.get(a.children[0].id)!;
+    await wire.complete(f.conn.scriptClient, k, 1000, [{ id: ca.id, token: ca.token, result: '1' }]);
+    await eventually(async () => (await f.queues.getJob(Q, a.id))?.status === 'pending', 5000, 'a released');
+    expect((await f.queues.counts(Q)).waiting).toBe(2);
+    // b: its child fails fatally under `fail` → the parent is buried.
+    const cb = byId.get(b.children[0].id)!;
+    await wire.retry(f.conn.scriptClient, k, { id: cb.id, token: cb.token, error: 'no', fatal: true }, { maxAttempts: 1, backoff: 'f:0', deadCap: 1000 });
+    await eventually(async () => (await f.queues.getJob(Q, b.id))?.status === 'dead', 5000, 'b buried');
+    expect((await f.queues.counts(Q)).waiting).toBe(1);
+    // c: cancelled while waiting.
+    expect(await f.queues.cancel(Q, c.id)).toBe('cancelled');
+    expect(await f.queues.counts(Q)).toMatchObject({ waiting: 0 });
+  });
+});

@@ -113,7 +113,7 @@ describe('SCRIPT FLUSH under load', () => {
     const twice = ids.filter((id) => runs.get(id) !== 1);
     expect(twice).toEqual([]);
 
-    expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: N, dead: 0, cancelled: 0 });
+    expect(await queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: N, dead: 0, cancelled: 0, waiting: 0 });
     // Every row is done on its first attempt, with the result of its own payload.
     const pipe = raw.pipeline();
     for (const id of ids) pipe.hmget(k.job(id), 'status', 'attempts', 'result');

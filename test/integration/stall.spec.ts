@@ -46,7 +46,7 @@ describe('a stalled holder that wakes up after its lease expired', () => {
     expect(await f.raw.hgetall(k.job(id))).toEqual(before.row);
     expect(await queueState(f.raw, q, [k.wake])).toEqual(before.state);
     expect(await f.raw.zrange(k.done, 0, -1)).toEqual([id]);
-    expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 1, dead: 0, cancelled: 0 });
+    expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 1, dead: 0, cancelled: 0, waiting: 0 });
     const job = await f.queues.getJob(q, id);
     expect(job).toMatchObject({ status: 'done', attempts: 2, result: { by: 'X' } });
   }
@@ -140,7 +140,7 @@ describe('a stalled holder that wakes up after its lease expired', () => {
     expect(await f.raw.hgetall(k.job(id))).toEqual(rowBefore);
     expect(await queueState(f.raw, q)).toEqual(stateBefore);
     expect(await f.raw.zscore(k.active, id)).toBe(leaseBefore);
-    expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 1, done: 0, dead: 0, cancelled: 0 });
+    expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 1, done: 0, dead: 0, cancelled: 0, waiting: 0 });
 
     // In a batch, only the stale entry is refused.
     expect(await wire.enqueue(c, k, 1024, [{ id: other, payload: '{"n":4}', delayMs: 0, runAtMs: 0 }])).toEqual([1]);
@@ -164,6 +164,6 @@ describe('a stalled holder that wakes up after its lease expired', () => {
     expect(await f.raw.hgetall(k.job(id))).toEqual(done);
     expect(await queueState(f.raw, q)).toEqual(stateDone);
     expect((await f.raw.zrange(k.done, 0, -1)).sort()).toEqual([id, other].sort());
-    expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 2, dead: 0, cancelled: 0 });
+    expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 2, dead: 0, cancelled: 0, waiting: 0 });
   });
 });
