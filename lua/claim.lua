@@ -27,10 +27,14 @@
 --          string with PX); a limited call claims what the window has left, and when jobs
 --          remain its wait is the ms until the window ends (>= 1).
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
--- Returns: { wait, id_1, token_1, attempt_1, payload_1, ..., id_k, token_k, attempt_k, payload_k }
+-- Returns: { wait, id_1, token_1, attempt_1, payload_1, extras_1, ..., id_k, ..., extras_k }
 --          (k <= n) where wait is -1 when jobs remain pending, else the ms until the next
 --          scheduled job is due (0 when one is due already; -2 when none is scheduled; at most
---          2^53-1). wait, token and attempt are integer replies; id and payload bulk strings.
+--          2^53-1). wait, token and attempt are integer replies; id, payload and extras bulk
+--          strings. extras is "" for a job enqueued without extras, else the JSON object text
+--          enqueue stored (docs/protocol.md §3, "Extras"): the first claim moves it from the
+--          fourth field of its opts to its row's `x`, later claims read it there (only once meta
+--          `xtra` is set: a queue that never had extras reads nothing more).
 --          Jobs are claimed oldest first: pending in FIFO order, then the jobs this call promoted.
 --          An id whose data is gone (deleted by hand) is dropped from pending, without a row; a
 --          ghost (data "", left by cancel.lua) is dropped too, its payload moved from its row back
@@ -104,7 +108,7 @@ end
 
 -- Reads first: every key this call writes is read before anything is written, so a key of the
 -- wrong type is refused with nothing changed.
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes')
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes', 'xtra')
 local e = refused(meta, KEYS[1])
 if e then return e end
 local stored = meta[1]
@@ -118,6 +122,7 @@ local elog = tonumber(meta[2]) or 0 -- written by enqueue, validated there
 -- Priorities (docs/protocol.md §2): set by enqueue once a job of the queue carried one. A
 -- queue without it runs the plain path below, command for command.
 local lanes = meta[4] == '1'
+local xtra = meta[5] == '1' -- extras (enqueue sets it): a retried job's are in its row
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local prefix = KEYS[8]
@@ -170,7 +175,7 @@ if lanes then
       local o = redis.pcall('HGET', KEYS[7], due[i])
       e = refused(o, KEYS[7])
       if e then return e end
-      local third = o and string.match(o, '^[^|]*|[^|]*|(.+)$')
+      local third = o and string.match(o, '^[^|]*|[^|]*|([^|]+)')
       if third then
         p = string.match(third, '^%d$')
         g = string.match(third, '^g:(.+)$')
@@ -309,7 +314,7 @@ if k > 0 then
   hasOpts = r > 0
 end
 -- The jobs to claim, as parallel arrays (no table per job): id, payload, attempt, own options.
-local jid, jrow, jpay, jatt, jopt, att, ghosts = {}, {}, {}, {}, {}, {}, {}
+local jid, jrow, jpay, jatt, jopt, jx, att, ghosts = {}, {}, {}, {}, {}, {}, {}, {}
 local jlv, jgr = tlv and {}, tgr and {} -- lanes mode: each claimed job's level and group
 local pays = {} -- every payload in one read
 if #take > 0 then
@@ -330,8 +335,12 @@ for i = 1, #take do
     payload = false
   end
   if payload then -- data deleted by hand: the id is dropped, no row is half-created
-    local a = att[id]
-    if not a then
+    local a, x = att[id], nil
+    if not a and xtra then
+      local cur = redis.pcall('HMGET', row, 'attempts', 'x')
+      if cur.err then return refused(cur, row) end
+      a, x = tonumber(cur[1]) or 0, cur[2]
+    elseif not a then
       local cur = redis.pcall('HGET', row, 'attempts')
       if type(cur) == 'table' then return refused(cur, row) end -- HGET answers a table only to refuse
       a = tonumber(cur) or 0
@@ -339,7 +348,7 @@ for i = 1, #take do
     a = a + 1
     att[id] = a
     local j = #jid + 1
-    jid[j], jrow[j], jpay[j], jatt[j], jopt[j] = id, row, payload, a, false
+    jid[j], jrow[j], jpay[j], jatt[j], jopt[j], jx[j] = id, row, payload, a, false, x or ''
     if lanes then jlv[j] = tlv[i]; jgr[j] = tgr[i] end
     if a == 1 and hasOpts then jopt[j] = redis.call('HGET', KEYS[7], id) end
   end
@@ -424,15 +433,18 @@ if #jid > 0 then
       local maxA, backoff = string.match(o or '', '^(%d*)|([^|]*)')
       if maxA and maxA ~= '' then row[#row + 1] = 'max'; row[#row + 1] = maxA end
       if backoff and backoff ~= '' then row[#row + 1] = 'backoff'; row[#row + 1] = backoff end
+      local x = o and string.match(o, '^[^|]*|[^|]*|[^|]*|(.+)$')
+      if x then row[#row + 1] = 'x'; row[#row + 1] = x; jx[i] = x end
       if o then moved[#moved + 1] = id end
       redis.call('HSET', jrow[i], unpack(row))
     else
       redis.call('HSET', jrow[i], 'status', 'active', 'token', token, 'attempts', a)
     end
-    out[4 * i - 2] = id
-    out[4 * i - 1] = token
-    out[4 * i] = a
-    out[4 * i + 1] = jpay[i]
+    out[5 * i - 3] = id
+    out[5 * i - 2] = token
+    out[5 * i - 1] = a
+    out[5 * i] = jpay[i]
+    out[5 * i + 1] = jx[i]
   end
   if #moved > 0 then redis.call('HDEL', KEYS[7], unpack(moved)) end
   emit(KEYS[9], elog, 'claimed', jid, now)

@@ -30,6 +30,13 @@
 --          p >= 1 joins `<pending>:<p>` (derived from KEYS[2], same slot) and p joins
 --          `emq:{q}:levels`; a delayed one keeps p as a third field of its opts
 --          ("<max>|<backoff>|<p>"). Meta `lanes` is set to 1 the first time (claim then reads levels).
+-- ARGV[5+7n .. 4+8n] optional, one per job, after the n lanes (so a call with extras sends the
+--          lanes too, "" each when none): its extras, "" = none, else a JSON object text of
+--          2..1024 bytes whose known members are checked: `t` the job's own timeout (an integer,
+--          1..86400000 ms), `tp` a W3C traceparent (a string of 1..256 bytes); other members
+--          are kept as they are. A job's extras ride in its opts (a fourth field,
+--          "<max>|<backoff>|<lane>|<extras>") until its first claim moves them to its row's
+--          `x`; claim returns them with every attempt. Meta `xtra` is set to 1 the first time.
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
 -- Returns: an array of n integers: 1 = added, 0 = a job with this id already existed (or came
 --          earlier in the same call); with dedup keys, a bulk string (the holding job's id) for
@@ -113,9 +120,28 @@ if keyed then
 end
 -- Priorities ride after the jobs (ARGV[5+6n .. 4+7n], one per job), so a plain call is unchanged.
 local tail = keyed and 1 or 0 -- the dedup window, last
-local prio = #ARGV == 4 + 7 * n + tail
+local xtra = #ARGV == 4 + 8 * n + tail -- extras (ARGV[5+7n .. 4+8n]) come after the lanes
+local prio = xtra or #ARGV == 4 + 7 * n + tail
 if #ARGV ~= 4 + 6 * n + tail and not prio then
-  return redis.error_reply('EMQ_BAD_ARG expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (7 * n) .. ' with priorities)' .. (keyed and ', then the dedup window' or ''))
+  return redis.error_reply('EMQ_BAD_ARG expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (7 * n) .. ' with priorities, ' .. (8 * n) .. ' with extras)' .. (keyed and ', then the dedup window' or ''))
+end
+-- ext: each job's extras text, or nil ("" = none); checked before any read.
+local ext = nil
+if xtra then
+  ext = {}
+  for i = 1, n do
+    local x = ARGV[4 + 7 * n + i]
+    if x ~= '' then
+      local ok, v = false, nil
+      if #x >= 2 and #x <= 1024 and string.sub(x, 1, 1) == '{' then ok, v = pcall(cjson.decode, x) end
+      local tm, tp = ok and type(v) == 'table' and v.t, ok and type(v) == 'table' and v.tp
+      if not ok or type(v) ~= 'table' or (tm ~= nil and (type(tm) ~= 'number' or tm ~= math.floor(tm) or tm < 1 or tm > 86400000))
+        or (tp ~= nil and (type(tp) ~= 'string' or #tp == 0 or #tp > 256)) then
+        return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has bad extras (a JSON object of 2..1024 bytes; t 1..86400000, tp a string of 1..256 bytes)')
+      end
+      ext[i] = x
+    end
+  end
 end
 -- pri: each job's priority (0..9); grp: its group (a fair lane), or nil.
 local pri, grp
@@ -168,7 +194,7 @@ end
 -- Reads first: every key this call writes is read (or is the first write) before anything is
 -- written, so a key of the wrong type is refused with nothing changed.
 local meta
-meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'lanes')
+meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'lanes', 'xtra')
 local e = refused(meta, KEYS[1])
 if e then return e end
 local stored = meta[1]
@@ -223,23 +249,27 @@ end
 -- Priorities and groups, in a second pass so that the plain loop above stays as it was.
 -- plainQ: the queued ids of level 0 without a group (`pending`); byLevel: level 1..9 -> queued
 -- ids; byGroup: group -> queued ids (groupOrder: the groups in order of first appearance).
-local plainQ, byLevel, byGroup, groupOrder, lanesOn = queued, nil, nil, nil, false
+local plainQ, byLevel, byGroup, groupOrder, lanesOn, xtraOn = queued, nil, nil, nil, false, false
 if prio then
   plainQ, byLevel, byGroup, groupOrder = {}, {}, {}, {}
   local lv, lg, delayed = {}, {}, {}
   for j = 1, #scheduled do delayed[scheduled[j]] = true end
   for i = 1, n do
     local p, g, id = pri[i], grp[i], ids[i]
+    local x = ext and out[i] == 1 and ext[i]
     if out[i] == 1 and (p > 0 or g) then
       lanesOn = true
       lv[id], lg[id] = p, g
-      if delayed[id] then
-        -- A delayed job's lane waits in opts (a third field: the priority, or g:<group>) for
-        -- its promotion by claim; a later field of one HSET wins over an earlier one.
-        local b = 4 + 6 * (i - 1)
-        opts[#opts + 1] = id
-        opts[#opts + 1] = ARGV[b + 5] .. '|' .. ARGV[b + 6] .. '|' .. (g and ('g:' .. g) or p)
-      end
+    end
+    local lane = out[i] == 1 and delayed[id] and (p > 0 or g) and (g and ('g:' .. g) or p)
+    if lane or x then
+      -- A delayed job's lane waits in opts (a third field: the priority, or g:<group>) for
+      -- its promotion by claim, and a job's extras (a fourth field) for its first claim; a
+      -- later field of one HSET wins over an earlier one.
+      local b = 4 + 6 * (i - 1)
+      opts[#opts + 1] = id
+      opts[#opts + 1] = ARGV[b + 5] .. '|' .. ARGV[b + 6] .. '|' .. (lane or '') .. (x and ('|' .. x) or '')
+      if x then xtraOn = true end
     end
   end
   for j = 1, #queued do
@@ -339,6 +369,7 @@ if lanesOn and meta[3] ~= '1' then
   if ringAdd[1] ~= '' and redis.call('LLEN', KEYS[2]) > #plainQ then table.insert(ringAdd, 1, '') end
 end
 if ringAdd and #ringAdd > 0 then redis.call('LPUSH', ringKey, unpack(ringAdd)) end
+if xtraOn and meta[4] ~= '1' then redis.call('HSET', KEYS[1], 'xtra', '1') end
 if setLog and setLog ~= logged then redis.call('HSET', KEYS[1], 'elog', setLog) end
 if wakeLen == 0 then redis.call('LPUSH', KEYS[4], '1') end
 emit(KEYS[7], elog, 'enqueued', queued, now)

@@ -2,6 +2,7 @@ package echomq
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -18,14 +19,24 @@ func (w *Worker) run(c Claimed) {
 	defer func() { <-w.slots }()
 	hctx, lost := context.WithCancel(context.Background())
 	defer lost()
+	if t := jobTimeout(c.Extras); t > 0 {
+		// The job's own timeout (its extras' "t"): the handler's context ends after it.
+		var stopTimer context.CancelFunc
+		hctx, stopTimer = context.WithTimeout(hctx, t)
+		defer stopTimer()
+	}
 	stop := make(chan struct{})
 	var cancelled atomic.Bool
 	go w.extend(hctx, c, lost, &cancelled, stop)
 	job := Job{Queue: w.q.Name, ID: c.ID, Payload: c.Payload, Attempt: c.Attempt, Token: c.Token}
 	result, herr := w.safe(hctx, job)
 	close(stop)
-	if hctx.Err() != nil && !cancelled.Load() {
+	timedOut := errors.Is(hctx.Err(), context.DeadlineExceeded)
+	if hctx.Err() != nil && !cancelled.Load() && !timedOut {
 		return // the lease was lost: a settle would be refused by the fence anyway
+	}
+	if timedOut && herr == nil {
+		herr = errors.New("the handler ran past its timeout") // the attempt fails
 	}
 	if cancelled.Load() && herr == nil {
 		// A cancel was requested while it ran: the attempt ends through retry.lua (→ cancelled).
@@ -93,4 +104,18 @@ func (w *Worker) extend(ctx context.Context, c Claimed, lost context.CancelFunc,
 			}
 		}
 	}
+}
+
+// jobTimeout is a claimed job's own timeout from its extras ("t", ms), or 0 for none.
+func jobTimeout(extras string) time.Duration {
+	if extras == "" {
+		return 0
+	}
+	var x struct {
+		T int64 `json:"t"`
+	}
+	if json.Unmarshal([]byte(extras), &x) != nil || x.T <= 0 {
+		return 0
+	}
+	return time.Duration(x.T) * time.Millisecond
 }

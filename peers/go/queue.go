@@ -63,6 +63,7 @@ type Claimed struct {
 	Token   int64 // the fencing token (an integer reply; sent back as its decimal text)
 	Attempt int64 // attempts started, this one included
 	Payload string
+	Extras  string // "" for a plain job, else a JSON object: "t" its own timeout in ms, "tp" a traceparent
 }
 
 // Claim promotes up to promote due scheduled jobs and claims up to n pending jobs with a lease
@@ -76,16 +77,17 @@ func (q *Queue) Claim(ctx context.Context, n int, leaseMs int64, promote int) (w
 		return 0, nil, err
 	}
 	a, ok := v.([]any)
-	if !ok || len(a) == 0 || (len(a)-1)%4 != 0 {
+	if !ok || len(a) == 0 || (len(a)-1)%5 != 0 {
 		return 0, nil, fmt.Errorf("echomq: claim replied %v", v)
 	}
 	wait, _ = a[0].(int64)
-	for i := 1; i < len(a); i += 4 {
+	for i := 1; i < len(a); i += 5 {
 		id, _ := a[i].(string)
 		tok, _ := a[i+1].(int64)
 		att, _ := a[i+2].(int64)
 		p, _ := a[i+3].(string)
-		jobs = append(jobs, Claimed{ID: id, Token: tok, Attempt: att, Payload: p})
+		x, _ := a[i+4].(string)
+		jobs = append(jobs, Claimed{ID: id, Token: tok, Attempt: att, Payload: p, Extras: x})
 	}
 	return wait, jobs, nil
 }

@@ -24,6 +24,8 @@ export type { ScriptName, LoadedScript, ScriptClient, ScriptPipeline } from './s
 export { fromReplyError } from './errors.js';
 export { wire } from './wire.js';
 export type { WireJob, WireClaim, WireCompletion, ClaimReply } from './wire.js';
+export { encodeExtras, decodeExtras, MAX_EXTRAS_BYTES } from './extras.js';
+export type { JobExtras } from './extras.js';
 export { busWire, BUS_BATCH_LIMIT } from '../bus/bus-wire.js';
 export type { TrimReply } from '../bus/bus-wire.js';
 export { flowWire } from './flow-wire.js';

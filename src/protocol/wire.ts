@@ -15,6 +15,8 @@ export interface WireJob {
   readonly priority?: number;
   /** A fair lane (group name); excludes `priority`. */
   readonly group?: string;
+  /** The job's extras as `encodeExtras` spells them ("" or absent: none; docs/protocol.md §3). */
+  readonly extras?: string;
 }
 
 /** One claimed job as the claim script returns it. */
@@ -23,6 +25,8 @@ export interface WireClaim {
   readonly token: string;
   readonly attempt: number;
   readonly payload: string;
+  /** The job's extras text: "" for a job enqueued without any, else a JSON object (`decodeExtras`). */
+  readonly extras: string;
 }
 
 /** The claim script's reply: the jobs, and how long until more work is due. */
@@ -50,8 +54,8 @@ export const calls = {
       parse: (reply) => {
         const r = reply as (string | number)[];
         const jobs: WireClaim[] = [];
-        for (let i = 1; i < r.length; i += 4) {
-          jobs.push({ id: r[i] as string, token: String(r[i + 1]), attempt: Number(r[i + 2]), payload: r[i + 3] as string });
+        for (let i = 1; i < r.length; i += 5) {
+          jobs.push({ id: r[i] as string, token: String(r[i + 1]), attempt: Number(r[i + 2]), payload: r[i + 3] as string, extras: r[i + 4] as string });
         }
         return { jobs, waitMs: Number(r[0]) };
       },
@@ -118,7 +122,10 @@ export const wire = {
     for (const j of jobs) args.push(j.id, j.payload, j.delayMs, j.runAtMs, j.maxAttempts ?? '', j.backoff ?? '');
     // Priorities and groups ride after the jobs, one per job, only when a job has one; the dedup
     // window comes last (lua/enqueue.lua).
-    if (jobs.some((j) => j.priority || j.group)) for (const j of jobs) args.push(j.group ? `g:${j.group}` : (j.priority ?? 0));
+    // Extras come after the lanes (so a call with extras sends lanes too).
+    const extras = jobs.some((j) => j.extras);
+    if (extras || jobs.some((j) => j.priority || j.group)) for (const j of jobs) args.push(j.group ? `g:${j.group}` : (j.priority ?? 0));
+    if (extras) for (const j of jobs) args.push(j.extras ?? '');
     const keys = [k.meta, k.pending, k.scheduled, k.wake, k.data, k.opts, k.events];
     if (dedupWindowMs !== undefined) {
       for (const j of jobs) keys.push(j.dedupKey ?? '');

@@ -1,5 +1,6 @@
 import { decodePayload, encodePayload } from '../protocol/codec.js';
 import { FatalJobError } from '../protocol/errors.js';
+import { jobTimeout } from '../protocol/extras.js';
 import { LazyAbort } from '../protocol/lazy-abort.js';
 import type { Json } from '../protocol/codec.js';
 import type { WireClaim, WireCompletion } from '../protocol/wire.js';
@@ -174,7 +175,7 @@ export class JobRunner {
       progress: writes?.progress ?? noWrite,
       log: writes?.log ?? noWrite,
     };
-    const limit = this.opts.timeoutMs ?? 0;
+    const limit = jobTimeout(this.opts.timeoutMs, h.claim.extras);
     if (limit > 0) h.timer = setTimeout(() => this.timeout(h, limit), limit);
     // The handler starts synchronously (no extra turn of the event loop before it runs).
     let outcome: unknown;

@@ -182,6 +182,11 @@ export interface EnqueueOptions {
    * another's. Not with `priority`.
    */
   readonly group?: string;
+  /**
+   * This job's own timeout (1..86,400,000 ms): its handler is aborted and the attempt fails with
+   * `JobTimeoutError` after it, on every attempt. With a processor `timeoutMs` too, the shorter wins.
+   */
+  readonly timeoutMs?: number;
 }
 
 /** Options of a `@Processor` consumer loop. */

@@ -5,6 +5,7 @@ import { CoalescerPool } from '../protocol/coalescer.js';
 import { assertBrandedId, parseId } from '../protocol/ids.js';
 import { queueKeys } from '../protocol/keys.js';
 import { wire, type WireJob } from '../protocol/wire.js';
+import { encodeExtras } from '../protocol/extras.js';
 import { map, type Observable } from 'rxjs';
 import { SignalHub } from '../protocol/signal-hub.js';
 import { FlowService, type FlowOptions } from './flow.service.js';
@@ -234,6 +235,7 @@ export class QueueService {
       dedupKey,
       priority: o.priority === undefined ? undefined : checkPriority(o.priority),
       group: o.group === undefined ? undefined : checkGroup(o.group),
+      extras: o.timeoutMs === undefined ? undefined : encodeExtras({ t: o.timeoutMs }),
     };
   }
 
