@@ -32,6 +32,7 @@
 --          scheduled job is due (0 when one is due already; -2 when none is scheduled; at most
 --          2^53-1). wait, token and attempt are integer replies; id and payload bulk strings.
 --          Jobs are claimed oldest first: pending in FIFO order, then the jobs this call promoted.
+--          A paused queue (meta `paused` = 1, pause.lua) answers { -2 } and writes nothing.
 --          An id whose data is gone (deleted by hand) is dropped from pending, without a row; a
 --          ghost (data "", left by cancel.lua) is dropped too, its payload moved from its row back
 --          to `data` and meta `ghosts` decremented.
@@ -104,13 +105,16 @@ end
 
 -- Reads first: every key this call writes is read before anything is written, so a key of the
 -- wrong type is refused with nothing changed.
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes')
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes', 'paused')
 local e = refused(meta, KEYS[1])
 if e then return e end
 local stored = meta[1]
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
 end
+-- Paused (pause.lua): claim nothing, promote nothing; the consumer blocks on `wake` (resume
+-- pushes a marker there).
+if meta[5] == '1' then return { -2 } end
 if meta[3] and not string.match(meta[3], '^%d+$') then
   return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[1] .. ' field token is not an integer')
 end

@@ -19,9 +19,10 @@ import { CacheInterceptor } from './cache.interceptor.js';
 import { EventExplorer } from './event.explorer.js';
 import { GroupOrchestrator } from './group.orchestrator.js';
 import { ScheduleOrchestrator } from './schedule.orchestrator.js';
+import { QueueAdmin } from '../admin/queue-admin.js';
 
 /** What the root module exports to the whole app (it is global). */
-export const ROOT_EXPORTS = [QueueService, BusService, CacheService, CacheInterceptor, EchoMqConnection, QueueRegistry, ECHOMQ_EMBEDDED, EchoMqEmbeddedServer];
+export const ROOT_EXPORTS = [QueueService, BusService, CacheService, QueueAdmin, CacheInterceptor, EchoMqConnection, QueueRegistry, ECHOMQ_EMBEDDED, EchoMqEmbeddedServer];
 
 /**
  * The root module's providers after the options: the embedded default (when asked for), the
@@ -64,6 +65,7 @@ export const ROOT_PROVIDERS: Provider[] = [
     inject: [EchoMqConnection, ECHOMQ_OPTIONS],
     useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) => new CacheService(conn, o.cache ?? {}),
   },
+  { provide: QueueAdmin, inject: [EchoMqConnection, QueueService], useFactory: (conn: EchoMqConnection, q: QueueService) => new QueueAdmin(conn, q) },
   ProcessorExplorer,
   ConsumerOrchestrator,
   EventExplorer,
