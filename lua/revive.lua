@@ -20,6 +20,7 @@
 --          of KEYS[1], KEYS[6] not the row of the id, a limit out of range), EMQ_VERSION,
 --          EMQ_BAD_ID, EMQ_WRONGTYPE. Every check and read comes before the first write.
 local V = '1'
+if ARGV[2] ~= 'id' and ARGV[2] ~= 'all' then return redis.error_reply('EMQ_BAD_ARG the mode must be id or all') end
 if #ARGV ~= 3 or (ARGV[2] == 'id' and #KEYS ~= 6) or (ARGV[2] == 'all' and #KEYS ~= 5) then
   return redis.error_reply('EMQ_BAD_ARG expected 3 arguments, and 6 keys (mode id) or 5 (mode all)')
 end
