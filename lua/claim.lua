@@ -36,6 +36,7 @@
 --          fourth field of its opts to its row's `x`, later claims read it there (only once meta
 --          `xtra` is set: a queue that never had extras reads nothing more).
 --          Jobs are claimed oldest first: pending in FIFO order, then the jobs this call promoted.
+--          A paused queue (meta `paused` = 1, pause.lua) answers { -2 } and writes nothing.
 --          An id whose data is gone (deleted by hand) is dropped from pending, without a row; a
 --          ghost (data "", left by cancel.lua) is dropped too, its payload moved from its row back
 --          to `data` and meta `ghosts` decremented.
@@ -108,13 +109,16 @@ end
 
 -- Reads first: every key this call writes is read before anything is written, so a key of the
 -- wrong type is refused with nothing changed.
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes', 'xtra')
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes', 'xtra', 'paused')
 local e = refused(meta, KEYS[1])
 if e then return e end
 local stored = meta[1]
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
 end
+-- Paused (pause.lua): claim nothing, promote nothing; the consumer blocks on `wake` (resume
+-- pushes a marker there).
+if meta[6] == '1' then return { -2 } end
 if meta[3] and not string.match(meta[3], '^%d+$') then
   return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[1] .. ' field token is not an integer')
 end

@@ -44,6 +44,8 @@ export {
   WaitingForChildren,
   FatalJobError,
   InvalidScheduleError,
+  NotFoundError,
+  InvalidCursorError,
 } from './protocol/errors.js';
 export type { EchoMqErrorCode } from './protocol/errors.js';
 export { NodeLeaseError } from './protocol/node-lease.js';
@@ -99,3 +101,14 @@ export { CacheInterceptor, CacheScope } from './nest/cache.interceptor.js';
 export type { HttpCacheScope, HttpCacheOptions } from './nest/cache.interceptor.js';
 export { EchoMqExceptionFilter, echoMqErrorReply } from './nest/exception.filter.js';
 export type { EchoMqErrorBody, EchoMqErrorReply } from './nest/exception.filter.js';
+
+// The operator plane (docs/admin.md).
+export { QueueAdmin } from './admin/queue-admin.js';
+export type { QueueInfo, NamePage, BulkOptions, PurgeOptions } from './admin/queue-admin.js';
+export type { JobSummary, JobPage, JobListOptions } from './admin/job-pages.js';
+export type { JobCursor, ListableStatus } from './admin/job-cursor.js';
+export type { BulkReply, PurgeableStatus } from './protocol/admin-wire.js';
+export { BusAdmin } from './admin/bus-admin.js';
+export type { TopicInfo, GroupInfo } from './admin/bus-admin.js';
+export { CacheAdmin } from './admin/cache-admin.js';
+export type { CacheNamespaceInfo, CacheAdminStats } from './admin/cache-admin.js';

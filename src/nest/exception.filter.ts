@@ -14,6 +14,7 @@ export const HTTP_STATUS_OF: Readonly<Record<EchoMqErrorCode, number>> = {
   EMQ_BAD_PAYLOAD: HttpStatus.BAD_REQUEST,
   EMQ_BAD_OPTION: HttpStatus.BAD_REQUEST,
   EMQ_BAD_SCHEDULE: HttpStatus.BAD_REQUEST,
+  EMQ_BAD_CURSOR: HttpStatus.BAD_REQUEST,
   EMQ_BAD_ARG: HttpStatus.BAD_REQUEST,
   EMQ_FLOW_CYCLE: HttpStatus.BAD_REQUEST,
   EMQ_FLOW_TOO_DEEP: HttpStatus.BAD_REQUEST,

@@ -25,7 +25,8 @@ export type EchoMqErrorCode =
   | 'EMQ_FLOW_CYCLE'
   | 'EMQ_FLOW_TOO_LARGE'
   | 'EMQ_FLOW_TOO_DEEP'
-  | 'EMQ_BAD_SCHEDULE';
+  | 'EMQ_BAD_SCHEDULE'
+  | 'EMQ_BAD_CURSOR';
 
 /** Base class of every EchoMQ error; `code` is stable across releases. */
 export class EchoMqError extends Error {
@@ -204,6 +205,20 @@ export class FlowTooDeepError extends EchoMqError {
   }
 }
 
+/** An admin call named a queue, topic, namespace, group or job that does not exist: nothing was written. */
+export class NotFoundError extends EchoMqError {
+  constructor(message: string) {
+    super('EMQ_NOT_FOUND', message);
+  }
+}
+
+/** A page cursor is not one this runtime handed out (malformed, or for another status or queue). */
+export class InvalidCursorError extends EchoMqError {
+  constructor(message: string) {
+    super('EMQ_BAD_CURSOR', message);
+  }
+}
+
 /**
  * Not a failure: thrown by `job.waitFor(children)` once the running job has become a waiting
  * parent. It ends the handler's run; the job runs again when its children have finished.
@@ -237,7 +252,8 @@ const byCode: Record<string, (msg: string) => EchoMqError> = {
   EMQ_VERSION: (m) => new VersionMismatchError(m),
   EMQ_BAD_ARG: (m) => new EchoMqError('EMQ_BAD_ARG', m),
   EMQ_WRONGTYPE: (m) => new WrongTypeError(m),
-  EMQ_NOT_FOUND: (m) => new EchoMqError('EMQ_NOT_FOUND', m),
+  EMQ_NOT_FOUND: (m) => new NotFoundError(m),
+  EMQ_BAD_CURSOR: (m) => new InvalidCursorError(m),
   EMQ_BAD_SCHEDULE: (m) => new InvalidScheduleError(m),
   EMQ_FLOW_TOO_LARGE: (m) => new FlowTooLargeError(m),
 };

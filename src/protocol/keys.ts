@@ -232,6 +232,12 @@ export const globalKeys = {
   nodeSeq: '{emq}:node-seq',
   /** Hash of node-number leases (no TTL): field = the number, value = `<owner> <expires-at ms>`. */
   nodes: '{emq}:nodes',
+  /** Registry (zset, every score 0) of the queues processes announced (`announce.lua`). */
+  queues: '{emq}:queues',
+  /** Registry of the Bus topics processes announced. */
+  topics: '{emq}:topics',
+  /** Registry of the cache namespaces processes announced. */
+  caches: '{emq}:caches',
 } as const;
 
 const cache = new Map<string, QueueKeys>();

@@ -10,6 +10,7 @@ import { JobRunner, type Held } from './job-runner.js';
 import { JobControls } from './job-controls.js';
 import type { ResolvedConsumerOptions } from './queue.options.js';
 import { WakeWaiter } from './wake-waiter.js';
+import { announce } from '../admin/registry.js';
 
 /** Where a consumer reports what it cannot throw to anyone. */
 export interface ConsumerLogger {
@@ -111,6 +112,7 @@ export class Consumer {
 
   /** Starts claiming. */
   async start(): Promise<void> {
+    announce(this.conn, 'queues', this.cfg.queue); // the registry of known queues
     await this.waiter.open();
     const every = Math.max(100, Math.min(Math.floor(this.cfg.leaseMs / 3), 5000));
     this.maintTimer = setInterval(() => void this.maintain(), every);

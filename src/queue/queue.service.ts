@@ -15,6 +15,7 @@ import { Scheduler } from './scheduler.js';
 import type { UpsertOutcome } from '../protocol/schedule-wire.js';
 import type { ScheduleInfo, ScheduleOptions, ScheduleSpec } from './schedule.types.js';
 import { readCounts } from './queue-counts.js';
+import { announce } from '../admin/registry.js';
 import type { JobCounts, JobStatus, JobView, QueueEvent, QueueEventKind, UndecodedText } from './job.js';
 import {
   BUILTIN_DEFAULTS,
@@ -180,6 +181,7 @@ export class QueueService {
     const { maxPayloadBytes } = this.settings(queue);
     await this.conn.ids.ready(); // never mint on a node number this process does not certainly hold
     const jobs = items.map((it) => this.toWire(it, maxPayloadBytes, keyed ? k.dedup(it.opts!.key!) : undefined));
+    announce(this.conn, 'queues', queue); // valid input: the registry of known queues (once per connection)
     if (jobs.length <= MAX_BATCH) return this.enqueueChunk(queue, items, jobs, keyed);
     const ids: string[] = [];
     for (let at = 0; at < jobs.length; at += MAX_BATCH) {

@@ -1,0 +1,122 @@
+import type { ValkeyClient } from '../protocol/connection.js';
+import { fromReplyError, InvalidOptionError } from '../protocol/errors.js';
+import { parseId } from '../protocol/ids.js';
+import type { QueueKeys } from '../protocol/keys.js';
+import { decodeCursor, encodeCursor, type CursorPoint, type JobCursor, type ListableStatus } from './job-cursor.js';
+
+/** One job of a listing: enough for a table row; `QueueAdmin.job` reads the whole job. */
+export interface JobSummary {
+  /** The branded job id. */
+  readonly id: string;
+  /** The status it was listed under. */
+  readonly status: ListableStatus;
+  /** When the id was minted (the enqueue time unless it was minted earlier). */
+  readonly createdAt: Date;
+  /** The index's instant: run-at (scheduled), lease deadline (active), finished / buried / cancelled at. Absent for pending. */
+  readonly at?: Date;
+  /** Attempts started so far. */
+  readonly attempts: number;
+  /** The last error, when an attempt failed. */
+  readonly error?: string;
+}
+
+/** One page of jobs, newest first; `next` is absent on the last page. */
+export interface JobPage {
+  /** The jobs of this page. */
+  readonly jobs: JobSummary[];
+  /** The cursor of the next page (opaque), absent when this page is the last. */
+  readonly next?: JobCursor;
+}
+
+/** How to list jobs (`QueueAdmin.jobs`). */
+export interface JobListOptions {
+  /** Which index to page through. */
+  readonly status: ListableStatus;
+  /** Jobs per page, 1..1000 (default 50). */
+  readonly limit?: number;
+  /** The `next` of the previous page. */
+  readonly cursor?: JobCursor;
+}
+
+/** Most ties (jobs sharing one instant) skipped when a cursor's own job has left its index. */
+const MAX_TIE_SCAN = 10_000;
+/** How far from the head a pending list is searched for a cursor's job that moved. */
+const MAX_LIST_SCAN = 10_000;
+
+type Entry = { id: string; pos: number };
+
+const pairs = (flat: string[]): Entry[] => {
+  const out: Entry[] = [];
+  for (let i = 0; i < flat.length; i += 2) out.push({ id: flat[i], pos: Number(flat[i + 1]) });
+  return out;
+};
+
+/** A zset index newest first: score descending, then id descending (a total order). */
+async function zsetEntries(c: ValkeyClient, key: string, status: ListableStatus, limit: number, at?: CursorPoint): Promise<Entry[]> {
+  const top = status === 'active' ? '(+inf' : '+inf'; // not the anchor of `active` (docs/protocol.md §2)
+  if (!at) return pairs(await c.zrange(key, top, '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, limit + 1, 'WITHSCORES'));
+  const score = await c.zscore(key, at.id);
+  if (score !== null && Number(score) === at.pos) {
+    const rank = await c.zrevrank(key, at.id);
+    if (rank !== null) return pairs(await c.zrange(key, rank + 1, rank + limit + 1, 'REV', 'WITHSCORES'));
+  }
+  // The cursor's job left the index: continue by score, skipping the ties at or before it.
+  const out: Entry[] = [];
+  for (let off = 0; out.length < limit + 1 && off < MAX_TIE_SCAN; off += limit + 1) {
+    const batch = pairs(await c.zrange(key, at.pos, '-inf', 'BYSCORE', 'REV', 'LIMIT', off, limit + 1, 'WITHSCORES'));
+    for (const e of batch) if (e.pos < at.pos || e.id < at.id) out.push(e);
+    if (batch.length < limit + 1) break;
+  }
+  return out.slice(0, limit + 1);
+}
+
+/** The pending list newest first (head first); a cursor's offset is re-found if pushes moved it. */
+async function listEntries(c: ValkeyClient, key: string, limit: number, at?: CursorPoint): Promise<Entry[]> {
+  let start = 0;
+  if (at) {
+    if ((await c.lindex(key, at.pos)) === at.id) start = at.pos + 1;
+    else {
+      const found = await c.lpos(key, at.id, 'MAXLEN', at.pos + MAX_LIST_SCAN);
+      // Gone: claimed, and every older job with it (claims pop the oldest first).
+      if (found === null) return [];
+      start = found + 1;
+    }
+  }
+  const ids = await c.lrange(key, start, start + limit);
+  return ids.map((id, i) => ({ id, pos: start + i }));
+}
+
+/** One page of `status` jobs of a queue, newest first, from an optional cursor. */
+export async function jobPage(c: ValkeyClient, k: QueueKeys, o: JobListOptions): Promise<JobPage> {
+  const limit = o.limit ?? 50;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000) throw new InvalidOptionError('limit must be an integer 1..1000');
+  const at = o.cursor === undefined ? undefined : decodeCursor(o.cursor, k.queue, o.status);
+  try {
+    let entries = o.status === 'pending' ? await listEntries(c, k.pending, limit, at) : await zsetEntries(c, k[o.status], o.status, limit, at);
+    const more = entries.length > limit;
+    if (more) entries = entries.slice(0, limit);
+    const p = c.pipeline();
+    p.hmget(k.data, ...(entries.length ? entries.map((e) => e.id) : ['-']));
+    for (const e of entries) p.hmget(k.jobPrefix + e.id, 'attempts', 'error');
+    const replies = (await p.exec()) ?? [];
+    for (const [err] of replies) if (err) throw err;
+    const data = replies[0][1] as (string | null)[];
+    const jobs: JobSummary[] = [];
+    entries.forEach((e, i) => {
+      if (o.status === 'pending' && !data[i]) return; // a ghost (cancelled or removed while pending)
+      const [attempts, error] = replies[i + 1][1] as (string | null)[];
+      jobs.push({
+        id: e.id,
+        status: o.status,
+        createdAt: new Date(parseId(e.id).ms),
+        at: o.status === 'pending' ? undefined : new Date(e.pos),
+        attempts: Number(attempts ?? 0),
+        error: error ?? undefined,
+      });
+    });
+    const last = entries[entries.length - 1];
+    return { jobs, next: more && last ? encodeCursor(k.queue, o.status, last) : undefined };
+  } catch (err) {
+    throw fromReplyError(err);
+  }
+}

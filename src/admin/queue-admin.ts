@@ -1,0 +1,177 @@
+import type { EchoMqConnection } from '../protocol/connection.js';
+import { adminWire, type BulkReply, type PurgeableStatus } from '../protocol/admin-wire.js';
+import { fromReplyError, InvalidOptionError, NotFoundError } from '../protocol/errors.js';
+import { assertBrandedId } from '../protocol/ids.js';
+import { queueKeys } from '../protocol/keys.js';
+import type { JobCounts, JobView } from '../queue/job.js';
+import type { QueueService } from '../queue/queue.service.js';
+import { readCounts } from '../queue/queue-counts.js';
+import type { Json } from '../protocol/codec.js';
+import { jobPage, type JobListOptions, type JobPage } from './job-pages.js';
+import { registered, registryPage } from './registry.js';
+
+/** A queue as an operator sees it. */
+export interface QueueInfo {
+  /** The queue's name. */
+  readonly name: string;
+  /** True while the queue is paused (no consumer claims from it). */
+  readonly paused: boolean;
+  /** Jobs per status. */
+  readonly counts: JobCounts;
+}
+
+/** A page of names from a registry; `next` (the last name) is absent on the last page. */
+export interface NamePage<T> {
+  /** The items of this page, in name order. */
+  readonly items: T[];
+  /** Pass as `after` for the next page. */
+  readonly next?: string;
+}
+
+/** Options of a bounded bulk call. */
+export interface BulkOptions {
+  /** The most jobs this call moves, 1..1000 (default 1000). */
+  readonly limit?: number;
+}
+
+/** What `purge` deletes. */
+export interface PurgeOptions extends BulkOptions {
+  /** Which finished jobs: `done`, `dead` or `cancelled`. */
+  readonly status: PurgeableStatus;
+  /** Only jobs that finished at least this long ago (ms, server clock; 0 = all). */
+  readonly olderThanMs: number;
+}
+
+const MAX_AGE_MS = 315_360_000_000;
+
+/** A bounded call's limit, checked (1..1000, default 1000). */
+export function bulkLimit(limit: number | undefined): number {
+  const n = limit ?? 1000;
+  if (!Number.isSafeInteger(n) || n < 1 || n > 1000) throw new InvalidOptionError(`limit must be an integer 1..1000, got ${String(limit)}`);
+  return n;
+}
+
+/**
+ * The operator surface of the Queue (docs/admin.md): the registry of queues, pause and resume,
+ * drain, job listings with cursors, inspect, retry, promote, remove and purge. Every mutation is
+ * one script call, bounded per call; every call on a queue nobody announced and that holds no
+ * data fails with `NotFoundError` (EMQ_NOT_FOUND), writing nothing.
+ */
+export class QueueAdmin {
+  constructor(
+    private readonly conn: EchoMqConnection,
+    private readonly queues: QueueService,
+  ) {}
+
+  /** One page of the known queues (in name order, after `after`), with counts and pause state. */
+  async list(opts: { after?: string; limit?: number } = {}): Promise<NamePage<QueueInfo>> {
+    const page = await registryPage(this.conn, 'queues', opts.after, bulkLimit(opts.limit ?? 100));
+    return { items: await Promise.all(page.names.map((q) => this.read(q))), next: page.next };
+  }
+
+  /** One queue's counts and pause state. */
+  async info(queue: string): Promise<QueueInfo> {
+    await this.assertKnown(queue);
+    return this.read(queue);
+  }
+
+  /** Pauses the queue fleet-wide: every consumer claims nothing from its next claim on. True when it was running. */
+  async pause(queue: string): Promise<boolean> {
+    await this.assertKnown(queue);
+    return adminWire.pause(this.conn.scriptClient, queueKeys(queue), 'pause');
+  }
+
+  /** Resumes a paused queue (one wake marker starts the idle consumers). True when it was paused. */
+  async resume(queue: string): Promise<boolean> {
+    await this.assertKnown(queue);
+    return adminWire.pause(this.conn.scriptClient, queueKeys(queue), 'resume');
+  }
+
+  /** Drops up to `limit` waiting jobs (removed with their rows); call again while `more`. */
+  async drain(queue: string, opts: BulkOptions = {}): Promise<BulkReply> {
+    const limit = bulkLimit(opts.limit);
+    await this.assertKnown(queue);
+    return adminWire.drain(this.conn.scriptClient, queueKeys(queue), limit);
+  }
+
+  /** One page of the queue's jobs of one status, newest first (`next` for the page after). */
+  async jobs(queue: string, opts: JobListOptions): Promise<JobPage> {
+    const k = queueKeys(queue);
+    await this.assertKnown(queue);
+    return jobPage(this.conn.client, k, opts);
+  }
+
+  /** The whole job: row, attempts, error, result, progress, checkpoint, log, timings. */
+  async job<T = Json, R = Json>(queue: string, id: string): Promise<JobView<T, R>> {
+    assertBrandedId(id, 'job');
+    await this.assertKnown(queue);
+    const view = await this.queues.getJob<T, R>(queue, id);
+    if (!view) throw new NotFoundError(`no job ${id} in queue ${queue}`);
+    return view;
+  }
+
+  /** Retries one dead job with fresh attempts. False when the job exists but is not dead. */
+  async retry(queue: string, id: string): Promise<boolean> {
+    assertBrandedId(id, 'job');
+    await this.assertKnown(queue);
+    return this.found(queue, id, await adminWire.reviveOne(this.conn.scriptClient, queueKeys(queue), id));
+  }
+
+  /** Retries the oldest `limit` dead jobs; call again while `more`. */
+  async retryDead(queue: string, opts: BulkOptions = {}): Promise<BulkReply> {
+    const limit = bulkLimit(opts.limit);
+    await this.assertKnown(queue);
+    return adminWire.reviveAll(this.conn.scriptClient, queueKeys(queue), limit);
+  }
+
+  /** Makes a scheduled job due now. False when the job exists but is not scheduled. */
+  async promote(queue: string, id: string): Promise<boolean> {
+    assertBrandedId(id, 'job');
+    await this.assertKnown(queue);
+    return this.found(queue, id, await adminWire.promote(this.conn.scriptClient, queueKeys(queue), id));
+  }
+
+  /** Removes a job and everything it holds. False when it is running, a waiting parent or an unfinished flow child. */
+  async remove(queue: string, id: string): Promise<boolean> {
+    assertBrandedId(id, 'job');
+    await this.assertKnown(queue);
+    return this.found(queue, id, await adminWire.remove(this.conn.scriptClient, queueKeys(queue), id));
+  }
+
+  /** Deletes up to `limit` finished jobs of a status older than the bound; call again while `more`. */
+  async purge(queue: string, opts: PurgeOptions): Promise<BulkReply> {
+    if (!['done', 'dead', 'cancelled'].includes(opts?.status)) throw new InvalidOptionError('purge status must be done, dead or cancelled');
+    const age = opts.olderThanMs;
+    if (!Number.isSafeInteger(age) || age < 0 || age > MAX_AGE_MS) throw new InvalidOptionError(`olderThanMs must be an integer 0..${MAX_AGE_MS}`);
+    const limit = bulkLimit(opts.limit);
+    await this.assertKnown(queue);
+    return adminWire.purge(this.conn.scriptClient, queueKeys(queue), opts.status, age, limit);
+  }
+
+  /** Throws `NotFoundError` unless the queue was announced or holds data (no SCAN: two reads). */
+  async assertKnown(queue: string): Promise<void> {
+    const k = queueKeys(queue);
+    let known: boolean;
+    try {
+      const [inRegistry, hasMeta] = await Promise.all([registered(this.conn, 'queues', queue), this.conn.client.exists(k.meta)]);
+      known = inRegistry || hasMeta === 1;
+    } catch (err) {
+      throw fromReplyError(err);
+    }
+    if (!known) throw new NotFoundError(`no queue named ${queue} (none announced it and it holds no data)`);
+  }
+
+  private async read(queue: string): Promise<QueueInfo> {
+    try {
+      const [counts, paused] = await Promise.all([readCounts(this.conn.client, queue), this.conn.client.hget(queueKeys(queue).meta, 'paused')]);
+      return { name: queue, paused: paused === '1', counts };
+    } catch (err) {
+      throw fromReplyError(err);
+    }
+  }
+
+  private found(queue: string, id: string, r: -1 | 0 | 1): boolean {
+    if (r === -1) throw new NotFoundError(`no job ${id} in queue ${queue}`);
+    return r === 1;
+  }
+}

@@ -1,0 +1,46 @@
+import type { EchoMqConnection } from '../protocol/connection.js';
+import { adminWire, type RegistryKind } from '../protocol/admin-wire.js';
+import { fromReplyError } from '../protocol/errors.js';
+import { assertName, globalKeys } from '../protocol/keys.js';
+
+/** The names each connection has announced (or is announcing), per registry. */
+const announced = new WeakMap<EchoMqConnection, Record<RegistryKind, Set<string>>>();
+
+/**
+ * Announces `name` in a registry once per connection (a producer's first enqueue or publish, a
+ * consumer's start), in the background: the registry is for operators, so a failure (an ACL
+ * without `{emq}:*`, an outage) never fails the caller's call; it is tried again next time.
+ */
+export function announce(conn: EchoMqConnection, kind: RegistryKind, name: string): void {
+  let sets = announced.get(conn);
+  if (!sets) {
+    sets = { queues: new Set(), topics: new Set(), caches: new Set() };
+    announced.set(conn, sets);
+  }
+  const set = sets[kind];
+  if (set.has(name)) return;
+  set.add(name);
+  adminWire.announce(conn.scriptClient, kind, 'add', [name]).catch(() => set.delete(name));
+}
+
+/** One page of a registry, in name order: names after `after` (exclusive), at most `limit`. */
+export async function registryPage(conn: EchoMqConnection, kind: RegistryKind, after: string | undefined, limit: number): Promise<{ names: string[]; next?: string }> {
+  if (after !== undefined) assertName(after, kind.slice(0, -1));
+  try {
+    const names = await conn.client.zrangebylex(globalKeys[kind], after === undefined ? '-' : `(${after}`, '+', 'LIMIT', 0, limit + 1);
+    const more = names.length > limit;
+    if (more) names.length = limit;
+    return { names, next: more ? names[names.length - 1] : undefined };
+  } catch (err) {
+    throw fromReplyError(err);
+  }
+}
+
+/** True when `name` is in the registry. */
+export async function registered(conn: EchoMqConnection, kind: RegistryKind, name: string): Promise<boolean> {
+  try {
+    return (await conn.client.zscore(globalKeys[kind], name)) !== null;
+  } catch (err) {
+    throw fromReplyError(err);
+  }
+}
