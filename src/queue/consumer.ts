@@ -2,7 +2,8 @@ import type { EchoMqConnection } from '../protocol/connection.js';
 import { describeError } from '../protocol/errors.js';
 import { queueKeys, type QueueKeys } from '../protocol/keys.js';
 import { callPipeline, type ScriptCall } from '../protocol/scripts.js';
-import { calls, wire, type ClaimReply, type WireCompletion } from '../protocol/wire.js';
+import { calls, wire, type ClaimReply } from '../protocol/wire.js';
+import type { ConsumerListener, RunnerCompletion } from './consumer.listener.js';
 import type { JobHandler } from './job.js';
 import { Backoff } from './backoff.js';
 import { reportFailure, type FailureListener } from './failure-log.js';
@@ -29,6 +30,8 @@ export interface ConsumerConfig extends ResolvedConsumerOptions {
   readonly logger?: ConsumerLogger;
   /** Called once per failed attempt, after the retry script scheduled the job again or buried it. */
   readonly onFailure?: FailureListener;
+  /** Told of landed and refused completions and of reaps (metrics; see `ConsumerListener`). */
+  readonly listener?: ConsumerListener;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -47,7 +50,7 @@ export class Consumer {
   private readonly k: QueueKeys;
   private readonly runner: JobRunner;
   private readonly capacity: number;
-  private toComplete: WireCompletion[] = [];
+  private toComplete: RunnerCompletion[] = [];
   private hasWork = true;
   private waitMs = -2;
   private stopping = false;
@@ -168,7 +171,7 @@ export class Consumer {
    * trip). Each part settles on its own: a claim that succeeded runs even if the completion
    * failed, and completions that failed are kept to be re-sent (a repeat is refused, harmless).
    */
-  private async round(done: WireCompletion[], n: number): Promise<void> {
+  private async round(done: RunnerCompletion[], n: number): Promise<void> {
     this.rounds++;
     this.reserved += n;
     const list: ScriptCall<unknown>[] = [];
@@ -210,9 +213,10 @@ export class Consumer {
   }
 
   /** Reports completions the fencing token refused (the lease was lost before they arrived). */
-  private refused(sent: readonly WireCompletion[], replies: readonly number[]): void {
+  private refused(sent: readonly RunnerCompletion[], replies: readonly number[]): void {
+    this.cfg.listener?.completions(sent, replies);
     replies.forEach((ok, i) => {
-      if (ok === 0) this.log.warn(`consumer ${this.cfg.queue}: completion of ${sent[i].id} refused (its lease was lost; the job was re-delivered)`);
+      if (ok === 0) this.log.warn(`consumer ${this.cfg.queue}: completion of job ${sent[i].id} attempt ${sent[i].attempt} refused: its lease was lost (the job was re-delivered)`);
     });
   }
 
@@ -286,6 +290,7 @@ export class Consumer {
       }
       if (this.stopping) return;
       const r = await wire.reap(c, this.k, 100, this.cfg.attempts, this.cfg.deadCap);
+      if (r.requeued + r.buried + r.cancelled > 0) this.cfg.listener?.reaped(r);
       if (r.buried > 0) this.log.error(`consumer ${this.cfg.queue}: ${r.buried} job(s) buried (dead) after their lease expired on their last attempt`);
       if (r.requeued > 0) {
         this.hasWork = true;

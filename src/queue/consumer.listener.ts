@@ -1,0 +1,25 @@
+import type { WireCompletion } from '../protocol/wire.js';
+
+/** A completion as the runner hands it to the consumer: the wire fields and the attempt it ends. */
+export interface RunnerCompletion extends WireCompletion {
+  /** The attempt this completion ends (1 on the first). */
+  readonly attempt: number;
+}
+
+/** A reap call's reply (see `wire.reap`). */
+export interface ReapOutcome {
+  readonly requeued: number;
+  readonly buried: number;
+  readonly cancelled: number;
+}
+
+/**
+ * What a consumer loop tells about facts it learns anyway (from replies it already reads), for
+ * metrics (src/telemetry). Called synchronously; it must not throw and must stay cheap.
+ */
+export interface ConsumerListener {
+  /** A complete call answered: `replies[i]` is 1 when `sent[i]` landed, 0 when its token was refused. */
+  completions(sent: readonly RunnerCompletion[], replies: readonly number[]): void;
+  /** A reap call by this consumer moved jobs whose lease had expired. */
+  reaped(r: ReapOutcome): void;
+}
