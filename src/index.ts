@@ -99,3 +99,11 @@ export { CacheInterceptor, CacheScope } from './nest/cache.interceptor.js';
 export type { HttpCacheScope, HttpCacheOptions } from './nest/cache.interceptor.js';
 export { EchoMqExceptionFilter, echoMqErrorReply } from './nest/exception.filter.js';
 export type { EchoMqErrorBody, EchoMqErrorReply } from './nest/exception.filter.js';
+
+// Telemetry (docs/telemetry.md).
+export { EchoMqMetrics } from './telemetry/metrics.service.js';
+export { metricsController } from './telemetry/metrics.controller.js';
+export type { MetricsControllerOptions } from './telemetry/metrics.controller.js';
+export { prometheusContentType } from './telemetry/prometheus.format.js';
+export type { TelemetryOptions } from './telemetry/telemetry.options.js';
+export type { GroupMetrics, HistogramSnapshot, MetricsSnapshot, QueueMetrics } from './telemetry/metrics.snapshot.js';

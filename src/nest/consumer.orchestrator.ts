@@ -9,6 +9,8 @@ import type { EchoMqModuleOptions } from './echomq.options.js';
 import { ProcessorExplorer } from './processor.explorer.js';
 import { flowHandler } from './flow.decorator.js';
 import { batchHandler, type BatchHandler } from '../queue/batch.handler.js';
+import { EchoMqTelemetry } from '../telemetry/telemetry.js';
+import { countingFailures, countingListener, instrumentHandler } from '../telemetry/consumer.telemetry.js';
 
 /**
  * Starts one supervised consumer loop per `@Processor` once the application has bootstrapped,
@@ -24,23 +26,29 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
     private readonly conn: EchoMqConnection,
     private readonly queues: QueueService,
     private readonly explorer: ProcessorExplorer,
+    private readonly telemetry: EchoMqTelemetry,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     if (this.options.consumers === false) return;
     // Failed attempts (warn) and buried jobs (error), logged once per transition.
     const onFailure = failureLog(this.conn, this.logger);
+    const { registry, tracing } = this.telemetry;
     for (const p of this.explorer.processors) {
+      const handler = p.flow
+        ? flowHandler(this.queues.flows, p.queue, p.handler)
+        : p.options.batch
+          ? batchHandler(p.handler as unknown as BatchHandler, p.options.batch)
+          : p.handler;
+      const counters = registry.queue(p.queue);
       const consumer = new Consumer(this.conn, {
         queue: p.queue,
-        handler: p.flow
-          ? flowHandler(this.queues.flows, p.queue, p.handler)
-          : p.options.batch
-            ? batchHandler(p.handler as unknown as BatchHandler, p.options.batch)
-            : p.handler,
+        // Counted and timed (and traced, with tracing on): docs/telemetry.md.
+        handler: instrumentHandler(p.queue, handler, registry, tracing),
         ...resolveConsumerOptions(this.queues.settings(p.queue), p.options),
         logger: { warn: (m) => this.logger.warn(m), error: (m, e) => this.logger.error(m, e) },
-        onFailure,
+        onFailure: countingFailures(counters, onFailure),
+        listener: countingListener(counters),
       });
       await consumer.start();
       this.consumers.push(consumer);

@@ -25,6 +25,7 @@ export { fromReplyError } from './errors.js';
 export { wire } from './wire.js';
 export type { WireJob, WireClaim, WireCompletion, ClaimReply } from './wire.js';
 export { busWire, BUS_BATCH_LIMIT } from '../bus/bus-wire.js';
+export type { PublishItem } from '../bus/bus-wire.js';
 export type { TrimReply } from '../bus/bus-wire.js';
 export { flowWire } from './flow-wire.js';
 export type { WireFlowNode, WireFlowEdge, DeliverOutcome, OutboxEntry } from './flow-wire.js';
@@ -45,6 +46,8 @@ export type { NodeLeaseOptions, LeaseClient } from './node-lease.js';
 export { Consumer } from '../queue/consumer.js';
 export type { JobFailure, FailureListener } from '../queue/failure-log.js';
 export type { ConsumerConfig, ConsumerLogger } from '../queue/consumer.js';
+export type { ConsumerListener, RunnerCompletion, ReapOutcome, FlowRelease, FlowReleaseListener } from '../queue/telemetry.hooks.js';
+export type { BusTracer, TracedEvent } from '../bus/bus-tracer.js';
 export { BUILTIN_DEFAULTS, MAX_BATCH, resolveDefaults, resolveConsumerOptions } from '../queue/queue.options.js';
 export type { ResolvedConsumerOptions } from '../queue/queue.options.js';
 export { GroupConsumer } from '../bus/group-consumer.js';
@@ -53,3 +56,11 @@ export { consumerName } from '../bus/group-options.js';
 export { FlowRelay } from '../queue/flow-relay.js';
 export type { FlowRelayOptions } from '../queue/flow-relay.js';
 export { DEFAULT_FLOW_BOUNDS } from '../queue/flow.types.js';
+
+// Telemetry without Nest: the W3C traceparent as jobs and events carry it, and the counters.
+export { parseTraceParent, formatTraceParent, traceParentOfExtras, extrasWithTraceParent } from '../telemetry/traceparent.js';
+export type { TraceParent } from '../telemetry/traceparent.js';
+export { MetricsRegistry, QueueCounters, Histogram, PROCESSING_BUCKETS_MS } from '../telemetry/metrics.registry.js';
+export type { ProcessingObserver } from '../telemetry/metrics.registry.js';
+export { countingListener, countingFailures, instrumentHandler } from '../telemetry/consumer.telemetry.js';
+export { formatPrometheus } from '../telemetry/prometheus.format.js';

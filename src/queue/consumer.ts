@@ -3,7 +3,7 @@ import { describeError } from '../protocol/errors.js';
 import { queueKeys, type QueueKeys } from '../protocol/keys.js';
 import { callPipeline, type ScriptCall } from '../protocol/scripts.js';
 import { calls, wire, type ClaimReply } from '../protocol/wire.js';
-import type { ConsumerListener, RunnerCompletion } from './consumer.listener.js';
+import type { ConsumerListener, RunnerCompletion } from './telemetry.hooks.js';
 import type { JobHandler } from './job.js';
 import { Backoff } from './backoff.js';
 import { reportFailure, type FailureListener } from './failure-log.js';

@@ -3,7 +3,7 @@ import { FatalJobError } from '../protocol/errors.js';
 import { LazyAbort } from '../protocol/lazy-abort.js';
 import type { Json } from '../protocol/codec.js';
 import type { WireClaim } from '../protocol/wire.js';
-import type { RunnerCompletion } from './consumer.listener.js';
+import type { RunnerCompletion } from './telemetry.hooks.js';
 import { errorText } from './error-text.js';
 import type { Job, JobHandler } from './job.js';
 import { JobCancelledError, JobTimeoutError, type JobControls } from './job-controls.js';

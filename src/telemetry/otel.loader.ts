@@ -3,17 +3,21 @@ import type * as Otel from '@opentelemetry/api';
 /** The `@opentelemetry/api` module, as loaded. */
 export type OtelApi = typeof Otel;
 
-let loading: Promise<OtelApi | undefined> | undefined;
+const loaded = new Map<string, Promise<OtelApi | undefined>>();
 
 /**
- * Loads the optional peer `@opentelemetry/api` once, with a dynamic `import()`; resolves to
- * undefined (quietly) when it is not installed. Nothing else of EchoMQ imports it.
+ * Loads the optional peer `@opentelemetry/api` (or the module `name`) once, with a dynamic
+ * `import()`; resolves to undefined, quietly, when it is not installed. Nothing else of EchoMQ
+ * imports it, so an app without it never loads any OpenTelemetry code.
  */
-export function loadOpenTelemetry(): Promise<OtelApi | undefined> {
-  const name = '@opentelemetry/api';
-  loading ??= (import(name) as Promise<OtelApi & { default?: OtelApi }>).then(
-    (m) => (m.trace ? m : m.default),
-    () => undefined,
-  );
-  return loading;
+export function loadOpenTelemetry(name = '@opentelemetry/api'): Promise<OtelApi | undefined> {
+  let p = loaded.get(name);
+  if (!p) {
+    p = (import(name) as Promise<OtelApi & { default?: OtelApi }>).then(
+      (m) => (m.trace ? m : m.default),
+      () => undefined,
+    );
+    loaded.set(name, p);
+  }
+  return p;
 }

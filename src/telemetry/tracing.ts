@@ -1,22 +1,12 @@
 import type { Attributes, Context, Span, SpanKind as SpanKindT, Tracer } from '@opentelemetry/api';
 import type { BusTracer, TracedEvent } from '../bus/bus-tracer.js';
 import type { Job } from '../queue/job.js';
+import type { FlowRelease } from '../queue/telemetry.hooks.js';
 import { formatTraceParent, parseTraceParent, traceParentOfExtras } from './traceparent.js';
 import type { OtelApi } from './otel.loader.js';
 
 /** The instrumentation scope of every EchoMQ span and instrument. */
 export const INSTRUMENTATION_SCOPE = '@echomq/nestjs';
-
-/** What a flow release reports (see `EchoMqTracing.flowRelease`). */
-export interface FlowReleaseInfo {
-  /** The parent's queue. */
-  readonly queue: string;
-  readonly parentId: string;
-  /** The child whose outcome released the parent. */
-  readonly childId: string;
-  /** The child's outcome (`done`, `failed`, `cancelled`). */
-  readonly outcome: string;
-}
 
 const isThenable = (v: unknown): v is PromiseLike<unknown> => typeof (v as { then?: unknown } | null)?.then === 'function';
 
@@ -73,7 +63,7 @@ export class EchoMqTracing implements BusTracer {
   }
 
   /** Records a `flow release <queue>` span: a child's outcome released its parent (started at `startMs`). */
-  flowRelease(info: FlowReleaseInfo, startMs: number): void {
+  flowRelease(info: FlowRelease, startMs: number): void {
     const span = this.tracer.startSpan(`flow release ${info.queue}`, {
       kind: this.api.SpanKind.INTERNAL,
       startTime: startMs,

@@ -23,3 +23,17 @@ export interface ConsumerListener {
   /** A reap call by this consumer moved jobs whose lease had expired. */
   reaped(r: ReapOutcome): void;
 }
+
+/** A flow parent released by a child's outcome (the relay's deliver answered `released`). */
+export interface FlowRelease {
+  /** The parent's queue. */
+  readonly queue: string;
+  readonly parentId: string;
+  /** The child whose outcome released the parent. */
+  readonly childId: string;
+  /** The child's outcome: `done`, `failed` or `cancelled`. */
+  readonly outcome: string;
+}
+
+/** Told when the flow relay released a parent; `startMs` is when its deliver call started (client clock). */
+export type FlowReleaseListener = (release: FlowRelease, startMs: number) => void;
