@@ -6,7 +6,7 @@ import { calls, wire, type ClaimReply } from '../protocol/wire.js';
 import type { ConsumerListener, RunnerCompletion } from './telemetry.hooks.js';
 import type { JobHandler } from './job.js';
 import { Backoff } from './backoff.js';
-import { reportFailure, type FailureListener } from './failure-log.js';
+import { describeReap, reportFailure, type FailureListener } from './failure-log.js';
 import { JobRunner, type Held } from './job-runner.js';
 import { JobControls } from './job-controls.js';
 import type { ResolvedConsumerOptions } from './queue.options.js';
@@ -216,7 +216,7 @@ export class Consumer {
   private refused(sent: readonly RunnerCompletion[], replies: readonly number[]): void {
     this.cfg.listener?.completions(sent, replies);
     replies.forEach((ok, i) => {
-      if (ok === 0) this.log.warn(`consumer ${this.cfg.queue}: completion of job ${sent[i].id} attempt ${sent[i].attempt} refused: its lease was lost (the job was re-delivered)`);
+      if (ok === 0) this.log.warn(`job ${sent[i].id} of "${this.cfg.queue}" finished attempt ${sent[i].attempt}, but its completion was refused (error: lease lost; the job was re-delivered)`);
     });
   }
 
@@ -291,7 +291,7 @@ export class Consumer {
       if (this.stopping) return;
       const r = await wire.reap(c, this.k, 100, this.cfg.attempts, this.cfg.deadCap);
       if (r.requeued + r.buried + r.cancelled > 0) this.cfg.listener?.reaped(r);
-      if (r.buried > 0) this.log.error(`consumer ${this.cfg.queue}: ${r.buried} job(s) buried (dead) after their lease expired on their last attempt`);
+      for (const j of r.jobs) this.log[j.outcome === 'buried' ? 'error' : 'warn'](describeReap(this.cfg.queue, j));
       if (r.requeued > 0) {
         this.hasWork = true;
         this.kick();

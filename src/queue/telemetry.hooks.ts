@@ -1,4 +1,4 @@
-import type { WireCompletion } from '../protocol/wire.js';
+import type { ReapReply, WireCompletion } from '../protocol/wire.js';
 
 /** A completion as the runner hands it to the consumer: the wire fields and the attempt it ends. */
 export interface RunnerCompletion extends WireCompletion {
@@ -7,11 +7,7 @@ export interface RunnerCompletion extends WireCompletion {
 }
 
 /** A reap call's reply (see `wire.reap`). */
-export interface ReapOutcome {
-  readonly requeued: number;
-  readonly buried: number;
-  readonly cancelled: number;
-}
+export type ReapOutcome = ReapReply;
 
 /**
  * What a consumer loop tells about facts it learns anyway (from replies it already reads), for
