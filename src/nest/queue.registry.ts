@@ -9,7 +9,7 @@ import { ECHOMQ_OPTIONS } from './echomq.constants.js';
 import type { EchoMqModuleOptions, QueueRegistration } from './echomq.options.js';
 import { ProcessorExplorer } from './processor.explorer.js';
 import type { EchoMqTelemetry } from '../telemetry/telemetry.js';
-import { withTraceExtras } from '../telemetry/job-trace.js';
+import { withTraceParent } from '../telemetry/job-trace.js';
 
 /** True for a valid queue name (an invalid one is refused by the enqueue itself, not warned about). */
 function isName(queue: string): boolean {
@@ -115,7 +115,7 @@ export class RegisteredQueueService extends QueueService {
     const t = this.telemetry;
     if (!t) return super.enqueueMany(queue, items);
     const send = async (tp: string | undefined): Promise<string[]> => {
-      const ids = await super.enqueueMany(queue, tp ? withTraceExtras(items, tp) : items);
+      const ids = await super.enqueueMany(queue, tp ? withTraceParent(items, tp) : items);
       t.registry.queue(queue).enqueued += ids.length;
       return ids;
     };

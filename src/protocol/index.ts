@@ -58,7 +58,7 @@ export type { FlowRelayOptions } from '../queue/flow-relay.js';
 export { DEFAULT_FLOW_BOUNDS } from '../queue/flow.types.js';
 
 // Telemetry without Nest: the W3C traceparent as jobs and events carry it, and the counters.
-export { parseTraceParent, formatTraceParent, traceParentOfExtras, extrasWithTraceParent } from '../telemetry/traceparent.js';
+export { parseTraceParent, formatTraceParent, traceParentOfExtras } from '../telemetry/traceparent.js';
 export type { TraceParent } from '../telemetry/traceparent.js';
 export { MetricsRegistry, QueueCounters, Histogram, PROCESSING_BUCKETS_MS } from '../telemetry/metrics.registry.js';
 export type { ProcessingObserver } from '../telemetry/metrics.registry.js';

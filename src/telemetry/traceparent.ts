@@ -50,17 +50,3 @@ export function traceParentOfExtras(extras: unknown): string | undefined {
   const tp = (value as { tp?: unknown }).tp;
   return parseTraceParent(tp) ? (tp as string) : undefined;
 }
-
-/** Job extras text with `tp` set to `traceparent` (other fields kept; text that is not a JSON object is replaced). */
-export function extrasWithTraceParent(extras: string | undefined, traceparent: string): string {
-  let base: Record<string, unknown> = {};
-  if (extras) {
-    try {
-      const v: unknown = JSON.parse(extras);
-      if (v !== null && typeof v === 'object' && !Array.isArray(v)) base = v as Record<string, unknown>;
-    } catch {
-      /* not JSON: replaced */
-    }
-  }
-  return JSON.stringify({ ...base, tp: traceparent });
-}

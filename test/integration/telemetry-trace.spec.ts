@@ -128,7 +128,24 @@ describe('tracing across producer and consumer', () => {
     expect(seen.process[0][1]).toBe(processed.spanContext().spanId);
   });
 
-  it.todo('the process span continues the enqueue span trace end to end (needs the per-job extras channel: enqueue stores extras.tp, claim returns it)');
+  // Unskip once the per-job extras carry it (docs/telemetry.md, "Jobs"): enqueue writes
+  // `opts.traceparent` as extras `tp`, and the runner gives the handler's job the claim's extras.
+  it.skip('the process span continues the enqueue span trace end to end', async () => {
+    let request!: otel.SpanContext;
+    const id = await tracer().startActiveSpan('http request', async (span) => {
+      request = span.spanContext();
+      try {
+        return await app.get(QueueService).enqueue(QUEUE, { n: 2 });
+      } finally {
+        span.end();
+      }
+    });
+    const processOf = () => named(o.spans(), `process ${QUEUE}`).find((s) => s.attributes['messaging.message.id'] === id);
+    await eventually(() => processOf() !== undefined, 5000, 'the process span');
+    const enqueue = named(o.spans(), `enqueue ${QUEUE}`).find((s) => s.spanContext().traceId === request.traceId)!;
+    expect(processOf()!.spanContext().traceId).toBe(request.traceId);
+    expect(processOf()!.parentSpanContext?.spanId).toBe(enqueue.spanContext().spanId);
+  });
 
   it('the process span is the child of the traceparent in the job extras (the consumer side of the job contract)', async () => {
     const tracing = new EchoMqTracing(otel);

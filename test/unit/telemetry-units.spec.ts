@@ -1,5 +1,6 @@
 /** Pure units of src/telemetry: the traceparent codec, the job extras field, the histogram, the optional loader. */
-import { extrasWithTraceParent, formatTraceParent, parseTraceParent, traceParentOfExtras } from '../../src/telemetry/traceparent.js';
+import { formatTraceParent, parseTraceParent, traceParentOfExtras } from '../../src/telemetry/traceparent.js';
+import { withTraceParent } from '../../src/telemetry/job-trace.js';
 import { Histogram } from '../../src/telemetry/metrics.registry.js';
 import { loadOpenTelemetry } from '../../src/telemetry/otel.loader.js';
 
@@ -33,15 +34,17 @@ describe('traceparent', () => {
     expect(parseTraceParent(`01${TP.slice(2)}-future`)).toBeDefined();
   });
 
-  it('reads tp from job extras text or object, and sets it keeping other fields', () => {
+  it('reads tp from job extras text or object', () => {
     expect(traceParentOfExtras(JSON.stringify({ tp: TP, a: 1 }))).toBe(TP);
     expect(traceParentOfExtras({ tp: TP })).toBe(TP);
     expect(traceParentOfExtras('{"tp":"nope"}')).toBeUndefined();
     expect(traceParentOfExtras('not json "tp"')).toBeUndefined();
     expect(traceParentOfExtras(undefined)).toBeUndefined();
-    expect(JSON.parse(extrasWithTraceParent('{"a":1,"tp":"old"}', TP))).toEqual({ a: 1, tp: TP });
-    expect(JSON.parse(extrasWithTraceParent('[1]', TP))).toEqual({ tp: TP });
-    expect(JSON.parse(extrasWithTraceParent(undefined, TP))).toEqual({ tp: TP });
+  });
+
+  it('gives each enqueue item the traceparent unless it names its own, keeping its other options', () => {
+    const items = withTraceParent([{ payload: 1 }, { payload: 2, opts: { attempts: 3 } }, { payload: 3, opts: { traceparent: 'mine' } }], TP);
+    expect(items.map((i) => i.opts)).toEqual([{ traceparent: TP }, { attempts: 3, traceparent: TP }, { traceparent: 'mine' }]);
   });
 });
 
