@@ -23,7 +23,7 @@ export { PROTOCOL_VERSION, SCRIPT_NAMES, scripts, sha1, runScript } from './scri
 export type { ScriptName, LoadedScript, ScriptClient, ScriptPipeline } from './scripts.js';
 export { fromReplyError } from './errors.js';
 export { wire } from './wire.js';
-export type { WireJob, WireClaim, WireCompletion, ClaimReply } from './wire.js';
+export type { WireJob, WireClaim, WireCompletion, ClaimReply, ReapReply, ReapedJob } from './wire.js';
 export { busWire, BUS_BATCH_LIMIT } from '../bus/bus-wire.js';
 export type { PublishItem } from '../bus/bus-wire.js';
 export type { TrimReply } from '../bus/bus-wire.js';
@@ -64,3 +64,4 @@ export { MetricsRegistry, QueueCounters, Histogram, PROCESSING_BUCKETS_MS } from
 export type { ProcessingObserver } from '../telemetry/metrics.registry.js';
 export { countingListener, countingFailures, instrumentHandler } from '../telemetry/consumer.telemetry.js';
 export { formatPrometheus } from '../telemetry/prometheus.format.js';
+export { EchoMqTracing, INSTRUMENTATION_SCOPE } from '../telemetry/tracing.js';
