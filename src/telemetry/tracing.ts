@@ -78,12 +78,6 @@ export class EchoMqTracing implements BusTracer {
     span.end();
   }
 
-  /** The traceparent of the active span, if any. */
-  activeTraceParent(): string | undefined {
-    const sc = this.api.trace.getSpanContext(this.api.context.active());
-    return sc && this.api.trace.isSpanContextValid(sc) ? formatTraceParent(sc) : undefined;
-  }
-
   private producer<R>(name: string, destination: string, count: number, send: (tp: string | undefined) => Promise<R>): Promise<R> {
     const attrs: Attributes = {
       'messaging.system': 'echomq',

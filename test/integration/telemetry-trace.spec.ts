@@ -11,7 +11,7 @@ import { Test } from '@nestjs/testing';
 import * as otel from '@opentelemetry/api';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { BusService, EchoMqModule, OnEvent, Processor, QueueService, type BusEvent, type Job, type TelemetryOptions } from '../../src/index.js';
+import { BusService, EchoMqModule, Flow, OnEvent, Processor, QueueService, type BusEvent, type Job, type TelemetryOptions } from '../../src/index.js';
 import { topicKeys } from '../../src/protocol/keys.js';
 import { EchoMqTracing } from '../../src/telemetry/tracing.js';
 import { installOtel, type OtelHarness } from '../helpers/otel.js';
@@ -19,6 +19,8 @@ import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.j
 
 const TOPIC = randomQueue('tr-topic');
 const QUEUE = randomQueue('tr-queue');
+const PARENTS = randomQueue('tr-parents');
+const CHILDREN = randomQueue('tr-children');
 /** The active span's trace id and span id as each handler saw them. */
 const seen = { handle: [] as [string, string][], process: [] as [string, string][] };
 const active = (): [string, string] => {
@@ -37,6 +39,16 @@ class Workers {
   @Processor(QUEUE)
   async process(_job: Job<{ n: number }>): Promise<void> {
     seen.process.push(active());
+  }
+
+  @Processor(CHILDREN)
+  async child(): Promise<number> {
+    return 1;
+  }
+
+  @Flow(PARENTS)
+  async parent(): Promise<string> {
+    return 'released';
   }
 }
 
@@ -121,6 +133,14 @@ describe('tracing across producer and consumer', () => {
     expect(processed.kind).toBe(SpanKind.CONSUMER);
     expect(processed.attributes).toMatchObject({ 'messaging.destination.name': QUEUE, 'messaging.message.id': id, 'echomq.job.attempt': 1 });
     expect(seen.process[0][1]).toBe(processed.spanContext().spanId);
+  });
+
+  it('a flow parent released by its last child gets a flow release span', async () => {
+    const flow = await app.get(QueueService).flow({ queue: PARENTS, payload: {}, children: [{ queue: CHILDREN, payload: 1 }] });
+    const releaseOf = () => named(o.spans(), `flow release ${PARENTS}`).find((s) => s.attributes['messaging.message.id'] === flow.id);
+    await eventually(() => releaseOf() !== undefined, 10_000, 'the flow release span');
+    expect(releaseOf()!.attributes).toMatchObject({ 'messaging.destination.name': PARENTS, 'echomq.flow.child_id': flow.children[0].id, 'echomq.flow.child_outcome': 'done' });
+    await eventually(async () => (await app.get(QueueService).getJob(PARENTS, flow.id))?.status === 'done', 10_000, 'the parent to run');
   });
 
   // Unskip once the per-job extras carry it (docs/telemetry.md, "Jobs"): enqueue writes
