@@ -3,7 +3,7 @@
  * consume, configured as `ConsumerOrchestrator` configures it, with a done retention of 1000.
  */
 import { Redis } from 'iovalkey';
-import { BUILTIN_DEFAULTS, Consumer, EchoMqConnection, queueKeys } from '../src/protocol/index.js';
+import { BUILTIN_DEFAULTS, Consumer, EchoMqConnection, MetricsRegistry, countingFailures, countingListener, instrumentHandler, queueKeys } from '../src/protocol/index.js';
 import { QueueService, type QueueDefaults } from '../src/index.js';
 import { resolveConsumerOptions } from '../src/queue/queue.options.js';
 import { groupOf, laneOf, type ConsumerHandle, type Driver, type LaneOptions, type Producer } from './common.js';
@@ -21,6 +21,8 @@ async function open(url: string): Promise<EchoMqConnection> {
 export class EchoMqDriver implements Driver {
   readonly name = 'echomq' as const;
   private readonly raw: Redis;
+  /** The telemetry counters, bumped as the Nest orchestrator bumps them. */
+  private readonly metrics = new MetricsRegistry();
 
   constructor(
     private readonly url: string,
@@ -50,13 +52,17 @@ export class EchoMqDriver implements Driver {
   async consumer(queue: string, concurrency: number, onJob: (payload: unknown) => void): Promise<ConsumerHandle> {
     const conn = await open(this.url);
     const d = new QueueService(conn, this.defaults).settings(queue);
+    // Metrics on, tracing off: the telemetry the Nest orchestrator wires without OpenTelemetry.
+    const counters = this.metrics.queue(queue);
     const consumer = new Consumer(conn, {
       queue,
-      handler: (job) => {
+      handler: instrumentHandler(queue, (job) => {
         onJob(job.payload);
-      },
+      }, this.metrics),
       ...resolveConsumerOptions({ ...d, keepDone: ECHOMQ_KEEP_DONE }, { concurrency }),
       logger: { warn: (m) => console.warn(`[echomq] ${m}`), error: (m) => console.error(`[echomq] ${m}`) },
+      onFailure: countingFailures(counters),
+      listener: countingListener(counters),
     });
     return {
       start: () => consumer.start(),

@@ -24,7 +24,9 @@
 -- ARGV[2]  the most jobs to reap in this call (decimal integer, 1..1000)
 -- ARGV[3]  default max attempts (decimal integer, 1..1000), used when the row has none
 -- ARGV[4]  morgue cap (decimal integer, 1..1000000)
--- Returns: { requeued, buried, cancelled } (integers: how many jobs took each way)
+-- Returns: { requeued, buried, cancelled } (integers: how many jobs took each way), followed by
+--          one pair `id, attempt` per reaped job (the attempt whose lease expired): the requeued
+--          jobs first, then the buried, then the cancelled, each in reap order
 -- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a key that is not the one the key
 --          grammar spells for the queue of KEYS[1]), EMQ_VERSION, EMQ_WRONGTYPE. Every check
 --          comes before the first write.
@@ -133,7 +135,7 @@ local function handOff(id, parent, what, err)
   redis.call('ZADD', due, now, 'd:' .. id)
   handed = handed + 1
 end
-local requeuedIds, buriedIds, cancelledIds = {}, {}, {}
+local requeuedIds, buriedIds, cancelledIds, attemptOf = {}, {}, {}, {}
 -- Lanes mode: a job of level p goes back to `<pending>:<p>` (and p to `levels`), a job of group
 -- g to `group:<g>`, another to `pending`; a lane list that was empty joins the ring `groups`.
 local function backToLane(id, p, g)
@@ -152,6 +154,7 @@ for i = 1, #expired do
   redis.call('ZREM', KEYS[2], id)
   if cur[3] == 'active' then
     local att, max = tonumber(cur[1]) or 1, tonumber(cur[2]) or defMax
+    attemptOf[id] = att
     if cur[4] == '1' then
       redis.call('HSET', row, 'status', 'cancelled', 'error', 'lease expired', 'finished', now)
       redis.call('ZADD', cancelled, now, id)
@@ -189,4 +192,11 @@ if buried > 0 then
 end
 if #cancelledIds > 0 then trimCancelled(cancelled, KEYS[6], KEYS[7], keepC) end
 if requeued > 0 and redis.call('LLEN', KEYS[5]) == 0 then redis.call('LPUSH', KEYS[5], '1') end
-return { requeued, buried, #cancelledIds }
+local out = { requeued, buried, #cancelledIds }
+for _, list in ipairs({ requeuedIds, buriedIds, cancelledIds }) do
+  for j = 1, #list do
+    out[#out + 1] = list[j]
+    out[#out + 1] = attemptOf[list[j]]
+  end
+end
+return out

@@ -112,3 +112,10 @@ export { BusAdmin } from './admin/bus-admin.js';
 export type { TopicInfo, GroupInfo } from './admin/bus-admin.js';
 export { CacheAdmin } from './admin/cache-admin.js';
 export type { CacheNamespaceInfo, CacheAdminStats } from './admin/cache-admin.js';
+// Telemetry (docs/telemetry.md).
+export { EchoMqMetrics } from './telemetry/metrics.service.js';
+export { metricsController } from './telemetry/metrics.controller.js';
+export type { MetricsControllerOptions } from './telemetry/metrics.controller.js';
+export { prometheusContentType } from './telemetry/prometheus.format.js';
+export type { TelemetryOptions } from './telemetry/telemetry.options.js';
+export type { GroupMetrics, HistogramSnapshot, MetricsSnapshot, QueueMetrics } from './telemetry/metrics.snapshot.js';

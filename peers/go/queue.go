@@ -216,7 +216,7 @@ func (q *Queue) Reap(ctx context.Context, limit, defMax, deadCap int) (requeued,
 		return 0, 0, err
 	}
 	a, _ := v.([]any)
-	if len(a) != 3 { // requeued, buried, cancelled
+	if len(a) < 3 { // requeued, buried, cancelled, then an id and attempt per reaped job
 		return 0, 0, fmt.Errorf("echomq: reap replied %v", v)
 	}
 	requeued, _ = a[0].(int64)

@@ -8,6 +8,9 @@ export const SEGMENT_BYTES = 8 * 1024 * 1024;
 /** Default most expired segments deleted by one trim call. */
 export const EXPIRE_LIMIT = 100;
 
+/** One event to publish: its payload text, or the payload with the producer's traceparent. */
+export type PublishItem = string | { readonly p: string; readonly tp: string };
+
 /** The trim script's reply. */
 export interface TrimReply {
   readonly archived: number;
@@ -22,9 +25,22 @@ export interface TrimReply {
  * `TopicKeys`; services never assemble keys.
  */
 export const busWire = {
-  /** `publish.lua`: appends the payloads (JSON text) to the log; returns their stream ids in order. */
-  async publish(c: ScriptClient, k: TopicKeys, maxBytes: number, payloads: readonly string[]): Promise<string[]> {
-    return (await runScript(c, 'publish', [k.meta, k.log], [PROTOCOL_VERSION, maxBytes, payloads.length, ...payloads])) as string[];
+  /**
+   * `publish.lua`: appends the payloads (JSON text) to the log; returns their stream ids in order.
+   * An item `{ p, tp }` also carries a traceparent (the entry's `tp` field).
+   */
+  async publish(c: ScriptClient, k: TopicKeys, maxBytes: number, items: readonly PublishItem[]): Promise<string[]> {
+    const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, items.length];
+    let traced = false;
+    for (const it of items) {
+      if (typeof it === 'string') args.push(it);
+      else {
+        args.push(it.p);
+        traced = true;
+      }
+    }
+    if (traced) for (const it of items) args.push(typeof it === 'string' ? '' : it.tp);
+    return (await runScript(c, 'publish', [k.meta, k.log], args)) as string[];
   },
 
   /** `trim.lua`: one retention step (archive at most `limit` due entries, cut the log, expire segments). */

@@ -7,7 +7,8 @@ import { BatchTooLargeError, InvalidOptionError, fromReplyError } from '../proto
 import { topicKeys } from '../protocol/keys.js';
 import type { BusOptions } from './bus.options.js';
 import type { DeadLetter, ReplayOptions, ReplayedEvent, RetentionPolicy, TrimResult } from './bus.types.js';
-import { BUS_BATCH_LIMIT, EXPIRE_LIMIT, busWire } from './bus-wire.js';
+import { BUS_BATCH_LIMIT, EXPIRE_LIMIT, busWire, type PublishItem } from './bus-wire.js';
+import type { BusTracer } from './bus-tracer.js';
 import { eventIdOf } from './event-id.js';
 import { replay } from './replay.js';
 import { SignalHub } from '../protocol/signal-hub.js';
@@ -28,7 +29,7 @@ export class BusService implements OnModuleDestroy {
   private readonly hub: SignalHub;
   private readonly dirty = new Set<string>();
   /** Publish calls per topic: concurrent publishes share one script call, each still atomic. */
-  private readonly lanes = new CoalescerPool<string, string>(
+  private readonly lanes = new CoalescerPool<PublishItem, string>(
     (topic) => {
       const k = topicKeys(topic);
       return (items) => busWire.publish(this.conn.scriptClient, k, this.maxBytes, items);
@@ -42,6 +43,8 @@ export class BusService implements OnModuleDestroy {
   constructor(
     protected readonly conn: EchoMqConnection,
     protected readonly options: BusOptions = {},
+    /** Publish spans, and the traceparent each entry carries (docs/telemetry.md). */
+    protected readonly tracer?: BusTracer,
   ) {
     this.maxBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
     if (!positiveInt(this.maxBytes)) throw new InvalidOptionError('bus.maxPayloadBytes must be a positive integer');
@@ -64,9 +67,12 @@ export class BusService implements OnModuleDestroy {
     if (payloads.length === 0) return [];
     const texts = payloads.map((p) => encodePayload(p, this.maxBytes));
     announce(this.conn, 'topics', topic); // valid input: the registry of known topics (once per connection)
-    const ids = await this.lanes.submit(topic, texts);
-    this.markDirty(topic);
-    return ids.map(eventIdOf);
+    const send = async (tp?: string): Promise<string[]> => {
+      const ids = await this.lanes.submit(topic, tp ? texts.map((p) => ({ p, tp })) : texts);
+      this.markDirty(topic);
+      return ids.map(eventIdOf);
+    };
+    return this.tracer ? this.tracer.publish(topic, texts.length, send) : send();
   }
 
   /**

@@ -230,7 +230,9 @@ export class GroupConsumer {
       try {
         const payload = decodePayload(text) ?? null;
         const at = new Date(Number(e.streamId.slice(0, e.streamId.indexOf('-'))));
-        await this.cfg.handler({ id, topic: this.topic, payload, at, deliveries, get signal(): AbortSignal { return ac.signal; } });
+        const event = { id, topic: this.topic, payload, at, deliveries, get signal(): AbortSignal { return ac.signal; } };
+        const t = this.cfg.tracer;
+        await (t ? t.handle({ topic: this.topic, group: this.o.group, id, deliveries, traceparent: e.tp }, async () => this.cfg.handler(event)) : this.cfg.handler(event));
         this.ack(e.streamId);
       } catch (err) {
         this.failed(e.streamId, deliveries, err);

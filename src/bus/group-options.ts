@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { InvalidOptionError } from '../protocol/errors.js';
 import { assertName, MAX_NAME_LENGTH } from '../protocol/keys.js';
 import type { ConsumerLogger } from '../queue/consumer.js';
+import type { BusTracer } from './bus-tracer.js';
 
 /** Where a new group starts reading: the whole log, new entries only, or from an instant. */
 export type GroupStart = 'start' | 'now' | Date;
@@ -125,4 +126,6 @@ export interface GroupConsumerConfig {
   /** Another member with no pending entries and idle this long (ms, 100..86,400,000) is removed from the group. Default max(ackTimeoutMs, 60,000). */
   readonly forgetIdleMs?: number;
   readonly logger?: ConsumerLogger;
+  /** Handle spans, children of each event's traceparent (docs/telemetry.md). */
+  readonly tracer?: BusTracer;
 }

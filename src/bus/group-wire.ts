@@ -6,6 +6,8 @@ import { PROTOCOL_VERSION, runScript, type ScriptClient } from '../protocol/scri
 export interface GroupEntry {
   readonly streamId: string;
   readonly payload: string | null;
+  /** The producer's traceparent (the entry's `tp` field), when it has one. */
+  readonly tp?: string;
 }
 
 /** One row of the extended XPENDING form. */
@@ -26,11 +28,16 @@ export function parseEntries(list: Raw): GroupEntry[] {
   return list.map((e: Raw) => {
     const [id, fields] = e as [Raw, Raw];
     let payload: string | null = null;
+    let tp: string | undefined;
     if (Array.isArray(fields)) {
       payload = '';
-      for (let i = 0; i < fields.length; i += 2) if (asText(fields[i]) === 'p') payload = asText(fields[i + 1]);
+      for (let i = 0; i < fields.length; i += 2) {
+        const f = asText(fields[i]);
+        if (f === 'p') payload = asText(fields[i + 1]);
+        else if (f === 'tp') tp = asText(fields[i + 1]);
+      }
     }
-    return { streamId: asText(id), payload };
+    return tp === undefined ? { streamId: asText(id), payload } : { streamId: asText(id), payload, tp };
   });
 }
 

@@ -9,6 +9,8 @@ import type { EchoMqModuleOptions } from './echomq.options.js';
 import { ProcessorExplorer } from './processor.explorer.js';
 import { flowHandler } from './flow.decorator.js';
 import { batchHandler, type BatchHandler } from '../queue/batch.handler.js';
+import { EchoMqTelemetry } from '../telemetry/telemetry.js';
+import { countingFailures, countingListener, instrumentHandler } from '../telemetry/consumer.telemetry.js';
 
 /**
  * Starts one supervised consumer loop per `@Processor` once the application has bootstrapped,
@@ -24,6 +26,7 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
     private readonly conn: EchoMqConnection,
     private readonly queues: QueueService,
     private readonly explorer: ProcessorExplorer,
+    private readonly telemetry: EchoMqTelemetry,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -31,19 +34,24 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
     // Failed attempts (warn) and buried jobs (error), logged once per transition.
     const onFailure = failureLog(this.conn, this.logger);
     const relay = this.options.flows?.relay !== false ? this.queues.flows.relay : undefined;
+    const { registry, tracing } = this.telemetry;
     for (const p of this.explorer.processors) {
+      const handler = p.flow
+        ? flowHandler(this.queues.flows, p.queue, p.handler)
+        : p.options.batch
+          ? batchHandler(p.handler as unknown as BatchHandler, p.options.batch)
+          : p.handler;
+      const counters = registry.queue(p.queue);
       const consumer = new Consumer(this.conn, {
         queue: p.queue,
-        handler: p.flow
-          ? flowHandler(this.queues.flows, p.queue, p.handler)
-          : p.options.batch
-            ? batchHandler(p.handler as unknown as BatchHandler, p.options.batch)
-            : p.handler,
+        // Counted and timed (and traced, with tracing on): docs/telemetry.md.
+        handler: instrumentHandler(p.queue, handler, registry, tracing),
         ...resolveConsumerOptions(this.queues.settings(p.queue), p.options),
         logger: { warn: (m) => this.logger.warn(m), error: (m, e) => this.logger.error(m, e) },
-        onFailure,
         // A completed flow child's hand-off is relayed by this process straight from the reply.
         handoff: relay && { leaseMs: relay.leaseMs, relay: (entries) => relay.relayTaken(p.queue, entries) },
+        onFailure: countingFailures(counters, onFailure),
+        listener: countingListener(counters),
       });
       await consumer.start();
       this.consumers.push(consumer);

@@ -4,6 +4,7 @@ import type { QueueDefaults } from '../queue/queue.options.js';
 import type { BusOptions } from '../bus/bus.options.js';
 import type { CacheOptions } from '../cache/cache.types.js';
 import type { FlowOptions } from '../queue/flow.service.js';
+import type { TelemetryOptions } from '../telemetry/telemetry.options.js';
 
 /**
  * Ask the module for a throwaway local `valkey-server` (development and tests; refused when
@@ -57,6 +58,11 @@ export interface EchoMqModuleOptions {
    * `@Processor` schedules are still upserted, other instances tick them. Default true.
    */
   readonly scheduler?: boolean;
+  /**
+   * Tracing and OpenTelemetry metrics, used when `@opentelemetry/api` is installed (both default
+   * on); the Prometheus counters of `EchoMqMetrics` are always kept (docs/telemetry.md).
+   */
+  readonly telemetry?: TelemetryOptions;
 }
 
 /** One queue of `EchoMqModule.forFeature`. */

@@ -22,9 +22,11 @@ import { ScheduleOrchestrator } from './schedule.orchestrator.js';
 import { QueueAdmin } from '../admin/queue-admin.js';
 import { BusAdmin } from '../admin/bus-admin.js';
 import { CacheAdmin } from '../admin/cache-admin.js';
+import { EchoMqTelemetry } from '../telemetry/telemetry.js';
+import { EchoMqMetrics } from '../telemetry/metrics.service.js';
 
 /** What the root module exports to the whole app (it is global). */
-export const ROOT_EXPORTS = [QueueService, BusService, CacheService, QueueAdmin, BusAdmin, CacheAdmin, CacheInterceptor, EchoMqConnection, QueueRegistry, ECHOMQ_EMBEDDED, EchoMqEmbeddedServer];
+export const ROOT_EXPORTS = [QueueService, BusService, CacheService, QueueAdmin, BusAdmin, CacheAdmin, CacheInterceptor, EchoMqConnection, QueueRegistry, ECHOMQ_EMBEDDED, EchoMqEmbeddedServer, EchoMqTelemetry, EchoMqMetrics];
 
 /**
  * The root module's providers after the options: the embedded default (when asked for), the
@@ -48,19 +50,28 @@ export const ROOT_PROVIDERS: Provider[] = [
     },
   },
   QueueRegistry,
+  { provide: EchoMqTelemetry, inject: [ECHOMQ_OPTIONS], useFactory: (o: EchoMqModuleOptions) => EchoMqTelemetry.create(o.telemetry) },
+  EchoMqMetrics,
   {
     provide: QueueService,
-    inject: [EchoMqConnection, ECHOMQ_OPTIONS, QueueRegistry],
-    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions, registry: QueueRegistry) =>
-      new RegisteredQueueService(conn, resolveDefaults(BUILTIN_DEFAULTS, o.defaults), registry, {
-        logger: { warn: (m: string) => new Logger('EchoMQ').warn(m) },
-        ...o.flows,
-      }),
+    inject: [EchoMqConnection, ECHOMQ_OPTIONS, QueueRegistry, EchoMqTelemetry],
+    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions, registry: QueueRegistry, telemetry: EchoMqTelemetry) =>
+      new RegisteredQueueService(
+        conn,
+        resolveDefaults(BUILTIN_DEFAULTS, o.defaults),
+        registry,
+        {
+          logger: { warn: (m: string) => new Logger('EchoMQ').warn(m) },
+          onReleased: telemetry.tracing ? (r, t0) => telemetry.tracing?.flowRelease(r, t0) : undefined,
+          ...o.flows,
+        },
+        telemetry,
+      ),
   },
   {
     provide: BusService,
-    inject: [EchoMqConnection, ECHOMQ_OPTIONS],
-    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) => new BusService(conn, o.bus ?? {}),
+    inject: [EchoMqConnection, ECHOMQ_OPTIONS, EchoMqTelemetry],
+    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions, telemetry: EchoMqTelemetry) => new BusService(conn, o.bus ?? {}, telemetry.tracing),
   },
   {
     provide: CacheService,

@@ -1,5 +1,6 @@
 import { InvalidOptionError } from '../protocol/errors.js';
 import { assertName } from '../protocol/keys.js';
+import { validateTelemetryOptions } from '../telemetry/telemetry.options.js';
 import type { ValkeyConnectionOptions } from '../protocol/connection.js';
 import type { BusOptions } from '../bus/bus.options.js';
 import { resolveCacheOptions } from '../cache/cache.options.js';
@@ -18,6 +19,7 @@ const MODULE_KEYS: Record<keyof EchoMqModuleOptions, true> = {
   consumers: true,
   warnUnknownQueues: true,
   scheduler: true,
+  telemetry: true,
 };
 const CONNECTION_KEYS: Record<keyof ValkeyConnectionOptions, true> = {
   url: true,
@@ -42,6 +44,7 @@ const FLOW_KEYS: Record<keyof NonNullable<EchoMqModuleOptions['flows']>, true> =
   waitReplicas: true,
   waitTimeoutMs: true,
   logger: true,
+  onReleased: true,
   relay: true,
 };
 const FEATURE_KEYS: Record<keyof QueueRegistration, true> = { name: true, defaults: true };
@@ -121,6 +124,7 @@ export function validateModuleOptions(o: EchoMqModuleOptions): EchoMqModuleOptio
   bool(o.consumers, 'consumers');
   bool(o.warnUnknownQueues, 'warnUnknownQueues');
   bool(o.scheduler, 'scheduler');
+  if (o.telemetry !== undefined) validateTelemetryOptions(o.telemetry);
   refuseEmbeddedInProduction(o);
   return o;
 }

@@ -6,6 +6,7 @@ import type { GroupLoss } from '../bus/group-losses.js';
 import { ECHOMQ_OPTIONS } from './echomq.constants.js';
 import type { EchoMqModuleOptions } from './echomq.options.js';
 import { EventExplorer } from './event.explorer.js';
+import { EchoMqTelemetry } from '../telemetry/telemetry.js';
 
 /**
  * Starts one consumer-group loop per `@OnEvent` after bootstrap and stops them before shutdown
@@ -25,6 +26,7 @@ export class GroupOrchestrator implements OnApplicationBootstrap, BeforeApplicat
     @Inject(ECHOMQ_OPTIONS) private readonly options: EchoMqModuleOptions,
     private readonly conn: EchoMqConnection,
     private readonly explorer: EventExplorer,
+    private readonly telemetry: EchoMqTelemetry,
   ) {}
 
   /** The running group loops. */
@@ -43,6 +45,7 @@ export class GroupOrchestrator implements OnApplicationBootstrap, BeforeApplicat
         instance: bus.instance,
         deadCap: bus.deadCap,
         logger: { warn: (m) => this.logger.warn(m), error: (m, e) => this.logger.error(m, e) },
+        tracer: this.telemetry.tracing,
       });
       this.subs.push(g.losses$.subscribe((l) => this.losses$.next(l)));
       await g.start();

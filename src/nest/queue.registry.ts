@@ -8,6 +8,8 @@ import type { QueueDefaults } from '../queue/queue.options.js';
 import { ECHOMQ_OPTIONS } from './echomq.constants.js';
 import type { EchoMqModuleOptions, QueueRegistration } from './echomq.options.js';
 import { ProcessorExplorer } from './processor.explorer.js';
+import type { EchoMqTelemetry } from '../telemetry/telemetry.js';
+import { withTraceParent } from '../telemetry/job-trace.js';
 
 /** True for a valid queue name (an invalid one is refused by the enqueue itself, not warned about). */
 function isName(queue: string): boolean {
@@ -98,13 +100,25 @@ export class RegisteredQueueService extends QueueService {
     defaults: QueueDefaults,
     private readonly registry: QueueRegistry,
     flowOptions: FlowOptions,
+    private readonly telemetry?: EchoMqTelemetry,
   ) {
     super(conn, defaults, registry.overrides, flowOptions);
   }
 
-  /** `QueueService.enqueueMany`, after telling the registry (the warn-once check). */
+  /**
+   * `QueueService.enqueueMany`, after telling the registry (the warn-once check); the jobs added
+   * are counted (`echomq_jobs_enqueued_total`), and with tracing the call runs in an enqueue span
+   * whose traceparent each job carries (docs/telemetry.md).
+   */
   override enqueueMany<T>(queue: string, items: readonly EnqueueItem<T>[]): Promise<string[]> {
     this.registry.enqueued(queue);
-    return super.enqueueMany(queue, items);
+    const t = this.telemetry;
+    if (!t) return super.enqueueMany(queue, items);
+    const send = async (tp: string | undefined): Promise<string[]> => {
+      const ids = await super.enqueueMany(queue, tp ? withTraceParent(items, tp) : items);
+      t.registry.queue(queue).enqueued += ids.length;
+      return ids;
+    };
+    return t.tracing ? t.tracing.enqueue(queue, Array.isArray(items) ? items.length : 0, send) : send(undefined);
   }
 }

@@ -43,6 +43,21 @@ export interface WireCompletion {
   readonly result: string;
 }
 
+/** One job a reap moved: its id, the attempt whose lease expired, and where it went. */
+export interface ReapedJob {
+  readonly id: string;
+  readonly attempt: number;
+  readonly outcome: 'requeued' | 'buried' | 'cancelled';
+}
+
+/** What `reap.lua` did: how many jobs took each way, and each of them. */
+export interface ReapReply {
+  readonly requeued: number;
+  readonly buried: number;
+  readonly cancelled: number;
+  readonly jobs: readonly ReapedJob[];
+}
+
 /** Script calls that are also sent together in one pipeline (the consumer's round). */
 export const calls = {
   /** `rate`: the queue's rate limit (claim.lua ARGV[5..6]), when it has one. */
@@ -198,14 +213,20 @@ export const wire = {
     limit: number,
     maxAttempts: number,
     deadCap: number,
-  ): Promise<{ requeued: number; buried: number; cancelled: number }> {
+  ): Promise<ReapReply> {
     const r = (await runScript(
       c,
       'reap',
       [k.meta, k.active, k.pending, k.dead, k.wake, k.data, k.jobPrefix, k.events, k.cancelled, k.outbox, k.outdue],
       [PROTOCOL_VERSION, limit, maxAttempts, deadCap],
-    )) as number[];
-    return { requeued: r[0], buried: r[1], cancelled: r[2] };
+    )) as (number | string)[];
+    const [requeued, buried, cancelled] = r as number[];
+    const jobs: ReapedJob[] = [];
+    for (let i = 3; i + 1 < r.length; i += 2) {
+      const n = jobs.length;
+      jobs.push({ id: String(r[i]), attempt: Number(r[i + 1]), outcome: n < requeued ? 'requeued' : n < requeued + buried ? 'buried' : 'cancelled' });
+    }
+    return { requeued, buried, cancelled, jobs };
   },
 
   async cancel(c: ScriptClient, k: QueueKeys, id: string, keepCancelled: number): Promise<number> {

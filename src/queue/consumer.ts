@@ -2,10 +2,11 @@ import type { EchoMqConnection } from '../protocol/connection.js';
 import { describeError } from '../protocol/errors.js';
 import { queueKeys, type QueueKeys } from '../protocol/keys.js';
 import { callPipeline, type ScriptCall } from '../protocol/scripts.js';
-import { calls, wire, type ClaimReply, type CompleteRelayingReply, type WireCompletion } from '../protocol/wire.js';
+import { calls, wire, type ClaimReply, type CompleteRelayingReply } from '../protocol/wire.js';
+import type { ConsumerListener, RunnerCompletion } from './telemetry.hooks.js';
 import type { JobHandler } from './job.js';
 import { Backoff } from './backoff.js';
-import { reportFailure, type FailureListener } from './failure-log.js';
+import { describeReap, reportFailure, type FailureListener } from './failure-log.js';
 import { JobRunner, type Held } from './job-runner.js';
 import { JobControls } from './job-controls.js';
 import type { ResolvedConsumerOptions } from './queue.options.js';
@@ -36,6 +37,8 @@ export interface ConsumerConfig extends ResolvedConsumerOptions {
    * once, skipping the outbox signal and the take that another relay would need.
    */
   readonly handoff?: { readonly leaseMs: number; relay(entries: readonly { readonly id: string; readonly text: string }[]): void };
+  /** Told of landed and refused completions and of reaps (metrics; see `ConsumerListener`). */
+  readonly listener?: ConsumerListener;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -54,7 +57,7 @@ export class Consumer {
   private readonly k: QueueKeys;
   private readonly runner: JobRunner;
   private readonly capacity: number;
-  private toComplete: WireCompletion[] = [];
+  private toComplete: RunnerCompletion[] = [];
   private hasWork = true;
   private waitMs = -2;
   private stopping = false;
@@ -178,7 +181,7 @@ export class Consumer {
    * trip). Each part settles on its own: a claim that succeeded runs even if the completion
    * failed, and completions that failed are kept to be re-sent (a repeat is refused, harmless).
    */
-  private async round(done: WireCompletion[], n: number): Promise<void> {
+  private async round(done: RunnerCompletion[], n: number): Promise<void> {
     this.rounds++;
     this.reserved += n;
     const list: ScriptCall<unknown>[] = [];
@@ -223,7 +226,7 @@ export class Consumer {
   }
 
   /** A completion call's reply: refused completions reported, hand-offs written relayed at once. */
-  private completed(done: readonly WireCompletion[], reply: unknown): void {
+  private completed(done: readonly RunnerCompletion[], reply: unknown): void {
     if (Array.isArray(reply)) return this.refused(done, reply as number[]);
     const r = reply as CompleteRelayingReply;
     this.refused(done, r.ok);
@@ -231,9 +234,10 @@ export class Consumer {
   }
 
   /** Reports completions the fencing token refused (the lease was lost before they arrived). */
-  private refused(sent: readonly WireCompletion[], replies: readonly number[]): void {
+  private refused(sent: readonly RunnerCompletion[], replies: readonly number[]): void {
+    this.cfg.listener?.completions(sent, replies);
     replies.forEach((ok, i) => {
-      if (ok === 0) this.log.warn(`consumer ${this.cfg.queue}: completion of ${sent[i].id} refused (its lease was lost; the job was re-delivered)`);
+      if (ok === 0) this.log.warn(`job ${sent[i].id} of "${this.cfg.queue}" finished attempt ${sent[i].attempt}, but its completion was refused (error: lease lost; the job was re-delivered)`);
     });
   }
 
@@ -307,7 +311,8 @@ export class Consumer {
       }
       if (this.stopping) return;
       const r = await wire.reap(c, this.k, 100, this.cfg.attempts, this.cfg.deadCap);
-      if (r.buried > 0) this.log.error(`consumer ${this.cfg.queue}: ${r.buried} job(s) buried (dead) after their lease expired on their last attempt`);
+      if (r.requeued + r.buried + r.cancelled > 0) this.cfg.listener?.reaped(r);
+      for (const j of r.jobs) this.log[j.outcome === 'buried' ? 'error' : 'warn'](describeReap(this.cfg.queue, j));
       if (r.requeued > 0) {
         this.hasWork = true;
         this.kick();

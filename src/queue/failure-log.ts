@@ -1,6 +1,7 @@
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { describeError } from '../protocol/errors.js';
 import { queueKeys } from '../protocol/keys.js';
+import type { ReapedJob } from '../protocol/wire.js';
 
 /** One failed attempt of a job, reported once the retry script recorded what follows. */
 export interface JobFailure {
@@ -90,4 +91,18 @@ export function failureLog(conn: EchoMqConnection, logger: FailureLogger): Failu
       })
       .catch((err: unknown) => logger.warn(`logging a failure of job ${f.id}: ${describeError(err)}`));
   };
+}
+
+const REAPED: Record<ReapedJob['outcome'], string> = {
+  requeued: 'requeued (pending again)',
+  buried: 'buried (dead: it was the last attempt)',
+  cancelled: 'cancelled (a cancel was requested)',
+};
+
+/**
+ * The log line of one reaped job: `job <id> of "<queue>" lost its lease on attempt 2 (error:
+ * lease expired); requeued (pending again)`; a burial is logged as an error, the rest as warnings.
+ */
+export function describeReap(queue: string, j: ReapedJob): string {
+  return `job ${j.id} of "${queue}" lost its lease on attempt ${j.attempt} (error: lease expired); ${REAPED[j.outcome]}`;
 }

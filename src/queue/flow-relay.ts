@@ -8,6 +8,7 @@ import { wire } from '../protocol/wire.js';
 import { planQueue, type CreateEntry } from './flow.plan.js';
 import type { QueueDefaults } from './queue.options.js';
 import { parseCreate, replicated, settle, targetOf, testHold } from './flow-entries.js';
+import type { FlowReleaseListener } from './telemetry.hooks.js';
 
 /** How the relay runs. */
 export interface FlowRelayOptions {
@@ -28,6 +29,8 @@ export interface FlowRelayOptions {
   /** How long that `WAIT` may block (ms). Default 100. */
   readonly waitTimeoutMs?: number;
   readonly logger?: { warn(message: string): void };
+  /** Told of each parent this relay released (the flow release span, docs/telemetry.md). */
+  readonly onReleased?: FlowReleaseListener;
 }
 
 /** Concurrent drains per queue. */
@@ -255,8 +258,10 @@ export class FlowRelay {
       const m = /^d (\S+) (\S+) (\S+) (done|failed|cancelled) ([\s\S]*)$/.exec(e.text);
       if (!m) return this.malformed(e);
       const [, pq, pid, cid, outcome, text] = m;
+      const t0 = Date.now();
       const r = await flowWire.deliver(c, queueKeys(pq), { parentId: pid, childId: cid, outcome: outcome as 'done', text }, this.opts.settings(pq).deadCap);
       if (r === 'buried') this.follow(pq);
+      else if (r === 'released') this.opts.onReleased?.({ queue: pq, parentId: pid, childId: cid, outcome }, t0);
     } else if (kind === 'x ') {
       const m = /^x (\S+) (\S+)$/.exec(e.text);
       if (!m) return this.malformed(e);

@@ -1,9 +1,10 @@
 import { decodePayload, encodePayload } from '../protocol/codec.js';
 import { FatalJobError } from '../protocol/errors.js';
-import { jobTimeout } from '../protocol/extras.js';
+import { decodeExtras, jobTimeout } from '../protocol/extras.js';
 import { LazyAbort } from '../protocol/lazy-abort.js';
 import type { Json } from '../protocol/codec.js';
-import type { WireClaim, WireCompletion } from '../protocol/wire.js';
+import type { WireClaim } from '../protocol/wire.js';
+import type { RunnerCompletion } from './telemetry.hooks.js';
 import { errorText } from './error-text.js';
 import type { Job, JobHandler } from './job.js';
 import { JobCancelledError, JobTimeoutError, type JobControls } from './job-controls.js';
@@ -35,7 +36,7 @@ export interface RunnerOptions {
 /** Where the runner sends what its handlers produce. */
 export interface RunnerSink {
   /** A handler finished: complete the job. */
-  completed(c: WireCompletion): void;
+  completed(c: RunnerCompletion): void;
   /** A handler threw: retry or bury the job. */
   failed(h: Held, error: string, fatal: boolean): void;
   /** A slot freed up (more may be claimed). */
@@ -167,6 +168,9 @@ export class JobRunner {
       },
       attempt: h.claim.attempt,
       token: h.token,
+      get traceparent() {
+        return h.claim.extras ? decodeExtras(h.claim.extras).tp : undefined; // a plain job: no parse
+      },
       get signal() {
         return h.abort.signal;
       },
@@ -224,7 +228,7 @@ export class JobRunner {
     }
     // A job cancelled while running ends cancelled (through retry), not done.
     if (h.cancelled && !h.lost) this.sink.failed(h, CANCELLED, false);
-    else if (!h.lost) this.sink.completed({ id: h.id, token: h.token, result });
+    else if (!h.lost) this.sink.completed({ id: h.id, token: h.token, result, attempt: h.claim.attempt });
     this.settle(h);
   }
 

@@ -16,6 +16,8 @@ export interface Job<T = Json> {
   readonly attempt: number;
   /** The fencing token of this claim; present it to fence external side effects. */
   readonly token: string;
+  /** The producer's W3C `traceparent`, when the job carries one (its extras `tp`, docs/telemetry.md). */
+  readonly traceparent?: string;
   /**
    * Fires when the lease is lost, a cancel was requested (reason `JobCancelledError`), the job's
    * timeout passed (reason `JobTimeoutError`) or the application shuts down before the handler

@@ -187,6 +187,12 @@ export interface EnqueueOptions {
    * `JobTimeoutError` after it, on every attempt. With a processor `timeoutMs` too, the shorter wins.
    */
   readonly timeoutMs?: number;
+  /**
+   * The W3C `traceparent` the job carries (its extras `tp`, at most 256 bytes): the consumer's
+   * process span continues that trace (docs/telemetry.md). With tracing on, `EchoMqModule` sets
+   * it from the enqueue span; give it yourself to continue a trace the producer has no SDK for.
+   */
+  readonly traceparent?: string;
 }
 
 /** Options of a `@Processor` consumer loop. */

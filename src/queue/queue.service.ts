@@ -237,7 +237,7 @@ export class QueueService {
       dedupKey,
       priority: o.priority === undefined ? undefined : checkPriority(o.priority),
       group: o.group === undefined ? undefined : checkGroup(o.group),
-      extras: o.timeoutMs === undefined ? undefined : encodeExtras({ t: o.timeoutMs }),
+      extras: o.timeoutMs === undefined && o.traceparent === undefined ? undefined : encodeExtras({ t: o.timeoutMs, tp: o.traceparent }),
     };
   }
 

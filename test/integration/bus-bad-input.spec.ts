@@ -91,6 +91,7 @@ describe('payloads and batches', () => {
     await refusedUnchanged(t, 'EMQ_PAYLOAD_TOO_LARGE', () => busWire.publish(sc, k, 10, ['1', '"01234567890"']));
     await refusedUnchanged(t, 'EMQ_BATCH_TOO_LARGE', () => busWire.publish(sc, k, 100, new Array<string>(1001).fill('1')));
     await refusedUnchanged(t, 'EMQ_BAD_ARG', () => busWire.publish(sc, k, 100, ['1', '']));
+    await refusedUnchanged(t, 'EMQ_BAD_ARG', () => busWire.publish(sc, k, 100, [{ p: '1', tp: 'x'.repeat(257) }]));
     await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'publish', [k.meta, k.log], [PROTOCOL_VERSION, 100, 3, '1', '2']));
     await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'publish', [k.meta, k.log], [PROTOCOL_VERSION, 0, 1, '1']));
     await refusedUnchanged(t, 'EMQ_VERSION', () => runScript(sc, 'publish', [k.meta, k.log], ['2', 100, 1, '1']));

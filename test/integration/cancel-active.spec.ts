@@ -58,7 +58,7 @@ describe('cancel of an active job', () => {
     const { q, k, id } = await flagged(50);
     await sleep(120);
     const r = await wire.reap(f.conn.scriptClient, k, 100, 5, 100);
-    expect(r).toEqual({ requeued: 0, buried: 0, cancelled: 1 });
+    expect(r).toEqual({ requeued: 0, buried: 0, cancelled: 1, jobs: [{ id, attempt: 1, outcome: 'cancelled' }] });
     await expectCancelled(q, id);
   });
 

@@ -69,7 +69,8 @@ describe('a consumer process killed with SIGKILL mid-job', () => {
     const allowed = new Set([k.meta, k.done, k.wake, k.data, k.active, k.job(id), k.job(sentinel)]);
     const keys = await queueKeysIn(f.raw, q);
     expect(keys.filter((key) => !allowed.has(key))).toEqual([]);
-    expect(log.warnings).toEqual([]);
+    // The reap is logged once (docs/telemetry.md); nothing else.
+    expect(log.warnings).toEqual([`job ${id} of "${q}" lost its lease on attempt 1 (error: lease expired); requeued (pending again)`]);
     expect(log.errors).toEqual([]);
   });
 
@@ -100,7 +101,7 @@ describe('a consumer process killed with SIGKILL mid-job', () => {
     expect(await f.raw.zrange(k.dead, 0, -1)).toEqual([id]);
     expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 1, dead: 1, cancelled: 0, waiting: 0 });
     expect(log.warnings).toEqual([]);
-    // The burial is logged once, as an error (the reaper knows how many, not which).
-    expect(log.errors).toEqual([`consumer ${q}: 1 job(s) buried (dead) after their lease expired on their last attempt`]);
+    // The burial is logged once, as an error, with queue, id, attempt and error.
+    expect(log.errors).toEqual([`job ${id} of "${q}" lost its lease on attempt 1 (error: lease expired); buried (dead: it was the last attempt)`]);
   });
 });

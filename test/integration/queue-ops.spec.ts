@@ -71,7 +71,7 @@ describe('idempotent enqueue, cancel, prefetch and release', () => {
     const id = await f.queues.enqueue(q, { r: 1 });
     const first = await wire.claim(f.conn.scriptClient, k, 1, 50);
     await new Promise((r) => setTimeout(r, 80));
-    expect(await wire.reap(f.conn.scriptClient, k, 10, 3, 100)).toEqual({ requeued: 1, buried: 0, cancelled: 0 });
+    expect(await wire.reap(f.conn.scriptClient, k, 10, 3, 100)).toMatchObject({ requeued: 1, buried: 0, cancelled: 0, jobs: [{ outcome: 'requeued', attempt: 1 }] });
     const second = await wire.claim(f.conn.scriptClient, k, 1, 30_000);
     expect(await wire.release(f.conn.scriptClient, k, [{ id, token: first.jobs[0].token }])).toEqual([0]);
     expect(await f.queues.getJob(q, id)).toMatchObject({ status: 'active', attempts: 2 });
