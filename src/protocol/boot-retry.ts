@@ -1,3 +1,4 @@
+import { connectClient, createClient } from './client.js';
 import type { EchoMqConnection } from './connection.js';
 import { EchoMqError, InvalidOptionError, ValkeyUnavailableError, describeError } from './errors.js';
 
@@ -53,9 +54,9 @@ export async function openAtBoot(conn: EchoMqConnection, retry: ResolvedBootRetr
   const deadline = Date.now() + retry.maxWaitMs;
   for (let attempt = 1; ; attempt++) {
     try {
-      await conn.open();
+      await probe(conn);
       if (attempt > 1) log(`connected to Valkey at boot attempt ${attempt}`);
-      return;
+      return conn.open();
     } catch (err) {
       if (!(err instanceof EchoMqError) || !TRANSIENT.has(err.code)) throw err;
       const left = deadline - Date.now();
@@ -66,5 +67,20 @@ export async function openAtBoot(conn: EchoMqConnection, retry: ResolvedBootRetr
       log(`Valkey unreachable at boot, attempt ${attempt} (${describeError(err)}); retrying in ${pause} ms (${left} ms left of connection.retryAtBoot)`);
       await sleep(pause);
     }
+  }
+}
+
+/**
+ * One attempt: a throwaway client with the connection's options connects and pings (so the
+ * connection's own client is first connected once Valkey answers: a failed connect can leave an
+ * iovalkey client marked 'reconnecting' with no retry behind it).
+ */
+async function probe(conn: EchoMqConnection): Promise<void> {
+  const c = createClient({ ...conn.options, autoPipelining: false });
+  try {
+    await connectClient(c);
+    await c.ping();
+  } finally {
+    c.disconnect();
   }
 }
