@@ -40,7 +40,7 @@ export type { ClientRole } from './client-setup.js';
 export type { ConnectionLogger } from './eviction-policy.js';
 export { NodeLease } from './node-lease.js';
 export { openAtBoot, resolveBootRetry } from './boot-retry.js';
-export type { BootRetryOptions, ResolvedBootRetry } from './boot-retry.js';
+export type { ResolvedBootRetry } from './boot-retry.js';
 export type { NodeLeaseOptions, LeaseClient } from './node-lease.js';
 
 // The loops, usable without Nest.
