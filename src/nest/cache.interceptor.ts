@@ -122,8 +122,11 @@ function forbidsStore(headers: Record<string, string>, scope: HttpCacheScope): b
  * shared by accident: a `user` route without an authenticated user is not cached. A response
  * marked `Cache-Control: no-store` (or `private`, on a public route) is not stored. The cache
  * never turns a working endpoint into an error: when it is unavailable or slow the handler runs
- * uncached (`BYPASS`), and the service's breaker skips the cache for a few seconds. Extension
- * points: `trackBy` and `isRequestCacheable`.
+ * uncached (`BYPASS`), and the service's breaker skips the cache for a few seconds. Entries live
+ * in the cache's default namespace (unless the route names one) and carry the route's tags, fixed
+ * or computed from the request, so `@CacheEvict({ tags })`, `invalidateTag` and
+ * `cache.invalidateOn` reach them as they reach `@Cached` values; a tag function that fails serves
+ * the response uncached and logs why. Extension points: `trackBy`, `tagsOf` and `isRequestCacheable`.
  */
 @Injectable()
 export class CacheInterceptor implements NestInterceptor {
