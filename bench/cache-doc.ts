@@ -75,6 +75,31 @@ function cacheNotes(report: CacheReport): string {
   return notes.length === 0 ? '' : `\nNotes of this run:\n\n${notes.join('\n')}\n`;
 }
 
+/** The EchoMQ-only staleness figure (Bus event → refreshed page on the other instance), when measured. */
+function stalenessSection(report: CacheReport): string {
+  const st = report.staleness;
+  if (!st) return '';
+  const ms = (v: number): string => `${v.toFixed(2)} ms`;
+  return `### Staleness: Bus event → refreshed page (EchoMQ only)
+
+| p50 | p99 | max | publish → group handler (p50) | rounds |
+|---:|---:|---:|---:|---:|
+| ${ms(st.p50)} | ${ms(st.p99)} | ${ms(st.max)} | ${ms(st.deliveryP50)} | ${st.rounds} |
+
+Method (\`bench/cache-staleness.ts\`, one run after the rows; alone: \`node dist/bench/cache-staleness.js\`):
+two Nest app instances serve \`GET /products/:id\` through \`CacheInterceptor\` with
+\`@CacheScope('public', { tags: (req) => ['product:' + req.params.id] })\`; instance A follows the
+topic (\`cache.invalidateOn\`), instance B runs no consumers, so each refresh on B takes the whole
+path: a plain producer's \`BusService.publish\`, A's consumer group, \`invalidateTag\`, the
+invalidation log and signal, B's L1, and B's next GET (a miss that renders and caches the page).
+Per round B first serves the old price as a HIT; the origin changes; the figure is the time from
+just before \`publish\` to B's first response with the new price, B's GETs looping one
+\`setImmediate\` apart. A, B and the producer share one process, so B's polling competes with A's
+consumer and the figure is an upper bound; bentocache and @nestjs/cache-manager have no equivalent.
+
+`;
+}
+
 /** Renders the "Cache" section of `docs/benchmarks.md`. */
 export function cacheSection(report: CacheReport): string {
   const s = report.sizes;
@@ -96,6 +121,7 @@ ${verdict(report)}
 ${cacheNotes(report)}
 ${CACHE_METRICS.map((m) => `- \`${m}\`: ${MEANING[m]}`).join('\n')}
 
+${stalenessSection(report)}
 ### How the two caches are configured
 
 - **EchoMQ:** one \`EchoMqConnection\` (iovalkey) per instance and \`new CacheService(conn, { namespace, ttlMs:

@@ -11,6 +11,7 @@ import type { FromLagChild, LagArgs, ToLagChild } from './cache-worker.js';
 import { median } from './format.js';
 import { nowMs, percentile, sleep } from './common.js';
 import type { Probe } from './probe.js';
+import { cacheStaleness, stalenessLine, type StalenessResult } from './cache-staleness.js';
 
 /** One cache phase's outcome for one system in one repetition. */
 export interface CacheRecord {
@@ -29,6 +30,8 @@ export interface CacheReport {
   readonly reps: number;
   /** Installed bentocache version. */
   readonly bentocacheVersion: string;
+  /** EchoMQ only: Bus event → refreshed HTTP page on another instance (`bench/cache-staleness.ts`). */
+  readonly staleness?: StalenessResult;
 }
 
 type PhaseOut = Pick<CacheRecord, 'values' | 'note'>;
@@ -222,5 +225,9 @@ export async function runCacheSuite(url: string, probe: Probe, quick: boolean, r
       results[system][m] = median(values);
     }
   }
-  return { results, records, sizes: s, reps, bentocacheVersion };
+  // EchoMQ only (no peer invalidates HTTP caches from domain events): once, after the rows.
+  await probe.flush();
+  const staleness = await cacheStaleness(url, s.lagRounds);
+  console.log(`  staleness (EchoMQ only): ${stalenessLine(staleness)}`);
+  return { results, records, sizes: s, reps, bentocacheVersion, staleness };
 }

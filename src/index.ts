@@ -14,6 +14,7 @@ export { Queue } from './nest/queue.handle.js';
 export { InjectQueue, getQueueToken } from './nest/inject-queue.decorator.js';
 export { EchoMqEmbeddedServer } from './nest/embedded.default.js';
 export type { ValkeyConnectionOptions } from './protocol/connection.js';
+export type { BootRetryOptions } from './protocol/boot-retry.js';
 export type { Json } from './protocol/codec.js';
 
 // Errors: every refusal is an EchoMqError with a stable code.
@@ -98,7 +99,8 @@ export type { CacheApi, CacheEntryOptions, CacheOptions, CacheStats, Loader } fr
 export { Cached, CacheEvict } from './nest/cached.decorator.js';
 export type { CachedOptions, CacheEvictOptions, KeyOf, TagsOf } from './nest/cached.decorator.js';
 export { CacheInterceptor, CacheScope } from './nest/cache.interceptor.js';
-export type { HttpCacheScope, HttpCacheOptions } from './nest/cache.interceptor.js';
+export type { HttpCacheScope, HttpCacheOptions, HttpTagsOf, HttpRequestLike } from './nest/cache.interceptor.js';
+export type { CacheInvalidationRule } from './cache/cache-follow.js';
 export { EchoMqExceptionFilter, echoMqErrorReply } from './nest/exception.filter.js';
 export type { EchoMqErrorBody, EchoMqErrorReply } from './nest/exception.filter.js';
 

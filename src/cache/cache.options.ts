@@ -1,7 +1,7 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../protocol/codec.js';
 import { InvalidOptionError } from '../protocol/errors.js';
 import { keySet, refuseUnknownKeys as knownKeys } from '../protocol/known-keys.js';
-import type { CacheKeys } from '../protocol/keys.js';
+import { assertCacheKey, type CacheKeys } from '../protocol/keys.js';
 import type { CacheEntryOptions, CacheOptions } from './cache.types.js';
 
 /** Longest TTL or grace the scripts accept: ten years in ms. */
@@ -48,6 +48,7 @@ const SERVICE_KEYS = keySet<CacheOptions>({
   tombstoneMs: true,
   pollMs: true,
   clockSkewMs: true,
+  invalidateOn: true,
 });
 /** The keys of `CacheEntryOptions` (anything else is refused). */
 export const ENTRY_KEYS = keySet<CacheEntryOptions>({
@@ -60,6 +61,16 @@ export const ENTRY_KEYS = keySet<CacheEntryOptions>({
   fillLease: true,
   fillLeaseMs: true,
 });
+
+/**
+ * Checks a list of tags (or keys: `what`) before any I/O: an array of at most `MAX_TAGS` legal
+ * names (the cache key grammar). Throws `InvalidOptionError` for anything but an array, `InvalidNameError` for a bad tag.
+ */
+export function checkTags(tags: unknown, what = 'tags'): readonly string[] {
+  if (!Array.isArray(tags) || tags.length > MAX_TAGS) throw new InvalidOptionError(`${what} must be an array of at most ${MAX_TAGS} ${what}`);
+  for (const t of tags as unknown[]) assertCacheKey(t);
+  return tags as readonly string[];
+}
 
 /** Checks a number option; integer options are checked for integrality too. */
 function num(v: number | undefined, dflt: number, what: string, lo: number, hi: number, integer = true): number {
@@ -94,8 +105,7 @@ export function resolveCacheOptions(o: CacheOptions): ResolvedCacheOptions {
 export function resolveEntryOptions(base: ResolvedCacheOptions, o: CacheEntryOptions | undefined, keys: CacheKeys): ResolvedEntryOptions {
   knownKeys(o, ENTRY_KEYS, 'cache entry options');
   if (o?.fillLease !== undefined && typeof o.fillLease !== 'boolean') throw new InvalidOptionError('fillLease must be a boolean');
-  const tags = o?.tags ?? [];
-  if (!Array.isArray(tags) || tags.length > MAX_TAGS) throw new InvalidOptionError(`tags must be an array of at most ${MAX_TAGS} tags`);
+  const tags = checkTags(o?.tags ?? []);
   for (const t of tags) keys.tag(t);
   return {
     ttlMs: Math.ceil(num(o?.ttlMs, base.ttlMs, 'ttlMs', Number.MIN_VALUE, MAX_TTL_MS, false)),

@@ -52,6 +52,11 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     this.coherence = new Coherence(conn, this.l1, this.o.pollMs);
   }
 
+  /** The default namespace (`cache.namespace`, "default" unless set). */
+  get namespace(): string {
+    return this.o.namespace;
+  }
+
   /** The value of `key`, loading it (once per process, or once across processes with `fillLease`) on a miss. */
   async getOrLoad<T extends Json | undefined>(key: string, loader: Loader<T>, opts?: CacheEntryOptions): Promise<T> {
     const k = this.keysOf(opts?.namespace);

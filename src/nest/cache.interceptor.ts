@@ -1,25 +1,36 @@
 import { createHash } from 'node:crypto';
-import { Injectable, SetMetadata, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import { Injectable, Logger, SetMetadata, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { defer, lastValueFrom, type Observable } from 'rxjs';
 import type { Json } from '../protocol/codec.js';
-import { InvalidOptionError } from '../protocol/errors.js';
+import { InvalidOptionError, describeError } from '../protocol/errors.js';
 import { keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
 import { CacheService } from '../cache/cache.service.js';
+import { checkTags } from '../cache/cache.options.js';
 import type { CacheApi } from '../cache/cache.types.js';
 import { throughCache } from '../cache/fallthrough.js';
 
 /** Who may share a cached HTTP response. */
 export type HttpCacheScope = 'public' | 'user' | 'tenant';
 
+/** Tags of a cached response: fixed, or computed from the request (`(req) => ['product:' + req.params?.id]`). */
+export type HttpTagsOf = readonly string[] | ((req: HttpRequestLike) => readonly string[]);
+
 /** Options of `@CacheScope`. */
 export interface HttpCacheOptions {
   /** TTL of the cached response (ms). Default: the cache's. */
   readonly ttlMs?: number;
-  /** Namespace. Default "http". */
+  /**
+   * Namespace. Default: the cache's default namespace, the one `@Cached`, `@CacheEvict` and
+   * `CacheService` use, so an eviction of a tag reaches method and HTTP entries alike.
+   */
   readonly namespace?: string;
-  /** Tags of the cached response, for `invalidateTag`. */
-  readonly tags?: readonly string[];
+  /**
+   * Tags of the cached response, for `invalidateTag` and `@CacheEvict({ tags })`: fixed, or a
+   * function of the request. A function that throws or returns anything but an array of legal
+   * tags gets the response served uncached (`X-Cache: BYPASS`) and the error logged.
+   */
+  readonly tags?: HttpTagsOf;
 }
 
 /** Metadata key of `@CacheScope`. */
@@ -36,6 +47,7 @@ const SCOPE_KEYS = keySet<HttpCacheOptions>({ ttlMs: true, namespace: true, tags
 export const CacheScope = (scope: HttpCacheScope, options: HttpCacheOptions = {}) => {
   if (scope !== 'public' && scope !== 'user' && scope !== 'tenant') throw new InvalidOptionError(`@CacheScope scope must be 'public', 'user' or 'tenant', got ${String(scope)}`);
   refuseUnknownKeys(options, SCOPE_KEYS, '@CacheScope options');
+  if (options.tags !== undefined && typeof options.tags !== 'function') checkTags(options.tags);
   return SetMetadata(CACHE_SCOPE_METADATA, { scope, ...options });
 };
 
@@ -52,10 +64,18 @@ type CachedResponse = {
 
 /** The request and response shapes the interceptor reads (Express and compatible). */
 export interface HttpRequestLike {
+  /** The HTTP method. */
   readonly method: string;
+  /** The URL as sent (Express keeps it here when routers rewrite `url`). */
   readonly originalUrl?: string;
+  /** The URL. */
   readonly url: string;
+  /** The authenticated user, set by your authentication: `id` for `user` routes, `tenantId` for `tenant` routes. */
   readonly user?: { readonly id?: string | number; readonly tenantId?: string | number };
+  /** Route parameters (Express: `req.params`). */
+  readonly params?: Readonly<Record<string, string>>;
+  /** The parsed query (Express: `req.query`). */
+  readonly query?: Readonly<Record<string, unknown>>;
 }
 interface HttpResponseLike {
   statusCode: number;
@@ -85,7 +105,7 @@ export function requestKey(method: string, url: string, scope: HttpCacheScope, o
     // an unparsable query is keyed as sent
   }
   const digest = createHash('sha256').update(JSON.stringify([method, path, query, scope, owner])).digest('base64url');
-  return `${scope}:${digest}`;
+  return `http:${scope}:${digest}`;
 }
 
 /** True when a response's Cache-Control forbids storing it here (`no-store`; `private` on a shared route). */
@@ -102,11 +122,17 @@ function forbidsStore(headers: Record<string, string>, scope: HttpCacheScope): b
  * shared by accident: a `user` route without an authenticated user is not cached. A response
  * marked `Cache-Control: no-store` (or `private`, on a public route) is not stored. The cache
  * never turns a working endpoint into an error: when it is unavailable or slow the handler runs
- * uncached (`BYPASS`), and the service's breaker skips the cache for a few seconds. Extension
- * points: `trackBy` and `isRequestCacheable`.
+ * uncached (`BYPASS`), and the service's breaker skips the cache for a few seconds. Entries live
+ * in the cache's default namespace (unless the route names one) and carry the route's tags, fixed
+ * or computed from the request, so `@CacheEvict({ tags })`, `invalidateTag` and
+ * `cache.invalidateOn` reach them as they reach `@Cached` values; a tag function that fails serves
+ * the response uncached and logs why. Extension points: `trackBy`, `tagsOf` and `isRequestCacheable`.
  */
 @Injectable()
 export class CacheInterceptor implements NestInterceptor {
+  /** Where a failing tag function is reported. */
+  protected readonly logger = new Logger('EchoMQ');
+
   constructor(
     protected readonly cache: CacheService,
     protected readonly reflector: Reflector,
@@ -126,12 +152,35 @@ export class CacheInterceptor implements NestInterceptor {
     return owner === undefined || owner === null || owner === '' ? undefined : requestKey(req.method, url, meta.scope, String(owner));
   }
 
+  /**
+   * The tags of a request's cached response, or undefined when its tag function threw or
+   * returned anything but legal tags: the error is logged and the response served uncached.
+   */
+  protected tagsOf(ctx: ExecutionContext, meta: ScopeMeta): readonly string[] | undefined {
+    const t = meta.tags;
+    if (typeof t !== 'function') return t ?? [];
+    try {
+      return checkTags(t(ctx.switchToHttp().getRequest<HttpRequestLike>()));
+    } catch (err) {
+      const route = `${ctx.getClass().name}.${ctx.getHandler().name}`;
+      this.logger.error(`@CacheScope tags of ${route} failed (${describeError(err)}): the response is served uncached`);
+      return undefined;
+    }
+  }
+
+  /** Reads the route's `@CacheScope` and answers through the cache (see the class comment). */
   intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
     const meta = this.reflector.getAllAndOverride<ScopeMeta | undefined>(CACHE_SCOPE_METADATA, [ctx.getHandler(), ctx.getClass()]);
     if (!meta || !this.isRequestCacheable(ctx)) return next.handle();
     const key = this.trackBy(ctx, meta);
     if (key === undefined) return next.handle();
     const res = ctx.switchToHttp().getResponse<HttpResponseLike>();
+    const tags = this.tagsOf(ctx, meta);
+    if (tags === undefined) {
+      this.cache.breaker.bypassed();
+      res.setHeader('X-Cache', 'BYPASS');
+      return next.handle();
+    }
     const work = async (): Promise<CachedResponse> => {
       const body = (await lastValueFrom(next.handle())) as Json;
       const headers: Record<string, string> = {};
@@ -140,7 +189,7 @@ export class CacheInterceptor implements NestInterceptor {
       }
       return { status: res.statusCode, headers, body };
     };
-    const opts = { namespace: meta.namespace ?? 'http', ttlMs: meta.ttlMs, tags: meta.tags };
+    const opts = { namespace: meta.namespace ?? this.cache.namespace, ttlMs: meta.ttlMs, tags };
     const answer = async (): Promise<unknown> => {
       const r = await throughCache(this.cache as CacheApi, this.cache.breaker, key, work, opts, (v) => !forbidsStore(v.headers, meta.scope));
       res.setHeader('X-Cache', r.via.toUpperCase());

@@ -1,5 +1,6 @@
 import { Logger, type Provider } from '@nestjs/common';
 import { EchoMqConnection, type ValkeyConnectionOptions } from '../protocol/connection.js';
+import { openAtBoot, resolveBootRetry } from '../protocol/boot-retry.js';
 import { InvalidOptionError } from '../protocol/errors.js';
 import { QueueService } from '../queue/queue.service.js';
 import { BUILTIN_DEFAULTS, resolveDefaults } from '../queue/queue.options.js';
@@ -15,6 +16,7 @@ import { getQueueToken } from './inject-queue.decorator.js';
 import { ConsumerOrchestrator } from './consumer.orchestrator.js';
 import { ProcessorExplorer } from './processor.explorer.js';
 import { CacheExplorer } from './cache.explorer.js';
+import { CacheFollowOrchestrator } from './cache-follow.orchestrator.js';
 import { CacheInterceptor } from './cache.interceptor.js';
 import { EventExplorer } from './event.explorer.js';
 import { GroupOrchestrator } from './group.orchestrator.js';
@@ -30,7 +32,8 @@ export const ROOT_EXPORTS = [QueueService, BusService, CacheService, QueueAdmin,
 
 /**
  * The root module's providers after the options: the embedded default (when asked for), the
- * connection (opened at init, or on first use with `consumers: false`), the services, the
+ * connection (opened at init, waiting for Valkey with `retryAtBoot`, or on first use with
+ * `consumers: false`), the services, the
  * explorers and orchestrators.
  */
 export const ROOT_PROVIDERS: Provider[] = [
@@ -45,7 +48,7 @@ export const ROOT_PROVIDERS: Provider[] = [
       const logger = new Logger('EchoMQ');
       conn.logger = { warn: (m) => logger.warn(m) };
       if (o.consumers === false) conn.openOnFirstUse();
-      else await conn.open();
+      else await openAtBoot(conn, resolveBootRetry(target.retryAtBoot), (m) => logger.warn(m));
       return conn;
     },
   },
@@ -87,6 +90,7 @@ export const ROOT_PROVIDERS: Provider[] = [
   GroupOrchestrator,
   ScheduleOrchestrator,
   CacheExplorer,
+  CacheFollowOrchestrator,
   CacheInterceptor,
 ];
 

@@ -2,8 +2,10 @@ import { InvalidOptionError } from '../protocol/errors.js';
 import { assertName } from '../protocol/keys.js';
 import { validateTelemetryOptions } from '../telemetry/telemetry.options.js';
 import type { ValkeyConnectionOptions } from '../protocol/connection.js';
+import { resolveBootRetry } from '../protocol/boot-retry.js';
 import type { BusOptions } from '../bus/bus.options.js';
 import { resolveCacheOptions } from '../cache/cache.options.js';
+import { resolveInvalidationRules } from '../cache/cache-follow.js';
 import { BUILTIN_DEFAULTS, resolveDefaults } from '../queue/queue.options.js';
 import type { EchoMqModuleOptions, QueueRegistration } from './echomq.options.js';
 
@@ -34,6 +36,7 @@ const CONNECTION_KEYS: Record<keyof ValkeyConnectionOptions, true> = {
   commandTimeoutMs: true,
   autoPipelining: true,
   allowEvictingPolicy: true,
+  retryAtBoot: true,
 };
 const BUS_KEYS: Record<keyof BusOptions, true> = { instance: true, maxPayloadBytes: true, deadCap: true, trimIntervalMs: true };
 const FLOW_KEYS: Record<keyof NonNullable<EchoMqModuleOptions['flows']>, true> = {
@@ -97,6 +100,7 @@ export function validateModuleOptions(o: EchoMqModuleOptions): EchoMqModuleOptio
       if (o.connection.embedded !== true) throw new InvalidOptionError('connection.embedded must be true (or give a url, host/port or cluster)');
     } else {
       knownKeys(o.connection, CONNECTION_KEYS, 'connection options');
+      resolveBootRetry(o.connection.retryAtBoot);
       const { url } = o.connection;
       if (url !== undefined && (typeof url !== 'string' || !/^rediss?:\/\/./.test(url))) {
         throw new InvalidOptionError(`connection.url must be a redis:// or rediss:// URL, got ${JSON.stringify(url)}`);
@@ -111,7 +115,7 @@ export function validateModuleOptions(o: EchoMqModuleOptions): EchoMqModuleOptio
       resolveDefaults(defaults, over);
     }
   }
-  if (o.cache !== undefined) resolveCacheOptions(o.cache);
+  if (o.cache !== undefined) resolveInvalidationRules(o.cache.invalidateOn, resolveCacheOptions(o.cache).namespace);
   if (o.bus !== undefined) knownKeys(o.bus, BUS_KEYS, 'bus options');
   if (o.flows !== undefined) {
     knownKeys(o.flows, FLOW_KEYS, 'flows options');

@@ -3,6 +3,7 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'iovalkey
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { nameClient, typedErrors } from './client-setup.js';
 import { InvalidOptionError, ValkeyUnavailableError, fromReplyError } from './errors.js';
+import type { BootRetryOptions } from './boot-retry.js';
 
 /** Where Valkey is: a URL, host/port, or a cluster node list. */
 export interface ValkeyConnectionOptions {
@@ -37,6 +38,13 @@ export interface ValkeyConnectionOptions {
    * refused at startup with EMQ_EVICTION_POLICY (see docs/operations.md).
    */
   readonly allowEvictingPolicy?: boolean;
+  /**
+   * An app started while Valkey is down waits for it: `true` (up to 30 s) or `{ maxWaitMs,
+   * intervalMs }`, each failed attempt logged; wrong credentials (`EMQ_AUTH`) still fail at once.
+   * Default false: the module fails fast at startup. (Used by the Nest module's startup; ignored
+   * with `consumers: false`, whose connection opens on first use.)
+   */
+  readonly retryAtBoot?: boolean | BootRetryOptions;
 }
 
 /** A client EchoMQ can run scripts and plain commands on. */

@@ -44,6 +44,8 @@ export type { ValkeyClient } from './connection.js';
 export type { ClientRole } from './client-setup.js';
 export type { ConnectionLogger } from './eviction-policy.js';
 export { NodeLease } from './node-lease.js';
+export { openAtBoot, resolveBootRetry } from './boot-retry.js';
+export type { ResolvedBootRetry } from './boot-retry.js';
 export type { NodeLeaseOptions, LeaseClient } from './node-lease.js';
 
 // The loops, usable without Nest.
@@ -58,6 +60,8 @@ export { GroupConsumer } from '../bus/group-consumer.js';
 export type { GroupConsumerConfig } from '../bus/group-options.js';
 export { consumerName } from '../bus/group-options.js';
 export { FlowRelay } from '../queue/flow-relay.js';
+export { CacheFollower, resolveInvalidationRules } from '../cache/cache-follow.js';
+export type { CacheFollowConfig, ResolvedInvalidationRule } from '../cache/cache-follow.js';
 export type { FlowRelayOptions } from '../queue/flow-relay.js';
 export { DEFAULT_FLOW_BOUNDS } from '../queue/flow.types.js';
 

@@ -90,7 +90,8 @@ export async function startEmbeddedValkey(opts: EmbeddedValkeyOptions = {}): Pro
   child.on('exit', () => (exited = true));
   child.on('error', () => (exited = true));
   // A server that never answers is not left running (it would keep the caller's process alive).
-  await waitFor(() => exited || cli(port, 'PING').trim() === 'PONG', 10_000, 'embedded valkey-server: start').catch((err: unknown) => {
+  // A server started with `--requirepass` answers NOAUTH: it is up too.
+  await waitFor(() => exited || /^(PONG|NOAUTH)/.test(cli(port, 'PING').trim()), 10_000, 'embedded valkey-server: start').catch((err: unknown) => {
     child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
     throw err;
