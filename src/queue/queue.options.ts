@@ -2,6 +2,7 @@ import { InvalidOptionError } from '../protocol/errors.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../protocol/codec.js';
 import { keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
 import type { ProcessorSchedule } from './schedule.types.js';
+import { checkGroupOptions, groupPolicyWire, type GroupOptions } from './group-policy.js';
 
 /** How long to wait before attempt n+1: fixed, or doubling from `delayMs` (capped at a day). */
 export interface BackoffOptions {
@@ -43,6 +44,11 @@ export interface QueueDefaults {
    * Default: none.
    */
   readonly rateLimit?: RateLimit;
+  /**
+   * Fair lanes: per-group concurrency caps, weights and rate limits, for every group and for
+   * named ones (docs/queue.md, "Fair lanes"). Default: none (every group weight 1, no cap or limit).
+   */
+  readonly groups?: GroupOptions;
 }
 
 /** A rate limit: `max` jobs (1..1,000,000) per `intervalMs` (1..86,400,000). */
@@ -119,6 +125,7 @@ export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefault
     intIn(d.rateLimit.max, 1, 1_000_000, 'rateLimit.max');
     intIn(d.rateLimit.intervalMs, 1, 86_400_000, 'rateLimit.intervalMs');
   }
+  if (d.groups !== undefined) checkGroupOptions(d.groups);
   return d;
 }
 
@@ -267,6 +274,8 @@ export interface ResolvedConsumerOptions {
   readonly timeoutMs?: number;
   /** The queue's rate limit, sent with every claim. */
   readonly rateLimit?: RateLimit;
+  /** The queue's group policy in its wire form (claim.lua ARGV[7]), sent with every claim. */
+  readonly groupPolicy?: string;
 }
 
 /** Resolves a processor's options over its queue's settings (processor first, then queue). */
@@ -284,5 +293,6 @@ export function resolveConsumerOptions(d: QueueDefaults, o: ProcessorOptions = {
     maxResultBytes: d.maxPayloadBytes,
     timeoutMs: o.timeoutMs,
     rateLimit: d.rateLimit,
+    groupPolicy: d.groups === undefined ? undefined : groupPolicyWire(d.groups),
   };
 }
