@@ -219,8 +219,9 @@ if lanes then
     d[#d + 1] = due[i]
   end
   local need = n
-  for L = 9, 1, -1 do
-    local d = dueBy[L] or {}
+  local none = {}
+  for L = (#present > 0 or next(dueBy)) and 9 or 0, 1, -1 do -- no level holds ids: nothing to read
+    local d = dueBy[L] or none
     if has[L] or #d > 0 then
       local key = KEYS[2] .. ':' .. L
       local t, left
@@ -450,7 +451,7 @@ if lanes then
     if e then return e end
     tails[j] = t
     more[j] = #t > q
-    total[j] = more[j] and q or #t + #(dueG[win[j]] or {})
+    total[j] = more[j] and q or #t + #(dueG[win[j]] or none)
   end
   local got, act = {}, {}
   for j = 1, #win do
@@ -469,7 +470,7 @@ if lanes then
     act = nxt
   end
   for j = 1, #win do
-    local g, key, d = win[j], laneKey(win[j]), dueG[win[j]] or {}
+    local g, key, d = win[j], laneKey(win[j]), dueG[win[j]] or none
     local t = tails[j]
     local fromList = math.min(got[j], #t)
     for i = #t, #t - fromList + 1, -1 do take[#take + 1] = t[i]; tlv[#take] = 0; tgr[#take] = g end
@@ -637,7 +638,9 @@ if #jid > 0 then
     local id, a, o, L, G = jid[i], jatt[i], jopt[i], lanes and jlv[i], lanes and jgr[i]
     local token = last - #jid + i
     if G == '' then G = nil end
-    if o or (L and L > 0) or G then
+    if G and not o then -- a job of a group (fair lanes), without its own options: one HSET, no table
+      redis.call('HSET', jrow[i], 'status', 'active', 'token', token, 'attempts', a, 'group', G)
+    elseif o or (L and L > 0) or G then
       local row = { 'status', 'active', 'token', token, 'attempts', a }
       if L and L > 0 then row[7] = 'prio'; row[8] = L end
       if G then row[#row + 1] = 'group'; row[#row + 1] = G end
