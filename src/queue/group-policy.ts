@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../protocol/errors.js';
-import { keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
+import { intIn, keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
 import type { RateLimit } from './queue.options.js';
 
 /** What applies to one group (fair lane) of a queue. */
@@ -29,13 +29,6 @@ const RATE_KEYS = keySet<RateLimit>({ max: true, intervalMs: true });
 const GROUP_RE = /^[A-Za-z0-9_.-]{1,100}$/;
 /** Most named groups in `overrides` (the claim script's bound). */
 const MAX_OVERRIDES = 1000;
-
-const intIn = (v: unknown, lo: number, hi: number, what: string): number => {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
-    throw new InvalidOptionError(`${what} must be an integer in ${lo}..${hi}, got ${String(v)}`);
-  }
-  return v;
-};
 
 function checkSettings(s: GroupSettings, keys: ReadonlySet<string>, what: string): void {
   refuseUnknownKeys(s, keys, what);

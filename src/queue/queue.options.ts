@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../protocol/errors.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../protocol/codec.js';
-import { keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
+import { intIn, keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
 import type { ProcessorSchedule } from './schedule.types.js';
 import { checkGroupOptions, groupPolicyWire, type GroupOptions } from './group-policy.js';
 
@@ -78,13 +78,6 @@ export const MAX_BATCH = 1000;
 export const MAX_DELAY_MS = 315_360_000_000;
 /** Latest `runAt`: 2200-01-01T00:00:00Z, in epoch ms (the wire refuses later). */
 export const MAX_RUN_AT_MS = 7_258_118_400_000;
-
-const intIn = (v: unknown, lo: number, hi: number, what: string): number => {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
-    throw new InvalidOptionError(`${what} must be an integer in ${lo}..${hi}, got ${String(v)}`);
-  }
-  return v;
-};
 
 /** Validates a backoff and renders its wire form (`f:<ms>` or `e:<ms>`). */
 export function backoffWire(b: BackoffOptions): string {

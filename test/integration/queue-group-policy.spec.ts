@@ -3,7 +3,7 @@
  * concurrency caps counted on the server across consumers, weights (a group of weight w gets w
  * jobs per turn), per-group rate limits honoured without polling, bad settings refused.
  */
-import { BUILTIN_DEFAULTS, resolveDefaults } from '../../src/protocol/index.js';
+import { BUILTIN_DEFAULTS, resolveConsumerOptions, resolveDefaults } from '../../src/protocol/index.js';
 import { queueKeys } from '../../src/protocol/keys.js';
 import { wire } from '../../src/protocol/wire.js';
 import { groupPolicyWire, type GroupOptions } from '../../src/queue/group-policy.js';
@@ -137,6 +137,14 @@ describe('per-group rate limits', () => {
     expect(slow[3]).toBeGreaterThanOrEqual(rate.intervalMs - 50);
     expect(slow[6]).toBeGreaterThanOrEqual(2 * rate.intervalMs - 50);
     expect((await scriptCalls(f.raw)) - before).toBeLessThan(150); // waiting, not polling
+  });
+});
+
+describe('the setting on a queue', () => {
+  it("reaches every consumer of the queue as the claim's policy text: overrides merged over the shared settings", () => {
+    const d = resolveDefaults(BUILTIN_DEFAULTS, { groups: { concurrency: 2, rateLimit: { max: 10, intervalMs: 1000 }, overrides: { vip: { weight: 3 }, 'b.2': { concurrency: 5, rateLimit: { max: 1, intervalMs: 50 } } } } });
+    expect(resolveConsumerOptions(d).groupPolicy).toBe('*=2,1,10,1000 g:vip=2,3,10,1000 g:b.2=5,1,1,50');
+    expect(resolveConsumerOptions(BUILTIN_DEFAULTS).groupPolicy).toBeUndefined();
   });
 });
 
