@@ -291,7 +291,9 @@ if lanes then
         if e then return nil, nil, e end
         local live = 0
         for i = 1, #m do
-          if redis.call('ZSCORE', KEYS[4], m[i]) then live = live + 1 else gp.stale[#gp.stale + 1] = { key, m[i] } end
+          local sc = redis.pcall('ZSCORE', KEYS[4], m[i])
+          if type(sc) == 'table' and sc.err then return nil, nil, refused(sc, KEYS[4]) end
+          if sc then live = live + 1 else gp.stale[#gp.stale + 1] = { key, m[i] } end
         end
         allow, why = math.max(0, cap - live), 'cap'
       end
@@ -337,6 +339,7 @@ if lanes then
     local whole = pos >= llen
     if whole and not seen[''] and cover < need then
       win[#win + 1] = { g = '', w = 1, q = 1, allow = 1000000, at = pos + 1, used = 0, outside = true }
+      cover = cover + 1
     end
     if not whole then lrem = lrem + 1 end -- lanes beyond this claim's walk
     -- Phase 2: one read per window lane of the most it may give (+1 tells "more").
