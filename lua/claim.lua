@@ -134,7 +134,7 @@ end
 
 -- Reads first: every key this call writes is read before anything is written, so a key of the
 -- wrong type is refused with nothing changed.
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes', 'xtra', 'gcap')
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes', 'xtra')
 local e = refused(meta, KEYS[1])
 if e then return e end
 local stored = meta[1]
@@ -619,7 +619,7 @@ if lanes then
       end
     end
     if gp.turn then redis.call('SET', gp.turnKey, gp.turn) elseif gp.turnWas then redis.call('DEL', gp.turnKey) end
-    if polCap and meta[6] ~= '1' then redis.call('HSET', KEYS[1], 'gcap', '1') end
+    if polCap and redis.call('HGET', KEYS[1], 'gcap') ~= '1' then redis.call('HSET', KEYS[1], 'gcap', '1') end
   end
 elseif k > 0 then redis.call('RPOP', KEYS[2], k) end
 -- Ghosts popped (see the read loop): the payload back to `data`, one ghost fewer in meta.
