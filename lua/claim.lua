@@ -26,6 +26,13 @@
 --          (1..86400000): a fixed window on the server clock counted in `emq:{q}:rate` (a
 --          string with PX); a limited call claims what the window has left, and when jobs
 --          remain its wait is the ms until the window ends (>= 1).
+-- ARGV[7]  optional (ARGV[5..6] may then be "" "": no queue rate limit): the group policy of fair
+--          lanes (docs/protocol.md §5, "Group policy"), space-separated entries
+--          `<who>=<cap>,<weight>,<rate max>,<rate ms>`, who `*` (every group; required) or
+--          `g:<group>` (one group; at most 1000 entries, 65536 bytes): at most cap jobs of a group
+--          active at once (0 = no cap; 1..100000), weight jobs per turn of the rotation
+--          (1..1000), at most rate max jobs per rate ms window (0,0 = none; 1..1000000 per
+--          1..86400000). Read in lanes mode only; validated always.
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
 -- Returns: { wait, id_1, token_1, attempt_1, payload_1, extras_1, ..., id_k, ..., extras_k }
 --          (k <= n) where wait is -1 when jobs remain pending, else the ms until the next
@@ -61,7 +68,7 @@ local function refused(r, key)
   end
   return r
 end
-if #KEYS ~= 9 or (#ARGV ~= 4 and #ARGV ~= 6) then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 4 arguments (6 with a rate limit)') end
+if #KEYS ~= 9 or (#ARGV ~= 4 and #ARGV ~= 6 and #ARGV ~= 7) then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 4 arguments (6 with a rate limit, 7 with a group policy)') end
 local V = '1'
 local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
 if ARGV[1] ~= V then
@@ -94,7 +101,7 @@ if not promote then return redis.error_reply('EMQ_BAD_ARG promote limit must be 
 -- `emq:{q}:rate`, a string with a PX of the window): a claim takes at most what the window has
 -- left; a limited claim's wait reply is the ms until the window ends.
 local rateMax, rateMs, rateKey, rateUsed, rateLeft = nil, nil, nil, 0, 0
-if #ARGV == 6 then
+if #ARGV >= 6 and not (#ARGV == 7 and ARGV[5] == '' and ARGV[6] == '') then
   rateKey = b .. 'rate'
   rateMax, rateMs = int(ARGV[5], 1, 1000000), int(ARGV[6], 1, 86400000)
   if not rateMax or not rateMs then return redis.error_reply('EMQ_BAD_ARG rate limit must be 1..1000000 jobs per 1..86400000 ms') end
@@ -105,6 +112,25 @@ if #ARGV == 6 then
   if rateUsed > 0 then rateLeft = redis.call('PTTL', rateKey) end
   if rateLeft < 0 then rateUsed, rateLeft = 0, 0 end -- no PX: a new window
   n = math.min(n, math.max(0, rateMax - rateUsed))
+end
+-- The group policy (ARGV[7]): pol[group] (or pol['*']) = { cap, weight, rate max, rate ms }.
+local pol, polCap = nil, false
+if #ARGV == 7 then
+  pol = {}
+  local spec, cnt = ARGV[7], 0
+  if #spec > 65536 then return redis.error_reply('EMQ_BAD_ARG group policy is at most 65536 bytes') end
+  for tok in string.gmatch(spec, '%S+') do
+    cnt = cnt + 1
+    local who, c, w, r, ms = string.match(tok, '^([^=]+)=([^,]*),([^,]*),([^,]*),([^,]*)$')
+    c, w, r, ms = int(c, 0, 100000), int(w, 1, 1000), int(r, 0, 1000000), int(ms, 0, 86400000)
+    local g = who and (who == '*' and '*' or string.match(who, '^g:([A-Za-z0-9_.-]+)$'))
+    if cnt > 1001 or not g or #g > 100 or not c or not w or not r or not ms or (r == 0) ~= (ms == 0) or pol[g] then
+      return redis.error_reply('EMQ_BAD_ARG group policy entry ' .. cnt .. ' must be <*|g:group>=<cap 0..100000>,<weight 1..1000>,<rate max 0..1000000>,<rate ms 0..86400000> (rate 0,0 = none; each group once)')
+    end
+    pol[g] = { c, w, r, ms }
+    if c > 0 then polCap = true end
+  end
+  if not pol['*'] then return redis.error_reply('EMQ_BAD_ARG group policy needs the entry *=<cap>,<weight>,<rate max>,<rate ms>') end
 end
 
 -- Reads first: every key this call writes is read before anything is written, so a key of the
@@ -155,6 +181,7 @@ local levels
 -- served; ringPush, lanes to put at the back of the ring.
 -- (Allocated in lanes mode only: the plain path builds no table or string it does not use.)
 local ringKey, tgr, ringPop, ringPush, laneKey = nil, nil, 0, nil, nil
+local gp = nil -- group policy state for the writes (lanes mode with a policy only)
 if lanes then
   ops, tlv, tgr, ringPush, levels, ringKey = {}, {}, {}, {}, b .. 'levels', b .. 'groups'
   laneKey = function(g) return g == '' and KEYS[2] or b .. 'group:' .. g end
@@ -196,8 +223,9 @@ if lanes then
     d[#d + 1] = due[i]
   end
   local need = n
-  for L = 9, 1, -1 do
-    local d = dueBy[L] or {}
+  local none = {}
+  for L = (#present > 0 or next(dueBy)) and 9 or 0, 1, -1 do -- no level holds ids: nothing to read
+    local d = dueBy[L] or none
     if has[L] or #d > 0 then
       local key = KEYS[2] .. ':' .. L
       local t, left
@@ -226,6 +254,180 @@ if lanes then
       end
     end
   end
+  -- Level 0 under a group policy (docs/protocol.md §5, "Group policy"). The ring is walked from
+  -- its RPOP end: a group at its cap (its live members of `gactive:<g>`, ids still in `active`)
+  -- or out of its rate window (`grate:<g>`) is blocked: it goes to the back of the ring without
+  -- a job and its work does not count as remaining (a rate-blocked one sets the wait to its
+  -- window's rest). The others form the window, until their turns cover need: a lane's turn is
+  -- up to its weight w in jobs (less what an earlier claim took of the front lane's turn,
+  -- `gturn` = "<taken> <lane>"), served in ring order, in rounds when the window is the whole
+  -- ring. A lane whose turn was cut short by need stays at the front (its taken count in
+  -- `gturn`); the others go to the back. At most 1000 ring entries are examined per claim.
+  if pol then
+    gp = { stale = {}, adds = {}, rate = {}, wait = nil, turn = false, turnKey = b .. 'gturn' }
+    local turn = redis.pcall('GET', gp.turnKey)
+    e = refused(turn, gp.turnKey)
+    if e then return e end
+    gp.turnWas = turn
+    local tUsed, tG = 0, nil
+    if turn then
+      local u, g = string.match(turn, '^(%d+) (.*)$')
+      tUsed, tG = tonumber(u) or 0, g
+    end
+    local llen = redis.pcall('LLEN', ringKey)
+    e = refused(llen, ringKey)
+    if e then return e end
+    -- Phase 1: walk the ring, policy only (no list read): blocked lanes, then the window.
+    local win, seen, cover, pos = {}, {}, 0, 0
+    local function settings(g)
+      if g == '' then return 0, 1, 0, 0 end
+      local s = pol[g] or pol['*']
+      return s[1], s[2], s[3], s[4]
+    end
+    -- A lane's room: how many more jobs it may start now (nil = unlimited), and why it is 0.
+    local function room(g)
+      local cap, w, rmax, rms = settings(g)
+      local allow, why, rest = nil, nil, nil
+      if cap > 0 then
+        local key = b .. 'gactive:' .. g
+        local m = redis.pcall('SMEMBERS', key)
+        e = refused(m, key)
+        if e then return nil, nil, e end
+        local live = 0
+        for i = 1, #m do
+          local sc = redis.pcall('ZSCORE', KEYS[4], m[i])
+          if type(sc) == 'table' and sc.err then return nil, nil, refused(sc, KEYS[4]) end
+          if sc then live = live + 1 else gp.stale[#gp.stale + 1] = { key, m[i] } end
+        end
+        allow, why = math.max(0, cap - live), 'cap'
+      end
+      if rmax > 0 then
+        local key = b .. 'grate:' .. g
+        local used = redis.pcall('GET', key)
+        e = refused(used, key)
+        if e then return nil, nil, e end
+        used = tonumber(used) or 0
+        local left = used > 0 and redis.call('PTTL', key) or -1
+        if left < 0 then used, left = 0, rms end -- no window open: a new one of rms
+        if not allow or rmax - used < allow then allow, why = math.max(0, rmax - used), 'rate' end
+        gp.rate[g] = { used, rms, left }
+        rest = left
+      end
+      return allow, why, nil, w, rest
+    end
+    while cover < need and pos < llen and pos < 1000 do
+      local c = math.min(need - cover, llen - pos, 1000 - pos)
+      local chunk = redis.pcall('LRANGE', ringKey, -(pos + c), -(pos + 1))
+      e = refused(chunk, ringKey)
+      if e then return e end
+      for i = #chunk, 1, -1 do
+        local g = chunk[i]
+        if cover >= need then break end
+        pos = pos + 1
+        if not seen[g] then -- a repeated entry is a stale hint: dropped
+          seen[g] = true
+          local allow, why, re, w, rest = room(g)
+          if re then return re end
+          if allow == 0 then
+            ringPush[#ringPush + 1] = { g, pos } -- blocked: to the back, its work not remaining
+            if why == 'rate' and (not gp.wait or rest < gp.wait) then gp.wait = math.max(1, rest) end
+          else
+            local q = w
+            if #win == 0 and pos == 1 and g == tG then q = math.max(1, w - tUsed) end
+            win[#win + 1] = { g = g, w = w, q = q, allow = allow or 1000000, why = why, rest = rest, at = pos, used = (q < w) and tUsed or 0 }
+            cover = cover + math.min(q, allow or q)
+          end
+        end
+      end
+    end
+    local whole = pos >= llen
+    if whole and not seen[''] and cover < need then
+      win[#win + 1] = { g = '', w = 1, q = 1, allow = 1000000, at = pos + 1, used = 0, outside = true }
+      cover = cover + 1
+    end
+    if not whole then lrem = lrem + 1 end -- lanes beyond this claim's walk
+    -- Phase 2: one read per window lane of the most it may give (+1 tells "more").
+    local rounds = (whole and cover > 0) and math.ceil(need / cover) or 1
+    for j = 1, #win do
+      local L = win[j]
+      L.d = dueG[L.g] or {}
+      L.cap = math.min(L.allow, L.q + L.w * (rounds - 1), need)
+      local key = laneKey(L.g)
+      local t = redis.pcall('LRANGE', key, -(L.cap + 1), -1)
+      e = refused(t, key)
+      if e then return e end
+      L.t, L.more, L.got = t, #t > L.cap, 0
+      L.avail = L.more and L.cap or math.min(L.cap, #t + #L.d)
+    end
+    -- Phase 3: rounds in window order, each lane up to its turn (then its weight).
+    local last = nil
+    for r = 1, rounds do
+      local moved = false
+      for j = 1, #win do
+        if need == 0 then break end
+        local L = win[j]
+        local give = math.min(r == 1 and L.q or L.w, L.avail - L.got, need)
+        if give > 0 then
+          L.got, need, moved, last = L.got + give, need - give, true, L
+          L.cut = r == 1 and give < L.q
+        end
+      end
+      if need == 0 or not moved then break end
+    end
+    -- Phase 4: the jobs taken, the lists' pops, the ring and the turn. When need ran out, the
+    -- ring entries after the last lane served keep their place (and that lane too when its
+    -- turn was cut short: it stays at the front, its jobs so far in `gturn`).
+    local popTo = pos
+    if need == 0 and last and not last.outside then
+      popTo = (rounds == 1 and last.cut and (last.more or #last.t + #last.d > last.got) and last.got < last.allow) and last.at - 1 or last.at
+      if popTo < last.at then gp.turn = (last.used + last.got) .. ' ' .. last.g end
+    end
+    local back = {} -- lanes to the back of the ring, in ring order: { lane, its walk position }
+    for x = 1, #ringPush do back[#back + 1] = ringPush[x] end -- (blocked, from phase 1)
+    ringPush = {}
+    for j = 1, #win do
+      local L = win[j]
+      local t, d = L.t, L.d
+      local fromList = math.min(L.got, #t)
+      for i = #t, #t - fromList + 1, -1 do take[#take + 1] = t[i]; tlv[#take] = 0; tgr[#take] = L.g end
+      for i = 1, L.got - fromList do take[#take + 1] = d[i]; tlv[#take] = 0; tgr[#take] = L.g end
+      if L.got > 0 or #d > 0 then ops[#ops + 1] = { laneKey(L.g), 0, d, L.got, false } end
+      if L.got > 0 and settings(L.g) > 0 then
+        local ids = {}
+        for i = #take - L.got + 1, #take do ids[#ids + 1] = take[i] end
+        gp.adds[#gp.adds + 1] = { b .. 'gactive:' .. L.g, ids }
+      end
+      local rs = gp.rate[L.g]
+      if rs then rs[4] = L.got end
+      local has = L.more or #t + #d > L.got
+      local blocked = has and L.got >= L.allow
+      if has and not blocked then lrem = lrem + 1 end
+      if blocked and L.why == 'rate' and (not gp.wait or rs[3] < gp.wait) then gp.wait = math.max(1, rs[3]) end
+      if has and (L.at <= popTo or L.outside) then back[#back + 1] = { L.g, L.at, L.outside } end
+    end
+    table.sort(back, function(x, y) return x[2] < y[2] end)
+    for x = 1, #back do
+      if back[x][2] <= popTo or back[x][3] then ringPush[#ringPush + 1] = back[x][1] end
+    end
+    ringPop = popTo
+    -- Due jobs of lanes outside the window: an empty list joins the ring as they land in it.
+    for g, d in pairs(dueG) do
+      local inWin = false
+      for j = 1, #win do if win[j].g == g then inWin = true end end
+      if not inWin and #d > 0 then
+        local key = laneKey(g)
+        local len = redis.pcall('LLEN', key)
+        e = refused(len, key)
+        if e then return e end
+        ops[#ops + 1] = { key, 0, d, 0, false }
+        if not seen[g] then -- (a blocked lane was walked: its place is kept or it went back)
+          lrem = lrem + 1
+          if len == 0 then ringPush[#ringPush + 1] = g end
+        end
+      end
+    end
+  end
+  if not pol then -- (the level-0 block without a policy, unchanged)
   -- Level 0: fair lanes. The ring `groups` (a list, its RPOP end served next) names the lanes
   -- with pending work: a group (its list `group:<g>`) or "" (`pending`, the jobs without a
   -- group). One claim serves the next `need` lanes of the ring one job per lane per round, then
@@ -256,7 +458,7 @@ if lanes then
     if e then return e end
     tails[j] = t
     more[j] = #t > q
-    total[j] = more[j] and q or #t + #(dueG[win[j]] or {})
+    total[j] = more[j] and q or #t + #(dueG[win[j]] or none)
   end
   local got, act = {}, {}
   for j = 1, #win do
@@ -275,7 +477,7 @@ if lanes then
     act = nxt
   end
   for j = 1, #win do
-    local g, key, d = win[j], laneKey(win[j]), dueG[win[j]] or {}
+    local g, key, d = win[j], laneKey(win[j]), dueG[win[j]] or none
     local t = tails[j]
     local fromList = math.min(got[j], #t)
     for i = #t, #t - fromList + 1, -1 do take[#take + 1] = t[i]; tlv[#take] = 0; tgr[#take] = g end
@@ -287,6 +489,7 @@ if lanes then
     -- (jobs without a group, or a group whose due jobs land in an empty list).
     if left > 0 and (inWin[g] == true or wholeRing or #t == 0) then ringPush[#ringPush + 1] = g end
   end
+  end -- not pol
   k = #take
 else
   -- The oldest n + 1 pending ids (one more than wanted tells whether more remain), or, when
@@ -410,6 +613,18 @@ if lanes then
   end
   if ringPop > 0 then redis.call('RPOP', ringKey, ringPop) end
   if #ringPush > 0 then redis.call('LPUSH', ringKey, unpack(ringPush)) end
+  if gp then
+    -- Group policy: live counts of capped groups, rate windows, the front lane's turn.
+    for i = 1, #gp.stale do redis.call('SREM', gp.stale[i][1], gp.stale[i][2]) end
+    for i = 1, #gp.adds do redis.call('SADD', gp.adds[i][1], unpack(gp.adds[i][2])) end
+    for g, rs in pairs(gp.rate) do
+      if rs[4] and rs[4] > 0 then
+        if rs[1] == 0 then redis.call('SET', b .. 'grate:' .. g, rs[4], 'PX', rs[2]) else redis.call('INCRBY', b .. 'grate:' .. g, rs[4]) end
+      end
+    end
+    if gp.turn then redis.call('SET', gp.turnKey, gp.turn) elseif gp.turnWas then redis.call('DEL', gp.turnKey) end
+    if polCap and redis.call('HGET', KEYS[1], 'gcap') ~= '1' then redis.call('HSET', KEYS[1], 'gcap', '1') end
+  end
 elseif k > 0 then redis.call('RPOP', KEYS[2], k) end
 -- Ghosts popped (see the read loop): the payload back to `data`, one ghost fewer in meta.
 for i = 1, #ghosts do
@@ -430,7 +645,9 @@ if #jid > 0 then
     local id, a, o, L, G = jid[i], jatt[i], jopt[i], lanes and jlv[i], lanes and jgr[i]
     local token = last - #jid + i
     if G == '' then G = nil end
-    if o or (L and L > 0) or G then
+    if G and not o then -- a job of a group (fair lanes), without its own options: one HSET, no table
+      redis.call('HSET', jrow[i], 'status', 'active', 'token', token, 'attempts', a, 'group', G)
+    elseif o or (L and L > 0) or G then
       local row = { 'status', 'active', 'token', token, 'attempts', a }
       if L and L > 0 then row[7] = 'prio'; row[8] = L end
       if G then row[#row + 1] = 'group'; row[#row + 1] = G end
@@ -468,4 +685,6 @@ elseif nxt[2] then
 else
   out[1] = -2
 end
+-- Group policy: lanes blocked by their rate window wait for it (the soonest window end).
+if gp and gp.wait and out[1] ~= -1 then out[1] = out[1] == -2 and gp.wait or math.min(out[1], gp.wait) end
 return out

@@ -25,6 +25,9 @@
 --          (due at now + lease, as outbox-take would leave them), no outbox signal is sent, and
 --          the reply carries them. A caller that crashes before acknowledging them leaves them
 --          to any live relay once the lease lapses (the repair rule, docs/flows.md).
+-- Group caps: once meta `gcap` is set (by a claim given a group policy with a cap), a call that
+-- completes a job whose row has a `group` pushes a marker on `emq:{q}:wake` (derived from
+-- KEYS[1], same slot) when it is empty: its group may be claimable again, without polling.
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
 -- Returns: an array of n integers: 1 = completed, 0 = refused (stale token, not active, or the
 --          same id earlier in this call). A call that completes nothing writes nothing. With a
@@ -109,7 +112,7 @@ end
 
 -- Reads first: every key this call writes is read (or is the first write) before anything is
 -- written, so a key of the wrong type is refused with nothing changed.
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog')
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'gcap')
 local e = refused(meta, KEYS[1])
 if e then return e end
 local stored = meta[1]
@@ -118,9 +121,12 @@ if stored and stored ~= V then
 end
 local elog = tonumber(meta[2]) or 0 -- written by enqueue, validated there
 local out, ids, rows, seen, hand = {}, {}, {}, {}, {}
+-- Group caps (meta `gcap`, set by a claim given a cap): completing a job of a group wakes an
+-- idle consumer, since its group may be claimable again (docs/protocol.md §5, Group policy).
+local gcap, grouped = meta[3] == '1', false
 for i = 1, n do
   local id, token, row = ARGV[4 + 3 * (i - 1)], ARGV[5 + 3 * (i - 1)], KEYS[6 + i]
-  local cur = redis.pcall('HMGET', row, 'status', 'token', 'parent')
+  local cur = gcap and redis.pcall('HMGET', row, 'status', 'token', 'parent', 'group') or redis.pcall('HMGET', row, 'status', 'token', 'parent')
   if cur.err then return refused(cur, row) end -- HMGET answers a table: with `err` only to refuse
   if seen[id] or cur[1] ~= 'active' or cur[2] ~= token then
     out[i] = 0
@@ -129,6 +135,7 @@ for i = 1, n do
     ids[#ids + 1] = id
     rows[#rows + 1] = i
     out[i] = 1
+    if cur[4] then grouped = true end
     -- A flow child: its hand-off to the parent's queue goes through this queue's outbox.
     if cur[3] then
       hand[#hand + 1] = 'd:' .. id
@@ -140,6 +147,13 @@ if #ids == 0 then return out end
 if #hand > 0 then
   if not box then return redis.error_reply('EMQ_BAD_ARG a job names a parent: the outbox and outdue keys are required') end
   e = refused(redis.pcall('HLEN', box), box) or refused(redis.pcall('ZCARD', due), due)
+  if e then return e end
+end
+local wake, wakeLen = nil, 1
+if grouped then
+  wake = b .. 'wake'
+  wakeLen = redis.pcall('LLEN', wake)
+  e = refused(wakeLen, wake)
   if e then return e end
 end
 local card = redis.pcall('ZCARD', KEYS[3])
@@ -206,4 +220,5 @@ if #hand > 0 then
   end
 end
 emit(KEYS[6], elog, 'completed', ids, now)
+if wakeLen == 0 then redis.call('LPUSH', wake, '1') end
 return out

@@ -55,6 +55,7 @@ export { NodeLeaseError } from './protocol/node-lease.js';
 export { QueueService } from './queue/queue.service.js';
 export type { EnqueueItem } from './queue/queue.service.js';
 export type { BackoffOptions, QueueDefaults, EnqueueOptions, ProcessorOptions, BatchOptions, RateLimit } from './queue/queue.options.js';
+export type { GroupOptions, GroupSettings } from './queue/group-policy.js';
 export { JobCancelledError, JobTimeoutError } from './queue/job-controls.js';
 export type { BatchHandler, BatchOutcome } from './queue/batch.handler.js';
 export type { Job, JobView, UndecodedText, JobStatus, JobCounts, JobHandler, QueueEvent, QueueEventKind } from './queue/job.js';

@@ -17,3 +17,11 @@ export function refuseUnknownKeys(o: unknown, known: ReadonlySet<string>, what: 
  * and not here (or named here and not in `T`) fails to compile, so the set cannot drift.
  */
 export const keySet = <T>(keys: { readonly [K in keyof Required<T>]: true }): ReadonlySet<string> => new Set(Object.keys(keys));
+
+/** An integer option in `lo..hi`, else `InvalidOptionError` naming it (`what`) and the value given. */
+export const intIn = (v: unknown, lo: number, hi: number, what: string): number => {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
+    throw new InvalidOptionError(`${what} must be an integer in ${lo}..${hi}, got ${String(v)}`);
+  }
+  return v;
+};

@@ -36,6 +36,14 @@ export interface ClaimReply {
   readonly waitMs: number;
 }
 
+/** What bounds a claim beyond its count: the queue's rate limit and its group policy. */
+export interface ClaimLimits {
+  /** claim.lua ARGV[5..6]: at most `max` jobs per `intervalMs`, all consumers together. */
+  readonly rateLimit?: { readonly max: number; readonly intervalMs: number };
+  /** claim.lua ARGV[7]: the group policy text (`groupPolicyWire`). */
+  readonly groupPolicy?: string;
+}
+
 /** A fenced completion. */
 export interface WireCompletion {
   readonly id: string;
@@ -60,12 +68,16 @@ export interface ReapReply {
 
 /** Script calls that are also sent together in one pipeline (the consumer's round). */
 export const calls = {
-  /** `rate`: the queue's rate limit (claim.lua ARGV[5..6]), when it has one. */
-  claim(k: QueueKeys, n: number, leaseMs: number, promote = 1000, rate?: { readonly max: number; readonly intervalMs: number }): ScriptCall<ClaimReply> {
+  /** `limits`: the queue's rate limit (claim.lua ARGV[5..6]) and group policy (ARGV[7]), when it has them. */
+  claim(k: QueueKeys, n: number, leaseMs: number, promote = 1000, limits?: ClaimLimits): ScriptCall<ClaimReply> {
+    const rate = limits?.rateLimit;
+    const args: (string | number)[] = [PROTOCOL_VERSION, n, leaseMs, promote];
+    if (limits?.groupPolicy) args.push(rate?.max ?? '', rate?.intervalMs ?? '', limits.groupPolicy);
+    else if (rate) args.push(rate.max, rate.intervalMs);
     return {
       name: 'claim',
       keys: [k.meta, k.pending, k.scheduled, k.active, k.wake, k.data, k.opts, k.jobPrefix, k.events],
-      args: rate ? [PROTOCOL_VERSION, n, leaseMs, promote, rate.max, rate.intervalMs] : [PROTOCOL_VERSION, n, leaseMs, promote],
+      args,
       parse: (reply) => {
         const r = reply as (string | number)[];
         const jobs: WireClaim[] = [];
@@ -149,8 +161,8 @@ export const wire = {
     return (await runScript(c, 'enqueue', keys, args)) as (number | string)[];
   },
 
-  claim(c: ScriptClient, k: QueueKeys, n: number, leaseMs: number, promote = 1000): Promise<ClaimReply> {
-    return call(c, calls.claim(k, n, leaseMs, promote));
+  claim(c: ScriptClient, k: QueueKeys, n: number, leaseMs: number, promote = 1000, limits?: ClaimLimits): Promise<ClaimReply> {
+    return call(c, calls.claim(k, n, leaseMs, promote, limits));
   },
 
   complete(c: ScriptClient, k: QueueKeys, keepDone: number, done: readonly WireCompletion[]): Promise<number[]> {

@@ -189,7 +189,7 @@ export class Consumer {
     if (done.length > 0) {
       list.push(handoff ? calls.completeRelaying(this.k, this.cfg.keepDone, done, handoff.leaseMs) : calls.complete(this.k, this.cfg.keepDone, done));
     }
-    if (n > 0) list.push(calls.claim(this.k, n, this.cfg.leaseMs, 1000, this.cfg.rateLimit));
+    if (n > 0) list.push(calls.claim(this.k, n, this.cfg.leaseMs, 1000, this.cfg));
     let failure: unknown;
     try {
       const settled = await callPipeline(this.conn.scriptClient, list);
@@ -255,7 +255,7 @@ export class Consumer {
     const maxIdle = this.cfg.maxIdleMs ?? 5000;
     this.waitAsk = free;
     this.reserved += free;
-    this.waiter.wait(this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle)), calls.claim(this.k, free, this.cfg.leaseMs, 1000, this.cfg.rateLimit));
+    this.waiter.wait(this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle)), calls.claim(this.k, free, this.cfg.leaseMs, 1000, this.cfg));
   }
 
   /** The wait ended: its claim slots are no longer reserved. Returns how many it asked for. */

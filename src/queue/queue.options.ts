@@ -1,7 +1,8 @@
 import { InvalidOptionError } from '../protocol/errors.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../protocol/codec.js';
-import { keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
+import { intIn, keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
 import type { ProcessorSchedule } from './schedule.types.js';
+import { checkGroupOptions, groupPolicyWire, type GroupOptions } from './group-policy.js';
 
 /** How long to wait before attempt n+1: fixed, or doubling from `delayMs` (capped at a day). */
 export interface BackoffOptions {
@@ -43,6 +44,11 @@ export interface QueueDefaults {
    * Default: none.
    */
   readonly rateLimit?: RateLimit;
+  /**
+   * Fair lanes: per-group concurrency caps, weights and rate limits, for every group and for
+   * named ones (docs/queue.md, "Fair lanes"). Default: none (every group weight 1, no cap or limit).
+   */
+  readonly groups?: GroupOptions;
 }
 
 /** A rate limit: `max` jobs (1..1,000,000) per `intervalMs` (1..86,400,000). */
@@ -72,13 +78,6 @@ export const MAX_BATCH = 1000;
 export const MAX_DELAY_MS = 315_360_000_000;
 /** Latest `runAt`: 2200-01-01T00:00:00Z, in epoch ms (the wire refuses later). */
 export const MAX_RUN_AT_MS = 7_258_118_400_000;
-
-const intIn = (v: unknown, lo: number, hi: number, what: string): number => {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
-    throw new InvalidOptionError(`${what} must be an integer in ${lo}..${hi}, got ${String(v)}`);
-  }
-  return v;
-};
 
 /** Validates a backoff and renders its wire form (`f:<ms>` or `e:<ms>`). */
 export function backoffWire(b: BackoffOptions): string {
@@ -119,6 +118,7 @@ export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefault
     intIn(d.rateLimit.max, 1, 1_000_000, 'rateLimit.max');
     intIn(d.rateLimit.intervalMs, 1, 86_400_000, 'rateLimit.intervalMs');
   }
+  if (d.groups !== undefined) checkGroupOptions(d.groups);
   return d;
 }
 
@@ -273,6 +273,8 @@ export interface ResolvedConsumerOptions {
   readonly timeoutMs?: number;
   /** The queue's rate limit, sent with every claim. */
   readonly rateLimit?: RateLimit;
+  /** The queue's group policy in its wire form (claim.lua ARGV[7]), sent with every claim. */
+  readonly groupPolicy?: string;
 }
 
 /** Resolves a processor's options over its queue's settings (processor first, then queue). */
@@ -290,5 +292,6 @@ export function resolveConsumerOptions(d: QueueDefaults, o: ProcessorOptions = {
     maxResultBytes: d.maxPayloadBytes,
     timeoutMs: o.timeoutMs,
     rateLimit: d.rateLimit,
+    groupPolicy: d.groups === undefined ? undefined : groupPolicyWire(d.groups),
   };
 }

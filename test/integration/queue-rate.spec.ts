@@ -8,16 +8,11 @@ import { codeOf } from '../helpers/refusals.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { randomQueue } from '../helpers/valkey.js';
+import { scriptCalls as countScriptCalls } from '../helpers/script-calls.js';
 
 const f = queueFixture();
 
-/** Script calls the server has run so far (EVALSHA and EVAL). */
-async function scriptCalls(): Promise<number> {
-  const info = await f.raw.info('commandstats');
-  let n = 0;
-  for (const m of info.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)) n += Number(m[1]);
-  return n;
-}
+const scriptCalls = () => countScriptCalls(f.raw);
 
 describe('rate limits', () => {
   it('two consumers together run at most max jobs per window, and wait without polling', async () => {
