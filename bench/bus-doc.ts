@@ -43,7 +43,7 @@ function eventsLogPart(report: Report): string {
     return `Not measured in this run: this build's \`QueueDefaults\` has no \`eventsLog\` option, so
 \`${EVENTS_LOG_METRIC}\` is absent from \`bench/results.json\`.`;
   }
-  const plain = report.results.echomq.process_c50_per_s;
+  const plain = report.results.echomq.process_c50_per_s ?? Number.NaN;
   return `| Metric | EchoMQ | vs \`process_c50_per_s\` |
 |---|---:|---:|
 | \`process_c50_per_s\` (signals only, \`eventsLog: 0\`) | ${shown('process_c50_per_s', plain)} | 1.00× |
