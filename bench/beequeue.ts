@@ -25,10 +25,14 @@ export class BeeQueueDriver implements Driver {
     this.raw = new Redis(url, { maxRetriesPerRequest: 1 });
   }
 
-  /** Opens a producer-only `Queue` (`isWorker: false`). Priorities and groups: bee-queue has none. */
+  /**
+   * Opens a producer-only `Queue` with bee-queue's documented producer settings (`isWorker: false`,
+   * `getEvents: false`, `storeJobs: false`: otherwise every saved job stays in a map of the
+   * producer until an event about it arrives). Priorities and groups: bee-queue has none.
+   */
   async producer(queue: string, lanes?: LaneOptions): Promise<Producer> {
     if (lanes?.priorities || lanes?.groups) throw new Error('bee-queue has no priorities or groups');
-    const q = new BeeQueue(queue, { redis: this.redis, isWorker: false, getEvents: false });
+    const q = new BeeQueue(queue, { redis: this.redis, isWorker: false, getEvents: false, storeJobs: false });
     await q.ready();
     return {
       add: (payload) => q.createJob(payload).save(),

@@ -76,7 +76,7 @@ export function summarize(records: readonly PhaseRecord[]): Summary {
       const stat = pairStat(pairRatios(records, m, anchor));
       if (stat) (pairs[m] ??= {})[anchor] = stat;
     }
-    const runs = records.filter((r) => m in r.values);
+    const runs = records.filter((r) => m in r.values && r.cost?.load?.otherCores !== undefined);
     if (runs.length > 0) noise[m] = { noisy: runs.filter((r) => r.cost?.load?.noisy).length, runs: runs.length };
   }
   const medianRecords: PhaseRecord[] = [];

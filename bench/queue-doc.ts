@@ -135,7 +135,8 @@ export function targetsList(s: Summary, ceiling: CeilingReport): string {
     }
     if (got === undefined) return `- ${t.text}: not measured in this run.`;
     const met = lower ? got <= t.goal : got >= t.goal;
-    const by = lower ? got / t.goal - 1 : 1 - got / t.goal;
-    return `- ${t.text}: ${shownGot} — **${met ? 'met' : `missed by ${Math.round(by * 100)}%`}**.`;
+    // How far off: the share short of a floor, or how far above a ceiling.
+    const off = lower ? `${(got / t.goal).toFixed(2)}× the allowed value` : `${Math.round((1 - got / t.goal) * 100)}% short`;
+    return `- ${t.text}: ${shownGot} — **${met ? 'met' : `missed (${off})`}**.`;
   }).join('\n');
 }

@@ -106,14 +106,14 @@ async function main(): Promise<void> {
     // Untimed warm-up of every consumer (JIT, script cache), so the first timed phase is fair.
     for (const system of SYSTEMS) {
       const driver = makeDriver(system, valkey.url);
-      await processLocal({ driver, probe, url: valkey.url }, 'warmup', 10, 2000);
+      await processLocal({ driver, probe, url: valkey.url }, 'warmup', 10, s.startWarmup);
       await driver.close();
     }
     // And of the Bus group consumer (EchoMQ only).
     const busDriver = makeDriver('echomq', valkey.url);
-    await busGroup({ driver: busDriver, probe, url: valkey.url }, 'warmup', 10, 2000);
+    await busGroup({ driver: busDriver, probe, url: valkey.url }, 'warmup', 10, s.startWarmup);
     await busDriver.close();
-    console.log('Valkey ceiling: claim.lua + complete.lua in one call, from valkey-benchmark');
+    console.log(`Valkey ceiling: claim.lua + complete.lua in one call, from valkey-benchmark (${Math.round((Date.now() - started) / 1000)} s into the run)`);
     const ceiling: CeilingReport = wanted('ceiling') ? await measureCeiling(valkey.url, probe, s.ceilingJobs) : { rows: [], clients: 0, jobs: 0, error: 'not run' };
     // The whole suite repeats, so the repetitions of one phase are spread over the run.
     for (let rep = 0; rep < s.reps; rep++) {
@@ -132,10 +132,13 @@ async function main(): Promise<void> {
     printEchoOnly(echoOnly);
     let cache: CacheReport | undefined;
     let flows: FlowsReport | undefined;
+    const mark = (what: string): void => console.log(`${what} (${Math.round((Date.now() - started) / 1000)} s into the run)`);
+    mark('queue phases done');
     if (wanted('cache')) {
       console.log('Cache: EchoMQ vs bentocache');
       cache = await runCacheSuite(valkey.url, probe, quick, s.reps, env.versions.bentocache);
       printCache(cache);
+      mark('cache done');
     }
     if (wanted('flows')) {
       console.log('Flows: EchoMQ vs BullMQ FlowProducer');
@@ -153,12 +156,14 @@ async function main(): Promise<void> {
 
 async function runOne(phase: Phase, system: SystemName, rep: number, url: string, probe: Probe, warmup: number): Promise<PhaseRecord> {
   const driver = makeDriver(system, url);
+  const t0 = Date.now();
   try {
     const r = await phase.run({ driver, probe, url, warmup });
     const shown = Object.entries(r.values).map(([k, v]) => `${k}=${v.toFixed(v < 100 ? 3 : 0)}`);
     const load = r.cost?.load;
     const other = load?.otherCores === undefined ? '' : ` other=${load.otherCores.toFixed(2)}${load.noisy ? ' ⚠ noisy' : ''}`;
-    console.log(`  #${rep + 1} ${phase.label.padEnd(26)} ${system.padEnd(8)} ${shown.join(' ')}${other}${r.note ? `  (${r.note})` : ''}`);
+    const took = `${((Date.now() - t0) / 1000).toFixed(1)} s`;
+    console.log(`  #${rep + 1} ${phase.label.padEnd(26)} ${system.padEnd(8)} ${shown.join(' ')}${other}${r.note ? `  (${r.note})` : ''} [${took}]`);
     return { phase: phase.label, system, rep, ...r };
   } finally {
     await driver.close();

@@ -34,6 +34,8 @@ export interface BenchSizes {
   readonly memoryJobs: number;
   /** Jobs per run of the Valkey ceiling (valkey-benchmark), per batch size. */
   readonly ceilingJobs: number;
+  /** Untimed jobs every system processes at the start of the run (JIT, script cache). */
+  readonly startWarmup: number;
   /** Sizes of the Bus phases (EchoMQ only). */
   readonly bus: BusSizes;
 }
@@ -64,15 +66,16 @@ export function sizes(mode: BenchMode, backlog1m = false): BenchSizes {
       quick: true,
       reps: 1,
       warmup: 1,
-      enqueueSingle: 3000,
+      enqueueSingle: 2000,
       enqueueBatch: 10_000,
-      process: 2000,
+      process: 1000,
       backlogs: [10_000, ...extra],
       latencyRate: 500,
       latencySeconds: 1,
       latencyConcurrency: 10,
       memoryJobs: 5000,
-      ceilingJobs: 20_000,
+      ceilingJobs: 10_000,
+      startWarmup: 1000,
       bus: { publishSingle: 3000, publishBatch: 10_000, group: { c1: 1000, c50: 3000 }, latencyRate: 500, latencySeconds: 1, latencyConcurrency: 10 },
     };
   }
@@ -90,6 +93,7 @@ export function sizes(mode: BenchMode, backlog1m = false): BenchSizes {
     latencyConcurrency: 10,
     memoryJobs: 10_000,
     ceilingJobs: 200_000,
+    startWarmup: 2000,
     bus: { publishSingle: 20_000, publishBatch: 50_000, group: { c1: 5000, c50: 30_000 }, latencyRate: 500, latencySeconds: 3, latencyConcurrency: 10 },
   };
 }
