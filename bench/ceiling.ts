@@ -82,8 +82,8 @@ return k
 `;
 }
 
-/** The wrapper's keys and arguments for `queue` at claim size `n`. */
-function callArgs(queue: string, n: number): string[] {
+/** The wrapper's key count, keys and arguments for `queue` at claim size `n` (what follows the sha of EVALSHA). */
+export function ceilingCallArgs(queue: string, n: number): string[] {
   const k = queueKeys(queue);
   const keys = [k.meta, k.pending, k.scheduled, k.active, k.wake, k.data, k.opts, k.jobPrefix, k.events, k.done, k.outbox, k.outdue];
   return [String(keys.length), ...keys, String(n), '30000', '1000', String(ECHOMQ_KEEP_DONE)];
@@ -114,9 +114,9 @@ async function oneBatch(url: string, probe: Probe, sha: string, n: number, jobs:
     await p.close();
     await driver.close();
   }
-  const command = ['EVALSHA', sha, ...callArgs(queue, n)];
+  const command = ['EVALSHA', sha, ...ceilingCallArgs(queue, n)];
   // A first call through the probe: a wrong reply fails here, with the error text.
-  const first = await probe.call('EVALSHA', sha, ...callArgs(queue, n));
+  const first = await probe.call('EVALSHA', sha, ...ceilingCallArgs(queue, n));
   if (first !== n) throw new Error(`ceiling: the wrapper claimed ${String(first)} jobs, not ${n}`);
   await valkeyBenchmark(url, warmCalls - 1, command);
   const m = await probe.start();
