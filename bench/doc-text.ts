@@ -72,8 +72,8 @@ export const TRADE_OFFS = `- **Where the lead comes from.** Batching and overlap
   a real consumer pays both. A share near 100% means Valkey is the limit; well below it, the client
   (its CPU, or round trips waiting on each other) is.
 - **Light-load latency is round trips.** An idle consumer parks on a blocking pop; enqueue → handler
-  start costs the enqueue's round trip plus the wake-up and the claim (see docs/queue.md for what this
-  build does). The p99 is set by pauses (GC, scheduling on a shared 2-CPU machine) and moves from run
+  start costs the enqueue's round trip plus the wake-up and the claim (docs/queue.md, the consumer
+  loop's "Idle" step, says what this build does). The p99 is set by pauses (GC, scheduling on a shared 2-CPU machine) and moves from run
   to run.
 - **Prefetch holds jobs.** An EchoMQ consumer holds up to concurrency + prefetch jobs (default prefetch =
   concurrency). With slow handlers and several processes, one process can hold jobs that an idle process

@@ -98,7 +98,7 @@ reference point for "how close to what this Valkey can do", not of their own scr
 export function renderDoc(report: Report): string {
   const { env, sizes: s } = report;
   const quick = env.quick
-    ? '\n> **Quick run** (`npm run bench -- --quick`): small counts, one repetition, a warm-up as long as the timed part: a smoke test, not a measurement. `npm run bench` does the steady run.\n'
+    ? '\n> **Quick run** (`npm run bench -- --quick`): small counts, one repetition, a warm-up as long as the timed part: a smoke test, not a measurement. `npm run bench` does the steady run (estimated 15–20 minutes on a quiet 2-CPU machine; `-- --backlog-1m` adds about 5).\n'
     : '';
   const warm = `${s.warmup}×`;
   const counts = `${n(s.enqueueSingle)} single enqueues, ${n(s.enqueueBatch)} batch-enqueued jobs, ${n(s.process)} jobs per processing row (each after ${n(Math.ceil(s.process * s.warmup))} untimed), backlogs of ${s.backlogs.map(n).join(' / ')} pending, ${s.latencySeconds} s of latency load at ${s.latencyRate}/s, ${n(s.memoryJobs)} jobs for memory, ${n(s.ceilingJobs)} jobs per ceiling run`;
@@ -170,7 +170,8 @@ ${CONFIGURATION}
 Per job, over the timed part of the repetition whose value is the median: wall time, client CPU, Valkey
 CPU, the time Valkey spent inside scripts (\`usec\` of EVALSHA/EVAL in \`INFO commandstats\`, wall time, so it
 can exceed the CPU when Valkey is descheduled), script calls, every command Valkey ran including those run
-by scripts, Valkey's CPU over the wall time, other processes' CPU (⚠ noisy) and the load average.
+by scripts, Valkey's CPU over the wall time, the cores busy on the whole machine and those of other
+processes (⚠ noisy), and the load average at the end of the phase.
 
 ${costTable(queueRecords(report.medianRecords))}
 

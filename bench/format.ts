@@ -84,7 +84,7 @@ export function costTable(records: readonly PhaseRecord[], unit = 'job', systems
   const fmt = (v: number | undefined, d = 1): string => (v === undefined ? '—' : v.toFixed(d));
   const u = unit;
   const lines = [
-    `| Phase | System | Wall s | Wall µs/${u} | Client CPU µs/${u} | Valkey CPU µs/${u} | in scripts µs/${u} | Script calls/${u} | Valkey commands/${u} | Valkey busy | Other CPU (cores) | Load (1 min) |`,
+    `| Phase | System | Wall s | Wall µs/${u} | Client CPU µs/${u} | Valkey CPU µs/${u} | in scripts µs/${u} | Script calls/${u} | Valkey commands/${u} | Valkey busy | Machine · other CPU (cores) | Load (1 min) |`,
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const phase of new Set(records.map((r) => r.phase))) {
@@ -92,7 +92,7 @@ export function costTable(records: readonly PhaseRecord[], unit = 'job', systems
       const c = records.find((x) => x.phase === phase && x.system === system)?.cost;
       if (!c) continue;
       const busy = c.valkeyBusy === undefined ? '—' : `${Math.round(c.valkeyBusy * 100)}%`;
-      const other = c.load?.otherCores === undefined ? '—' : `${fmt(c.load.otherCores, 2)}${c.load.noisy ? ' ⚠' : ''}`;
+      const other = c.load?.otherCores === undefined ? '—' : `${fmt(c.load.machineCores, 2)} · ${fmt(c.load.otherCores, 2)}${c.load.noisy ? ' ⚠' : ''}`;
       lines.push(
         `| ${phase} | ${SYSTEM_LABEL[system]} | ${fmt(c.seconds, 2)} | ${fmt(c.wallUsPerJob)} | ${fmt(c.clientUsPerJob)} | ${fmt(c.serverUsPerJob)} | ${fmt(c.scriptUsPerJob)} | ${fmt(c.scriptsPerJob, 3)} | ${fmt(c.commandsPerJob)} | ${busy} | ${other} | ${fmt(c.load?.loadAvg1, 2)} |`,
       );
