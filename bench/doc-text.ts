@@ -63,10 +63,11 @@ export const TRADE_OFFS = `- **Where the lead comes from.** Batching and overlap
   what is left without it). Concurrent single enqueues (and publishes) to one queue share script calls,
   so the \`enqueue_single\` row, with 100 enqueues in flight, costs a fraction of a script call per job; one
   enqueue alone is still one script call, as in BullMQ and bee-queue.
-- **bee-queue is lean per job.** It runs fewer commands per enqueue and deletes a succeeded job at once
-  (\`removeOnSuccess\`), and it keeps no lease token, attempt count or retention set; where EchoMQ is not
-  ahead of it, that is the price of EchoMQ's bookkeeping (fencing tokens, bounded retention, lifecycle
-  signals). It has no priorities, groups, flows or prefetch, hence the empty cells.
+- **bee-queue is lean per job.** It runs fewer commands per enqueue, deletes a succeeded job at once
+  (\`removeOnSuccess\`), and has no per-claim lease or fencing token (stalled jobs are found by a
+  periodic sweep of its active list); where EchoMQ is not ahead of it, that is the price of EchoMQ's
+  bookkeeping (fencing tokens, bounded retention, lifecycle signals). It has no priorities, groups,
+  flows or prefetch, hence the empty cells.
 - **The ceiling flatters Valkey a little.** The wrapper passes the claimed ids and tokens from claim.lua
   to complete.lua inside one script, so Valkey parses no arguments and sends no payloads back for them;
   a real consumer pays both. A share near 100% means Valkey is the limit; well below it, the client
