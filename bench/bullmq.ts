@@ -41,7 +41,7 @@ export class BullMqDriver implements Driver {
     };
   }
 
-  /** Opens a `Worker` of `queue` with `autorun: false`; `start()` runs it. */
+  /** Opens a `Worker` of `queue` with `autorun: false`; `start()` runs it. BullMQ has no prefetch, so no consumer options apply. */
   async consumer(queue: string, concurrency: number, onJob: (payload: unknown) => void): Promise<ConsumerHandle> {
     const worker = new Worker(
       queue,

@@ -9,7 +9,7 @@ const BUS_MEANING: Readonly<Record<BusMetric, string>> = {
   bus_publish_single_per_s: 'events/s published one `BusService.publish` call per event with 100 calls in flight (one `publish.lua` call each).',
   bus_publish_batch_per_s: 'events/s published 1,000 per `BusService.publishMany` call, one call in flight.',
   bus_group_c1_per_s:
-    'events/s handled by one `GroupConsumer` of concurrency 1 (no Nest) with a no-op handler. The events are published first (untimed); the clock runs from `start()` (which creates the group at the start of the log) until every handler ran and the group\'s `XPENDING` summary is 0, i.e. every entry is acknowledged.',
+    'events/s handled by one `GroupConsumer` of concurrency 1 (no Nest) with a no-op handler. The warm-up and timed events are published first (untimed); `start()` creates the group at the start of the log, and the clock runs from the moment the member handled the warm-up events until every handler ran and the group\'s `XPENDING` summary is 0, i.e. every entry is acknowledged.',
   bus_group_c50_per_s: 'the same at concurrency 50.',
   bus_latency_p50_ms:
     'median ms from just before the `publish` call to the start of the group handler, under a steady ~500 single publishes/s into a running group member (concurrency 10, same process, so one clock). The payload carries `performance.timeOrigin + performance.now()`.',
@@ -43,7 +43,7 @@ function eventsLogPart(report: Report): string {
     return `Not measured in this run: this build's \`QueueDefaults\` has no \`eventsLog\` option, so
 \`${EVENTS_LOG_METRIC}\` is absent from \`bench/results.json\`.`;
   }
-  const plain = report.results.echomq.process_c50_per_s;
+  const plain = report.results.echomq.process_c50_per_s ?? Number.NaN;
   return `| Metric | EchoMQ | vs \`process_c50_per_s\` |
 |---|---:|---:|
 | \`process_c50_per_s\` (signals only, \`eventsLog: 0\`) | ${shown('process_c50_per_s', plain)} | 1.00× |
@@ -80,8 +80,9 @@ ${busTable(report)}
   retention policy is set, so a trim cuts nothing). \`GroupConsumer\` with its defaults except the
   concurrency: \`maxDeliveries\` 5, \`ackTimeoutMs\` 30,000, \`XREADGROUP … BLOCK 5000\` on its own
   connection, acknowledgements of one tick batched in one \`XACK\`. Group \`bench\`, \`from: 'start'\`.
-  Warm-up: an untimed 2,000-event group run (concurrency 10) at the start, and 2,000 untimed calls
-  before each publish phase.
+  Warm-up: an untimed ${n(report.sizes.startWarmup)}-event group run (concurrency 10) at the start, and, as in the
+  queue phases, ${report.sizes.warmup}× the timed count of untimed calls (or events handled by the running group
+  member, before the clock starts) before each timed phase.
 
 ${BUS_METRICS.map((m) => `- \`${m}\`: ${BUS_MEANING[m]}`).join('\n')}
 

@@ -6,7 +6,7 @@ import { BATCH, IN_FLIGHT, inLanes, nowMs, payload100, percentile, randomQueue, 
 import { BUILTIN_DEFAULTS, resolveDefaults } from '../src/protocol/index.js';
 import { BusInspector, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, openMember, openPublisher, type Publisher } from './bus.js';
 import { EchoMqDriver } from './echomq.js';
-import { WARMUP, processLocal, steady, type PhaseContext, type PhaseResult } from './phases.js';
+import { Counter, WARMUP, processLocal, steady, warmCount, type PhaseContext, type PhaseResult } from './phases.js';
 
 /** Publishes `n` payloads 1,000 per `publishMany`, one call in flight. */
 async function publishBatches(pub: Publisher, topic: string, n: number, make: (i: number) => unknown): Promise<void> {
@@ -17,11 +17,12 @@ async function publishBatches(pub: Publisher, topic: string, n: number, make: (i
 }
 
 /** `bus_publish_single_per_s`: `n` `BusService.publish` calls, `IN_FLIGHT` at a time. */
-export async function busPublishSingle({ url, probe }: PhaseContext, n: number): Promise<PhaseResult> {
+export async function busPublishSingle(ctx: PhaseContext, n: number): Promise<PhaseResult> {
+  const { url, probe } = ctx;
   const topic = randomQueue('bsingle');
   const pub = await openPublisher(url);
   try {
-    await inLanes(WARMUP, IN_FLIGHT, (i) => pub.bus.publish(topic, payload100(i)));
+    await inLanes(warmCount(ctx, n, WARMUP), IN_FLIGHT, (i) => pub.bus.publish(topic, payload100(i)));
     const m = await probe.start();
     await inLanes(n, IN_FLIGHT, (i) => pub.bus.publish(topic, payload100(i)));
     const cost = await m.stop(n);
@@ -33,11 +34,12 @@ export async function busPublishSingle({ url, probe }: PhaseContext, n: number):
 }
 
 /** `bus_publish_batch_per_s`: `n` events 1,000 per `publishMany`, one call in flight. */
-export async function busPublishBatch({ url, probe }: PhaseContext, n: number): Promise<PhaseResult> {
+export async function busPublishBatch(ctx: PhaseContext, n: number): Promise<PhaseResult> {
+  const { url, probe } = ctx;
   const topic = randomQueue('bbatch');
   const pub = await openPublisher(url);
   try {
-    await publishBatches(pub, topic, WARMUP, payload100);
+    await publishBatches(pub, topic, warmCount(ctx, n, WARMUP), payload100);
     const m = await probe.start();
     await publishBatches(pub, topic, n, payload100);
     const cost = await m.stop(n);
@@ -49,29 +51,32 @@ export async function busPublishBatch({ url, probe }: PhaseContext, n: number): 
 }
 
 /**
- * `bus_group_c<c>_per_s`: pre-publishes `n` events (untimed), then times one `GroupConsumer` of
- * concurrency `c` with a no-op handler, from `start()` (which creates the group at the start of
- * the log) until every handler ran and the group's `XPENDING` summary shows 0 (all acked).
+ * `bus_group_c<c>_per_s`: pre-publishes warm-up + `n` events (untimed), starts one `GroupConsumer`
+ * of concurrency `c` with a no-op handler (its `start()` creates the group at the start of the
+ * log), and times the last `n`: from the moment it handled the warm-up events until every handler
+ * ran and the group's `XPENDING` summary shows 0 (all acked). Without a warm-up (`bench:ab`) the
+ * clock starts with `start()`.
  */
-export async function busGroup({ url, probe }: PhaseContext, metric: string, c: number, n: number): Promise<PhaseResult> {
+export async function busGroup(ctx: PhaseContext, metric: string, c: number, n: number): Promise<PhaseResult> {
+  const { url, probe } = ctx;
   const topic = randomQueue(`bc${c}`);
+  const warm = warmCount(ctx, n, 0);
   const pub = await openPublisher(url);
-  await publishBatches(pub, topic, n, payload100);
+  await publishBatches(pub, topic, warm + n, payload100);
   await pub.close();
   const inspect = new BusInspector(url);
-  let handled = 0;
-  let allRan!: () => void;
-  const ran = new Promise<void>((r) => (allRan = r));
-  const member = await openMember(url, topic, c, () => {
-    if (++handled === n) allRan();
-  });
+  const handled = new Counter();
+  const member = await openMember(url, topic, c, handled.tick);
   try {
-    const m = await probe.start();
+    let m = warm > 0 ? undefined : await probe.start();
     await member.start();
-    await ran;
+    await handled.reach(warm);
+    m ??= await probe.start(() => handled.value);
+    await handled.reach(warm + n);
     await inspect.acked(topic);
-    const cost = await m.stop(n);
-    return { values: { [metric]: n / cost.seconds }, cost, note: handled === n ? undefined : `handled ${handled} of ${n}` };
+    const jobs = warm + n - m.startMark;
+    const cost = await m.stop(jobs);
+    return { values: { [metric]: jobs / cost.seconds }, cost, note: handled.value === warm + n ? undefined : `handled ${handled.value} of ${warm + n}` };
   } finally {
     await member.close();
     await inspect.close();
@@ -84,7 +89,8 @@ export async function busGroup({ url, probe }: PhaseContext, metric: string, c: 
  * into a running group member (same process, concurrency `conc`) whose handler records now − the
  * publish instant carried by the payload.
  */
-export async function busLatency({ url, probe }: PhaseContext, rate: number, seconds: number, conc: number): Promise<PhaseResult> {
+export async function busLatency(ctx: PhaseContext, rate: number, seconds: number, conc: number): Promise<PhaseResult> {
+  const { url, probe } = ctx;
   const topic = randomQueue('blat');
   const samples: number[] = [];
   let received = 0;
@@ -97,9 +103,9 @@ export async function busLatency({ url, probe }: PhaseContext, rate: number, sec
   await member.start();
   const pub = await openPublisher(url);
   try {
-    const warm = Math.round(rate / 2);
-    await steady((s) => pub.bus.publish(topic, s), rate, warm, false);
     const n = Math.round(rate * seconds);
+    const warm = warmCount(ctx, n, Math.round(rate / 2));
+    await steady((s) => pub.bus.publish(topic, s), rate, warm, false);
     const m = await probe.start();
     await steady((s) => pub.bus.publish(topic, s), rate, n, true);
     while (received < warm + n) await sleep(1);

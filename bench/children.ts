@@ -20,7 +20,7 @@ export type ToChild = { readonly type: 'go' } | { readonly type: 'stop' };
 /** Child → parent: connected, jobs processed so far, or stopped (with its CPU time). */
 export type FromChild =
   | { readonly type: 'ready' }
-  | { readonly type: 'progress'; readonly processed: number }
+  | { readonly type: 'progress'; readonly processed: number; readonly cpuUs?: number }
   | { readonly type: 'stopped'; readonly processed: number; readonly cpuUs: number };
 
 /** What the children reported once stopped. */
@@ -36,6 +36,7 @@ const WORKER = fileURLToPath(new URL('./worker.js', import.meta.url));
 /** A set of running child workers. */
 export class ChildWorkers {
   private readonly progress: number[];
+  private readonly cpu: number[];
   private readonly stopped: (FromChild & { type: 'stopped' })[] = [];
   private waiter?: { n: number; resolve: () => void; reject: (err: Error) => void };
   private failed?: Error;
@@ -43,6 +44,7 @@ export class ChildWorkers {
 
   private constructor(private readonly children: ChildProcess[]) {
     this.progress = children.map(() => 0);
+    this.cpu = children.map(() => 0);
   }
 
   /** Spawns `count` children and resolves once every one is connected and ready. */
@@ -65,17 +67,18 @@ export class ChildWorkers {
       });
       child.on('message', (m: FromChild) => {
         if (m.type === 'ready') resolve();
-        else if (m.type === 'progress') this.onProgress(i, m.processed);
+        else if (m.type === 'progress') this.onProgress(i, m.processed, m.cpuUs);
         else {
-          this.onProgress(i, m.processed);
+          this.onProgress(i, m.processed, m.cpuUs);
           this.stopped.push(m);
         }
       });
     });
   }
 
-  private onProgress(i: number, processed: number): void {
+  private onProgress(i: number, processed: number, cpuUs?: number): void {
     this.progress[i] = processed;
+    if (cpuUs !== undefined) this.cpu[i] = cpuUs;
     if (this.waiter && this.total >= this.waiter.n) {
       this.waiter.resolve();
       this.waiter = undefined;
@@ -85,6 +88,11 @@ export class ChildWorkers {
   /** Jobs processed by all children, as last reported. */
   get total(): number {
     return this.progress.reduce((a, b) => a + b, 0);
+  }
+
+  /** CPU µs the children spent since `go`, as last reported (with their progress, every few ms). */
+  get cpuUs(): number {
+    return this.cpu.reduce((a, b) => a + b, 0);
   }
 
   /** Tells every child to start consuming. */

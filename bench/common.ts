@@ -10,10 +10,15 @@ export const METRICS = [
   'enqueue_single_per_s',
   'enqueue_batch_per_s',
   'process_c1_per_s',
+  'process_c1_prefetch0_per_s',
   'process_c10_per_s',
   'process_c50_per_s',
+  'process_c200_per_s',
   'process_c50_prio_per_s',
   'process_2x50_per_s',
+  'process_c50_backlog_10k_per_s',
+  'process_c50_backlog_100k_per_s',
+  'process_c50_backlog_1m_per_s',
   'latency_p50_ms',
   'latency_p99_ms',
   'bytes_per_pending_job',
@@ -22,82 +27,26 @@ export const METRICS = [
 /** One metric name. */
 export type Metric = (typeof METRICS)[number];
 
-/** The measured value of every metric for one system. */
-export type Results = Record<Metric, number>;
+/** The measured value of each metric for one system (a metric it did not run is absent). */
+export type Results = Partial<Record<Metric, number>>;
 
-/** The two systems under test. */
-export const SYSTEMS = ['echomq', 'bullmq'] as const;
+/** The systems under test: EchoMQ, and its two anchors. */
+export const SYSTEMS = ['echomq', 'bullmq', 'beequeue'] as const;
 
 /** One system name. */
 export type SystemName = (typeof SYSTEMS)[number];
 
+/** The anchors EchoMQ is compared with (every ratio is EchoMQ / anchor). */
+export const ANCHORS = ['bullmq', 'beequeue'] as const;
+
+/** One anchor. */
+export type AnchorName = (typeof ANCHORS)[number];
+
+/** How each system is named in tables. */
+export const SYSTEM_LABEL: Readonly<Record<SystemName, string>> = { echomq: 'EchoMQ', bullmq: 'BullMQ', beequeue: 'bee-queue' };
+
 /** True for the metrics where a smaller number is better. */
-export const lowerIsBetter = (m: Metric): boolean => m.startsWith('latency') || m.startsWith('bytes');
-
-/** How big each phase is. */
-export interface BenchSizes {
-  readonly quick: boolean;
-  /** Times the whole suite runs (memory only once); each row reports the median. */
-  readonly reps: number;
-  /** Jobs added one at a time (100 in flight). */
-  readonly enqueueSingle: number;
-  /** Jobs added in batches of 1,000. */
-  readonly enqueueBatch: number;
-  /** Jobs pre-enqueued and processed, per concurrency case. */
-  readonly process: Readonly<Record<'c1' | 'c10' | 'c50' | '2x50', number>>;
-  /** Jobs per second of the latency load, and for how many seconds. */
-  readonly latencyRate: number;
-  readonly latencySeconds: number;
-  /** Concurrency of the consumer in the latency phase. */
-  readonly latencyConcurrency: number;
-  /** Pending jobs whose memory is measured. */
-  readonly memoryJobs: number;
-  /** Sizes of the Bus phases (EchoMQ only). */
-  readonly bus: BusSizes;
-}
-
-/** How big each Bus phase is. */
-export interface BusSizes {
-  /** Events published one call each (100 in flight). */
-  readonly publishSingle: number;
-  /** Events published 1,000 per `publishMany`. */
-  readonly publishBatch: number;
-  /** Events pre-published and handled by one group consumer, per concurrency. */
-  readonly group: Readonly<Record<'c1' | 'c50', number>>;
-  /** Events per second of the latency load, for how many seconds, and the consumer's concurrency. */
-  readonly latencyRate: number;
-  readonly latencySeconds: number;
-  readonly latencyConcurrency: number;
-}
-
-/** The sizes of a full run and of a `--quick` run. */
-export function sizes(quick: boolean): BenchSizes {
-  return quick
-    ? {
-        quick,
-        reps: 1,
-        enqueueSingle: 5000,
-        enqueueBatch: 10_000,
-        process: { c1: 2000, c10: 5000, c50: 5000, '2x50': 5000 },
-        latencyRate: 500,
-        latencySeconds: 2,
-        latencyConcurrency: 10,
-        memoryJobs: 10_000,
-        bus: { publishSingle: 5000, publishBatch: 10_000, group: { c1: 2000, c50: 5000 }, latencyRate: 500, latencySeconds: 2, latencyConcurrency: 10 },
-      }
-    : {
-        quick,
-        reps: 3,
-        enqueueSingle: 20_000,
-        enqueueBatch: 50_000,
-        process: { c1: 5000, c10: 20_000, c50: 30_000, '2x50': 30_000 },
-        latencyRate: 500,
-        latencySeconds: 3,
-        latencyConcurrency: 10,
-        memoryJobs: 10_000,
-        bus: { publishSingle: 20_000, publishBatch: 50_000, group: { c1: 5000, c50: 30_000 }, latencyRate: 500, latencySeconds: 3, latencyConcurrency: 10 },
-      };
-}
+export const lowerIsBetter = (m: string): boolean => m.startsWith('latency') || m.startsWith('bytes') || m.includes('_lag_');
 
 /** Jobs per call of a batch enqueue. */
 export const BATCH = 1000;
@@ -157,7 +106,6 @@ export async function inBatches<P>(producer: Producer, n: number, make: (i: numb
   }
 }
 
-/** The producer side of a system, bound to one queue. */
 /** How a producer spreads its jobs over priorities (or groups): job k gets `k % count`. */
 export interface LaneOptions {
   /** Priorities 0..count-1 in turn (EchoMQ: higher first; BullMQ gets 1..count, lower first). */
@@ -176,6 +124,7 @@ export function laneOf(lanes: LaneOptions | undefined, k: number): number | unde
   return lanes?.priorities ? k % lanes.priorities : undefined;
 }
 
+/** The producer side of a system, bound to one queue. */
 export interface Producer {
   /** Adds one job. */
   add(payload: unknown): Promise<unknown>;
@@ -193,13 +142,19 @@ export interface ConsumerHandle {
   close(): Promise<void>;
 }
 
+/** Consumer settings a phase may change (a system without the setting ignores it). */
+export interface ConsumerOptions {
+  /** EchoMQ's `prefetch` (default: the concurrency); BullMQ and bee-queue have no prefetch. */
+  readonly prefetch?: number;
+}
+
 /** What a benchmark needs from a queue system. */
 export interface Driver {
   readonly name: SystemName;
   /** Opens a producer for `queue` (with `lanes`, its jobs carry priorities or groups). */
   producer(queue: string, lanes?: LaneOptions): Promise<Producer>;
   /** Opens a consumer of `queue` whose handler calls `onJob` with the payload. */
-  consumer(queue: string, concurrency: number, onJob: (payload: unknown) => void): Promise<ConsumerHandle>;
+  consumer(queue: string, concurrency: number, onJob: (payload: unknown) => void, opts?: ConsumerOptions): Promise<ConsumerHandle>;
   /** Jobs of `queue` not finished yet (waiting, delayed or active), read from Valkey. */
   unfinished(queue: string): Promise<number>;
   /** Closes the driver's own inspection client. */

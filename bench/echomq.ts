@@ -6,7 +6,7 @@ import { Redis } from 'iovalkey';
 import { BUILTIN_DEFAULTS, Consumer, EchoMqConnection, MetricsRegistry, countingFailures, countingListener, instrumentHandler, queueKeys } from '../src/protocol/index.js';
 import { QueueService, type QueueDefaults } from '../src/index.js';
 import { resolveConsumerOptions } from '../src/queue/queue.options.js';
-import { groupOf, laneOf, type ConsumerHandle, type Driver, type LaneOptions, type Producer } from './common.js';
+import { groupOf, laneOf, type ConsumerHandle, type ConsumerOptions, type Driver, type LaneOptions, type Producer } from './common.js';
 
 /** Done rows kept per queue, matching BullMQ's `removeOnComplete: { count: 1000 }`. */
 export const ECHOMQ_KEEP_DONE = 1000;
@@ -48,8 +48,8 @@ export class EchoMqDriver implements Driver {
     };
   }
 
-  /** Opens a connection and builds a `Consumer` of `queue`; `start()` begins claiming. */
-  async consumer(queue: string, concurrency: number, onJob: (payload: unknown) => void): Promise<ConsumerHandle> {
+  /** Opens a connection and builds a `Consumer` of `queue` (`opts.prefetch` as a processor's); `start()` begins claiming. */
+  async consumer(queue: string, concurrency: number, onJob: (payload: unknown) => void, opts: ConsumerOptions = {}): Promise<ConsumerHandle> {
     const conn = await open(this.url);
     const d = new QueueService(conn, this.defaults).settings(queue);
     // Metrics on, tracing off: the telemetry the Nest orchestrator wires without OpenTelemetry.
@@ -59,7 +59,7 @@ export class EchoMqDriver implements Driver {
       handler: instrumentHandler(queue, (job) => {
         onJob(job.payload);
       }, this.metrics),
-      ...resolveConsumerOptions({ ...d, keepDone: ECHOMQ_KEEP_DONE }, { concurrency }),
+      ...resolveConsumerOptions({ ...d, keepDone: ECHOMQ_KEEP_DONE }, { concurrency, prefetch: opts.prefetch }),
       logger: { warn: (m) => console.warn(`[echomq] ${m}`), error: (m) => console.error(`[echomq] ${m}`) },
       onFailure: countingFailures(counters),
       listener: countingListener(counters),

@@ -2,8 +2,11 @@
  * The shapes of a run's report and how its numbers are rounded, shown and compared.
  */
 import type { FlowsReport } from './flows.js';
-import { METRICS, lowerIsBetter, type BenchSizes, type Metric, type Results, type SystemName } from './common.js';
-import { BUS_METRICS, EVENTS_LOG_METRIC, GROUPS_METRIC, type BusMetric } from './bus.js';
+import { SYSTEMS, SYSTEM_LABEL, type Metric, type SystemName } from './common.js';
+import type { BenchSizes } from './sizes.js';
+import { EVENTS_LOG_METRIC, GROUPS_METRIC, type BusMetric } from './bus.js';
+import type { CeilingReport } from './ceiling.js';
+import type { Summary } from './pairs.js';
 import type { PhaseResult } from './phases.js';
 import type { CacheReport } from './cache-phases.js';
 import type { CacheMetric } from './cache.js';
@@ -31,7 +34,9 @@ export interface Environment {
   readonly valkey: string;
   /** The 1-minute load average when the run started (other work on the machine skews results). */
   readonly loadAvg: number;
-  readonly versions: Readonly<Record<'echomq' | 'bullmq' | 'ioredis' | 'iovalkey' | 'bentocache', string>>;
+  /** The 1-minute load average when the queue phases ended. */
+  readonly loadAvgEnd?: number;
+  readonly versions: Readonly<Record<'echomq' | 'bullmq' | 'beequeue' | 'ioredis' | 'iovalkey' | 'bentocache', string>>;
 }
 
 /** One phase's outcome for one system, as recorded for the report. */
@@ -43,17 +48,15 @@ export interface PhaseRecord extends PhaseResult {
 }
 
 /** Everything a report is made of. */
-export interface Report {
-  /** The median over the repetitions of each metric. */
-  readonly results: Readonly<Record<SystemName, Results>>;
+export interface Report extends Summary {
   /** The medians of the EchoMQ-only rows (no BullMQ equivalent). */
   readonly echoOnly: EchoOnlyResults;
   /** Every phase of every repetition. */
   readonly records: readonly PhaseRecord[];
-  /** Per phase and system, the repetition whose value is the median (for the cost table). */
-  readonly medianRecords: readonly PhaseRecord[];
   readonly env: Environment;
   readonly sizes: BenchSizes;
+  /** The Valkey ceiling (valkey-benchmark on the claim + complete scripts). */
+  readonly ceiling: CeilingReport;
   /** The cache rows (EchoMQ vs bentocache), medians and every repetition. */
   readonly cache: CacheReport;
   /** The flows rows (EchoMQ vs BullMQ's FlowProducer). */
@@ -69,88 +72,34 @@ export function rounded(m: AnyMetric, v: number): number {
   return Math.round(v * 1000) / 1000;
 }
 
-/** A value as the table shows it. */
-export function shown(m: AnyMetric, v: number): string {
+/** A value as the table shows it ("—" when not measured). */
+export function shown(m: AnyMetric, v: number | undefined): string {
+  if (v === undefined || Number.isNaN(v)) return '—';
   const r = rounded(m, v);
   return m.endsWith('_per_s') ? r.toLocaleString('en-US') : String(r);
 }
 
-/** EchoMQ / BullMQ of one metric, with whether EchoMQ is better on it. */
-export function ratio(results: Report['results'], m: Metric): { text: string; echoBetter: boolean } {
-  const r = results.echomq[m] / results.bullmq[m];
-  const echoBetter = lowerIsBetter(m) ? r < 1 : r > 1;
-  return { text: `${r.toFixed(2)}×`, echoBetter };
-}
-
-/** The results table as Markdown rows. */
-export function markdownTable(results: Report['results']): string {
-  const lines = ['| Metric | EchoMQ | BullMQ | EchoMQ / BullMQ | Better |', '|---|---:|---:|---:|---|'];
-  for (const m of METRICS) {
-    const q = ratio(results, m);
-    const better = lowerIsBetter(m) ? 'lower' : 'higher';
-    lines.push(`| \`${m}\` | ${shown(m, results.echomq[m])} | ${shown(m, results.bullmq[m])} | ${q.text} | ${better}: ${q.echoBetter ? 'EchoMQ' : 'BullMQ'} |`);
-  }
-  return lines.join('\n');
-}
-
-/** The median of `xs` (the lower middle for an even count). */
-export function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor((s.length - 1) / 2)];
-}
-
-/** The median of `metric` over the EchoMQ records that measured it (undefined if none did). */
-function echoMedian(records: readonly PhaseRecord[], metric: AnyMetric): number | undefined {
-  const values = records.filter((r) => r.system === 'echomq' && metric in r.values).map((r) => r.values[metric]);
-  return values.length === 0 ? undefined : median(values);
-}
-
-/**
- * Reduces every repetition to one value per metric and system (the median), and picks, per
- * phase and system, the repetition whose first metric is that median.
- */
-export function summarize(records: readonly PhaseRecord[]): Pick<Report, 'results' | 'echoOnly' | 'medianRecords'> {
-  const results = { echomq: {}, bullmq: {} } as Record<SystemName, Results>;
-  const medianRecords: PhaseRecord[] = [];
-  for (const system of ['echomq', 'bullmq'] as const) {
-    const mine = records.filter((r) => r.system === system);
-    for (const m of METRICS) {
-      const values = mine.filter((r) => m in r.values).map((r) => r.values[m]);
-      if (values.length === 0) throw new Error(`metric ${m} of ${system} was not measured`);
-      results[system][m] = median(values);
-    }
-    for (const phase of new Set(mine.map((r) => r.phase))) {
-      const reps = mine.filter((r) => r.phase === phase);
-      const first = Object.keys(reps[0].values)[0];
-      const mid = median(reps.map((r) => r.values[first]));
-      medianRecords.push(reps.find((r) => r.values[first] === mid) ?? reps[0]);
-    }
-  }
-  const bus = {} as Record<BusMetric, number>;
-  for (const m of BUS_METRICS) {
-    const v = echoMedian(records, m);
-    if (v === undefined) throw new Error(`metric ${m} of the bus was not measured`);
-    bus[m] = v;
-  }
-  return { results, echoOnly: { bus, eventsLog: echoMedian(records, EVENTS_LOG_METRIC), groups: echoMedian(records, GROUPS_METRIC) }, medianRecords };
-}
-
 /** The per-job cost table of `records` (one row per phase and system that has a cost), as Markdown. */
-export function costTable(records: readonly PhaseRecord[], unit = 'job'): string {
-  const fmt = (v: number, d = 1): string => v.toFixed(d);
+export function costTable(records: readonly PhaseRecord[], unit = 'job', systems: readonly SystemName[] = SYSTEMS): string {
+  const fmt = (v: number | undefined, d = 1): string => (v === undefined ? '—' : v.toFixed(d));
   const u = unit;
   const lines = [
-    `| Phase | System | Wall s | Wall µs/${u} | Client CPU µs/${u} | Valkey CPU µs/${u} | in scripts µs/${u} | Script calls/${u} | Valkey commands/${u} |`,
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    `| Phase | System | Wall s | Wall µs/${u} | Client CPU µs/${u} | Valkey CPU µs/${u} | in scripts µs/${u} | Script calls/${u} | Valkey commands/${u} | Valkey busy | Machine · other CPU (cores) | Load (1 min) |`,
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const phase of new Set(records.map((r) => r.phase))) {
-    for (const system of ['echomq', 'bullmq'] as const) {
+    for (const system of systems) {
       const c = records.find((x) => x.phase === phase && x.system === system)?.cost;
       if (!c) continue;
+      const busy = c.valkeyBusy === undefined ? '—' : `${Math.round(c.valkeyBusy * 100)}%`;
+      const other = c.load?.otherCores === undefined ? '—' : `${fmt(c.load.machineCores, 2)} · ${fmt(c.load.otherCores, 2)}${c.load.noisy ? ' ⚠' : ''}`;
       lines.push(
-        `| ${phase} | ${system} | ${fmt(c.seconds, 2)} | ${fmt(c.wallUsPerJob)} | ${fmt(c.clientUsPerJob)} | ${fmt(c.serverUsPerJob)} | ${fmt(c.scriptUsPerJob)} | ${fmt(c.scriptsPerJob, 3)} | ${fmt(c.commandsPerJob)} |`,
+        `| ${phase} | ${SYSTEM_LABEL[system]} | ${fmt(c.seconds, 2)} | ${fmt(c.wallUsPerJob)} | ${fmt(c.clientUsPerJob)} | ${fmt(c.serverUsPerJob)} | ${fmt(c.scriptUsPerJob)} | ${fmt(c.scriptsPerJob, 3)} | ${fmt(c.commandsPerJob)} | ${busy} | ${other} | ${fmt(c.load?.loadAvg1, 2)} |`,
       );
     }
   }
   return lines.join('\n');
 }
+
+/** The median, where the phases of other suites import it from. */
+export { median } from './pairs.js';

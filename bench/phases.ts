@@ -13,6 +13,7 @@ import {
   randomQueue,
   sleep,
   type Driver,
+  type ConsumerOptions,
   type LaneOptions,
   type StampPayload,
 } from './common.js';
@@ -33,12 +34,44 @@ export interface PhaseContext {
   readonly driver: Driver;
   readonly probe: Probe;
   readonly url: string;
+  /**
+   * Untimed work before the clock starts, as a multiple of the timed count (`BenchSizes.warmup`).
+   * Absent (as `bench:ab` calls the phases): each phase's own short warm-up, as before.
+   */
+  readonly warmup?: number;
 }
 
-/** Untimed calls before each enqueue or publish phase. */
+/** Untimed calls before each enqueue or publish phase when the context sets no `warmup`. */
 export const WARMUP = 2000;
 
-async function drained(d: Driver, queue: string, timeoutMs = 60_000): Promise<void> {
+/** The untimed count before `n` timed ones: `ctx.warmup × n`, or `legacy` without it. */
+export function warmCount(ctx: Pick<PhaseContext, 'warmup'>, n: number, legacy: number): number {
+  return ctx.warmup === undefined ? legacy : Math.ceil(ctx.warmup * n);
+}
+
+/** Counts handler runs and resolves a promise once the count reaches a threshold. */
+export class Counter {
+  /** Runs so far. */
+  value = 0;
+  private readonly waits: { n: number; resolve: () => void }[] = [];
+
+  /** One more run. */
+  readonly tick = (): void => {
+    this.value++;
+    for (let i = this.waits.length - 1; i >= 0; i--) {
+      if (this.value >= this.waits[i].n) this.waits.splice(i, 1)[0].resolve();
+    }
+  };
+
+  /** Resolves once the count is at least `n`. */
+  reach(n: number): Promise<void> {
+    if (this.value >= n) return Promise.resolve();
+    return new Promise((resolve) => this.waits.push({ n, resolve }));
+  }
+}
+
+/** Resolves once Valkey shows no unfinished job of `queue`. */
+export async function drained(d: Driver, queue: string, timeoutMs = 120_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while ((await d.unfinished(queue)) > 0) {
     if (Date.now() > until) throw new Error(`${d.name}: queue ${queue} did not drain in ${timeoutMs} ms`);
@@ -46,11 +79,12 @@ async function drained(d: Driver, queue: string, timeoutMs = 60_000): Promise<vo
   }
 }
 
-/** `enqueue_single_per_s`: `n` single enqueues, `IN_FLIGHT` at a time. */
-export async function enqueueSingle({ driver, probe }: PhaseContext, n: number): Promise<PhaseResult> {
+/** `enqueue_single_per_s`: `n` single enqueues, `IN_FLIGHT` at a time, after the warm-up ones. */
+export async function enqueueSingle(ctx: PhaseContext, n: number): Promise<PhaseResult> {
+  const { driver, probe } = ctx;
   const p = await driver.producer(randomQueue('single'));
   try {
-    await inLanes(WARMUP, IN_FLIGHT, (i) => p.add(payload100(i)));
+    await inLanes(warmCount(ctx, n, WARMUP), IN_FLIGHT, (i) => p.add(payload100(i)));
     const m = await probe.start();
     await inLanes(n, IN_FLIGHT, (i) => p.add(payload100(i)));
     const cost = await m.stop(n);
@@ -61,11 +95,12 @@ export async function enqueueSingle({ driver, probe }: PhaseContext, n: number):
   }
 }
 
-/** `enqueue_batch_per_s`: `n` jobs in batches of 1,000, one batch in flight. */
-export async function enqueueBatch({ driver, probe }: PhaseContext, n: number): Promise<PhaseResult> {
+/** `enqueue_batch_per_s`: `n` jobs in batches of 1,000, one batch in flight, after the warm-up ones. */
+export async function enqueueBatch(ctx: PhaseContext, n: number): Promise<PhaseResult> {
+  const { driver, probe } = ctx;
   const p = await driver.producer(randomQueue('batch'));
   try {
-    await inBatches(p, WARMUP, payload100);
+    await inBatches(p, warmCount(ctx, n, WARMUP), payload100);
     const m = await probe.start();
     await inBatches(p, n, payload100);
     const cost = await m.stop(n);
@@ -76,28 +111,39 @@ export async function enqueueBatch({ driver, probe }: PhaseContext, n: number): 
   }
 }
 
+/** How `processLocal` runs besides the concurrency. */
+export interface ProcessOptions extends ConsumerOptions {
+  /** Jobs left pending behind the timed ones: the clock stops when the timed ones ran, not at drain. */
+  readonly backlog?: number;
+}
+
 /**
- * `process_c<c>_per_s`: pre-enqueues `n` jobs, then times one in-process consumer of
- * concurrency `c` from start until every handler ran and Valkey shows nothing left.
+ * `process_c<c>_per_s`: pre-enqueues warm-up + `n` jobs (untimed), starts one in-process consumer
+ * of concurrency `c`, and times the last `n`: from the moment the warm-up jobs have run (the
+ * consumer is at full speed) until every handler ran and Valkey shows nothing left. With
+ * `opts.backlog`, that many more jobs stay pending behind them and the clock stops once the
+ * timed jobs ran. Without a warm-up (`bench:ab`) the clock starts with the consumer.
  */
-export async function processLocal({ driver, probe }: PhaseContext, metric: string, c: number, n: number, lanes?: LaneOptions): Promise<PhaseResult> {
+export async function processLocal(ctx: PhaseContext, metric: string, c: number, n: number, lanes?: LaneOptions, opts: ProcessOptions = {}): Promise<PhaseResult> {
+  const { driver, probe } = ctx;
   const queue = randomQueue(`c${c}`);
+  const warm = warmCount(ctx, n, 0);
+  const backlog = opts.backlog ?? 0;
   const p = await driver.producer(queue, lanes);
-  await inBatches(p, n, payload100);
+  await inBatches(p, warm + n + backlog, payload100);
   await p.close();
-  let processed = 0;
-  let allRan!: () => void;
-  const ran = new Promise<void>((r) => (allRan = r));
-  const consumer = await driver.consumer(queue, c, () => {
-    if (++processed === n) allRan();
-  });
+  const ran = new Counter();
+  const consumer = await driver.consumer(queue, c, ran.tick, opts);
   try {
-    const m = await probe.start();
+    let m = warm > 0 ? undefined : await probe.start();
     await consumer.start();
-    await ran;
-    await drained(driver, queue);
-    const cost = await m.stop(n);
-    return { values: { [metric]: n / cost.seconds }, cost };
+    await ran.reach(warm);
+    m ??= await probe.start(() => ran.value);
+    await ran.reach(warm + n);
+    if (backlog === 0) await drained(driver, queue);
+    const jobs = backlog === 0 ? warm + n - m.startMark : ran.value - m.startMark;
+    const cost = await m.stop(jobs);
+    return { values: { [metric]: jobs / cost.seconds }, cost };
   } finally {
     await consumer.close();
     await probe.flush();
@@ -105,28 +151,31 @@ export async function processLocal({ driver, probe }: PhaseContext, metric: stri
 }
 
 /**
- * `process_<k>x<c>_per_s`: pre-enqueues `n` jobs, then times `k` child processes (each one
- * consumer of concurrency `c`) from `go` until they processed all and Valkey shows nothing left.
+ * `process_<k>x<c>_per_s`: pre-enqueues warm-up + `n` jobs, spawns `k` child processes (each one
+ * consumer of concurrency `c`), tells them to go, and times the last `n` jobs: from the moment
+ * the children together ran the warm-up jobs until they ran all and Valkey shows nothing left.
+ * The children's CPU over the timed part counts as client CPU.
  */
 export async function processChildren(ctx: PhaseContext, metric: string, k: number, c: number, n: number): Promise<PhaseResult> {
   const { driver, probe, url } = ctx;
   const queue = randomQueue(`${k}x${c}`);
+  const warm = warmCount(ctx, n, 0);
   const p = await driver.producer(queue);
-  await inBatches(p, n, payload100);
+  await inBatches(p, warm + n, payload100);
   await p.close();
   const children = await ChildWorkers.spawn(k, { system: driver.name, url, queue, concurrency: c });
   try {
-    const m = await probe.start();
+    let m = warm > 0 ? undefined : await probe.start();
     children.go();
-    await children.reached(n);
+    await children.reached(warm);
+    m ??= await probe.start(() => children.total);
+    const cpu0 = children.cpuUs;
+    await children.reached(warm + n);
     await drained(driver, queue);
-    const cost = await m.stop(n);
+    const jobs = warm + n - m.startMark;
+    const cost = await m.stop(jobs, children.cpuUs - cpu0);
     const report = await children.stop();
-    return {
-      values: { [metric]: n / cost.seconds },
-      cost: { ...cost, clientUsPerJob: cost.clientUsPerJob + report.cpuUs / n },
-      note: `jobs per process: ${report.processed.join(' / ')}`,
-    };
+    return { values: { [metric]: jobs / cost.seconds }, cost, note: `jobs per process: ${report.processed.join(' / ')}` };
   } finally {
     await children.stop();
     await probe.flush();
@@ -150,7 +199,8 @@ export async function steady(add: (s: StampPayload) => Promise<unknown>, rate: n
  * `latency_p50_ms` / `latency_p99_ms`: a steady `rate` of single enqueues for `seconds`, into a
  * running consumer (same process, concurrency `conc`) whose handler records now − enqueue instant.
  */
-export async function latency({ driver, probe }: PhaseContext, rate: number, seconds: number, conc: number): Promise<PhaseResult> {
+export async function latency(ctx: PhaseContext, rate: number, seconds: number, conc: number): Promise<PhaseResult> {
+  const { driver, probe } = ctx;
   const queue = randomQueue('lat');
   const samples: number[] = [];
   let received = 0;
@@ -163,9 +213,9 @@ export async function latency({ driver, probe }: PhaseContext, rate: number, sec
   await consumer.start();
   const p = await driver.producer(queue);
   try {
-    const warm = Math.round(rate / 2);
-    await steady((s) => p.add(s), rate, warm, false);
     const n = Math.round(rate * seconds);
+    const warm = warmCount(ctx, n, Math.round(rate / 2));
+    await steady((s) => p.add(s), rate, warm, false);
     const m = await probe.start();
     await steady((s) => p.add(s), rate, n, true);
     while (received < warm + n) await sleep(1);

@@ -1,8 +1,10 @@
 /**
  * Measurement around a phase: wall time, this process's CPU, Valkey's CPU and command counts
- * (from `INFO cpu` / `INFO commandstats`), and Valkey's `used_memory`.
+ * (from `INFO cpu` / `INFO commandstats`, reset per phase), Valkey's `used_memory`, and what
+ * else ran on the machine meanwhile (`load.ts`).
  */
 import { Redis } from 'iovalkey';
+import { phaseLoad, snapshot, type PhaseLoad } from './load.js';
 
 /** What one phase cost, per job. */
 export interface PhaseCost {
@@ -22,10 +24,18 @@ export interface PhaseCost {
   readonly commandsPerJob: number;
   /** Blocking pops per job (BLPOP, BZPOPMIN…): idle waits. */
   readonly blockingPerJob: number;
+  /** Jobs the timed part counted (the divisor of every per-job figure). */
+  readonly jobs?: number;
+  /** Valkey's CPU over the wall time: the share of one core the server was busy. */
+  readonly valkeyBusy?: number;
+  /** The machine's load during the phase, and whether other processes made it noisy. */
+  readonly load?: PhaseLoad;
 }
 
 /** A started measurement; `stop()` ends it. */
 export interface Measurement {
+  /** The value of the `mark` given to `start()` at the instant the clock started (0 without one). */
+  readonly startMark: number;
   /** Ends the measurement; `extraClientUs` adds CPU spent in child processes. */
   stop(jobs: number, extraClientUs?: number): Promise<PhaseCost>;
 }
@@ -51,6 +61,7 @@ const SCRIPT_COMMANDS = new Set(['evalsha', 'eval', 'evalsha_ro', 'eval_ro', 'fc
 /** The admin client of a run: FLUSHALL, INFO, CONFIG RESETSTAT. Never used by a system under test. */
 export class Probe {
   private readonly client: Redis;
+  private valkeyPid?: Promise<number | undefined>;
 
   constructor(url: string) {
     this.client = new Redis(url, { maxRetriesPerRequest: 1 });
@@ -99,16 +110,33 @@ export class Probe {
     return { scripts, scriptUs, all, blocking };
   }
 
-  /** Starts measuring: resets command stats, samples the CPU of both sides, starts the clock. */
-  async start(): Promise<Measurement> {
+  /** The server's `process_id` (a local server: its CPU is read from `/proc`). */
+  pid(): Promise<number | undefined> {
+    this.valkeyPid ??= this.client.info('server').then((t) => {
+      const pid = Number(parseInfo(t).get('process_id'));
+      return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+    });
+    return this.valkeyPid;
+  }
+
+  /**
+   * Starts measuring: resets command stats, samples the CPU of both sides and of the machine,
+   * starts the clock, and reads `mark` (e.g. jobs processed so far) at that instant.
+   */
+  async start(mark?: () => number): Promise<Measurement> {
+    const pid = await this.pid();
     await this.client.config('RESETSTAT');
     const server0 = await this.serverCpuUs();
+    const load0 = snapshot(pid);
     const client0 = process.cpuUsage();
     const t0 = performance.now();
+    const startMark = mark?.() ?? 0;
     return {
+      startMark,
       stop: async (jobs: number, extraClientUs = 0): Promise<PhaseCost> => {
         const seconds = (performance.now() - t0) / 1000;
         const c = process.cpuUsage(client0);
+        const load = phaseLoad(load0, snapshot(pid), extraClientUs);
         const server = (await this.serverCpuUs()) - server0;
         const cmd = await this.commands();
         return {
@@ -120,9 +148,31 @@ export class Probe {
           scriptUsPerJob: cmd.scriptUs / jobs,
           commandsPerJob: cmd.all / jobs,
           blockingPerJob: cmd.blocking / jobs,
+          jobs,
+          valkeyBusy: server / (seconds * 1e6),
+          load,
         };
       },
     };
+  }
+
+  /** Per command name, the calls since the last `start()` (RESETSTAT), for the ceiling's mix. */
+  async commandCalls(): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (const [key, value] of parseInfo(await this.client.info('commandstats'))) {
+      if (key.startsWith('cmdstat_')) out.set(key.slice('cmdstat_'.length), Number(/calls=(\d+)/.exec(value)?.[1] ?? 0));
+    }
+    return out;
+  }
+
+  /** Loads a script (SCRIPT LOAD); returns its sha. */
+  async loadScript(source: string): Promise<string> {
+    return (await this.client.script('LOAD', source)) as string;
+  }
+
+  /** Runs one raw command (the ceiling's checks). */
+  async call(command: string, ...args: (string | number)[]): Promise<unknown> {
+    return this.client.call(command, ...args);
   }
 
   /**

@@ -1,16 +1,18 @@
 /**
- * Output of the benchmark: the environment it ran in, the console table, `bench/results.json`,
+ * Output of the benchmark: the environment it ran in, the console tables, `bench/results.json`,
  * and `docs/benchmarks.md` (its prose lives in `bench/doc.ts`).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { BUS_METRICS, EVENTS_LOG_METRIC, GROUPS_METRIC } from './bus.js';
+import { BUS_METRICS, EVENTS_LOG_METRIC, GROUPS_METRIC, type BusMetric } from './bus.js';
 import { CACHE_METRICS } from './cache.js';
-import { METRICS, type SystemName } from './common.js';
+import { METRICS, SYSTEMS, type SystemName } from './common.js';
 import { renderDoc } from './doc.js';
-import { ratio, rounded, shown, type Environment, type Report } from './format.js';
+import { rounded, shown, type EchoOnlyResults, type Environment, type PhaseRecord, type Report } from './format.js';
+import { metricMedian } from './pairs.js';
 import type { Probe } from './probe.js';
+import { queueConsoleTable } from './queue-doc.js';
 
 const root = (rel: string): string => fileURLToPath(new URL(`../../${rel}`, import.meta.url));
 
@@ -30,23 +32,33 @@ export async function environment(probe: Probe, quick: boolean): Promise<Environ
     node: process.version,
     valkey: await probe.serverVersion(),
     loadAvg: loadavg()[0],
-    versions: { echomq: version('.'), bullmq: version('bullmq'), ioredis: version('ioredis'), iovalkey: version('iovalkey'), bentocache: version('bentocache') },
+    versions: {
+      echomq: version('.'),
+      bullmq: version('bullmq'),
+      beequeue: version('bee-queue'),
+      ioredis: version('ioredis'),
+      iovalkey: version('iovalkey'),
+      bentocache: version('bentocache'),
+    },
   };
 }
 
-/** Prints the results table on stdout. */
-export function printTable(results: Report['results']): void {
-  const rows = METRICS.map((m) => [m, shown(m, results.echomq[m]), shown(m, results.bullmq[m]), ratio(results, m).text]);
-  const head = ['metric', 'echomq', 'bullmq', 'echomq/bullmq'];
-  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join('  ');
-  console.log(`\n${line(head)}\n${w.map((n) => '-'.repeat(n)).join('  ')}\n${rows.map(line).join('\n')}\n`);
+/** The medians of the EchoMQ-only rows (the Bus; the lifecycle-log and groups rows when measured). */
+export function echoOnlySummary(records: readonly PhaseRecord[]): EchoOnlyResults {
+  const bus = {} as Record<BusMetric, number>;
+  for (const m of BUS_METRICS) bus[m] = metricMedian(records, 'echomq', m) ?? Number.NaN;
+  return { bus, eventsLog: metricMedian(records, 'echomq', EVENTS_LOG_METRIC), groups: metricMedian(records, 'echomq', GROUPS_METRIC) };
+}
+
+/** Prints the queue table on stdout. */
+export function printTable(report: Pick<Report, 'results' | 'pairs' | 'noise' | 'medianRecords'>): void {
+  console.log(`\n${queueConsoleTable(report)}\n`);
 }
 
 /** Prints the EchoMQ-only rows (the Bus, and the lifecycle-log row when measured) on stdout. */
-export function printEchoOnly(echoOnly: Report['echoOnly']): void {
+export function printEchoOnly(echoOnly: EchoOnlyResults): void {
   const rows: [string, string][] = BUS_METRICS.map((m) => [m, shown(m, echoOnly.bus[m])]);
-  rows.push([EVENTS_LOG_METRIC, echoOnly.eventsLog === undefined ? 'not measured (no eventsLog option)' : shown(EVENTS_LOG_METRIC, echoOnly.eventsLog)]);
+  rows.push([EVENTS_LOG_METRIC, echoOnly.eventsLog === undefined ? 'not measured' : shown(EVENTS_LOG_METRIC, echoOnly.eventsLog)]);
   if (echoOnly.groups !== undefined) rows.push([`${GROUPS_METRIC} (BullMQ OSS has no groups)`, shown(GROUPS_METRIC, echoOnly.groups)]);
   const w = Math.max(...rows.map((r) => r[0].length));
   console.log(`EchoMQ only (no BullMQ equivalent):\n${rows.map(([m, v]) => `${m.padEnd(w)}  ${v}`).join('\n')}\n`);
@@ -66,28 +78,37 @@ export function printCache(cache: Report['cache']): void {
 }
 
 /**
- * Writes `bench/results.json` (`echomq`, `bullmq`, the EchoMQ-only `bus` rows, and `cache` with
- * EchoMQ and bentocache side by side) and
- * `docs/benchmarks.md`; returns their paths (relative). */
+ * Writes `bench/results.json` (per system its medians, `ratios` with each per-pair median and
+ * min–max, `ceiling`, the EchoMQ-only `bus` rows, `cache` with EchoMQ and bentocache side by
+ * side, `flows`) and `docs/benchmarks.md`; returns their paths (relative).
+ */
 export function writeReport(report: Report): string[] {
-  const json: Record<SystemName | 'bus', Record<string, number>> & { cache: Record<'echomq' | 'bentocache', Record<string, number>> } = {
-    echomq: {},
-    bullmq: {},
-    bus: {},
-    cache: { echomq: {}, bentocache: {} },
-  };
-  for (const system of ['echomq', 'bullmq'] as const) {
-    for (const m of METRICS) json[system][m] = rounded(m, report.results[system][m]);
+  const bySystem = Object.fromEntries(SYSTEMS.map((sys) => [sys, {} as Record<string, number>])) as Record<SystemName, Record<string, number>>;
+  for (const sys of SYSTEMS) {
+    for (const m of METRICS) {
+      const v = report.results[sys][m];
+      if (v !== undefined) bySystem[sys][m] = rounded(m, v);
+    }
   }
   // EchoMQ-only rows: the lifecycle-log queue row beside the other EchoMQ queue rows, the Bus under "bus".
-  const { eventsLog, bus } = report.echoOnly;
-  if (eventsLog !== undefined) json.echomq[EVENTS_LOG_METRIC] = rounded(EVENTS_LOG_METRIC, eventsLog);
-  for (const m of BUS_METRICS) json.bus[m] = rounded(m, bus[m]);
-  for (const system of ['echomq', 'bentocache'] as const) {
-    for (const m of CACHE_METRICS) json.cache[system][m] = rounded(m, report.cache.results[system][m]);
-  }
+  const { eventsLog, groups, bus } = report.echoOnly;
+  if (eventsLog !== undefined) bySystem.echomq[EVENTS_LOG_METRIC] = rounded(EVENTS_LOG_METRIC, eventsLog);
+  if (groups !== undefined) bySystem.echomq[GROUPS_METRIC] = rounded(GROUPS_METRIC, groups);
+  const r3 = (v: number): number => Math.round(v * 1000) / 1000;
+  const ratios = Object.fromEntries(
+    Object.entries(report.pairs).map(([m, byAnchor]) => [
+      m,
+      Object.fromEntries(Object.entries(byAnchor).map(([a, p]) => [a, { median: r3(p.median), min: r3(p.min), max: r3(p.max), pairs: p.pairs }])),
+    ]),
+  );
+  const ceiling = Object.fromEntries(report.ceiling.rows.map((r) => [`x${r.batch}`, { jobs_per_s: Math.round(r.jobsPerS), commands_per_job: r3(r.cost.commandsPerJob), valkey_us_per_job: r3(r.cost.serverUsPerJob) }]));
+  const busJson = Object.fromEntries(BUS_METRICS.filter((m) => !Number.isNaN(bus[m])).map((m) => [m, rounded(m, bus[m])]));
+  const cache = Object.fromEntries(
+    (['echomq', 'bentocache'] as const).map((sys) => [sys, Object.fromEntries(CACHE_METRICS.map((m) => [m, rounded(m, report.cache.results[sys][m])]))]),
+  );
   const flows = Object.fromEntries(report.flows.rows.map((r) => [`${r.system} ${r.run}`, r.m]));
-  writeFileSync(root('bench/results.json'), JSON.stringify({ ...json, flows }, null, 2) + '\n');
+  const json = { mode: report.sizes.mode, ...bySystem, ratios, ceiling, bus: busJson, cache, flows };
+  writeFileSync(root('bench/results.json'), JSON.stringify(json, null, 2) + '\n');
   writeFileSync(root('docs/benchmarks.md'), renderDoc(report));
   return ['bench/results.json', 'docs/benchmarks.md'];
 }

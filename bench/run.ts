@@ -1,114 +1,169 @@
 /**
- * `npm run bench [-- --quick]`: starts one fresh Valkey, measures EchoMQ and BullMQ on it phase
- * by phase (each phase on a fresh queue, FLUSHALL in between), plus the EchoMQ-only rows (the Bus,
- * and the queue with its lifecycle log), then the Cache against bentocache on the same Valkey,
- * prints the tables, and writes `docs/benchmarks.md` and
- * `bench/results.json`. Stops Valkey at the end.
+ * `npm run bench [-- --quick | --steady] [--backlog-1m] [--rows c50,c200,…] [--reps N]`: starts
+ * one fresh Valkey and measures EchoMQ against BullMQ and bee-queue on it phase by phase (each
+ * phase on a fresh queue, FLUSHALL in between; a warm-up of 1.5× the timed jobs on the same
+ * running consumer before the clock starts; the order of the systems alternating per phase and
+ * repetition), plus the EchoMQ-only rows (the Bus, groups, the lifecycle log), the Valkey ceiling
+ * (valkey-benchmark on the claim + complete scripts), then the Cache against bentocache and the
+ * flows against BullMQ's FlowProducer on the same Valkey; prints the tables and writes
+ * `docs/benchmarks.md` and `bench/results.json`. `--rows` runs only the named rows and writes
+ * nothing (a smoke test). Stops Valkey at the end.
  */
+import { loadavg } from 'node:os';
 import { startEmbeddedValkey } from '../src/testing/index.js';
-import { SYSTEMS, sizes, type BenchSizes, type SystemName } from './common.js';
+import { SYSTEMS, type SystemName } from './common.js';
+import { sizes, type BenchSizes } from './sizes.js';
 import { makeDriver } from './drivers.js';
 import { busGroup, busLatency, busPublishBatch, busPublishSingle, processEventsLog } from './bus-phases.js';
 import { enqueueBatch, enqueueSingle, latency, memory, processChildren, processLocal, type PhaseContext, type PhaseResult } from './phases.js';
 import { Probe } from './probe.js';
 import { GROUPS_METRIC } from './bus.js';
-import { summarize, type PhaseRecord } from './format.js';
-import { environment, printCache, printEchoOnly, printTable, writeReport } from './report.js';
-import { runCacheSuite } from './cache-phases.js';
-import { flowsTable, runFlowsSuite } from './flows.js';
+import type { PhaseRecord } from './format.js';
+import { summarize } from './pairs.js';
+import { echoOnlySummary, environment, printCache, printEchoOnly, printTable, writeReport } from './report.js';
+import { runCacheSuite, type CacheReport } from './cache-phases.js';
+import { flowsTable, runFlowsSuite, type FlowsReport } from './flows.js';
+import { measureCeiling, type CeilingReport } from './ceiling.js';
 
-/** One phase of the run: a label, and how to run it for one system. */
+/** One phase of the run: a key for `--rows`, a label, and how to run it for one system. */
 interface Phase {
+  readonly key: string;
   readonly label: string;
   /** Run in the first repetition only (the measurement is deterministic). */
   readonly once?: boolean;
-  /** The systems it runs for (default both); the Bus and lifecycle-log phases are EchoMQ only. */
+  /** The systems it runs for (default all three); where an anchor lacks the feature it is left out. */
   readonly systems?: readonly SystemName[];
   run(ctx: PhaseContext): Promise<PhaseResult>;
 }
 
 const ECHO_ONLY: readonly SystemName[] = ['echomq'];
+/** bee-queue has no priorities, and no prefetch (its c1 row is the comparison). */
+const NO_BEE: readonly SystemName[] = ['echomq', 'bullmq'];
+
+const backlogLabel = (n: number): string => (n >= 1e6 ? `${n / 1e6}m` : `${n / 1e3}k`);
 
 function phases(s: BenchSizes): Phase[] {
-  const p = s.process;
+  const n = s.process;
   const b = s.bus;
   return [
-    { label: 'enqueue single', run: (c) => enqueueSingle(c, s.enqueueSingle) },
-    { label: 'enqueue batch', run: (c) => enqueueBatch(c, s.enqueueBatch) },
-    { label: 'process c1', run: (c) => processLocal(c, 'process_c1_per_s', 1, p.c1) },
-    { label: 'process c10', run: (c) => processLocal(c, 'process_c10_per_s', 10, p.c10) },
-    { label: 'process c50', run: (c) => processLocal(c, 'process_c50_per_s', 50, p.c50) },
-    { label: 'process c50 priorities', run: (c) => processLocal(c, 'process_c50_prio_per_s', 50, p.c50, { priorities: 10 }) },
+    { key: 'single', label: 'enqueue single', run: (c) => enqueueSingle(c, s.enqueueSingle) },
+    { key: 'batch', label: 'enqueue batch', run: (c) => enqueueBatch(c, s.enqueueBatch) },
+    { key: 'c1', label: 'process c1', run: (c) => processLocal(c, 'process_c1_per_s', 1, n) },
+    { key: 'c1p0', label: 'process c1 prefetch 0', systems: NO_BEE, run: (c) => processLocal(c, 'process_c1_prefetch0_per_s', 1, n, undefined, { prefetch: 0 }) },
+    { key: 'c10', label: 'process c10', run: (c) => processLocal(c, 'process_c10_per_s', 10, n) },
+    { key: 'c50', label: 'process c50', run: (c) => processLocal(c, 'process_c50_per_s', 50, n) },
+    { key: 'c200', label: 'process c200', run: (c) => processLocal(c, 'process_c200_per_s', 200, n) },
+    { key: 'prio', label: 'process c50 priorities', systems: NO_BEE, run: (c) => processLocal(c, 'process_c50_prio_per_s', 50, n, { priorities: 10 }) },
     // BullMQ OSS has no groups (BullMQ Pro does): EchoMQ only.
-    { label: 'process c50 100 groups', systems: ECHO_ONLY, run: (c) => processLocal(c, GROUPS_METRIC, 50, p.c50, { groups: 100 }) },
-    { label: 'process c50 events log', systems: ECHO_ONLY, run: (c) => processEventsLog(c, p.c50) },
-    { label: 'process 2x50', run: (c) => processChildren(c, 'process_2x50_per_s', 2, 50, p['2x50']) },
-    { label: 'latency', run: (c) => latency(c, s.latencyRate, s.latencySeconds, s.latencyConcurrency) },
-    { label: 'bus publish single', systems: ECHO_ONLY, run: (c) => busPublishSingle(c, b.publishSingle) },
-    { label: 'bus publish batch', systems: ECHO_ONLY, run: (c) => busPublishBatch(c, b.publishBatch) },
-    { label: 'bus group c1', systems: ECHO_ONLY, run: (c) => busGroup(c, 'bus_group_c1_per_s', 1, b.group.c1) },
-    { label: 'bus group c50', systems: ECHO_ONLY, run: (c) => busGroup(c, 'bus_group_c50_per_s', 50, b.group.c50) },
-    { label: 'bus latency', systems: ECHO_ONLY, run: (c) => busLatency(c, b.latencyRate, b.latencySeconds, b.latencyConcurrency) },
-    { label: 'memory', once: true, run: (c) => memory(c, s.memoryJobs) },
+    { key: 'groups', label: 'process c50 100 groups', systems: ECHO_ONLY, run: (c) => processLocal(c, GROUPS_METRIC, 50, n, { groups: 100 }) },
+    { key: 'elog', label: 'process c50 events log', systems: ECHO_ONLY, run: (c) => processEventsLog(c, n) },
+    { key: 'x2', label: 'process 2x50', run: (c) => processChildren(c, 'process_2x50_per_s', 2, 50, n) },
+    ...s.backlogs.map(
+      (k): Phase => ({
+        key: 'backlog',
+        label: `process c50 backlog ${backlogLabel(k)}`,
+        run: (c) => processLocal(c, `process_c50_backlog_${backlogLabel(k)}_per_s`, 50, n, undefined, { backlog: k }),
+      }),
+    ),
+    { key: 'lat', label: 'latency', run: (c) => latency(c, s.latencyRate, s.latencySeconds, s.latencyConcurrency) },
+    { key: 'bus', label: 'bus publish single', systems: ECHO_ONLY, run: (c) => busPublishSingle(c, b.publishSingle) },
+    { key: 'bus', label: 'bus publish batch', systems: ECHO_ONLY, run: (c) => busPublishBatch(c, b.publishBatch) },
+    { key: 'bus', label: 'bus group c1', systems: ECHO_ONLY, run: (c) => busGroup(c, 'bus_group_c1_per_s', 1, b.group.c1) },
+    { key: 'bus', label: 'bus group c50', systems: ECHO_ONLY, run: (c) => busGroup(c, 'bus_group_c50_per_s', 50, b.group.c50) },
+    { key: 'bus', label: 'bus latency', systems: ECHO_ONLY, run: (c) => busLatency(c, b.latencyRate, b.latencySeconds, b.latencyConcurrency) },
+    { key: 'memory', label: 'memory', once: true, run: (c) => memory(c, s.memoryJobs) },
   ];
 }
 
+/** The value of `--name v` in argv, or undefined. */
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+/** Every key `--rows` accepts: the phases', and the suites'. */
+const SUITE_KEYS = ['ceiling', 'cache', 'flows'];
+
 async function main(): Promise<void> {
   const quick = process.argv.includes('--quick');
-  const s = sizes(quick);
+  const base = sizes(quick ? 'quick' : 'steady', process.argv.includes('--backlog-1m'));
+  const reps = Number(arg('reps') ?? base.reps);
+  if (!(Number.isInteger(reps) && reps >= 1)) throw new Error('--reps must be a whole number >= 1');
+  const s: BenchSizes = { ...base, reps };
+  const list = phases(s);
+  const rows = arg('rows')?.split(',');
+  const known = new Set([...list.map((p) => p.key), ...SUITE_KEYS]);
+  for (const r of rows ?? []) if (!known.has(r)) throw new Error(`unknown row ${r}; rows: ${[...known].join(', ')}`);
+  const wanted = (key: string): boolean => !rows || rows.includes(key);
   const started = Date.now();
   const valkey = await startEmbeddedValkey();
   const probe = new Probe(valkey.url);
   const records: PhaseRecord[] = [];
   try {
     const env = await environment(probe, quick);
-    console.log(`EchoMQ vs BullMQ on Valkey ${env.valkey} at ${valkey.url}${quick ? ' (quick run)' : `, ${s.reps} repetitions`}`);
+    console.log(`EchoMQ vs BullMQ and bee-queue on Valkey ${env.valkey} at ${valkey.url}: ${s.mode} run, ${s.reps} repetition(s)${rows ? `, rows ${rows.join(',')} (nothing written)` : ''}`);
     if (env.loadAvg > 0.5) console.warn(`note: load average is ${env.loadAvg.toFixed(2)}; other work on this machine will skew the numbers`);
-    // Untimed warm-up of both consumers (JIT, script cache), so the first timed phase is fair.
+    // Untimed warm-up of every consumer (JIT, script cache), so the first timed phase is fair.
     for (const system of SYSTEMS) {
       const driver = makeDriver(system, valkey.url);
-      await processLocal({ driver, probe, url: valkey.url }, 'warmup', 10, 2000);
+      await processLocal({ driver, probe, url: valkey.url }, 'warmup', 10, s.startWarmup);
       await driver.close();
     }
     // And of the Bus group consumer (EchoMQ only).
     const busDriver = makeDriver('echomq', valkey.url);
-    await busGroup({ driver: busDriver, probe, url: valkey.url }, 'warmup', 10, 2000);
+    await busGroup({ driver: busDriver, probe, url: valkey.url }, 'warmup', 10, s.startWarmup);
     await busDriver.close();
-    const list = phases(s);
+    console.log(`Valkey ceiling: claim.lua + complete.lua in one call, from valkey-benchmark (${Math.round((Date.now() - started) / 1000)} s into the run)`);
+    const ceiling: CeilingReport = wanted('ceiling') ? await measureCeiling(valkey.url, probe, s.ceilingJobs) : { rows: [], clients: 0, jobs: 0, error: 'not run' };
     // The whole suite repeats, so the repetitions of one phase are spread over the run.
     for (let rep = 0; rep < s.reps; rep++) {
       for (const [i, phase] of list.entries()) {
-        if (phase.once && rep > 0) continue;
+        if ((phase.once && rep > 0) || !wanted(phase.key)) continue;
         // Alternate which system goes first, so neither always runs on a warmer server.
         const systems = phase.systems ?? SYSTEMS;
         const order: readonly SystemName[] = (i + rep) % 2 === 0 ? systems : [...systems].reverse();
-        for (const system of order) records.push(await runOne(phase, system, rep, valkey.url, probe));
+        for (const system of order) records.push(await runOne(phase, system, rep, valkey.url, probe, s.warmup));
       }
     }
-    // The cache: EchoMQ vs bentocache, same Valkey, same repetitions.
-    console.log('Cache: EchoMQ vs bentocache');
-    const cache = await runCacheSuite(valkey.url, probe, quick, s.reps, env.versions.bentocache);
-    console.log('Flows: EchoMQ vs BullMQ FlowProducer');
-    const flows = await runFlowsSuite(valkey.url, quick);
-    const { results, echoOnly, medianRecords } = summarize(records);
-    printTable(results);
+    const loadAvgEnd = loadavg()[0];
+    const summary = summarize(records);
+    const echoOnly = echoOnlySummary(records);
+    printTable(summary);
     printEchoOnly(echoOnly);
-    printCache(cache);
-    console.log(`Flows:\n${flowsTable(flows)}\n`);
-    const files = writeReport({ results, echoOnly, records, medianRecords, env, sizes: s, cache, flows, seconds: (Date.now() - started) / 1000 });
-    console.log(`wrote ${files.join(' and ')}`);
+    let cache: CacheReport | undefined;
+    let flows: FlowsReport | undefined;
+    const mark = (what: string): void => console.log(`${what} (${Math.round((Date.now() - started) / 1000)} s into the run)`);
+    mark('queue phases done');
+    if (wanted('cache')) {
+      console.log('Cache: EchoMQ vs bentocache');
+      cache = await runCacheSuite(valkey.url, probe, quick, s.reps, env.versions.bentocache);
+      printCache(cache);
+      mark('cache done');
+    }
+    if (wanted('flows')) {
+      console.log('Flows: EchoMQ vs BullMQ FlowProducer');
+      flows = await runFlowsSuite(valkey.url, quick);
+      console.log(`Flows:\n${flowsTable(flows)}\n`);
+    }
+    if (rows || !cache || !flows) return;
+    const files = writeReport({ ...summary, echoOnly, records, env: { ...env, loadAvgEnd }, sizes: s, ceiling, cache, flows, seconds: (Date.now() - started) / 1000 });
+    console.log(`wrote ${files.join(' and ')} (${Math.round((Date.now() - started) / 1000)} s)`);
   } finally {
     await probe.close();
     await valkey.stop();
   }
 }
 
-async function runOne(phase: Phase, system: SystemName, rep: number, url: string, probe: Probe): Promise<PhaseRecord> {
+async function runOne(phase: Phase, system: SystemName, rep: number, url: string, probe: Probe, warmup: number): Promise<PhaseRecord> {
   const driver = makeDriver(system, url);
+  const t0 = Date.now();
   try {
-    const r = await phase.run({ driver, probe, url });
+    const r = await phase.run({ driver, probe, url, warmup });
     const shown = Object.entries(r.values).map(([k, v]) => `${k}=${v.toFixed(v < 100 ? 3 : 0)}`);
-    console.log(`  #${rep + 1} ${phase.label.padEnd(22)} ${system.padEnd(7)} ${shown.join(' ')}${r.note ? `  (${r.note})` : ''}`);
+    const load = r.cost?.load;
+    const other = load?.otherCores === undefined ? '' : ` other=${load.otherCores.toFixed(2)}${load.noisy ? ' ⚠ noisy' : ''}`;
+    const took = `${((Date.now() - t0) / 1000).toFixed(1)} s`;
+    console.log(`  #${rep + 1} ${phase.label.padEnd(26)} ${system.padEnd(8)} ${shown.join(' ')}${other}${r.note ? `  (${r.note})` : ''} [${took}]`);
     return { phase: phase.label, system, rep, ...r };
   } finally {
     await driver.close();

@@ -31,7 +31,8 @@ async function main(): Promise<void> {
       timer = setInterval(() => {
         if (processed === reported) return;
         reported = processed;
-        void send({ type: 'progress', processed });
+        const c = process.cpuUsage(cpu0);
+        void send({ type: 'progress', processed, cpuUs: c.user + c.system });
       }, PROGRESS_EVERY_MS);
       void consumer.start();
     } else {

@@ -1,0 +1,99 @@
+/**
+ * Reducing the repetitions of a run: the median of each metric per system, and every ratio as
+ * the median of the per-repetition pairs (EchoMQ and the anchor measured in the same repetition,
+ * one right after the other) with the min–max of those pairs.
+ */
+import { ANCHORS, METRICS, SYSTEMS, type AnchorName, type Metric, type Results, type SystemName } from './common.js';
+import type { PhaseRecord } from './format.js';
+
+/** The per-pair ratios EchoMQ / anchor of one metric: their median, min and max. */
+export interface PairStat {
+  readonly median: number;
+  readonly min: number;
+  readonly max: number;
+  /** How many pairs (repetitions where both systems measured the metric). */
+  readonly pairs: number;
+}
+
+/** How many of a metric's phase runs (all systems, all repetitions) were noisy. */
+export interface NoiseCount {
+  readonly noisy: number;
+  readonly runs: number;
+}
+
+/** The reduced run. */
+export interface Summary {
+  /** The median over the repetitions, per system and metric (absent: not run for that system). */
+  readonly results: Readonly<Record<SystemName, Results>>;
+  /** Per metric and anchor, the per-pair ratios EchoMQ / anchor. */
+  readonly pairs: Readonly<Partial<Record<Metric, Partial<Record<AnchorName, PairStat>>>>>;
+  /** Per metric, the noisy phase runs among all. */
+  readonly noise: Readonly<Partial<Record<Metric, NoiseCount>>>;
+  /** Per phase and system, the repetition whose value is the median (for the cost table). */
+  readonly medianRecords: readonly PhaseRecord[];
+}
+
+/** The median of `xs` (the lower middle for an even count). */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)];
+}
+
+/** The stat of a list of ratios (undefined when empty). */
+export function pairStat(ratios: readonly number[]): PairStat | undefined {
+  if (ratios.length === 0) return undefined;
+  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios), pairs: ratios.length };
+}
+
+/** The per-repetition ratios EchoMQ / `anchor` of `metric` (same phase and repetition). */
+export function pairRatios(records: readonly PhaseRecord[], metric: string, anchor: SystemName): number[] {
+  const out: number[] = [];
+  for (const e of records) {
+    if (e.system !== 'echomq' || !(metric in e.values)) continue;
+    const a = records.find((r) => r.system === anchor && r.phase === e.phase && r.rep === e.rep && metric in r.values);
+    if (a) out.push(e.values[metric] / a.values[metric]);
+  }
+  return out;
+}
+
+/** The median of `metric` over `system`'s records that measured it (undefined if none did). */
+export function metricMedian(records: readonly PhaseRecord[], system: SystemName | string, metric: string): number | undefined {
+  const values = records.filter((r) => r.system === system && metric in r.values).map((r) => r.values[metric]);
+  return values.length === 0 ? undefined : median(values);
+}
+
+/** Reduces every repetition of the queue phases. */
+export function summarize(records: readonly PhaseRecord[]): Summary {
+  const results = Object.fromEntries(SYSTEMS.map((s) => [s, {}])) as Record<SystemName, Results>;
+  const pairs: Partial<Record<Metric, Partial<Record<AnchorName, PairStat>>>> = {};
+  const noise: Partial<Record<Metric, NoiseCount>> = {};
+  for (const m of METRICS) {
+    for (const system of SYSTEMS) {
+      const v = metricMedian(records, system, m);
+      if (v !== undefined) results[system][m] = v;
+    }
+    for (const anchor of ANCHORS) {
+      const stat = pairStat(pairRatios(records, m, anchor));
+      if (stat) (pairs[m] ??= {})[anchor] = stat;
+    }
+    const runs = records.filter((r) => m in r.values && r.cost?.load?.otherCores !== undefined);
+    if (runs.length > 0) noise[m] = { noisy: runs.filter((r) => r.cost?.load?.noisy).length, runs: runs.length };
+  }
+  const medianRecords: PhaseRecord[] = [];
+  for (const system of SYSTEMS) {
+    const mine = records.filter((r) => r.system === system);
+    for (const phase of new Set(mine.map((r) => r.phase))) {
+      const reps = mine.filter((r) => r.phase === phase);
+      const first = Object.keys(reps[0].values)[0];
+      const mid = median(reps.map((r) => r.values[first]));
+      medianRecords.push(reps.find((r) => r.values[first] === mid) ?? reps[0]);
+    }
+  }
+  return { results, pairs, noise, medianRecords };
+}
+
+/** A pair stat as `2.08× [1.90–2.31]` (one pair: just the ratio). */
+export function pairText(p: PairStat | undefined): string {
+  if (!p) return '—';
+  return p.pairs > 1 ? `${p.median.toFixed(2)}× [${p.min.toFixed(2)}–${p.max.toFixed(2)}]` : `${p.median.toFixed(2)}×`;
+}

@@ -1,0 +1,64 @@
+import { pairStat, pairText, summarize } from '../../bench/pairs.js';
+import { phaseLoad, NOISY_OTHER_CORES } from '../../bench/load.js';
+import type { PhaseRecord } from '../../bench/format.js';
+import type { PhaseCost } from '../../bench/probe.js';
+
+const cost = (noisy: boolean): PhaseCost => ({
+  seconds: 1,
+  wallUsPerJob: 1,
+  clientUsPerJob: 1,
+  serverUsPerJob: 1,
+  scriptsPerJob: 1,
+  scriptUsPerJob: 1,
+  commandsPerJob: 1,
+  blockingPerJob: 0,
+  load: { otherCores: noisy ? 0.5 : 0, loadAvg1: 1, noisy },
+});
+
+const rec = (system: PhaseRecord['system'], rep: number, v: number, noisy = false): PhaseRecord => ({
+  phase: 'process c50',
+  system,
+  rep,
+  values: { process_c50_per_s: v },
+  cost: cost(noisy),
+});
+
+describe('bench: per-pair ratios', () => {
+  it('reports the median of the per-repetition ratios with their min–max, not the ratio of the medians', () => {
+    const records = [rec('echomq', 0, 10), rec('bullmq', 0, 5), rec('echomq', 1, 20), rec('bullmq', 1, 5), rec('echomq', 2, 30, true), rec('bullmq', 2, 30)];
+    const s = summarize(records);
+    // Ratios per pair: 2, 4, 1. The medians alone would give 20 / 5 = 4.
+    expect(s.pairs.process_c50_per_s?.bullmq).toEqual({ median: 2, min: 1, max: 4, pairs: 3 });
+    expect(s.results.echomq.process_c50_per_s).toBe(20);
+    expect(s.results.bullmq.process_c50_per_s).toBe(5);
+    expect(s.pairs.process_c50_per_s?.beequeue).toBeUndefined();
+    expect(s.noise.process_c50_per_s).toEqual({ noisy: 1, runs: 6 });
+    expect(pairText(s.pairs.process_c50_per_s?.bullmq)).toBe('2.00× [1.00–4.00]');
+  });
+
+  it('pairs only runs of the same phase and repetition', () => {
+    const s = summarize([rec('echomq', 0, 10), rec('bullmq', 1, 5), rec('beequeue', 0, 4)]);
+    expect(s.pairs.process_c50_per_s?.bullmq).toBeUndefined();
+    expect(s.pairs.process_c50_per_s?.beequeue).toEqual({ median: 2.5, min: 2.5, max: 2.5, pairs: 1 });
+    expect(pairText(s.pairs.process_c50_per_s?.beequeue)).toBe('2.50×');
+    expect(pairStat([])).toBeUndefined();
+  });
+});
+
+describe('bench: other processes’ CPU', () => {
+  it('is the machine’s busy CPU minus this process, its children and Valkey, per wall second', () => {
+    const a = { at: 0, machineBusyUs: 0, valkeyUs: 0, selfUs: 0 };
+    const b = { at: 1000, machineBusyUs: 1_500_000, valkeyUs: 500_000, selfUs: 600_000 };
+    const load = phaseLoad(a, b, 200_000);
+    expect(load.machineCores).toBeCloseTo(1.5);
+    expect(load.otherCores).toBeCloseTo(0.2);
+    expect(load.noisy).toBe(0.2 > NOISY_OTHER_CORES);
+    expect(phaseLoad(a, b, 400_000).noisy).toBe(false);
+  });
+
+  it('is absent, and the phase not flagged, where /proc could not be read', () => {
+    const load = phaseLoad({ at: 0, selfUs: 0 }, { at: 1000, selfUs: 1 });
+    expect(load.otherCores).toBeUndefined();
+    expect(load.noisy).toBe(false);
+  });
+});
