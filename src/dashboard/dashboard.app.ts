@@ -63,7 +63,7 @@ const NOTICES: Readonly<Record<string, string>> = {
   resumed: 'Resumed.',
   'was-paused': 'The queue was already paused.',
   'was-running': 'The queue was already running.',
-  retried: 'Retried: the job is pending again with fresh attempts.',
+  retried: 'Retried: the job is due again, with fresh attempts.',
   'not-dead': 'Not retried: the job is not dead.',
   promoted: 'The job is due now.',
   'not-scheduled': 'Not promoted: the job is not scheduled.',
