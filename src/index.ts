@@ -108,3 +108,8 @@ export type { QueueInfo, NamePage, BulkOptions, PurgeOptions } from './admin/que
 export type { JobSummary, JobPage, JobListOptions } from './admin/job-pages.js';
 export type { JobCursor, ListableStatus } from './admin/job-cursor.js';
 export type { BulkReply, PurgeableStatus } from './protocol/admin-wire.js';
+
+// The web dashboard (docs/dashboard.md).
+export { EchoMqDashboardModule } from './dashboard/dashboard.module.js';
+export type { EchoMqDashboardOptions } from './dashboard/dashboard.options.js';
+export type { ThroughputOptions } from './dashboard/throughput.sampler.js';

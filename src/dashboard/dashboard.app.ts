@@ -105,7 +105,8 @@ export class DashboardApp {
       const parts = req.path.split('/').filter(Boolean).map(decodeSegment);
       if (req.method === 'POST') return await this.post(ctx, req, parts);
       if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpRefusal(405, 'the dashboard answers GET and POST only');
-      return this.ok(ctx, await this.get(ctx, req, parts));
+      const live = req.headers['x-echomq-live'] === '1'; // the refresh script: the content only, no shell
+      return this.ok(ctx, await this.get(ctx, req, parts), live);
     } catch (err) {
       return this.failure(ctx, err);
     }
@@ -177,8 +178,8 @@ export class DashboardApp {
     if (given.length !== want.length || !timingSafeEqual(given, want)) throw new HttpRefusal(403, 'missing or stale form token: reload the page and try again');
   }
 
-  private ok(ctx: PageContext, p: { title: string; body: SafeHtml }): DashboardResponse {
-    return { status: 200, headers: securityHeaders(ctx.nonce), body: page(ctx, p.title, p.body) };
+  private ok(ctx: PageContext, p: { title: string; body: SafeHtml }, live: boolean): DashboardResponse {
+    return { status: 200, headers: securityHeaders(ctx.nonce), body: live ? p.body.text : page(ctx, p.title, p.body) };
   }
 
   private redirect(ctx: PageContext, to: string, notice?: string): DashboardResponse {

@@ -27,7 +27,7 @@ pre{background:#f7f9fb;border:1px solid #e3e8ee;padding:8px;max-width:100%;overf
 button{font:inherit;padding:2px 10px;cursor:pointer}figure.chart{margin:0}figcaption{font-size:12px;color:#5d6b7a}
 `);
 
-/** The live-refresh script: swaps each `[data-live]` region for the same region of a fresh copy of the page (parsed, never executed), and asks before `[data-confirm]` forms. */
+/** The live-refresh script: swaps each `[data-live]` region for the same region of a fresh copy of the page's content (parsed, never executed; the server sends no shell, style or script for it), and asks before `[data-confirm]` forms. */
 const SCRIPT = `(() => {
   for (const f of document.querySelectorAll('form[data-confirm]')) f.addEventListener('submit', (e) => { if (!confirm(f.dataset.confirm)) e.preventDefault(); });
   const every = Number(document.body.dataset.refresh);

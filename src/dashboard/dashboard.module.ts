@@ -72,7 +72,6 @@ export class EchoMqDashboardModule {
       imports: [...(options.imports ?? [])],
       controllers: [dashboardController(resolved)],
       providers: [{ provide: DASHBOARD_OPTIONS, useValue: resolved }, DashboardRuntime],
-      exports: [DashboardRuntime],
     };
   }
 }

@@ -3,7 +3,7 @@ import { Injectable, type CanActivate, type ExecutionContext, type INestApplicat
 import { Test } from '@nestjs/testing';
 import type { AddressInfo } from 'node:net';
 import { EchoMqModule } from '../../src/index.js';
-import { EchoMqDashboardModule, type EchoMqDashboardOptions } from '../../src/dashboard/index.js';
+import { EchoMqDashboardModule, type EchoMqDashboardOptions } from '../../src/index.js';
 import type { Json } from '../../src/protocol/codec.js';
 import type { EchoMqConnection } from '../../src/protocol/connection.js';
 import { queueKeys, wire } from '../../src/protocol/index.js';

@@ -1,5 +1,4 @@
-import { QueueAdmin } from '../../src/index.js';
-import { EchoMqDashboardModule } from '../../src/dashboard/index.js';
+import { EchoMqDashboardModule, QueueAdmin } from '../../src/index.js';
 import { buryJobs, csrfOf, startDashboardApp, type DashboardTestApp } from '../helpers/dashboard.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { randomQueue } from '../helpers/valkey.js';
