@@ -2,10 +2,10 @@ import type { CacheService } from '../cache/cache.service.js';
 import type { CacheStats } from '../cache/cache.types.js';
 import { fields } from '../bus/group-upkeep.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
-import { fromReplyError, NotFoundError } from '../protocol/errors.js';
+import { fromReplyError } from '../protocol/errors.js';
 import { CacheKeys } from '../protocol/keys.js';
 import { bulkLimit, type NamePage } from './queue-admin.js';
-import { registered, registryPage } from './registry.js';
+import { assertKnown, registryPage } from './registry.js';
 
 /** A cache namespace as the server knows it (its entries live in their own slots: not counted, no SCAN). */
 export interface CacheNamespaceInfo {
@@ -63,16 +63,8 @@ export class CacheAdmin {
   }
 
   /** Throws `NotFoundError` unless the namespace was announced or has an invalidation log. */
-  async assertKnown(ns: string): Promise<void> {
-    const k = new CacheKeys(ns);
-    let known: boolean;
-    try {
-      const [inRegistry, log] = await Promise.all([registered(this.conn, 'caches', ns), this.conn.client.exists(k.log)]);
-      known = inRegistry || log === 1;
-    } catch (err) {
-      throw fromReplyError(err);
-    }
-    if (!known) throw new NotFoundError(`no cache namespace named ${ns} (none announced it and it has no log)`);
+  assertKnown(ns: string): Promise<void> {
+    return assertKnown(this.conn, 'caches', ns, [new CacheKeys(ns).log], 'cache namespace');
   }
 
   private async read(ns: string): Promise<CacheNamespaceInfo> {
