@@ -108,6 +108,10 @@ export type { QueueInfo, NamePage, BulkOptions, PurgeOptions } from './admin/que
 export type { JobSummary, JobPage, JobListOptions } from './admin/job-pages.js';
 export type { JobCursor, ListableStatus } from './admin/job-cursor.js';
 export type { BulkReply, PurgeableStatus } from './protocol/admin-wire.js';
+export { BusAdmin } from './admin/bus-admin.js';
+export type { TopicInfo, GroupInfo } from './admin/bus-admin.js';
+export { CacheAdmin } from './admin/cache-admin.js';
+export type { CacheNamespaceInfo, CacheAdminStats } from './admin/cache-admin.js';
 
 // The web dashboard (docs/dashboard.md).
 export { EchoMqDashboardModule } from './dashboard/dashboard.module.js';

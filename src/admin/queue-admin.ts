@@ -8,7 +8,7 @@ import type { QueueService } from '../queue/queue.service.js';
 import { readCounts } from '../queue/queue-counts.js';
 import type { Json } from '../protocol/codec.js';
 import { jobPage, type JobListOptions, type JobPage } from './job-pages.js';
-import { registered, registryPage } from './registry.js';
+import { assertKnown, registryPage } from './registry.js';
 
 /** A queue as an operator sees it. */
 export interface QueueInfo {
@@ -149,16 +149,8 @@ export class QueueAdmin {
   }
 
   /** Throws `NotFoundError` unless the queue was announced or holds data (no SCAN: two reads). */
-  async assertKnown(queue: string): Promise<void> {
-    const k = queueKeys(queue);
-    let known: boolean;
-    try {
-      const [inRegistry, hasMeta] = await Promise.all([registered(this.conn, 'queues', queue), this.conn.client.exists(k.meta)]);
-      known = inRegistry || hasMeta === 1;
-    } catch (err) {
-      throw fromReplyError(err);
-    }
-    if (!known) throw new NotFoundError(`no queue named ${queue} (none announced it and it holds no data)`);
+  assertKnown(queue: string): Promise<void> {
+    return assertKnown(this.conn, 'queues', queue, [queueKeys(queue).meta], 'queue');
   }
 
   private async read(queue: string): Promise<QueueInfo> {

@@ -1,6 +1,6 @@
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { adminWire, type RegistryKind } from '../protocol/admin-wire.js';
-import { fromReplyError } from '../protocol/errors.js';
+import { fromReplyError, NotFoundError } from '../protocol/errors.js';
 import { assertName, globalKeys } from '../protocol/keys.js';
 
 /** The names each connection has announced (or is announcing), per registry. */
@@ -43,4 +43,19 @@ export async function registered(conn: EchoMqConnection, kind: RegistryKind, nam
   } catch (err) {
     throw fromReplyError(err);
   }
+}
+
+/**
+ * Throws `NotFoundError` (EMQ_NOT_FOUND) unless `name` is in its registry or one of `dataKeys`
+ * exists: two reads, no SCAN. `what` names the kind in the message ("queue", "topic", …).
+ */
+export async function assertKnown(conn: EchoMqConnection, kind: RegistryKind, name: string, dataKeys: readonly string[], what: string): Promise<void> {
+  let known: boolean;
+  try {
+    const [inRegistry, present] = await Promise.all([registered(conn, kind, name), conn.client.exists(...dataKeys)]);
+    known = inRegistry || present > 0;
+  } catch (err) {
+    throw fromReplyError(err);
+  }
+  if (!known) throw new NotFoundError(`no ${what} named ${name} (none announced it and it holds no data)`);
 }

@@ -11,6 +11,7 @@ import { BUS_BATCH_LIMIT, EXPIRE_LIMIT, busWire } from './bus-wire.js';
 import { eventIdOf } from './event-id.js';
 import { replay } from './replay.js';
 import { SignalHub } from '../protocol/signal-hub.js';
+import { announce } from '../admin/registry.js';
 
 /** Default interval of automatic trims of the topics published to. */
 export const TRIM_INTERVAL_MS = 5000;
@@ -62,6 +63,7 @@ export class BusService implements OnModuleDestroy {
     if (payloads.length > BUS_BATCH_LIMIT) throw new BatchTooLargeError(payloads.length, BUS_BATCH_LIMIT);
     if (payloads.length === 0) return [];
     const texts = payloads.map((p) => encodePayload(p, this.maxBytes));
+    announce(this.conn, 'topics', topic); // valid input: the registry of known topics (once per connection)
     const ids = await this.lanes.submit(topic, texts);
     this.markDirty(topic);
     return ids.map(eventIdOf);

@@ -11,6 +11,7 @@ import { consumerName, intIn, resolveGroupOptions, startId, type GroupConsumerCo
 import { GroupReader } from './group-reader.js';
 import { GroupReclaimer } from './group-reclaim.js';
 import { estimateLoss } from './group-upkeep.js';
+import { announce } from '../admin/registry.js';
 import { cmd, compareStreamIds, createGroup, errorText, isNoGroup, type GroupEntry } from './group-wire.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -102,6 +103,7 @@ export class GroupConsumer {
 
   /** Creates the group if needed and starts reading. */
   async start(): Promise<void> {
+    announce(this.conn, 'topics', this.k.topic); // the registry of known topics
     await createGroup(this.conn.client, this.k, this.o.group, startId(this.o.from));
     await this.reader.open();
     const every = Math.max(50, Math.min(Math.floor(this.o.ackTimeoutMs / 3), 5000));

@@ -4,10 +4,11 @@ import { eventIdOf } from './event-id.js';
 import { cmd } from './group-wire.js';
 
 type Raw = unknown;
-const text = (v: Raw): string => (Buffer.isBuffer(v) ? v.toString('utf8') : String(v));
+/** A reply element as text. */
+export const text = (v: Raw): string => (Buffer.isBuffer(v) ? v.toString('utf8') : String(v));
 
 /** A flat `[field, value, …]` reply as a map. */
-function fields(row: Raw): Map<string, Raw> {
+export function fields(row: Raw): Map<string, Raw> {
   const out = new Map<string, Raw>();
   if (Array.isArray(row)) for (let i = 0; i + 1 < row.length; i += 2) out.set(text(row[i]), row[i + 1]);
   return out;

@@ -12,6 +12,7 @@ import { Coherence } from './coherence.js';
 import { CacheBreaker } from './fallthrough.js';
 import { L1 } from './l1.js';
 import { SingleFlight } from './single-flight.js';
+import { announce } from '../admin/registry.js';
 import { TAG_LATE_MS, TAG_MARGIN_MS, fillVersion, scanTag } from './tag-index.js';
 
 /** Poll period of a fill-lease loser waiting for the winner's value (ms). */
@@ -171,6 +172,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
       k = new CacheKeys(name);
       this.namespaces.set(name, k);
       this.coherence.watch(name);
+      announce(this.conn, 'caches', name); // the registry of known namespaces
     }
     return k;
   }

@@ -2,6 +2,10 @@ import { QueueAdmin } from '../admin/queue-admin.js';
 import { EchoMqConnection } from '../protocol/connection.js';
 import { EchoMqError, ValkeyUnavailableError } from '../protocol/errors.js';
 import { QueueService } from '../queue/queue.service.js';
+import { BusAdmin } from '../admin/bus-admin.js';
+import { CacheAdmin } from '../admin/cache-admin.js';
+import { BusService } from '../bus/bus.service.js';
+import { CacheService } from '../cache/cache.service.js';
 import { Output } from './output.js';
 
 /** The default Valkey URL when neither `--url` nor `VALKEY_URL` is given. */
@@ -11,12 +15,18 @@ export const DEFAULT_URL = 'redis://127.0.0.1:6379';
 export interface AdminServices {
   /** The Queue's operator surface. */
   readonly queues: QueueAdmin;
+  /** The Bus's operator surface. */
+  readonly bus: BusAdmin;
+  /** The Cache's operator surface. */
+  readonly cache: CacheAdmin;
 }
 
 /** What a command runs against: one connection (opened on first use) and the admin services over it. */
 export class CliContext {
   private conn?: EchoMqConnection;
   private services?: AdminServices;
+  private bus?: BusService;
+  private cache?: CacheService;
 
   constructor(
     readonly url: string,
@@ -37,7 +47,9 @@ export class CliContext {
       throw new ValkeyUnavailableError(`cannot reach Valkey at ${this.url}: ${why.replace(/^cannot connect to Valkey: /, '')}`, err);
     }
     this.conn = conn;
-    this.services = { queues: new QueueAdmin(conn, new QueueService(conn)) };
+    this.bus = new BusService(conn, { trimIntervalMs: 0 });
+    this.cache = new CacheService(conn);
+    this.services = { queues: new QueueAdmin(conn, new QueueService(conn)), bus: new BusAdmin(conn, this.bus), cache: new CacheAdmin(conn, this.cache) };
     return this.services;
   }
 
@@ -49,6 +61,8 @@ export class CliContext {
 
   /** Closes the connection, if it was opened. */
   async close(): Promise<void> {
+    await this.cache?.close();
+    await this.bus?.close();
     await this.conn?.close();
   }
 }

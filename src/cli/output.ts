@@ -1,5 +1,6 @@
 import Table from 'cli-table3';
 import { EchoMqError, type EchoMqErrorCode } from '../protocol/errors.js';
+import type { BulkReply } from '../protocol/admin-wire.js';
 
 /**
  * The CLI's exit codes (docs/admin.md, "Exit codes"): scripts may rely on them.
@@ -81,3 +82,14 @@ export function parseCount(text: string): number {
   if (!/^\d{1,7}$/.test(text)) throw new CliUsageError(`not a count: ${JSON.stringify(text)}`);
   return Number(text);
 }
+
+/** Runs a bounded bulk call until it reports nothing more; resolves to the total. */
+export async function untilDone(step: () => Promise<BulkReply>): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const r = await step();
+    total += r.count;
+    if (!r.more) return total;
+  }
+}
+

@@ -1,20 +1,9 @@
 import type { Command } from 'commander';
 import type { JobCursor, ListableStatus } from '../admin/job-cursor.js';
 import { LISTABLE } from '../admin/job-cursor.js';
-import type { BulkReply } from '../protocol/admin-wire.js';
 import type { JobView } from '../queue/job.js';
 import type { CliContext } from './context.js';
-import { CliUsageError, StateRefusal, parseCount, parseDuration } from './output.js';
-
-/** Runs a bounded bulk call until it reports nothing more; resolves to the total. */
-async function untilDone(step: () => Promise<BulkReply>): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const r = await step();
-    total += r.count;
-    if (!r.more) return total;
-  }
-}
+import { CliUsageError, StateRefusal, parseCount, parseDuration, untilDone } from './output.js';
 
 /** The rows of a job's detail table: one field per row. */
 function jobRows(j: JobView): [string, unknown][] {

@@ -20,9 +20,11 @@ import { EventExplorer } from './event.explorer.js';
 import { GroupOrchestrator } from './group.orchestrator.js';
 import { ScheduleOrchestrator } from './schedule.orchestrator.js';
 import { QueueAdmin } from '../admin/queue-admin.js';
+import { BusAdmin } from '../admin/bus-admin.js';
+import { CacheAdmin } from '../admin/cache-admin.js';
 
 /** What the root module exports to the whole app (it is global). */
-export const ROOT_EXPORTS = [QueueService, BusService, CacheService, QueueAdmin, CacheInterceptor, EchoMqConnection, QueueRegistry, ECHOMQ_EMBEDDED, EchoMqEmbeddedServer];
+export const ROOT_EXPORTS = [QueueService, BusService, CacheService, QueueAdmin, BusAdmin, CacheAdmin, CacheInterceptor, EchoMqConnection, QueueRegistry, ECHOMQ_EMBEDDED, EchoMqEmbeddedServer];
 
 /**
  * The root module's providers after the options: the embedded default (when asked for), the
@@ -66,6 +68,8 @@ export const ROOT_PROVIDERS: Provider[] = [
     useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) => new CacheService(conn, o.cache ?? {}),
   },
   { provide: QueueAdmin, inject: [EchoMqConnection, QueueService], useFactory: (conn: EchoMqConnection, q: QueueService) => new QueueAdmin(conn, q) },
+  { provide: BusAdmin, inject: [EchoMqConnection, BusService], useFactory: (conn: EchoMqConnection, b: BusService) => new BusAdmin(conn, b) },
+  { provide: CacheAdmin, inject: [EchoMqConnection, CacheService], useFactory: (conn: EchoMqConnection, c: CacheService) => new CacheAdmin(conn, c) },
   ProcessorExplorer,
   ConsumerOrchestrator,
   EventExplorer,

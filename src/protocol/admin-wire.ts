@@ -1,4 +1,4 @@
-import { globalKeys, type QueueKeys } from './keys.js';
+import { globalKeys, type QueueKeys, type TopicKeys } from './keys.js';
 import { PROTOCOL_VERSION, runScript, type ScriptClient } from './scripts.js';
 
 /** A registry of announced names (`announce.lua`). */
@@ -70,5 +70,13 @@ export const adminWire = {
   /** Adds names to (or removes them from) a registry; resolves to how many changed. */
   async announce(c: ScriptClient, kind: RegistryKind, action: 'add' | 'del', names: readonly string[]): Promise<number> {
     return (await runScript(c, 'announce', [globalKeys[kind]], [PROTOCOL_VERSION, action, ...names])) as number;
+  },
+};
+
+/** Typed wrapper of `bus-dead.lua`: replays (to the topic) or purges dead letters. */
+export const busAdminWire = {
+  /** Replays or purges the given dead letters (stream ids), or the oldest `n` when none are given. */
+  async dead(c: ScriptClient, k: TopicKeys, action: 'replay' | 'purge', n: number, ids: readonly string[] = []): Promise<BulkReply> {
+    return bulk(await runScript(c, 'bus-dead', [k.meta, k.log, k.dead], [PROTOCOL_VERSION, action, ids.length || n, ...ids]));
   },
 };

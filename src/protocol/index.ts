@@ -23,7 +23,7 @@ export { PROTOCOL_VERSION, SCRIPT_NAMES, scripts, sha1, runScript } from './scri
 export type { ScriptName, LoadedScript, ScriptClient, ScriptPipeline } from './scripts.js';
 export { fromReplyError } from './errors.js';
 export { wire } from './wire.js';
-export { adminWire } from './admin-wire.js';
+export { adminWire, busAdminWire } from './admin-wire.js';
 export type { AdminReply, RegistryKind } from './admin-wire.js';
 export type { WireJob, WireClaim, WireCompletion, ClaimReply } from './wire.js';
 export { busWire, BUS_BATCH_LIMIT } from '../bus/bus-wire.js';

@@ -1,4 +1,5 @@
-import { globalKeys, queueKeys, wire } from '../../src/protocol/index.js';
+import { BusService, CacheService } from '../../src/index.js';
+import { eventIdOf, globalKeys, queueKeys, runScript, topicKeys, wire } from '../../src/protocol/index.js';
 import { runCli } from '../helpers/cli.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
@@ -79,5 +80,42 @@ describe('the echomq CLI, as a subprocess', () => {
     const wrong = await runCli(['--url', 'redis://user:secret@127.0.0.1:1', 'queues']);
     expect(wrong).toEqual({ code: 3, stdout: '', stderr: expect.stringMatching(/^echomq: EMQ_UNAVAILABLE cannot reach Valkey at redis:\/\/\*\*\*@127\.0\.0\.1:1: [^\n]*ECONNREFUSED[^\n]*\n$/) });
     expect(wrong.stderr).not.toContain('secret');
+  });
+
+  it('topics, groups, dead-letters (list, --replay, --purge), retention, cache stats and invalidate', async () => {
+    const bus = new BusService(f.conn, { trimIntervalMs: 0 });
+    const cache = new CacheService(f.conn);
+    try {
+      const t = randomQueue('cli-topic');
+      const k = topicKeys(t);
+      await bus.publishMany(t, [{ n: 1 }, { n: 2 }]);
+      await f.raw.xgroup('CREATE', k.log, 'billing', '0');
+      const read = (await f.raw.xreadgroup('GROUP', 'billing', 'c1', 'COUNT', 1, 'STREAMS', k.log, '>')) as [string, [string, string[]][]][];
+      const sid = read[0][1][0][0];
+      await runScript(f.conn.scriptClient, 'dead-letter', [k.meta, k.log, k.dead], ['1', 'billing', 'c1', sid, eventIdOf(sid), 'Error: card declined', '0', '1000']);
+      await eventually(async () => (await f.raw.zscore(globalKeys.topics, t)) !== null, 5000, 'announced');
+      const topics = await cli('topics', '--limit', '1000');
+      expect(topics.stdout).toMatch(new RegExp(`│ ${t}\\s+│ 2\\s+│ evt\\w{11}\\s+│ 1\\s+│ 1\\s+│`));
+      const groups = await cli('groups', t);
+      expect(groups.stdout).toMatch(/│ billing\s+│ 1\s+│ 0\s+│ 1\s+│ evt\w{11}\s+│/);
+      expect(JSON.parse((await cli('--json', 'groups', t)).stdout)).toEqual([{ name: 'billing', consumers: 1, pending: 0, lag: 1, lastDeliveredId: eventIdOf(sid) }]);
+      const dead = await cli('dead-letters', t);
+      expect(dead.stdout).toContain('Error: card declined');
+      expect(await cli('dead-letters', t, '--replay', '--all')).toMatchObject({ code: 0, stdout: 'replayed 1 dead letter(s)\n' });
+      expect(await f.raw.xlen(k.log)).toBe(3);
+      expect(await cli('dead-letters', t, '--purge')).toMatchObject({ code: 1, stderr: 'echomq: give dead ids or --all (not both)\n' });
+      expect(await cli('--json', 'retention', t, '--max-len', '500')).toMatchObject({ code: 0, stdout: JSON.stringify({ maxLen: 500 }, null, 2) + '\n' });
+      expect(await cli('groups', randomQueue('no-topic'))).toMatchObject({ code: 2, stderr: expect.stringMatching(/^echomq: EMQ_NOT_FOUND no topic named /) });
+      const ns = randomQueue('cli-ns');
+      await cache.set('k1', 1, { namespace: ns });
+      await eventually(async () => (await f.raw.zscore(globalKeys.caches, ns)) !== null, 5000, 'announced');
+      expect(await cli('cache', 'invalidate', ns, 'k1')).toMatchObject({ code: 0, stdout: `invalidated ${ns}:k1\n` });
+      expect(await cache.get('k1', { namespace: ns })).toBeUndefined();
+      const stats = await cli('cache', 'stats', '--limit', '1000');
+      expect(stats.stdout).toMatch(new RegExp(`│ ${ns}\\s+│ 2\\s+│ 2\\s+│ \\d{4}-`));
+      expect(await cli('cache', 'invalidate', randomQueue('no-ns'), 'k')).toMatchObject({ code: 2 });
+    } finally {
+      await Promise.all([bus.close(), cache.close()]);
+    }
   });
 });
