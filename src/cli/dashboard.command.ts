@@ -21,9 +21,9 @@ export function dashboardCommand(program: Command, ctx: () => CliContext): void 
       if (port > 65_535) throw new CliUsageError(`not a port: ${o.port}`);
       if (typeof o.token === 'string' && o.token.length < 16) throw new CliUsageError('--token must be at least 16 characters');
       const c = ctx();
-      const { queues } = await c.admin();
+      const { queues, bus, cache } = await c.admin();
       const token = o.token === false ? null : typeof o.token === 'string' ? o.token : undefined;
-      const dash = await startStandaloneDashboard({ queues, conn: await c.connection(), port, host: o.host, token, readOnly: o.readOnly === true });
+      const dash = await startStandaloneDashboard({ queues, bus, caches: cache, conn: await c.connection(), port, host: o.host, token, readOnly: o.readOnly === true });
       if (token === null && !isLoopback(o.host)) process.stderr.write(`echomq: warning: serving ${o.host} without a token: anyone who reaches it can retry, remove and pause\n`);
       c.out.line(`EchoMQ dashboard: ${dash.url}`, { ok: true, url: dash.url });
       await new Promise<void>((resolve) => {

@@ -2,7 +2,9 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { QueueAdmin } from '../admin/queue-admin.js';
 import { LISTABLE, type JobCursor, type ListableStatus } from '../admin/job-cursor.js';
-import type { CacheStats } from '../cache/cache.types.js';
+import type { BusAdmin } from '../admin/bus-admin.js';
+import type { CacheAdmin } from '../admin/cache-admin.js';
+import { busSection, cacheSection } from './bus-cache.sections.js';
 import { EchoMqError, InvalidOptionError } from '../protocol/errors.js';
 import { assertBrandedId } from '../protocol/ids.js';
 import { echoMqErrorReply } from '../nest/exception.filter.js';
@@ -43,8 +45,12 @@ export interface DashboardResponse {
 export interface DashboardSources {
   /** The queue operator surface. */
   readonly queues: QueueAdmin;
-  /** This process's cache counters (mounted in an app), absent standalone. */
-  readonly cacheStats?: () => CacheStats;
+  /** The Bus operator surface (topics, groups and their lag). */
+  readonly bus?: BusAdmin;
+  /** The Cache operator surface (namespaces and, mounted in an app, its counters). */
+  readonly caches?: CacheAdmin;
+  /** Show the cache counters of this process (true when mounted in the app that uses the cache). */
+  readonly processCache?: boolean;
   /** The sampler behind the charts. */
   readonly throughput?: ThroughputSampler;
 }
@@ -92,14 +98,18 @@ export class DashboardApp {
   /** The per-process CSRF token every form carries and every POST must return. */
   readonly csrf = randomBytes(24).toString('base64url');
 
+  private readonly sections: readonly ('bus' | 'cache')[];
+
   constructor(
     private readonly src: DashboardSources,
     private readonly behaviour: DashboardBehaviour,
-  ) {}
+  ) {
+    this.sections = [...(src.bus ? (['bus'] as const) : []), ...(src.caches ? (['cache'] as const) : [])];
+  }
 
   /** Answers one request. */
   async handle(req: DashboardRequest): Promise<DashboardResponse> {
-    const ctx: PageContext = { base: req.base, nonce: randomBytes(16).toString('base64'), csrf: this.csrf, readOnly: this.behaviour.readOnly, refreshMs: this.behaviour.refreshMs };
+    const ctx: PageContext = { base: req.base, nonce: randomBytes(16).toString('base64'), csrf: this.csrf, readOnly: this.behaviour.readOnly, refreshMs: this.behaviour.refreshMs, sections: this.sections };
     this.src.throughput?.touch();
     try {
       const parts = req.path.split('/').filter(Boolean).map(decodeSegment);
@@ -119,8 +129,9 @@ export class DashboardApp {
     if (parts.length === 0) {
       const after = req.query.get('after') ?? undefined;
       const page = await queues.list({ after, limit: 100 });
-      return { title: 'Queues', body: overviewPage(ctx, { queues: page, after, throughput: this.src.throughput, cache: this.src.cacheStats?.() }) };
+      return { title: 'Queues', body: overviewPage(ctx, { queues: page, after, throughput: this.src.throughput }) };
     }
+    if (parts.length === 1 && (parts[0] === 'bus' || parts[0] === 'cache')) return this.section(ctx, parts[0], req.query.get('after') ?? undefined);
     if (parts[0] !== 'queues') throw new HttpRefusal(404, 'no such page');
     const [, queue, sub, id] = parts;
     if (parts.length === 2) {
@@ -140,6 +151,21 @@ export class DashboardApp {
     if (parts.length === 4 && sub === 'jobs') {
       const job = await queues.job(queue, id);
       return { title: `Job ${job.id}`, body: jobPage(ctx, job, shown) };
+    }
+    throw new HttpRefusal(404, 'no such page');
+  }
+
+  /** The Bus page (topics with their groups, 50 per page) or the Cache page (namespaces, 100 per page). */
+  private async section(ctx: PageContext, which: string, after: string | undefined): Promise<{ title: string; body: SafeHtml }> {
+    const { bus, caches } = this.src;
+    if (which === 'bus' && bus) {
+      const topics = await bus.topics({ after, limit: 50 });
+      const withGroups = await Promise.all(topics.items.map(async (topic) => ({ topic, groups: await bus.groups(topic.name) })));
+      return { title: 'Bus', body: busSection(ctx, withGroups, topics.next) };
+    }
+    if (which === 'cache' && caches) {
+      const stats = await caches.stats({ after, limit: 100 });
+      return { title: 'Cache', body: cacheSection(ctx, stats, this.src.processCache ? stats.process : undefined) };
     }
     throw new HttpRefusal(404, 'no such page');
   }

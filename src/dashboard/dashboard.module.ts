@@ -1,7 +1,8 @@
 import { All, Controller, Inject, Injectable, Module, Req, Res, UseGuards, type BeforeApplicationShutdown, type DynamicModule, type OnApplicationBootstrap } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import { QueueAdmin } from '../admin/queue-admin.js';
-import { CacheService } from '../cache/cache.service.js';
+import { BusAdmin } from '../admin/bus-admin.js';
+import { CacheAdmin } from '../admin/cache-admin.js';
 import { EchoMqConnection } from '../protocol/connection.js';
 import { DashboardApp } from './dashboard.app.js';
 import { resolveDashboardOptions, type EchoMqDashboardOptions, type ResolvedDashboardOptions } from './dashboard.options.js';
@@ -20,11 +21,12 @@ export class DashboardRuntime implements OnApplicationBootstrap, BeforeApplicati
   constructor(
     @Inject(DASHBOARD_OPTIONS) readonly options: ResolvedDashboardOptions,
     @Inject(QueueAdmin) queues: QueueAdmin,
-    @Inject(CacheService) cache: CacheService,
+    @Inject(BusAdmin) bus: BusAdmin,
+    @Inject(CacheAdmin) caches: CacheAdmin,
     @Inject(EchoMqConnection) conn: EchoMqConnection,
   ) {
     this.sampler = options.throughput === false ? undefined : new ThroughputSampler(conn, options.throughput);
-    this.app = new DashboardApp({ queues, cacheStats: () => cache.stats(), throughput: this.sampler }, options);
+    this.app = new DashboardApp({ queues, bus, caches, processCache: true, throughput: this.sampler }, options);
   }
 
   /** Starts the sampler. */
@@ -60,7 +62,7 @@ function dashboardController(o: ResolvedDashboardOptions): new (...args: never[]
  * The web dashboard in your Nest app (docs/dashboard.md): `EchoMqDashboardModule.register({ path:
  * '/echomq', guard })` next to `EchoMqModule.forRoot(...)`. Server-rendered pages on Express, no
  * runtime dependency, no build step: queues with counts and throughput, jobs by status with cursor
- * pages and search by id, a job's detail, retry/remove/promote/pause buttons, the cache counters.
+ * pages and search by id, a job's detail, retry/remove/promote/pause buttons, Bus topics with group lag, cache namespaces and this app's cache counters.
  */
 @Module({})
 export class EchoMqDashboardModule {

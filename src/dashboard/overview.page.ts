@@ -1,5 +1,4 @@
 import type { QueueInfo, NamePage } from '../admin/queue-admin.js';
-import type { CacheStats } from '../cache/cache.types.js';
 import { throughputChart } from './chart.js';
 import { html, type SafeHtml } from './html.js';
 import { seg, type PageContext } from './dashboard.layout.js';
@@ -16,10 +15,6 @@ export interface OverviewData {
   readonly after?: string;
   /** The throughput sampler, when it runs. */
   readonly throughput?: ThroughputSampler;
-  /** This process's cache counters, when the dashboard is mounted in an app with a cache. */
-  readonly cache?: CacheStats;
-  /** The Bus section (topics and groups), when bus admin is available. */
-  readonly bus?: SafeHtml;
 }
 
 /** One queue's row: link, pause state, counts, a sparkline of its throughput. */
@@ -29,13 +24,7 @@ function queueRow(ctx: PageContext, q: QueueInfo, d: OverviewData): SafeHtml {
 ${COUNT_COLUMNS.map((s) => html`<td class="n" data-count="${s}">${q.counts[s]}</td>`)}<td>${spark}</td></tr>`;
 }
 
-/** The cache counters of this process. */
-function cacheSection(stats: CacheStats): SafeHtml {
-  const rows = Object.entries(stats).map(([k, v]) => html`<tr><th>${k}</th><td class="n">${v}</td></tr>`);
-  return html`<h2>Cache (this process)</h2><table id="cache" data-live>${rows}</table>`;
-}
-
-/** The overview: every known queue with counts and throughput, the total chart, the cache. */
+/** The overview: every known queue with counts and throughput, and the total chart. */
 export function overviewPage(ctx: PageContext, d: OverviewData): SafeHtml {
   const items = d.queues.items;
   const total = d.throughput ? html`<div id="chart" data-live>${throughputChart(d.throughput.total(), { width: 720, height: 120 }, 120)}</div>` : '';
@@ -45,6 +34,5 @@ export function overviewPage(ctx: PageContext, d: OverviewData): SafeHtml {
     ? html`<table><thead><tr><th>queue</th>${COUNT_COLUMNS.map((s) => html`<th>${s}</th>`)}<th>done per interval</th></tr></thead><tbody>${items.map((q) => queueRow(ctx, q, d))}</tbody></table>`
     : html`<p>No queue has announced itself yet (a queue announces itself on its first enqueue or when a consumer starts).</p>`;
   return html`<h1>Queues</h1><h2>Throughput (jobs done, all sampled queues)</h2>${total}
-<div id="queues" data-live>${table}</div><p>${first}${next}</p>
-${d.bus ?? ''}${d.cache ? cacheSection(d.cache) : ''}`;
+<div id="queues" data-live>${table}</div><p>${first}${next}</p>`;
 }

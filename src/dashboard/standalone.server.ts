@@ -2,6 +2,8 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { QueueAdmin } from '../admin/queue-admin.js';
+import type { BusAdmin } from '../admin/bus-admin.js';
+import type { CacheAdmin } from '../admin/cache-admin.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { DashboardApp } from './dashboard.app.js';
 import { serveNode, type NodeRequest } from './http.adapter.js';
@@ -12,6 +14,10 @@ import { escapeHtml } from './html.js';
 export interface StandaloneDashboardOptions {
   /** The queue operator surface to serve. */
   readonly queues: QueueAdmin;
+  /** The Bus operator surface (topics and group lag). */
+  readonly bus?: BusAdmin;
+  /** The Cache operator surface (namespaces; this process's counters are not shown). */
+  readonly caches?: CacheAdmin;
   /** The connection the throughput sampler reads through. */
   readonly conn: EchoMqConnection;
   /** TCP port (0 = any free port). */
@@ -80,7 +86,7 @@ export async function startStandaloneDashboard(o: StandaloneDashboardOptions): P
   const host = o.host ?? '127.0.0.1';
   const token = o.token === null ? null : (o.token ?? randomBytes(18).toString('base64url'));
   const sampler = new ThroughputSampler(o.conn, o.throughput);
-  const app = new DashboardApp({ queues: o.queues, throughput: sampler }, { readOnly: o.readOnly === true, refreshMs: o.refreshMs ?? 2000 });
+  const app = new DashboardApp({ queues: o.queues, bus: o.bus, caches: o.caches, throughput: sampler }, { readOnly: o.readOnly === true, refreshMs: o.refreshMs ?? 2000 });
   let cookieName = 'echomq_dashboard';
   const server: Server = createServer((req: NodeRequest, res) => {
     if (token !== null && !admit(req, res, token, cookieName)) return;

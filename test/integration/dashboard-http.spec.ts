@@ -1,7 +1,8 @@
-import { EchoMqDashboardModule, QueueAdmin } from '../../src/index.js';
+import { BusService, CacheService, EchoMqDashboardModule, QueueAdmin } from '../../src/index.js';
+import { topicKeys } from '../../src/protocol/index.js';
 import { buryJobs, csrfOf, startDashboardApp, type DashboardTestApp } from '../helpers/dashboard.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
-import { randomQueue } from '../helpers/valkey.js';
+import { eventually, randomQueue } from '../helpers/valkey.js';
 
 // Issue 12, the dashboard over plain HTTP: the guard, CSRF, escaping, CSP and bad input.
 const f = queueFixture();
@@ -143,6 +144,28 @@ describe('bad input gets an error page with its status, never a 500', () => {
 function body404Escapes(body: string): boolean {
   return !body.includes('<script>x') && (body.includes('&lt;script&gt;x') || body.includes('EMQ_BAD_NAME'));
 }
+
+describe('the Bus and Cache pages', () => {
+  it('list topics with each group\'s lag and pending, and cache namespaces with this app\'s counters', async () => {
+    const t = randomQueue('dash-topic');
+    await d.app.get(BusService).publishMany(t, [{ n: 1 }, { n: 2 }, { n: 3 }]);
+    await f.raw.xgroup('CREATE', topicKeys(t).log, 'slow<b>', '0');
+    const ns = randomQueue('dash-ns');
+    const cache = d.app.get(CacheService);
+    await cache.set('k', { v: 1 }, { namespace: ns });
+    await cache.invalidate('k', { namespace: ns });
+    let bus = '';
+    await eventually(async () => (bus = await (await get(`/ops/bus?after=${t.slice(0, -1)}`)).text()).includes(`data-topic="${t}"`), 5000, 'the topic listed');
+    const row = bus.slice(bus.indexOf(`data-topic="${t}"`));
+    expect(row).toContain('<td>slow&lt;b&gt;</td><td class="n" data-lag>3</td><td class="n">0</td>');
+    let page = '';
+    await eventually(async () => (page = await (await get(`/ops/cache?after=${ns.slice(0, -1)}`)).text()).includes(`data-namespace="${ns}"`), 5000, 'the namespace listed');
+    expect(page).toMatch(new RegExp(`data-namespace="${ns}"><td>${ns}</td><td class="n">2</td>`)); // the set and the invalidation, both in its log
+    expect(Number(/data-stat="invalidations">(\d+)</.exec(page)?.[1])).toBeGreaterThanOrEqual(1);
+    expect(page).toContain(`href="/ops/bus"`);
+    expect((await get('/ops/bus?after=')).status).toBe(400);
+  });
+});
 
 describe('read-only', () => {
   it('renders no buttons and refuses every action with 403', async () => {
