@@ -21,7 +21,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2733;background:#fff}
 header{background:#1d2733;color:#fff;padding:10px 20px}header a{color:#fff;text-decoration:none;font-weight:600}
 main{padding:16px 20px;max-width:1200px}h1{font-size:20px;margin:8px 0 12px}h2{font-size:16px;margin:20px 0 8px}
 table{border-collapse:collapse;margin:4px 0 12px}th,td{border-bottom:1px solid #e3e8ee;padding:4px 10px;text-align:left;vertical-align:top}
-th{background:#f3f6f9;font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f3f6f9;font-weight:600}td:first-child{white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums}
 pre{background:#f7f9fb;border:1px solid #e3e8ee;padding:8px;max-width:100%;overflow:auto;white-space:pre-wrap;word-break:break-all}
 .tabs a{margin-right:12px}.tabs a.on{font-weight:700;text-decoration:none;color:#1d2733}
 .notice{background:#eef7ee;border:1px solid #b9dfb9;padding:6px 10px}.err{background:#fbeeee;border-color:#e6b5b5}
