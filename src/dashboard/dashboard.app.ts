@@ -1,4 +1,4 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { QueueAdmin } from '../admin/queue-admin.js';
 import { LISTABLE, type JobCursor, type ListableStatus } from '../admin/job-cursor.js';
@@ -10,6 +10,7 @@ import { assertBrandedId } from '../protocol/ids.js';
 import { echoMqErrorReply } from '../nest/exception.filter.js';
 import { errorPage, page, seg, type PageContext } from './dashboard.layout.js';
 import { html, type SafeHtml } from './html.js';
+import { checkCsrf, HttpRefusal, securityHeaders } from './dashboard.security.js';
 import { jobPage } from './job.page.js';
 import { overviewPage } from './overview.page.js';
 import { queuePage } from './queue.page.js';
@@ -77,16 +78,6 @@ const NOTICES: Readonly<Record<string, string>> = {
   'not-removed': 'Not removed: the job is running, a waiting parent or an unfinished flow child.',
   'retried-dead': 'Retried the dead jobs (up to 1,000 per click).',
 };
-
-/** An error with an HTTP status of the dashboard's own (a bad route, a refused POST). */
-class HttpRefusal extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /**
  * The dashboard itself, independent of the HTTP server: routes, renders, checks POSTs (CSRF
@@ -172,7 +163,7 @@ export class DashboardApp {
 
   private async post(ctx: PageContext, req: DashboardRequest, parts: string[]): Promise<DashboardResponse> {
     if (this.behaviour.readOnly) throw new HttpRefusal(403, 'this dashboard is read-only');
-    this.checkCsrf(req);
+    checkCsrf(req.headers, req.form._csrf, this.csrf);
     const [root, queue, a, id, verb] = parts;
     if (root !== 'queues' || queue === undefined) throw new HttpRefusal(404, 'no such action');
     const q = this.src.queues;
@@ -189,19 +180,6 @@ export class DashboardApp {
       if (verb === 'remove') return (await q.remove(queue, id)) ? this.redirect(ctx, back, 'removed') : this.redirect(ctx, job, 'not-removed');
     }
     throw new HttpRefusal(404, 'no such action');
-  }
-
-  /** A POST must carry the page's token and must not come from another site. */
-  private checkCsrf(req: DashboardRequest): void {
-    const site = header(req, 'sec-fetch-site');
-    if (site !== undefined && site !== 'same-origin' && site !== 'none') throw new HttpRefusal(403, 'cross-site request refused');
-    const origin = header(req, 'origin');
-    const host = header(req, 'host');
-    if (origin !== undefined && host !== undefined && originHost(origin) !== host) throw new HttpRefusal(403, 'cross-origin request refused');
-    const token = req.form._csrf;
-    const given = Buffer.from(typeof token === 'string' ? token : '');
-    const want = Buffer.from(this.csrf);
-    if (given.length !== want.length || !timingSafeEqual(given, want)) throw new HttpRefusal(403, 'missing or stale form token: reload the page and try again');
   }
 
   private ok(ctx: PageContext, p: { title: string; body: SafeHtml }, live: boolean): DashboardResponse {
@@ -242,30 +220,4 @@ function decodeSegment(s: string): string {
   } catch {
     throw new HttpRefusal(400, 'malformed percent-encoding in the path');
   }
-}
-
-/** The host of an `Origin` header (`null` and malformed origins match no host). */
-function originHost(origin: string): string | undefined {
-  try {
-    return new URL(origin).host;
-  } catch {
-    return undefined;
-  }
-}
-
-function header(req: DashboardRequest, name: string): string | undefined {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-/** The headers of every dashboard response: a strict nonce-based CSP, no framing, no caching, no sniffing. */
-export function securityHeaders(nonce: string): Record<string, string> {
-  return {
-    'Content-Type': 'text/html; charset=utf-8',
-    'Content-Security-Policy': `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
-    'X-Content-Type-Options': 'nosniff',
-    'X-Frame-Options': 'DENY',
-    'Referrer-Policy': 'same-origin',
-    'Cache-Control': 'no-store',
-  };
 }

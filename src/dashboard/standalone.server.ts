@@ -1,5 +1,5 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { QueueAdmin } from '../admin/queue-admin.js';
 import type { BusAdmin } from '../admin/bus-admin.js';
@@ -9,6 +9,7 @@ import { DashboardApp } from './dashboard.app.js';
 import { serveNode, type NodeRequest } from './http.adapter.js';
 import { ThroughputSampler, type ThroughputOptions } from './throughput.sampler.js';
 import { escapeHtml } from './html.js';
+import { sameSecret } from './dashboard.security.js';
 
 /** Options of the standalone dashboard (`npx echomq dashboard`, docs/dashboard.md). */
 export interface StandaloneDashboardOptions {
@@ -44,13 +45,6 @@ export interface StandaloneDashboard {
   close(): Promise<void>;
 }
 
-/** True when `a` equals `b`, in constant time. */
-function same(a: string | undefined, b: string): boolean {
-  const x = Buffer.from(a ?? '');
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-
 /** The value of cookie `name`, if sent. */
 function cookie(req: NodeRequest, name: string): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {
@@ -67,10 +61,10 @@ function cookie(req: NodeRequest, name: string): string | undefined {
  */
 function admit(req: NodeRequest, res: ServerResponse, token: string, cookieName: string): boolean {
   const auth = req.headers.authorization;
-  if (auth?.startsWith('Bearer ') && same(auth.slice(7), token)) return true;
-  if (same(cookie(req, cookieName), token)) return true;
+  if (auth?.startsWith('Bearer ') && sameSecret(auth.slice(7), token)) return true;
+  if (sameSecret(cookie(req, cookieName), token)) return true;
   const url = new URL(req.url ?? '/', 'http://dashboard.invalid');
-  if (req.method === 'GET' && same(url.searchParams.get('token') ?? undefined, token)) {
+  if (req.method === 'GET' && sameSecret(url.searchParams.get('token'), token)) {
     url.searchParams.delete('token');
     res.writeHead(303, { Location: url.pathname + url.search, 'Set-Cookie': `${cookieName}=${token}; HttpOnly; SameSite=Strict; Path=/`, 'Cache-Control': 'no-store' });
     res.end();
