@@ -1,5 +1,5 @@
 import { BusService, CacheService, EchoMqDashboardModule, QueueAdmin } from '../../src/index.js';
-import { topicKeys } from '../../src/protocol/index.js';
+import { globalKeys, queueKeys, topicKeys } from '../../src/protocol/index.js';
 import { buryJobs, csrfOf, startDashboardApp, type DashboardTestApp } from '../helpers/dashboard.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';
@@ -144,6 +144,26 @@ describe('bad input gets an error page with its status, never a 500', () => {
 function body404Escapes(body: string): boolean {
   return !body.includes('<script>x') && (body.includes('&lt;script&gt;x') || body.includes('EMQ_BAD_NAME'));
 }
+
+describe('an unreadable queue', () => {
+  it('shows as a row with its error code; the rest of the page is served', async () => {
+    const [broken, fine] = [randomQueue('b-broken'), randomQueue('b-fine')].sort();
+    await f.queues.enqueue(broken, { n: 1 });
+    await f.queues.enqueue(fine, { n: 1 });
+    const done = queueKeys(broken).done;
+    await eventually(async () => (await f.raw.zscore(globalKeys.queues, broken)) !== null && (await f.raw.zscore(globalKeys.queues, fine)) !== null, 5000, 'announced');
+    await f.raw.set(done, 'not a zset');
+    try {
+      const res = await get(`/ops/?after=${broken.slice(0, -1)}`);
+      expect(res.status).toBe(200);
+      const body = await res.text();
+      expect(body).toContain('unreadable: EMQ_WRONGTYPE');
+      expect(body).toMatch(new RegExp(`data-queue="${fine}">[\\s\\S]*?data-count="pending">1<`));
+    } finally {
+      await f.raw.del(done); // other specs list every queue
+    }
+  });
+});
 
 describe('the Bus and Cache pages', () => {
   it('list topics with each group\'s lag and pending, and cache namespaces with this app\'s counters', async () => {
