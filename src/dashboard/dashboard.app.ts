@@ -135,6 +135,7 @@ export class DashboardApp {
       if (!LISTABLE.includes(status)) throw new InvalidOptionError(`status must be one of ${LISTABLE.join(', ')}`);
       const cursor = (req.query.get('cursor') ?? undefined) as JobCursor | undefined;
       const [info, jobs] = await Promise.all([queues.info(queue), queues.jobs(queue, { status, cursor, limit: 50 })]);
+      this.src.throughput?.touch(queue); // sampled from now on, even beyond the registry's first maxQueues
       const series = this.src.throughput?.series(queue);
       return { title: queue, body: queuePage(ctx, { info, status, jobs, paged: cursor !== undefined, series }, shown) };
     }

@@ -26,10 +26,13 @@ export interface ThroughputSeries {
 
 /** Ticks between two reads of the registry (new queues join the sampling then). */
 const NAMES_EVERY = 10;
+/** Most queues sampled because their page was viewed, beyond the registry's first `maxQueues`. */
+const WATCHED = 20;
 
 /**
  * The throughput behind the dashboard's charts, kept cheap: while a page was served recently,
- * every `intervalMs` it reads the server's `TIME` and, per sampled queue, `ZCOUNT` of `done` and
+ * every `intervalMs` it reads the server's `TIME` and, per sampled queue (the registry's first
+ * `maxQueues`, plus the last 20 queues whose page was viewed), `ZCOUNT` of `done` and
  * `dead` over the window since the previous sample (their scores are the server's finish
  * instants), into a ring of `points` samples. Nothing is written to Valkey; nothing is kept
  * across restarts. A queue that keeps fewer done rows than it completes in one interval
@@ -42,6 +45,8 @@ export class ThroughputSampler {
   private readonly idleAfterMs: number;
   private readonly rings = new Map<string, { done: number[]; dead: number[] }>();
   private names: string[] = [];
+  /** Queues whose page was viewed lately (newest last), sampled even beyond `maxQueues`. */
+  private readonly watched = new Set<string>();
   private timer?: NodeJS.Timeout;
   private last?: number;
   private ticks = 0;
@@ -74,9 +79,13 @@ export class ThroughputSampler {
     await this.running;
   }
 
-  /** Marks the dashboard as viewed (sampling resumes if it had paused). */
-  touch(): void {
+  /** Marks the dashboard (and `queue`'s page, if given) as viewed; sampling resumes if it had paused. */
+  touch(queue?: string): void {
     this.viewedAt = Date.now();
+    if (queue === undefined) return;
+    this.watched.delete(queue);
+    this.watched.add(queue);
+    if (this.watched.size > WATCHED) this.watched.delete(this.watched.values().next().value as string);
   }
 
   /** The samples of one queue (empty until two samples were taken). */
@@ -111,13 +120,14 @@ export class ThroughputSampler {
       const from = this.last;
       this.last = now;
       if (from === undefined) return;
+      const names = [...new Set([...this.names, ...this.watched])];
       const counts = await Promise.all(
-        this.names.map(async (q) => {
+        names.map(async (q) => {
           const k = queueKeys(q);
           return Promise.all([c.zcount(k.done, `(${from}`, now), c.zcount(k.dead, `(${from}`, now)]);
         }),
       );
-      this.names.forEach((q, i) => this.push(q, counts[i][0], counts[i][1]));
+      names.forEach((q, i) => this.push(q, counts[i][0], counts[i][1]));
     } catch {
       this.last = undefined; // an outage: the chart shows a gap rather than a spike
     }

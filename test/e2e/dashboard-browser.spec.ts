@@ -29,7 +29,7 @@ let page: Page;
 const cspErrors: string[] = [];
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/ensure-chromium.sh (as root) first`);
-  d = await startDashboardApp({ path: '/echomq', refreshMs: 300, throughput: { intervalMs: 250 } }, [Worker], true);
+  d = await startDashboardApp({ path: '/echomq', refreshMs: 300, throughput: { intervalMs: 250, maxQueues: 1 } }, [Worker], true);
   browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
   page = await browser.newPage();
   await page.setExtraHTTPHeaders({ 'x-let-in': 'yes' });

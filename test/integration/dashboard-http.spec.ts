@@ -30,7 +30,7 @@ describe('the guard', () => {
     const page = await (await get(`/ops/queues/${q}`)).text();
     expect((await post(`/ops/queues/${q}/pause`, { _csrf: csrfOf(page) }, {})).status).toBe(403);
     expect((await admin.info(q)).paused).toBe(false);
-    const ok = await get('/ops');
+    const ok = await get(`/ops?after=${q.slice(0, -1)}`); // the registry page holding q (the Valkey is shared)
     expect(ok.status).toBe(200);
     expect(await ok.text()).toContain(`href="/ops/queues/${q}"`);
   });
