@@ -13,7 +13,7 @@ export function busCommands(program: Command, ctx: () => CliContext): void {
     .action(async (o: { after?: string; limit: string }) => {
       const c = ctx();
       const page = await (await c.admin()).bus.topics({ after: o.after, limit: parseCount(o.limit) });
-      c.out.table(['topic', 'length', 'last event', 'groups', 'dead letters'], page.items.map((t) => [t.name, t.length, t.lastEventId, t.groups, t.deadLetters]), page);
+      c.out.table(['topic', 'length', 'last event', 'groups', 'dead letters', 'error'], page.items.map((t) => [t.name, t.length, t.lastEventId, t.groups, t.deadLetters, t.error]), page);
       if (page.next && !c.out.json) process.stdout.write(`next page: --after ${page.next}\n`);
     });
 
@@ -80,8 +80,8 @@ export function busCommands(program: Command, ctx: () => CliContext): void {
     .action(async (o: { after?: string; limit: string }) => {
       const c = ctx();
       const s = await (await c.admin()).cache.stats({ after: o.after, limit: parseCount(o.limit) });
-      const rows = s.items.map((n) => [n.name, n.invalidations, n.retained, n.lastInvalidationAt]);
-      c.out.table(['namespace', 'invalidations', 'retained', 'last invalidation'], rows, { items: s.items, next: s.next });
+      const rows = s.items.map((n) => [n.name, n.invalidations, n.retained, n.lastInvalidationAt, n.error]);
+      c.out.table(['namespace', 'invalidations', 'retained', 'last invalidation', 'error'], rows, { items: s.items, next: s.next });
     });
   cache
     .command('invalidate <namespace> <key>')

@@ -41,8 +41,8 @@ export function queueCommands(program: Command, ctx: () => CliContext): void {
     .action(async (o: { after?: string; limit: string }) => {
       const c = ctx();
       const page = await (await c.admin()).queues.list({ after: o.after, limit: parseCount(o.limit) });
-      const rows = page.items.map((q) => [q.name, q.paused ? 'yes' : '', q.counts.pending, q.counts.scheduled, q.counts.active, q.counts.done, q.counts.dead, q.counts.cancelled]);
-      c.out.table(['queue', 'paused', 'pending', 'scheduled', 'active', 'done', 'dead', 'cancelled'], rows, page);
+      const rows = page.items.map((q) => [q.name, q.paused ? 'yes' : '', q.counts.pending, q.counts.scheduled, q.counts.active, q.counts.done, q.counts.dead, q.counts.cancelled, q.error]);
+      c.out.table(['queue', 'paused', 'pending', 'scheduled', 'active', 'done', 'dead', 'cancelled', 'error'], rows, page);
       if (page.next && !c.out.json) process.stdout.write(`next page: --after ${page.next}\n`);
     });
 
