@@ -9,7 +9,7 @@ import { busAdminWire, type BulkReply } from '../protocol/admin-wire.js';
 import { fromReplyError, InvalidOptionError } from '../protocol/errors.js';
 import { topicKeys } from '../protocol/keys.js';
 import { bulkLimit, type NamePage } from './queue-admin.js';
-import { assertKnown, registryPage } from './registry.js';
+import { assertKnown, pageItem, registryPage } from './registry.js';
 
 /** A topic as an operator sees it. */
 export interface TopicInfo {
@@ -23,6 +23,8 @@ export interface TopicInfo {
   readonly groups: number;
   /** Dead letters kept. */
   readonly deadLetters: number;
+  /** In a `topics` page only: why the topic's keys could not be read (its figures are then 0). */
+  readonly error?: string;
 }
 
 /** One consumer group of a topic, with its backlog. */
@@ -56,7 +58,8 @@ export class BusAdmin {
   /** One page of the known topics, in name order, after `after`. */
   async topics(opts: { after?: string; limit?: number } = {}): Promise<NamePage<TopicInfo>> {
     const page = await registryPage(this.conn, 'topics', opts.after, bulkLimit(opts.limit ?? 100));
-    return { items: await Promise.all(page.names.map((t) => this.read(t))), next: page.next };
+    const items = await Promise.all(page.names.map((t) => pageItem(() => this.read(t), { name: t, length: 0, groups: 0, deadLetters: 0 })));
+    return { items, next: page.next };
   }
 
   /** One topic's log length, newest event, groups and dead letters. */

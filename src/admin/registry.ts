@@ -1,6 +1,6 @@
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { adminWire, type RegistryKind } from '../protocol/admin-wire.js';
-import { fromReplyError, NotFoundError } from '../protocol/errors.js';
+import { describeError, fromReplyError, NotFoundError } from '../protocol/errors.js';
 import { assertName, globalKeys } from '../protocol/keys.js';
 
 /** The names each connection has announced (or is announcing), per registry. */
@@ -33,6 +33,18 @@ export async function registryPage(conn: EchoMqConnection, kind: RegistryKind, a
     return { names, next: more ? names[names.length - 1] : undefined };
   } catch (err) {
     throw fromReplyError(err);
+  }
+}
+
+/**
+ * Reads one item of a registry page; an item whose keys cannot be read (a key of another type,
+ * written by hand) does not fail the page: it is `fallback` with the error's one-line text.
+ */
+export async function pageItem<T extends object>(read: () => Promise<T>, fallback: T): Promise<T & { readonly error?: string }> {
+  try {
+    return await read();
+  } catch (err) {
+    return { ...fallback, error: describeError(err) };
   }
 }
 
