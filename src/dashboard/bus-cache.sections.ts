@@ -1,6 +1,5 @@
 import type { GroupInfo, TopicInfo } from '../admin/bus-admin.js';
-import type { CacheNamespaceInfo } from '../admin/cache-admin.js';
-import type { RowPage } from './row-page.js';
+import type { CacheAdminStats } from '../admin/cache-admin.js';
 import type { CacheStats } from '../cache/cache.types.js';
 import { html, type SafeHtml } from './html.js';
 import { seg, type PageContext } from './dashboard.layout.js';
@@ -14,11 +13,10 @@ export interface TopicWithGroups {
 }
 
 /** The Bus page: one page of the known topics with log length, dead letters and each group's lag and pending. */
-export function busSection(ctx: PageContext, page: RowPage<TopicWithGroups>): SafeHtml {
-  if (!page.rows.length) return html`<h1>Bus</h1><p>No topic has announced itself yet.</p>`;
-  const rows = page.rows.map(({ name, value, error }) => {
-    if (!value) return html`<tr data-topic="${name}"><td>${name}</td><td colspan="6" class="err">unreadable: ${error}</td></tr>`;
-    const { topic: t, groups } = value;
+export function busSection(ctx: PageContext, topics: readonly TopicWithGroups[], next: string | undefined): SafeHtml {
+  if (!topics.length) return html`<h1>Bus</h1><p>No topic has announced itself yet.</p>`;
+  const rows = topics.map(({ topic: t, groups }) => {
+    if (t.error) return html`<tr data-topic="${t.name}"><td>${t.name}</td><td colspan="6" class="err">unreadable: ${t.error}</td></tr>`;
     const span = Math.max(1, groups.length);
     const first = groups[0];
     const cells = (g?: GroupInfo): SafeHtml =>
@@ -27,18 +25,18 @@ export function busSection(ctx: PageContext, page: RowPage<TopicWithGroups>): Sa
 ${groups.slice(1).map((g) => html`<tr>${cells(g)}</tr>`)}`;
   });
   return html`<h1>Bus</h1><table id="bus" data-live><thead><tr><th>topic</th><th>events</th><th>dead letters</th><th>group</th><th>lag</th><th>pending</th><th>consumers</th></tr></thead>
-<tbody>${rows}</tbody></table>${page.next ? html`<p><a href="${ctx.base}/bus?after=${seg(page.next)}">Next topics →</a></p>` : ''}`;
+<tbody>${rows}</tbody></table>${next ? html`<p><a href="${ctx.base}/bus?after=${seg(next)}">Next topics →</a></p>` : ''}`;
 }
 
 /** The Cache page: one page of namespaces with invalidation figures, and this process's counters when they mean something. */
-export function cacheSection(ctx: PageContext, stats: RowPage<CacheNamespaceInfo>, processStats: CacheStats | undefined): SafeHtml {
-  const names = stats.rows;
+export function cacheSection(ctx: PageContext, stats: CacheAdminStats, processStats: CacheStats | undefined): SafeHtml {
+  const names = stats.items;
   const ns = names.length
     ? html`<table id="caches" data-live><thead><tr><th>namespace</th><th>invalidations</th><th>retained</th><th>last invalidation</th></tr></thead><tbody>${names.map(
-        ({ name, value: n, error }) =>
-          n
-            ? html`<tr data-namespace="${name}"><td>${name}</td><td class="n">${n.invalidations}</td><td class="n">${n.retained}</td><td>${n.lastInvalidationAt?.toISOString()}</td></tr>`
-            : html`<tr data-namespace="${name}"><td>${name}</td><td colspan="3" class="err">unreadable: ${error}</td></tr>`,
+        (n) =>
+          n.error
+            ? html`<tr data-namespace="${n.name}"><td>${n.name}</td><td colspan="3" class="err">unreadable: ${n.error}</td></tr>`
+            : html`<tr data-namespace="${n.name}"><td>${n.name}</td><td class="n">${n.invalidations}</td><td class="n">${n.retained}</td><td>${n.lastInvalidationAt?.toISOString()}</td></tr>`,
       )}</tbody></table>`
     : html`<p>No cache namespace has announced itself yet.</p>`;
   const own = processStats

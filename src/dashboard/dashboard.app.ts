@@ -5,10 +5,7 @@ import { LISTABLE, type JobCursor, type ListableStatus } from '../admin/job-curs
 import type { BusAdmin } from '../admin/bus-admin.js';
 import type { CacheAdmin } from '../admin/cache-admin.js';
 import { busSection, cacheSection } from './bus-cache.sections.js';
-import type { CacheStats } from '../cache/cache.types.js';
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { rowPage } from './row-page.js';
-import { EchoMqError, InvalidOptionError } from '../protocol/errors.js';
+import { describeError, EchoMqError, InvalidOptionError } from '../protocol/errors.js';
 import { assertBrandedId } from '../protocol/ids.js';
 import { echoMqErrorReply } from '../nest/exception.filter.js';
 import { errorPage, page, seg, type PageContext } from './dashboard.layout.js';
@@ -47,16 +44,14 @@ export interface DashboardResponse {
 
 /** Where the dashboard reads from. */
 export interface DashboardSources {
-  /** The connection the registry pages are read through. */
-  readonly conn: EchoMqConnection;
   /** The queue operator surface. */
   readonly queues: QueueAdmin;
   /** The Bus operator surface (topics, groups and their lag). */
   readonly bus?: BusAdmin;
   /** The Cache operator surface (namespaces and, mounted in an app, its counters). */
   readonly caches?: CacheAdmin;
-  /** The cache counters of this process (given when mounted in the app that uses the cache). */
-  readonly processCache?: () => CacheStats;
+  /** Show the cache counters of this process (true when mounted in the app that uses the cache). */
+  readonly processCache?: boolean;
   /** The sampler behind the charts. */
   readonly throughput?: ThroughputSampler;
 }
@@ -124,7 +119,7 @@ export class DashboardApp {
     const { queues } = this.src;
     if (parts.length === 0) {
       const after = req.query.get('after') ?? undefined;
-      const page = await rowPage(this.src.conn, 'queues', after, 100, (q) => queues.info(q));
+      const page = await queues.list({ after, limit: 100 });
       return { title: 'Queues', body: overviewPage(ctx, { queues: page, after, throughput: this.src.throughput }) };
     }
     if (parts.length === 1 && (parts[0] === 'bus' || parts[0] === 'cache')) return this.section(ctx, parts[0], req.query.get('after') ?? undefined);
@@ -156,12 +151,13 @@ export class DashboardApp {
   private async section(ctx: PageContext, which: string, after: string | undefined): Promise<{ title: string; body: SafeHtml }> {
     const { bus, caches } = this.src;
     if (which === 'bus' && bus) {
-      const topics = await rowPage(this.src.conn, 'topics', after, 50, async (t) => ({ topic: await bus.topic(t), groups: await bus.groups(t) }));
-      return { title: 'Bus', body: busSection(ctx, topics) };
+      const topics = await bus.topics({ after, limit: 50 });
+      const rows = await Promise.all(topics.items.map((topic) => (topic.error ? { topic, groups: [] } : bus.groups(topic.name).then((groups) => ({ topic, groups }), (err: unknown) => ({ topic: { ...topic, error: describeError(err) }, groups: [] })))));
+      return { title: 'Bus', body: busSection(ctx, rows, topics.next) };
     }
     if (which === 'cache' && caches) {
-      const namespaces = await rowPage(this.src.conn, 'caches', after, 100, (ns) => caches.namespace(ns));
-      return { title: 'Cache', body: cacheSection(ctx, namespaces, this.src.processCache?.()) };
+      const stats = await caches.stats({ after, limit: 100 });
+      return { title: 'Cache', body: cacheSection(ctx, stats, this.src.processCache ? stats.process : undefined) };
     }
     throw new HttpRefusal(404, 'no such page');
   }

@@ -3,7 +3,6 @@ import type { ServerResponse } from 'node:http';
 import { QueueAdmin } from '../admin/queue-admin.js';
 import { BusAdmin } from '../admin/bus-admin.js';
 import { CacheAdmin } from '../admin/cache-admin.js';
-import { CacheService } from '../cache/cache.service.js';
 import { EchoMqConnection } from '../protocol/connection.js';
 import { DashboardApp } from './dashboard.app.js';
 import { resolveDashboardOptions, type EchoMqDashboardOptions, type ResolvedDashboardOptions } from './dashboard.options.js';
@@ -24,11 +23,10 @@ export class DashboardRuntime implements OnApplicationBootstrap, BeforeApplicati
     @Inject(QueueAdmin) queues: QueueAdmin,
     @Inject(BusAdmin) bus: BusAdmin,
     @Inject(CacheAdmin) caches: CacheAdmin,
-    @Inject(CacheService) cache: CacheService,
     @Inject(EchoMqConnection) conn: EchoMqConnection,
   ) {
     this.sampler = options.throughput === false ? undefined : new ThroughputSampler(conn, options.throughput);
-    this.app = new DashboardApp({ conn, queues, bus, caches, processCache: () => cache.stats(), throughput: this.sampler }, options);
+    this.app = new DashboardApp({ queues, bus, caches, processCache: true, throughput: this.sampler }, options);
   }
 
   /** Starts the sampler. */

@@ -1,5 +1,4 @@
-import type { QueueInfo } from '../admin/queue-admin.js';
-import type { Row, RowPage } from './row-page.js';
+import type { NamePage, QueueInfo } from '../admin/queue-admin.js';
 import { throughputChart } from './chart.js';
 import { html, type SafeHtml } from './html.js';
 import { seg, type PageContext } from './dashboard.layout.js';
@@ -11,7 +10,7 @@ export const COUNT_COLUMNS = ['pending', 'scheduled', 'active', 'done', 'dead', 
 /** What the overview shows. */
 export interface OverviewData {
   /** One page of the queue registry. */
-  readonly queues: RowPage<QueueInfo>;
+  readonly queues: NamePage<QueueInfo>;
   /** The `after` this page started from. */
   readonly after?: string;
   /** The throughput sampler, when it runs. */
@@ -19,10 +18,9 @@ export interface OverviewData {
 }
 
 /** One queue's row: link, pause state, counts, a sparkline of its throughput. */
-function queueRow(ctx: PageContext, row: Row<QueueInfo>, d: OverviewData): SafeHtml {
-  const q = row.value;
-  const link = html`<a href="${ctx.base}/queues/${seg(row.name)}">${row.name}</a>`;
-  if (!q) return html`<tr data-queue="${row.name}"><td>${link}</td><td colspan="${COUNT_COLUMNS.length + 1}" class="err">unreadable: ${row.error}</td></tr>`;
+function queueRow(ctx: PageContext, q: QueueInfo, d: OverviewData): SafeHtml {
+  const link = html`<a href="${ctx.base}/queues/${seg(q.name)}">${q.name}</a>`;
+  if (q.error) return html`<tr data-queue="${q.name}"><td>${link}</td><td colspan="${COUNT_COLUMNS.length + 1}" class="err">unreadable: ${q.error}</td></tr>`;
   const spark = d.throughput ? throughputChart(d.throughput.series(q.name), { width: 160, height: 28 }, 60) : '';
   return html`<tr data-queue="${q.name}"><td>${link}${q.paused ? html` <span class="paused">paused</span>` : ''}</td>
 ${COUNT_COLUMNS.map((s) => html`<td class="n" data-count="${s}">${q.counts[s]}</td>`)}<td>${spark}</td></tr>`;
@@ -30,7 +28,7 @@ ${COUNT_COLUMNS.map((s) => html`<td class="n" data-count="${s}">${q.counts[s]}</
 
 /** The overview: every known queue with counts and throughput, and the total chart. */
 export function overviewPage(ctx: PageContext, d: OverviewData): SafeHtml {
-  const items = d.queues.rows;
+  const items = d.queues.items;
   const total = d.throughput ? html`<div id="chart" data-live>${throughputChart(d.throughput.total(), { width: 720, height: 120 }, 120)}</div>` : '';
   const next = d.queues.next ? html`<a href="${ctx.base}/?after=${seg(d.queues.next)}">Next queues →</a>` : '';
   const first = d.after !== undefined ? html`<a href="${ctx.base}/">← First queues</a> ` : '';

@@ -80,7 +80,7 @@ export async function startStandaloneDashboard(o: StandaloneDashboardOptions): P
   const host = o.host ?? '127.0.0.1';
   const token = o.token === null ? null : (o.token ?? randomBytes(18).toString('base64url'));
   const sampler = new ThroughputSampler(o.conn, o.throughput);
-  const app = new DashboardApp({ conn: o.conn, queues: o.queues, bus: o.bus, caches: o.caches, throughput: sampler }, { readOnly: o.readOnly === true, refreshMs: o.refreshMs ?? 2000 });
+  const app = new DashboardApp({ queues: o.queues, bus: o.bus, caches: o.caches, throughput: sampler }, { readOnly: o.readOnly === true, refreshMs: o.refreshMs ?? 2000 });
   let cookieName = 'echomq_dashboard';
   const server: Server = createServer((req: NodeRequest, res) => {
     if (token !== null && !admit(req, res, token, cookieName)) return;
