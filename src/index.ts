@@ -122,3 +122,8 @@ export type { MetricsControllerOptions } from './telemetry/metrics.controller.js
 export { prometheusContentType } from './telemetry/prometheus.format.js';
 export type { TelemetryOptions } from './telemetry/telemetry.options.js';
 export type { GroupMetrics, HistogramSnapshot, MetricsSnapshot, QueueMetrics } from './telemetry/metrics.snapshot.js';
+
+// The web dashboard (docs/dashboard.md).
+export { EchoMqDashboardModule } from './dashboard/dashboard.module.js';
+export type { EchoMqDashboardOptions } from './dashboard/dashboard.options.js';
+export type { ThroughputOptions } from './dashboard/throughput.sampler.js';

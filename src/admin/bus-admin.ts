@@ -6,10 +6,10 @@ import { fields, text } from '../bus/group-upkeep.js';
 import type { Json } from '../protocol/codec.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { busAdminWire, type BulkReply } from '../protocol/admin-wire.js';
-import { fromReplyError, InvalidOptionError, NotFoundError } from '../protocol/errors.js';
+import { fromReplyError, InvalidOptionError } from '../protocol/errors.js';
 import { topicKeys } from '../protocol/keys.js';
 import { bulkLimit, type NamePage } from './queue-admin.js';
-import { registered, registryPage } from './registry.js';
+import { assertKnown, pageItem, registryPage } from './registry.js';
 
 /** A topic as an operator sees it. */
 export interface TopicInfo {
@@ -23,6 +23,8 @@ export interface TopicInfo {
   readonly groups: number;
   /** Dead letters kept. */
   readonly deadLetters: number;
+  /** In a `topics` page only: why the topic's keys could not be read (its figures are then 0). */
+  readonly error?: string;
 }
 
 /** One consumer group of a topic, with its backlog. */
@@ -56,7 +58,8 @@ export class BusAdmin {
   /** One page of the known topics, in name order, after `after`. */
   async topics(opts: { after?: string; limit?: number } = {}): Promise<NamePage<TopicInfo>> {
     const page = await registryPage(this.conn, 'topics', opts.after, bulkLimit(opts.limit ?? 100));
-    return { items: await Promise.all(page.names.map((t) => this.read(t))), next: page.next };
+    const items = await Promise.all(page.names.map((t) => pageItem(() => this.read(t), { name: t, length: 0, groups: 0, deadLetters: 0 })));
+    return { items, next: page.next };
   }
 
   /** One topic's log length, newest event, groups and dead letters. */
@@ -115,16 +118,9 @@ export class BusAdmin {
   }
 
   /** Throws `NotFoundError` unless the topic was announced or holds a log, dead letters or meta. */
-  async assertKnown(topic: string): Promise<void> {
+  assertKnown(topic: string): Promise<void> {
     const k = topicKeys(topic);
-    let known: boolean;
-    try {
-      const [inRegistry, keys] = await Promise.all([registered(this.conn, 'topics', topic), this.conn.client.exists(k.meta, k.log, k.dead)]);
-      known = inRegistry || keys > 0;
-    } catch (err) {
-      throw fromReplyError(err);
-    }
-    if (!known) throw new NotFoundError(`no topic named ${topic} (none announced it and it holds no data)`);
+    return assertKnown(this.conn, 'topics', topic, [k.meta, k.log, k.dead], 'topic');
   }
 
   private async dead(topic: string, action: 'replay' | 'purge', opts: { ids?: readonly string[]; limit?: number }): Promise<BulkReply> {

@@ -2,10 +2,10 @@ import type { CacheService } from '../cache/cache.service.js';
 import type { CacheStats } from '../cache/cache.types.js';
 import { fields } from '../bus/group-upkeep.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
-import { fromReplyError, NotFoundError } from '../protocol/errors.js';
+import { fromReplyError } from '../protocol/errors.js';
 import { CacheKeys } from '../protocol/keys.js';
 import { bulkLimit, type NamePage } from './queue-admin.js';
-import { registered, registryPage } from './registry.js';
+import { assertKnown, pageItem, registryPage } from './registry.js';
 
 /** A cache namespace as the server knows it (its entries live in their own slots: not counted, no SCAN). */
 export interface CacheNamespaceInfo {
@@ -17,6 +17,8 @@ export interface CacheNamespaceInfo {
   readonly retained: number;
   /** When the last invalidation was announced (server clock), if any. */
   readonly lastInvalidationAt?: Date;
+  /** In a `stats` page only: why the namespace's log could not be read (its figures are then 0). */
+  readonly error?: string;
 }
 
 /** `CacheAdmin.stats`: the namespaces' server-side figures and this process's counters. */
@@ -39,7 +41,8 @@ export class CacheAdmin {
   /** One page of the known namespaces (name order, after `after`) with their figures, and this process's counters. */
   async stats(opts: { after?: string; limit?: number } = {}): Promise<CacheAdminStats> {
     const page = await registryPage(this.conn, 'caches', opts.after, bulkLimit(opts.limit ?? 100));
-    return { items: await Promise.all(page.names.map((n) => this.read(n))), next: page.next, process: this.cache.stats() };
+    const items = await Promise.all(page.names.map((n) => pageItem(() => this.read(n), { name: n, invalidations: 0, retained: 0 })));
+    return { items, next: page.next, process: this.cache.stats() };
   }
 
   /** One namespace's figures. */
@@ -63,16 +66,8 @@ export class CacheAdmin {
   }
 
   /** Throws `NotFoundError` unless the namespace was announced or has an invalidation log. */
-  async assertKnown(ns: string): Promise<void> {
-    const k = new CacheKeys(ns);
-    let known: boolean;
-    try {
-      const [inRegistry, log] = await Promise.all([registered(this.conn, 'caches', ns), this.conn.client.exists(k.log)]);
-      known = inRegistry || log === 1;
-    } catch (err) {
-      throw fromReplyError(err);
-    }
-    if (!known) throw new NotFoundError(`no cache namespace named ${ns} (none announced it and it has no log)`);
+  assertKnown(ns: string): Promise<void> {
+    return assertKnown(this.conn, 'caches', ns, [new CacheKeys(ns).log], 'cache namespace');
   }
 
   private async read(ns: string): Promise<CacheNamespaceInfo> {

@@ -8,7 +8,7 @@ import type { QueueService } from '../queue/queue.service.js';
 import { readCounts } from '../queue/queue-counts.js';
 import type { Json } from '../protocol/codec.js';
 import { jobPage, type JobListOptions, type JobPage } from './job-pages.js';
-import { registered, registryPage } from './registry.js';
+import { assertKnown, pageItem, registryPage } from './registry.js';
 
 /** A queue as an operator sees it. */
 export interface QueueInfo {
@@ -18,6 +18,8 @@ export interface QueueInfo {
   readonly paused: boolean;
   /** Jobs per status. */
   readonly counts: JobCounts;
+  /** In a `list` page only: why the queue's keys could not be read (its counts are then 0). */
+  readonly error?: string;
 }
 
 /** A page of names from a registry; `next` (the last name) is absent on the last page. */
@@ -66,7 +68,9 @@ export class QueueAdmin {
   /** One page of the known queues (in name order, after `after`), with counts and pause state. */
   async list(opts: { after?: string; limit?: number } = {}): Promise<NamePage<QueueInfo>> {
     const page = await registryPage(this.conn, 'queues', opts.after, bulkLimit(opts.limit ?? 100));
-    return { items: await Promise.all(page.names.map((q) => this.read(q))), next: page.next };
+    const none: JobCounts = { scheduled: 0, pending: 0, active: 0, done: 0, dead: 0, cancelled: 0, waiting: 0 };
+    const items = await Promise.all(page.names.map((q) => pageItem(() => this.read(q), { name: q, paused: false, counts: none })));
+    return { items, next: page.next };
   }
 
   /** One queue's counts and pause state. */
@@ -149,16 +153,8 @@ export class QueueAdmin {
   }
 
   /** Throws `NotFoundError` unless the queue was announced or holds data (no SCAN: two reads). */
-  async assertKnown(queue: string): Promise<void> {
-    const k = queueKeys(queue);
-    let known: boolean;
-    try {
-      const [inRegistry, hasMeta] = await Promise.all([registered(this.conn, 'queues', queue), this.conn.client.exists(k.meta)]);
-      known = inRegistry || hasMeta === 1;
-    } catch (err) {
-      throw fromReplyError(err);
-    }
-    if (!known) throw new NotFoundError(`no queue named ${queue} (none announced it and it holds no data)`);
+  assertKnown(queue: string): Promise<void> {
+    return assertKnown(this.conn, 'queues', queue, [queueKeys(queue).meta], 'queue');
   }
 
   private async read(queue: string): Promise<QueueInfo> {

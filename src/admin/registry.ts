@@ -1,6 +1,6 @@
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { adminWire, type RegistryKind } from '../protocol/admin-wire.js';
-import { fromReplyError } from '../protocol/errors.js';
+import { describeError, fromReplyError, NotFoundError } from '../protocol/errors.js';
 import { assertName, globalKeys } from '../protocol/keys.js';
 
 /** The names each connection has announced (or is announcing), per registry. */
@@ -36,6 +36,18 @@ export async function registryPage(conn: EchoMqConnection, kind: RegistryKind, a
   }
 }
 
+/**
+ * Reads one item of a registry page; an item whose keys cannot be read (a key of another type,
+ * written by hand) does not fail the page: it is `fallback` with the error's one-line text.
+ */
+export async function pageItem<T extends object>(read: () => Promise<T>, fallback: T): Promise<T & { readonly error?: string }> {
+  try {
+    return await read();
+  } catch (err) {
+    return { ...fallback, error: describeError(err) };
+  }
+}
+
 /** True when `name` is in the registry. */
 export async function registered(conn: EchoMqConnection, kind: RegistryKind, name: string): Promise<boolean> {
   try {
@@ -43,4 +55,19 @@ export async function registered(conn: EchoMqConnection, kind: RegistryKind, nam
   } catch (err) {
     throw fromReplyError(err);
   }
+}
+
+/**
+ * Throws `NotFoundError` (EMQ_NOT_FOUND) unless `name` is in its registry or one of `dataKeys`
+ * exists: two reads, no SCAN. `what` names the kind in the message ("queue", "topic", …).
+ */
+export async function assertKnown(conn: EchoMqConnection, kind: RegistryKind, name: string, dataKeys: readonly string[], what: string): Promise<void> {
+  let known: boolean;
+  try {
+    const [inRegistry, present] = await Promise.all([registered(conn, kind, name), conn.client.exists(...dataKeys)]);
+    known = inRegistry || present > 0;
+  } catch (err) {
+    throw fromReplyError(err);
+  }
+  if (!known) throw new NotFoundError(`no ${what} named ${name} (none announced it and it holds no data)`);
 }

@@ -1,21 +1,21 @@
 import type { Command } from 'commander';
 import type { BulkReply } from '../protocol/admin-wire.js';
 import type { CliContext } from './context.js';
+import type { TopicInfo } from '../admin/bus-admin.js';
+import type { CacheNamespaceInfo } from '../admin/cache-admin.js';
+import { registryCommand } from './registry.command.js';
 import { CliUsageError, parseCount, parseDuration, untilDone } from './output.js';
 
 /** Registers the Bus and Cache commands (docs/admin.md, "The CLI"). */
 export function busCommands(program: Command, ctx: () => CliContext): void {
-  program
-    .command('topics')
-    .description('the known Bus topics with their log length, groups and dead letters')
-    .option('--after <name>', 'the page after this name')
-    .option('--limit <n>', 'topics per page (1..1000)', '100')
-    .action(async (o: { after?: string; limit: string }) => {
-      const c = ctx();
-      const page = await (await c.admin()).bus.topics({ after: o.after, limit: parseCount(o.limit) });
-      c.out.table(['topic', 'length', 'last event', 'groups', 'dead letters'], page.items.map((t) => [t.name, t.length, t.lastEventId, t.groups, t.deadLetters]), page);
-      if (page.next && !c.out.json) process.stdout.write(`next page: --after ${page.next}\n`);
-    });
+  registryCommand(program, ctx, {
+    name: 'topics',
+    description: 'the known Bus topics with their log length, groups and dead letters',
+    what: 'topics',
+    head: ['topic', 'length', 'last event', 'groups', 'dead letters', 'error'],
+    page: (admin, after, limit) => admin.bus.topics({ after, limit }),
+    row: (t: TopicInfo) => [t.name, t.length, t.lastEventId, t.groups, t.deadLetters, t.error],
+  });
 
   program
     .command('groups <topic>')
@@ -72,17 +72,14 @@ export function busCommands(program: Command, ctx: () => CliContext): void {
     });
 
   const cache = program.command('cache').description('cache namespaces: stats, invalidate a key or a tag');
-  cache
-    .command('stats')
-    .description('the known cache namespaces with their invalidation figures')
-    .option('--after <name>', 'the page after this name')
-    .option('--limit <n>', 'namespaces per page (1..1000)', '100')
-    .action(async (o: { after?: string; limit: string }) => {
-      const c = ctx();
-      const s = await (await c.admin()).cache.stats({ after: o.after, limit: parseCount(o.limit) });
-      const rows = s.items.map((n) => [n.name, n.invalidations, n.retained, n.lastInvalidationAt]);
-      c.out.table(['namespace', 'invalidations', 'retained', 'last invalidation'], rows, { items: s.items, next: s.next });
-    });
+  registryCommand(cache, ctx, {
+    name: 'stats',
+    description: 'the known cache namespaces with their invalidation figures',
+    what: 'namespaces',
+    head: ['namespace', 'invalidations', 'retained', 'last invalidation', 'error'],
+    page: (admin, after, limit) => admin.cache.stats({ after, limit }),
+    row: (n: CacheNamespaceInfo) => [n.name, n.invalidations, n.retained, n.lastInvalidationAt, n.error],
+  });
   cache
     .command('invalidate <namespace> <key>')
     .description('invalidate one key (every node drops it)')

@@ -53,6 +53,12 @@ export class CliContext {
     return this.services;
   }
 
+  /** The open connection (opened as `admin()` opens it). */
+  async connection(): Promise<EchoMqConnection> {
+    await this.admin();
+    return this.conn!;
+  }
+
   /** Closes the connection, if it was opened. */
   async close(): Promise<void> {
     await this.cache?.close();

@@ -3,6 +3,8 @@ import type { JobCursor, ListableStatus } from '../admin/job-cursor.js';
 import { LISTABLE } from '../admin/job-cursor.js';
 import type { JobView } from '../queue/job.js';
 import type { CliContext } from './context.js';
+import type { QueueInfo } from '../admin/queue-admin.js';
+import { registryCommand } from './registry.command.js';
 import { CliUsageError, StateRefusal, parseCount, parseDuration, untilDone } from './output.js';
 
 /** The rows of a job's detail table: one field per row. */
@@ -33,18 +35,14 @@ function done(ctx: CliContext, ok: boolean, yes: string, no: string, value: Reco
 
 /** Registers the Queue commands (docs/admin.md, "The CLI"). */
 export function queueCommands(program: Command, ctx: () => CliContext): void {
-  program
-    .command('queues')
-    .description('the known queues with their counts and pause state')
-    .option('--after <name>', 'the page after this name')
-    .option('--limit <n>', 'queues per page (1..1000)', '100')
-    .action(async (o: { after?: string; limit: string }) => {
-      const c = ctx();
-      const page = await (await c.admin()).queues.list({ after: o.after, limit: parseCount(o.limit) });
-      const rows = page.items.map((q) => [q.name, q.paused ? 'yes' : '', q.counts.pending, q.counts.scheduled, q.counts.active, q.counts.done, q.counts.dead, q.counts.cancelled, q.counts.waiting]);
-      c.out.table(['queue', 'paused', 'pending', 'scheduled', 'active', 'done', 'dead', 'cancelled', 'waiting'], rows, page);
-      if (page.next && !c.out.json) process.stdout.write(`next page: --after ${page.next}\n`);
-    });
+  registryCommand(program, ctx, {
+    name: 'queues',
+    description: 'the known queues with their counts and pause state',
+    what: 'queues',
+    head: ['queue', 'paused', 'pending', 'scheduled', 'active', 'done', 'dead', 'cancelled', 'waiting', 'error'],
+    page: (admin, after, limit) => admin.queues.list({ after, limit }),
+    row: (q: QueueInfo) => [q.name, q.paused ? 'yes' : '', q.counts.pending, q.counts.scheduled, q.counts.active, q.counts.done, q.counts.dead, q.counts.cancelled, q.counts.waiting, q.error],
+  });
 
   program
     .command('jobs <queue>')

@@ -35,8 +35,13 @@ const live = new Set<ChildHandle>();
 
 /** Starts `node <fixture> ...args` (with `env` added to this process's), tracked so `killChildren` can end it. */
 export function spawnFixture(name: string, args: readonly string[], env: Readonly<Record<string, string>> = {}): ChildHandle {
-  const proc = spawn(process.execPath, [fixturePath(name), ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-  if (proc.pid === undefined) throw new Error(`could not spawn fixture ${name}`);
+  return spawnScript(fixturePath(name), args, env);
+}
+
+/** Starts `node <script> ...args` (e.g. the built CLI), tracked as `spawnFixture`'s children are. */
+export function spawnScript(script: string, args: readonly string[], env: Readonly<Record<string, string>> = {}): ChildHandle {
+  const proc = spawn(process.execPath, [script, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  if (proc.pid === undefined) throw new Error(`could not spawn ${script}`);
   const pid = proc.pid;
   const lines: string[] = [];
   let err = '';

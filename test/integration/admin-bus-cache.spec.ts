@@ -34,7 +34,7 @@ describe('Bus admin', () => {
     const { t, events } = await withDeadLetters();
     await eventually(async () => (await raw.zscore(globalKeys.topics, t)) !== null, 5000, 'announced');
     expect(await busAdmin.topic(t)).toEqual({ name: t, length: 3, lastEventId: events[2], groups: 1, deadLetters: 2 });
-    const all = await busAdmin.topics({ limit: 1000 });
+    const all = await busAdmin.topics({ after: t.slice(0, -1), limit: 5 });
     expect(all.items.find((i) => i.name === t)).toMatchObject({ length: 3 });
     expect(await busAdmin.groups(t)).toEqual([{ name: 'g', consumers: 1, pending: 0, lag: 1, lastDeliveredId: events[1] }]);
     const dead = await busAdmin.deadLetters(t);
@@ -100,7 +100,7 @@ describe('Cache admin', () => {
     const info = await cacheAdmin.namespace(ns);
     expect(info).toMatchObject({ name: ns, lastInvalidationAt: expect.any(Date) });
     expect(info.invalidations).toBeGreaterThanOrEqual(5); // 3 sets + 1 invalidate + 1 tag chunk announced
-    const stats = await cacheAdmin.stats({ limit: 1000 });
+    const stats = await cacheAdmin.stats({ after: ns.slice(0, -1), limit: 5 });
     expect(stats.items.find((i) => i.name === ns)).toEqual(info);
     expect(stats.process.invalidations).toBeGreaterThanOrEqual(2);
   });
@@ -115,6 +115,25 @@ describe('Cache admin', () => {
     await cache.set('k', 1, { namespace: ns });
     for (const act of [() => cacheAdmin.invalidate(ns, 'a b'), () => cacheAdmin.invalidateTag(ns, '{t}'), () => cacheAdmin.invalidate('a:b', 'k')]) {
       await refusedUnchanged(raw, ns, 'EMQ_BAD_NAME', act, [`emq:{${ns}}:*`, `emq:{c:${ns}:*`]);
+    }
+  });
+});
+
+describe('in Nest', () => {
+  it('EchoMqModule provides QueueAdmin, BusAdmin and CacheAdmin over its connection', async () => {
+    const { EchoMqModule, QueueAdmin, QueueService: Queues } = await import('../../src/index.js');
+    const { startApp } = await import('../helpers/nest.js');
+    const { testUrl } = await import('../helpers/valkey.js');
+    const app = await startApp([EchoMqModule.forRoot({ connection: { url: testUrl() } })]);
+    try {
+      const q = randomQueue('nest-admin');
+      await app.get(Queues).enqueue(q, { a: 1 });
+      const admin = app.get(QueueAdmin);
+      expect([await admin.pause(q), (await admin.info(q)).paused]).toEqual([true, true]);
+      expect(app.get(BusAdmin)).toBeInstanceOf(BusAdmin);
+      expect(app.get(CacheAdmin)).toBeInstanceOf(CacheAdmin);
+    } finally {
+      await app.close();
     }
   });
 });
