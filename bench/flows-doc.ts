@@ -17,9 +17,10 @@ ${flowsTable(r)}
 - **What differs on the wire.** BullMQ needs a flow's queues on one hash tag (one slot) and releases
   the parent in the same script that finishes its last child. EchoMQ queues of one flow may live on
   different cluster nodes, so the hand-off goes through the child queue's outbox and is relayed: the
-  child's completion writes it, a relay takes it (one script call), delivers it to the parent's queue
-  (one more) and acknowledges it in the background — two round trips BullMQ does not make, which is
-  the floor of EchoMQ's light-load fan-in latency (docs/flows.md).
+  child's completion writes it and, in a relaying process, gets it back already leased (the
+  self-relay lease), so the process delivers it to the parent's queue at once (one more script call)
+  and acknowledges it in the background — one round trip BullMQ does not make, the floor of EchoMQ's
+  light-load fan-in latency (docs/flows.md).
 - **Where EchoMQ gains.** Flow creation is one script call per queue of the flow; hand-offs of many
   children are taken and delivered in batches; the parent's children results live in its row.
 `;
