@@ -146,6 +146,8 @@ export interface ConsumerHandle {
 export interface ConsumerOptions {
   /** EchoMQ's `prefetch` (default: the concurrency); BullMQ and bee-queue have no prefetch. */
   readonly prefetch?: number;
+  /** EchoMQ's claim rounds in flight (`ConsumerConfig.rounds`; default adaptive). */
+  readonly rounds?: number | 'adaptive';
 }
 
 /** What a benchmark needs from a queue system. */

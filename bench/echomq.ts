@@ -60,6 +60,7 @@ export class EchoMqDriver implements Driver {
         onJob(job.payload);
       }, this.metrics),
       ...resolveConsumerOptions({ ...d, keepDone: ECHOMQ_KEEP_DONE }, { concurrency, prefetch: opts.prefetch }),
+      rounds: opts.rounds,
       logger: { warn: (m) => console.warn(`[echomq] ${m}`), error: (m) => console.error(`[echomq] ${m}`) },
       onFailure: countingFailures(counters),
       listener: countingListener(counters),

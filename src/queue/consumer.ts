@@ -11,6 +11,7 @@ import { JobRunner, type Held } from './job-runner.js';
 import { JobControls } from './job-controls.js';
 import type { ResolvedConsumerOptions } from './queue.options.js';
 import { WakeWaiter } from './wake-waiter.js';
+import { RoundSizer } from './round-sizer.js';
 import { announce } from '../admin/registry.js';
 
 /** Where a consumer reports what it cannot throw to anyone. */
@@ -39,6 +40,11 @@ export interface ConsumerConfig extends ResolvedConsumerOptions {
   readonly handoff?: { readonly leaseMs: number; relay(entries: readonly { readonly id: string; readonly text: string }[]): void };
   /** Told of landed and refused completions and of reaps (metrics; see `ConsumerListener`). */
   readonly listener?: ConsumerListener;
+  /**
+   * Claim rounds in flight: 'adaptive' (default) measures whether claiming the capacity in two or
+   * three shares, each its own round, is faster than in one (see `RoundSizer`); a number fixes it.
+   */
+  readonly rounds?: number | 'adaptive';
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -67,7 +73,7 @@ export class Consumer {
   private reserved = 0;
   /** The claim slots the claim behind the current wait asked for (reserved until it ends). */
   private waitAsk = 0;
-  private readonly maxRounds: number;
+  private readonly sizer: RoundSizer;
   private readonly backoff: Backoff;
   private readonly waiter: WakeWaiter;
   private maintTimer?: NodeJS.Timeout;
@@ -97,10 +103,10 @@ export class Consumer {
       orphaned: (claimed) => this.release(claimed.jobs),
     });
     this.capacity = cfg.concurrency + (cfg.prefetch ?? cfg.concurrency);
-    // Two rounds in flight keep both the client and Valkey busy: while one round's scripts run,
-    // the jobs of the other run their handlers (at concurrency 1 too: there a round is mostly
-    // server time). The claims of both stay within the capacity (`reserved`).
-    this.maxRounds = 2;
+    // Rounds in flight keep both the client and Valkey busy: while one round's scripts run, the
+    // jobs of another run their handlers. The sizer picks how many claims share the capacity;
+    // together they stay within it (`reserved`).
+    this.sizer = new RoundSizer(this.capacity, cfg.rounds);
     this.runner = new JobRunner(cfg.queue, cfg.handler, cfg.concurrency, cfg.maxResultBytes, {
       completed: (c) => this.toComplete.push(c),
       failed: (h, error, fatal) => this.retry(h, error, fatal),
@@ -165,8 +171,8 @@ export class Consumer {
   /** Starts rounds while there is work for them and room in flight. */
   private pump(): void {
     if (this.backoff.holding) return;
-    while (this.rounds < this.maxRounds) {
-      const free = this.stopping ? 0 : Math.min(this.capacity - this.runner.size - this.reserved, 1000);
+    while (this.rounds < this.sizer.maxRounds) {
+      const free = this.stopping ? 0 : Math.min(this.capacity - this.runner.size - this.reserved, this.sizer.share);
       const n = free > 0 && this.hasWork ? free : 0;
       // A second round in flight must carry enough work to be worth its own call.
       const worth = this.rounds === 0 ? 1 : Math.max(1, this.cfg.concurrency >> 2);
@@ -191,6 +197,7 @@ export class Consumer {
     }
     if (n > 0) list.push(calls.claim(this.k, n, this.cfg.leaseMs, 1000, this.cfg));
     let failure: unknown;
+    let got = 0;
     try {
       const settled = await callPipeline(this.conn.scriptClient, list);
       let i = 0;
@@ -204,7 +211,7 @@ export class Consumer {
       }
       if (n > 0) {
         const r = settled[i++];
-        if (r.status === 'fulfilled') this.onClaimed(r.value as ClaimReply, n);
+        if (r.status === 'fulfilled') got = this.onClaimed(r.value as ClaimReply, n);
         else failure = r.reason;
       }
     } catch (err) {
@@ -214,6 +221,7 @@ export class Consumer {
       this.reserved -= n;
       this.rounds--;
     }
+    this.sizer.record(n, got, failure === undefined ? done.length : 0);
     if (failure === undefined) this.backoff.succeeded();
     else this.supervise(failure);
     this.pump();
@@ -241,10 +249,12 @@ export class Consumer {
     });
   }
 
-  private onClaimed(r: ClaimReply, asked: number): void {
+  /** Takes a claim's jobs; returns how many it got. */
+  private onClaimed(r: ClaimReply, asked: number): number {
     this.waitMs = r.waitMs;
     this.hasWork = r.jobs.length === asked && r.waitMs === -1;
     this.runner.accept(r.jobs);
+    return r.jobs.length;
   }
 
   /** Waits for work, with the claim for the free slots pipelined behind the wait (see WakeWaiter). */

@@ -28,13 +28,6 @@ export class JobTimeoutError extends Error {
   }
 }
 
-/** What a running job writes to its row, each call fenced by its claim token (`progress.lua`). */
-export interface JobWrites {
-  checkpoint(state: Json): Promise<void>;
-  progress(value: Json): Promise<void>;
-  log(line: string): Promise<void>;
-}
-
 /**
  * The fenced row writes of one queue's running jobs (checkpoint, progress, log) and the read of
  * a retried job's last checkpoint. A stale holder's write is refused with `StaleTokenError` and
@@ -47,18 +40,22 @@ export class JobControls {
     private readonly maxCheckpointBytes: number,
   ) {}
 
-  /** The three writes, bound to one claim. */
-  writes(job: { id: string; token: string }): JobWrites {
-    return {
-      checkpoint: async (state) => this.write(job, 'c', encodePayload(state, this.maxCheckpointBytes), this.maxCheckpointBytes),
-      progress: async (value) => this.write(job, 'p', encodePayload(value, MAX_PROGRESS_BYTES), 0),
-      log: async (line) => {
-        if (typeof line !== 'string' || line.length === 0 || Buffer.byteLength(line) > MAX_PROGRESS_BYTES) {
-          throw new InvalidOptionError(`a log line must be a string of 1..${MAX_PROGRESS_BYTES} bytes`);
-        }
-        return this.write(job, 'l', line, LOG_LINES);
-      },
-    };
+  /** Saves `state` as the job's checkpoint, fenced by its claim token. */
+  async checkpoint(job: { id: string; token: string }, state: Json): Promise<void> {
+    return this.write(job, 'c', encodePayload(state, this.maxCheckpointBytes), this.maxCheckpointBytes);
+  }
+
+  /** Records the job's progress, fenced by its claim token. */
+  async progress(job: { id: string; token: string }, value: Json): Promise<void> {
+    return this.write(job, 'p', encodePayload(value, MAX_PROGRESS_BYTES), 0);
+  }
+
+  /** Appends a line to the job's log, fenced by its claim token. */
+  async log(job: { id: string; token: string }, line: string): Promise<void> {
+    if (typeof line !== 'string' || line.length === 0 || Buffer.byteLength(line) > MAX_PROGRESS_BYTES) {
+      throw new InvalidOptionError(`a log line must be a string of 1..${MAX_PROGRESS_BYTES} bytes`);
+    }
+    return this.write(job, 'l', line, LOG_LINES);
   }
 
   /** The checkpoint an earlier attempt saved (undefined when none, or when it is not JSON). */

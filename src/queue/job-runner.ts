@@ -1,12 +1,13 @@
 import { decodePayload, encodePayload } from '../protocol/codec.js';
 import { FatalJobError } from '../protocol/errors.js';
-import { decodeExtras, jobTimeout } from '../protocol/extras.js';
+import { jobTimeout } from '../protocol/extras.js';
 import { LazyAbort } from '../protocol/lazy-abort.js';
 import type { Json } from '../protocol/codec.js';
 import type { WireClaim } from '../protocol/wire.js';
 import type { RunnerCompletion } from './telemetry.hooks.js';
 import { errorText } from './error-text.js';
-import type { Job, JobHandler } from './job.js';
+import type { JobHandler } from './job.js';
+import { RunningJob } from './running-job.js';
 import { JobCancelledError, JobTimeoutError, type JobControls } from './job-controls.js';
 
 /** A claimed job this process holds: buffered (prefetched) or running. */
@@ -45,7 +46,6 @@ export interface RunnerSink {
 
 const MAX_ERROR_BYTES = 8192;
 const CANCELLED = 'JobCancelledError: cancel requested';
-const noWrite = (): Promise<void> => Promise.reject(new Error('job writes need a consumer with controls'));
 
 function abort(h: Held, reason: string): void {
   h.lost = true;
@@ -158,34 +158,14 @@ export class JobRunner {
   }
 
   private run(h: Held, checkpointed: Json | undefined): void {
-    const writes = this.opts.controls?.writes(h);
-    let payload: unknown;
-    const job: Job<unknown> = {
-      id: h.id,
-      queue: this.queue,
-      get payload() {
-        return payload;
-      },
-      attempt: h.claim.attempt,
-      token: h.token,
-      get traceparent() {
-        return h.claim.extras ? decodeExtras(h.claim.extras).tp : undefined; // a plain job: no parse
-      },
-      get signal() {
-        return h.abort.signal;
-      },
-      checkpointed,
-      checkpoint: writes?.checkpoint ?? noWrite,
-      progress: writes?.progress ?? noWrite,
-      log: writes?.log ?? noWrite,
-    };
+    const job = new RunningJob(h, this.queue, checkpointed, this.opts.controls);
     const limit = jobTimeout(this.opts.timeoutMs, h.claim.extras);
     if (limit > 0) h.timer = setTimeout(() => this.timeout(h, limit), limit);
     // The handler starts synchronously (no extra turn of the event loop before it runs).
     let outcome: unknown;
     try {
       try {
-        payload = decodePayload(h.claim.payload);
+        job.payload = decodePayload(h.claim.payload);
       } catch {
         throw new FatalJobError('payload is not valid JSON');
       }
