@@ -2,12 +2,13 @@ import type { EchoMqConnection } from '../protocol/connection.js';
 import { describeError } from '../protocol/errors.js';
 import { queueKeys, type QueueKeys } from '../protocol/keys.js';
 import { callPipeline, type ScriptCall } from '../protocol/scripts.js';
-import { calls, wire, type ClaimReply, type CompleteRelayingReply } from '../protocol/wire.js';
+import { calls, type ClaimReply, type CompleteRelayingReply } from '../protocol/wire.js';
 import type { ConsumerListener, RunnerCompletion } from './telemetry.hooks.js';
 import type { JobHandler } from './job.js';
 import { Backoff } from './backoff.js';
-import { describeReap, reportFailure, type FailureListener } from './failure-log.js';
-import { JobRunner, type Held } from './job-runner.js';
+import type { FailureListener } from './failure-log.js';
+import { JobRunner } from './job-runner.js';
+import { ConsumerUpkeep } from './consumer-upkeep.js';
 import { JobControls } from './job-controls.js';
 import type { ResolvedConsumerOptions } from './queue.options.js';
 import { WakeWaiter } from './wake-waiter.js';
@@ -78,6 +79,7 @@ export class Consumer {
   private readonly waiter: WakeWaiter;
   private maintTimer?: NodeJS.Timeout;
   private readonly log: ConsumerLogger;
+  private readonly upkeep: ConsumerUpkeep;
 
   constructor(
     private readonly conn: EchoMqConnection,
@@ -100,7 +102,7 @@ export class Consumer {
         this.endWait();
         if (!this.stopping) this.supervise(err, what);
       },
-      orphaned: (claimed) => this.release(claimed.jobs),
+      orphaned: (claimed) => this.upkeep.release(claimed.jobs),
     });
     this.capacity = cfg.concurrency + (cfg.prefetch ?? cfg.concurrency);
     // Rounds in flight keep both the client and Valkey busy: while one round's scripts run, the
@@ -109,9 +111,10 @@ export class Consumer {
     this.sizer = new RoundSizer(this.capacity, cfg.rounds);
     this.runner = new JobRunner(cfg.queue, cfg.handler, cfg.concurrency, cfg.maxResultBytes, {
       completed: (c) => this.toComplete.push(c),
-      failed: (h, error, fatal) => this.retry(h, error, fatal),
+      failed: (h, error, fatal) => this.upkeep.retry(h, error, fatal),
       freed: () => this.kick(),
     }, { controls: new JobControls(conn, this.k, cfg.maxResultBytes), timeoutMs: cfg.timeoutMs });
+    this.upkeep = new ConsumerUpkeep(conn, this.k, cfg, this.runner, this.log);
   }
 
   /** Jobs whose handlers are running now. */
@@ -138,9 +141,9 @@ export class Consumer {
     await this.waiter.close(); // a claim pipelined behind its wait is answered (and handed back) first
     const until = Date.now() + deadlineMs;
     while (this.rounds > 0 && Date.now() < until) await sleep(5);
-    await this.release(this.runner.takeBuffered());
+    await this.upkeep.release(this.runner.takeBuffered());
     while (this.runner.active > 0 && Date.now() < until) await sleep(10);
-    await this.release(this.runner.abandonRunning('EchoMQ consumer shut down'));
+    await this.upkeep.release(this.runner.abandonRunning('EchoMQ consumer shut down'));
     const flushUntil = Date.now() + 2000;
     while ((this.rounds > 0 || this.toComplete.length > 0) && Date.now() < flushUntil) {
       this.kick();
@@ -148,14 +151,6 @@ export class Consumer {
     }
     if (this.maintTimer) clearInterval(this.maintTimer);
     this.backoff.clear();
-  }
-
-  private async release(held: readonly { id: string; token: string }[]): Promise<void> {
-    for (let i = 0; i < held.length; i += 1000) {
-      await wire.release(this.conn.scriptClient, this.k, held.slice(i, i + 1000)).catch((err: unknown) => {
-        this.log.warn(`consumer ${this.cfg.queue}: release failed (${describeError(err)}); the leases will expire`);
-      });
-    }
   }
 
   private kick(): void {
@@ -292,43 +287,11 @@ export class Consumer {
     this.kick();
   }
 
-  private retry(h: Held, error: string, fatal: boolean): void {
-    wire
-      .retry(
-        this.conn.scriptClient,
-        this.k,
-        { id: h.id, token: h.token, error, fatal },
-        { maxAttempts: this.cfg.attempts, backoff: this.cfg.backoff, deadCap: this.cfg.deadCap },
-      )
-      .then(
-        (r) => reportFailure(this.cfg.onFailure, { queue: this.cfg.queue, id: h.id, attempt: h.claim.attempt, defaultMaxAttempts: this.cfg.attempts }, error, fatal, r),
-        (e: unknown) => this.log.warn(`consumer ${this.cfg.queue}: retry of ${h.id} failed (${describeError(e)}); its lease will expire`),
-      );
-  }
-
   private async maintain(): Promise<void> {
     this.checkLive();
-    const c = this.conn.scriptClient;
-    try {
-      const held = this.runner.leases();
-      for (let i = 0; i < held.length; i += 1000) {
-        const part = held.slice(i, i + 1000);
-        const ok = await wire.extend(c, this.k, this.cfg.leaseMs, part);
-        ok.forEach((v, j) => {
-          if (v === 0) this.runner.lose(part[j], 'EchoMQ lease lost');
-          else if (v === 2) this.runner.cancel(part[j]); // a cancel was requested: abort the handler
-        });
-      }
-      if (this.stopping) return;
-      const r = await wire.reap(c, this.k, 100, this.cfg.attempts, this.cfg.deadCap);
-      if (r.requeued + r.buried + r.cancelled > 0) this.cfg.listener?.reaped(r);
-      for (const j of r.jobs) this.log[j.outcome === 'buried' ? 'error' : 'warn'](describeReap(this.cfg.queue, j));
-      if (r.requeued > 0) {
-        this.hasWork = true;
-        this.kick();
-      }
-    } catch (err) {
-      this.log.warn(`consumer ${this.cfg.queue}: maintenance failed (${describeError(err)})`);
+    if (await this.upkeep.maintain(this.stopping)) {
+      this.hasWork = true;
+      this.kick();
     }
   }
 }

@@ -1,0 +1,75 @@
+import type { EchoMqConnection } from '../protocol/connection.js';
+import { describeError } from '../protocol/errors.js';
+import type { QueueKeys } from '../protocol/keys.js';
+import { wire } from '../protocol/wire.js';
+import type { ConsumerConfig, ConsumerLogger } from './consumer.js';
+import { describeReap, reportFailure } from './failure-log.js';
+import type { Held, JobRunner } from './job-runner.js';
+
+/**
+ * A consumer's calls beside its claim/complete rounds: handing jobs back (`release.lua`), failing
+ * an attempt (`retry.lua`), and the maintenance tick that extends the leases it holds and reaps
+ * expired ones (`extend.lua`, `reap.lua`). None of them can stall the loop: a failure is logged
+ * and the lease it concerns is left to expire.
+ */
+export class ConsumerUpkeep {
+  constructor(
+    private readonly conn: EchoMqConnection,
+    private readonly k: QueueKeys,
+    private readonly cfg: ConsumerConfig,
+    private readonly runner: JobRunner,
+    private readonly log: ConsumerLogger,
+  ) {}
+
+  /** Hands jobs back to the front of pending, their attempt given back (in calls of 1000). */
+  async release(held: readonly { id: string; token: string }[]): Promise<void> {
+    for (let i = 0; i < held.length; i += 1000) {
+      await wire.release(this.conn.scriptClient, this.k, held.slice(i, i + 1000)).catch((err: unknown) => {
+        this.log.warn(`consumer ${this.cfg.queue}: release failed (${describeError(err)}); the leases will expire`);
+      });
+    }
+  }
+
+  /** A failed attempt: scheduled again after its backoff, or buried (fatal, or its last attempt). */
+  retry(h: Held, error: string, fatal: boolean): void {
+    wire
+      .retry(
+        this.conn.scriptClient,
+        this.k,
+        { id: h.id, token: h.token, error, fatal },
+        { maxAttempts: this.cfg.attempts, backoff: this.cfg.backoff, deadCap: this.cfg.deadCap },
+      )
+      .then(
+        (r) => reportFailure(this.cfg.onFailure, { queue: this.cfg.queue, id: h.id, attempt: h.claim.attempt, defaultMaxAttempts: this.cfg.attempts }, error, fatal, r),
+        (e: unknown) => this.log.warn(`consumer ${this.cfg.queue}: retry of ${h.id} failed (${describeError(e)}); its lease will expire`),
+      );
+  }
+
+  /**
+   * Extends the leases held (a lost one aborts its handler; a requested cancel aborts it with
+   * `JobCancelledError`), then, unless stopping, reaps expired leases. Returns true when the reap
+   * put jobs back in pending (the loop should claim).
+   */
+  async maintain(stopping: boolean): Promise<boolean> {
+    const c = this.conn.scriptClient;
+    try {
+      const held = this.runner.leases();
+      for (let i = 0; i < held.length; i += 1000) {
+        const part = held.slice(i, i + 1000);
+        const ok = await wire.extend(c, this.k, this.cfg.leaseMs, part);
+        ok.forEach((v, j) => {
+          if (v === 0) this.runner.lose(part[j], 'EchoMQ lease lost');
+          else if (v === 2) this.runner.cancel(part[j]); // a cancel was requested: abort the handler
+        });
+      }
+      if (stopping) return false;
+      const r = await wire.reap(c, this.k, 100, this.cfg.attempts, this.cfg.deadCap);
+      if (r.requeued + r.buried + r.cancelled > 0) this.cfg.listener?.reaped(r);
+      for (const j of r.jobs) this.log[j.outcome === 'buried' ? 'error' : 'warn'](describeReap(this.cfg.queue, j));
+      return r.requeued > 0;
+    } catch (err) {
+      this.log.warn(`consumer ${this.cfg.queue}: maintenance failed (${describeError(err)})`);
+      return false;
+    }
+  }
+}
