@@ -120,9 +120,11 @@ export class GroupConsumer {
   async stop(deadlineMs: number): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    this.reader.stop();
     if (this.timer) clearInterval(this.timer);
     this.wake?.();
+    // A read that was answered while it is unblocked hands its entries to the loop, which runs
+    // them (within the deadline below) before it sees the stop.
+    await this.reader.stop();
     await this.loopDone;
     const until = Date.now() + deadlineMs;
     while (this.running.size > 0 && Date.now() < until) await sleep(10);

@@ -1,19 +1,28 @@
+import { Cluster } from 'iovalkey';
 import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
 import type { TopicKeys } from '../protocol/keys.js';
 import type { AckBuffer } from './group-acks.js';
-import { readGroup, type GroupEntry } from './group-wire.js';
+import { readGroup, readGroupUnblockable, type GroupEntry } from './group-wire.js';
+
+/** How long `stop` waits for an unblocked read's reply. */
+const STOP_WAIT_MS = 1000;
 
 /**
  * The read side of a group member: `XREADGROUP` on a dedicated blocking connection, each read
  * preceded on that connection by the queued acknowledgements (see `AckBuffer`) and raced against
  * a watchdog. A read that hangs past its BLOCK loses its connection; the next read opens another
  * (an open that fails throws, and the loop simply tries again after its back-off), so no failure
- * leaves the member holding a dead connection. `stop` ends a read or a back-off sleep at once.
+ * leaves the member holding a dead connection. `stop` ends a back-off sleep at once, and a
+ * blocking read by `CLIENT UNBLOCK` first: entries the server delivered just before are then
+ * answered and handled, not left pending for a member that is gone (reclaimed only later).
  */
 export class GroupReader {
   private blocker?: ValkeyClient;
   private interrupt?: () => void;
   private stopped = false;
+  /** The blocking read in flight, and its connection's server id (once known). */
+  private reading?: Promise<unknown>;
+  private blockedId?: number;
 
   constructor(
     private readonly conn: EchoMqConnection,
@@ -49,9 +58,25 @@ export class GroupReader {
     });
   }
 
-  /** Ends the current read or sleep and closes the blocking connection. */
-  stop(): void {
+  /**
+   * Ends the current read or sleep and closes the blocking connection. A blocking read is
+   * unblocked and its reply awaited (up to 1 s) first, so the entries it answers reach the loop;
+   * where `CLIENT UNBLOCK` is refused (ACL) or fails, the connection is closed as it is.
+   */
+  async stop(): Promise<void> {
     this.stopped = true;
+    const reading = this.reading;
+    const id = this.blockedId;
+    if (reading && id !== undefined && this.blocker) {
+      // Unblocked (answered nil) or served just before (answered entries): either way the
+      // reply is on its way. Refused (ACL) or failed: nothing to wait for.
+      const sent = await this.conn.unblock(id, this.k.log).then(() => true, () => false);
+      if (sent) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([reading.catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, STOP_WAIT_MS)))]);
+        clearTimeout(timer);
+      }
+    }
     this.interrupt?.();
     this.drop();
   }
@@ -77,7 +102,17 @@ export class GroupReader {
     const client = await this.client();
     await this.acks.settled();
     void this.acks.flush(client);
-    return readGroup(client, this.k, this.group, this.consumer, count, from, blockMs);
+    // Cluster clients read plainly (their pipelines route by key; `CLIENT ID` has none): a stop
+    // there closes the connection as it is, and a stranded entry waits for a reclaim.
+    if (blockMs === undefined || client instanceof Cluster) return readGroup(client, this.k, this.group, this.consumer, count, from, blockMs);
+    this.blockedId = undefined;
+    const read = readGroupUnblockable(client, this.k, this.group, this.consumer, count, from, blockMs, (id) => (this.blockedId = id));
+    this.reading = read;
+    try {
+      return await read;
+    } finally {
+      if (this.reading === read) this.reading = this.blockedId = undefined;
+    }
   }
 
   /** Races a read against a timer; no reaction outlives the read. */

@@ -48,10 +48,35 @@ export function cmd(client: ValkeyClient, name: string, args: (string | number)[
 
 /** `XREADGROUP GROUP g c COUNT n [BLOCK ms] STREAMS log <from>`: the entries of the one stream. */
 export async function readGroup(client: ValkeyClient, k: TopicKeys, group: string, consumer: string, count: number, from: string, blockMs?: number): Promise<GroupEntry[]> {
+  return entriesOf(await cmd(client, 'XREADGROUP', readArgs(k, group, consumer, count, from, blockMs)));
+}
+
+/**
+ * A blocking `readGroup` preceded in one pipeline by `CLIENT ID`, told to `onId` before the read
+ * blocks: whoever holds the id can end the read early with `CLIENT UNBLOCK`, and the read then
+ * answers what it has (nothing, or entries it was delivered, which are not lost in a closed
+ * connection).
+ */
+export async function readGroupUnblockable(client: ValkeyClient, k: TopicKeys, group: string, consumer: string, count: number, from: string, blockMs: number, onId: (id: number) => void): Promise<GroupEntry[]> {
+  const p = client.pipeline();
+  p.client('ID', (err: Error | null | undefined, id?: unknown) => {
+    if (!err) onId(Number(id));
+  });
+  p.call('XREADGROUP', readArgs(k, group, consumer, count, from, blockMs));
+  const replies = await p.exec();
+  const [err, reply] = replies?.[1] ?? [new Error('no reply to the group read'), null];
+  if (err) throw err;
+  return entriesOf(reply);
+}
+
+function readArgs(k: TopicKeys, group: string, consumer: string, count: number, from: string, blockMs?: number): (string | number)[] {
   const args: (string | number)[] = ['GROUP', group, consumer, 'COUNT', count];
   if (blockMs !== undefined) args.push('BLOCK', blockMs);
   args.push('STREAMS', k.log, from);
-  const reply = await cmd(client, 'XREADGROUP', args);
+  return args;
+}
+
+function entriesOf(reply: Raw): GroupEntry[] {
   if (!Array.isArray(reply) || reply.length === 0) return [];
   return parseEntries((reply[0] as [Raw, Raw])[1]);
 }

@@ -1,0 +1,52 @@
+/**
+ * Stopping a group member while its read blocks: an event published in the same instant is either
+ * handled by that member before it stops (its read was served, the reply awaited) or left new for
+ * the next member — never delivered to a member that is gone and left in its pending list until a
+ * reclaim (the ack timeout here is a minute, so a stranded entry fails the test).
+ */
+import type { Redis } from 'iovalkey';
+import { EchoMqConnection } from '../../src/protocol/connection.js';
+import { topicKeys } from '../../src/protocol/keys.js';
+import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
+import { append, pendingCount, startMember } from './bus-groups.helpers.js';
+
+/** True once a client blocks in XREADGROUP (CLIENT LIST flag `b`). */
+async function blockedReaders(raw: Redis): Promise<number> {
+  const list = (await raw.call('CLIENT', 'LIST')) as string;
+  return list.split('\n').filter((l) => / flags=\S*b/.test(l) && / cmd=xreadgroup/.test(l)).length;
+}
+
+describe('stopping a group member during a blocking read', () => {
+  let raw: Redis;
+  let conn: EchoMqConnection;
+
+  beforeAll(async () => {
+    raw = rawClient();
+    conn = new EchoMqConnection({ url: testUrl() });
+    await conn.open();
+  });
+  afterAll(async () => {
+    await conn.close();
+    await raw.quit();
+  });
+
+  it('an event published as the member stops is handled exactly once, by it or by the next member', async () => {
+    const options = { group: 'g', ackTimeoutMs: 60_000, maxDeliveries: 3 };
+    for (let round = 0; round < 15; round++) {
+      const topic = randomQueue('stop');
+      const before = await blockedReaders(raw);
+      const a = await startMember(conn, { topic, options, blockMs: 10_000 });
+      await eventually(async () => (await blockedReaders(raw)) > before, 5000, 'the member blocks');
+      // Same instant: the entry lands while the read blocks, and the member is told to stop.
+      const published = append(raw, topic, { round });
+      await a.member.stop(2000);
+      await published;
+      const b = await startMember(conn, { topic, options, blockMs: 200 });
+      await eventually(() => a.log.events.length + b.log.events.length === 1, 3000, 'the event handled');
+      await eventually(async () => (await pendingCount(raw, topic, 'g')) === 0, 3000, 'nothing pending');
+      await b.member.stop(500);
+      expect(a.log.events.length + b.log.events.length).toBe(1);
+      await raw.del(topicKeys(topic).log);
+    }
+  }, 120_000);
+});
