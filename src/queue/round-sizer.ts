@@ -8,7 +8,8 @@
  * while the jobs of another run their handlers. Smaller claims cost more script calls per job,
  * so the split pays only when both sides have a core to work on: the sizer measures it. While
  * the loop is saturated (its claims come back full), it compares the completion rate of its
- * current split with a neighbour's, one epoch (at least 32 rounds and 100 ms) every eighth epoch, and keeps the
+ * current split with a neighbour's (epochs of at least 16 rounds and 50 ms; a probe in the second
+ * epoch, then in one epoch of eight), and keeps the
  * faster one (moving to a larger split only for a gain of at least 3%, since it costs CPU). A
  * loop that is not saturated (the queue ran dry, or handlers are the bottleneck) goes back to
  * one share: the cheapest, and what light load needs.
@@ -66,9 +67,9 @@ export class RoundSizer {
       this.claims++;
       if (got === asked) this.full++;
     }
-    if (this.fixed || this.rounds < 32) return;
+    if (this.fixed || this.rounds < 16) return;
     const t = this.now();
-    if (t - this.started < 100) return;
+    if (t - this.started < 50) return;
     this.endEpoch(this.done / (t - this.started), this.claims > 0 && this.full >= 0.8 * this.claims);
     this.started = t;
     this.done = this.claims = this.full = this.rounds = 0;
@@ -91,9 +92,9 @@ export class RoundSizer {
       this.home = 0;
       return;
     }
-    // Every eighth epoch, probe the neighbour whose figure is the oldest (or missing): at most
-    // one epoch in eight runs a split that may be slower.
-    if (this.epoch % 8 !== 0) return;
+    // Right after the first epoch, then every eighth, probe the neighbour whose figure is the
+    // oldest (or missing): at most one epoch in eight runs a split that may be slower.
+    if (this.epoch % 8 !== 1) return;
     const up = this.split < this.maxSplit ? this.split + 1 : 0;
     const down = this.split > 1 ? this.split - 1 : 0;
     const age = (s: number): number => (s === 0 ? -1 : this.epoch - (this.rates.get(s)?.epoch ?? -1e9));

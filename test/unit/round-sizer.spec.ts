@@ -1,16 +1,16 @@
 import { RoundSizer } from '../../src/queue/round-sizer.js';
 
-/** Drives a sizer through `epochs` epochs of 32 rounds over 100 ms, at the rate `rate(split)` jobs/ms. */
+/** Drives a sizer through `epochs` epochs of 16 rounds over 50 ms, at the rate `rate(split)` jobs/ms. */
 let t = 0;
 const clock = (): number => t;
 
 function drive(s: RoundSizer, epochs: number, rate: (split: number) => number, saturated = true): number[] {
   const seen: number[] = [];
   for (let e = 0; e < epochs; e++) {
-    for (let r = 0; r < 32; r++) {
-      t += 100 / 32;
+    for (let r = 0; r < 16; r++) {
+      t += 50 / 16;
       const share = s.share;
-      s.record(share, saturated ? share : share - 1, rate(s.current) * (100 / 32));
+      s.record(share, saturated ? share : share - 1, rate(s.current) * (50 / 16));
     }
     seen.push(s.current);
   }
@@ -27,8 +27,10 @@ describe('RoundSizer (rounds in flight)', () => {
   });
 
   it('adaptive: starts with one share and keeps a larger split only when it is measurably faster', () => {
-    const faster = drive(new RoundSizer(20, 'adaptive', clock), 48, (x) => (x === 1 ? 20 : x === 2 ? 30 : 29));
-    expect(faster[0]).toBe(1);
+    const s = new RoundSizer(20, 'adaptive', clock);
+    expect(s.current).toBe(1);
+    const faster = drive(s, 48, (x) => (x === 1 ? 20 : x === 2 ? 30 : 29));
+    expect(faster[0]).toBe(2); // the second epoch probes the next split at once
     expect(faster.slice(-8).filter((x) => x === 2).length).toBeGreaterThanOrEqual(6); // settles on 2, probing now and then
     const flat = drive(new RoundSizer(20, 'adaptive', clock), 48, () => 20); // handlers are the bottleneck
     expect(flat.slice(-8).filter((x) => x === 1).length).toBeGreaterThanOrEqual(6);
