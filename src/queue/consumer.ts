@@ -112,7 +112,9 @@ export class Consumer {
     this.runner = new JobRunner(cfg.queue, cfg.handler, cfg.concurrency, cfg.maxResultBytes, {
       completed: (c) => this.toComplete.push(c),
       failed: (h, error, fatal) => this.upkeep.retry(h, error, fatal),
-      freed: () => this.kick(),
+      // The last running handler ended: nothing else can finish in this turn, so the round goes
+      // now (a microtask) instead of a turn later (at concurrency 1, a turn per job).
+      freed: () => (this.runner.active === 0 ? queueMicrotask(() => this.pump()) : this.kick()),
     }, { controls: new JobControls(conn, this.k, cfg.maxResultBytes), timeoutMs: cfg.timeoutMs });
     this.upkeep = new ConsumerUpkeep(conn, this.k, cfg, this.runner, this.log);
   }
