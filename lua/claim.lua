@@ -181,6 +181,9 @@ local levels
 -- served; ringPush, lanes to put at the back of the ring.
 -- (Allocated in lanes mode only: the plain path builds no table or string it does not use.)
 local ringKey, tgr, ringPop, ringPush, laneKey = nil, nil, 0, nil, nil
+-- Level-0 lane writes without a policy, as parallel arrays (no table per lane): key, due ids to
+-- push (or false), count to pop; gone, the lanes that end empty (one DEL).
+local lwk, lwd, lwp, lwn, gone = nil, nil, nil, 0, nil
 local gp = nil -- group policy state for the writes (lanes mode with a policy only)
 if lanes then
   ops, tlv, tgr, ringPush, levels, ringKey = {}, {}, {}, {}, b .. 'levels', b .. 'groups'
@@ -449,45 +452,54 @@ if lanes then
   end
   -- One read per lane: its oldest q + 1 ids, q = a fair share of need (q + 1 read means "more
   -- than q": the lane then gives at most q, so that its leftover is known to be non-empty).
-  local total, tails, more = {}, {}, {}
-  local q = math.ceil(need / math.max(1, #win))
-  for j = 1, #win do
-    local key = laneKey(win[j])
+  -- (Parallel arrays and one key spelt per lane: this loop runs once per lane of the window.)
+  local nw, gpre = #win, b .. 'group:'
+  local q = math.ceil(need / math.max(1, nw))
+  local lk, tails, total, got, act, na = {}, {}, {}, {}, {}, 0
+  for j = 1, nw do
+    local g = win[j]
+    local key = g == '' and KEYS[2] or gpre .. g
     local t = redis.pcall('LRANGE', key, -(q + 1), -1)
-    e = refused(t, key)
-    if e then return e end
-    tails[j] = t
-    more[j] = #t > q
-    total[j] = more[j] and q or #t + #(dueG[win[j]] or none)
+    if t.err then return refused(t, key) end
+    local nt = #t
+    lk[j], tails[j], got[j] = key, t, 0
+    local tot = nt > q and q or nt + #(dueG[g] or none)
+    total[j] = tot
+    if tot > 0 and inWin[g] ~= 'due' then na = na + 1; act[na] = j end
   end
-  local got, act = {}, {}
-  for j = 1, #win do
-    got[j] = 0
-    if inWin[win[j]] ~= 'due' and total[j] > 0 then act[#act + 1] = j end
-  end
-  while need > 0 and #act > 0 do
-    local nxt = {}
-    for x = 1, #act do
+  -- One job per lane per round, in window order, until need runs out (act: the lanes that can
+  -- still give, compacted in place).
+  while need > 0 and na > 0 do
+    local m = 0
+    for x = 1, na do
       if need == 0 then break end
       local j = act[x]
-      got[j] = got[j] + 1
-      need = need - 1
-      if got[j] < total[j] then nxt[#nxt + 1] = j end
+      local gj = got[j] + 1
+      got[j], need = gj, need - 1
+      if gj < total[j] then m = m + 1; act[m] = j end
     end
-    act = nxt
+    na = m
   end
-  for j = 1, #win do
-    local g, key, d = win[j], laneKey(win[j]), dueG[win[j]] or none
-    local t = tails[j]
-    local fromList = math.min(got[j], #t)
-    for i = #t, #t - fromList + 1, -1 do take[#take + 1] = t[i]; tlv[#take] = 0; tgr[#take] = g end
-    for i = 1, got[j] - fromList do take[#take + 1] = d[i]; tlv[#take] = 0; tgr[#take] = g end
-    local left = more[j] and (#t - got[j] + #d) or total[j] - got[j]
+  local nk = #take
+  lwk, lwd, lwp, gone = {}, {}, {}, {}
+  for j = 1, nw do
+    local g, d, t, gj = win[j], dueG[win[j]] or none, tails[j], got[j]
+    local nt, nd = #t, #d
+    local fromList = gj < nt and gj or nt
+    for i = nt, nt - fromList + 1, -1 do nk = nk + 1; take[nk] = t[i]; tgr[nk] = g end
+    for i = 1, gj - fromList do nk = nk + 1; take[nk] = d[i]; tgr[nk] = g end
+    local left = nt > q and (nt - gj + nd) or total[j] - gj
     lrem = lrem + left
-    if got[j] > 0 or #d > 0 then ops[#ops + 1] = { key, 0, d, got[j], false } end
+    if left == 0 then
+      -- The lane ends empty: one DEL for all such lanes (its due jobs, all taken, never land).
+      if nt > 0 then gone[#gone + 1] = lk[j] end
+    elseif gj > 0 or nd > 0 then
+      lwn = lwn + 1
+      lwk[lwn], lwd[lwn], lwp[lwn] = lk[j], nd > 0 and d, gj
+    end
     -- Back into the ring: a served lane that has work left, a lane from outside the ring
     -- (jobs without a group, or a group whose due jobs land in an empty list).
-    if left > 0 and (inWin[g] == true or wholeRing or #t == 0) then ringPush[#ringPush + 1] = g end
+    if left > 0 and (inWin[g] == true or wholeRing or nt == 0) then ringPush[#ringPush + 1] = g end
   end
   end -- not pol
   k = #take
@@ -605,13 +617,20 @@ for i = 1, #due do
   if dueRow[i] then redis.call('HSET', prefix .. due[i], 'status', 'pending') end
 end
 if lanes then
+  -- A lane list: its due ids pushed (in slices of 1000), then its `pop` oldest ids removed
+  -- (LTRIM, not RPOP with a count: the same list, without the removed ids as a reply table).
+  local function land(key, d, pop)
+    if d then for i = 1, #d, 1000 do redis.call('LPUSH', key, unpack(d, i, math.min(i + 999, #d))) end end
+    if pop == 1 then redis.call('RPOP', key) elseif pop > 1 then redis.call('LTRIM', key, 0, -(pop + 1)) end
+  end
   for o = 1, #ops do
     local key, L, d, pop, lv = ops[o][1], ops[o][2], ops[o][3], ops[o][4], ops[o][5]
-    for i = 1, #d, 1000 do redis.call('LPUSH', key, unpack(d, i, math.min(i + 999, #d))) end
-    if pop > 0 then redis.call('RPOP', key, pop) end
+    land(key, #d > 0 and d, pop)
     if lv == 'ZADD' then redis.call('ZADD', levels, L, L) elseif lv == 'ZREM' then redis.call('ZREM', levels, L) end
   end
-  if ringPop > 0 then redis.call('RPOP', ringKey, ringPop) end
+  for o = 1, lwn do land(lwk[o], lwd[o], lwp[o]) end
+  if gone and #gone > 0 then redis.call('DEL', unpack(gone)) end
+  if ringPop > 0 then redis.call('LTRIM', ringKey, 0, -(ringPop + 1)) end
   if #ringPush > 0 then redis.call('LPUSH', ringKey, unpack(ringPush)) end
   if gp then
     -- Group policy: live counts of capped groups, rate windows, the front lane's turn.
