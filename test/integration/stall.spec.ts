@@ -29,7 +29,9 @@ describe('a stalled holder that wakes up after its lease expired', () => {
         calls.push({ id: job.id, attempt: job.attempt });
         return { by: 'X' };
       },
-      { leaseMs: 1000 },
+      // Its own lease is longer than the stalled child's: on a loaded machine a 1 s lease could
+      // lapse before its completion lands, and the job would be reaped a second time.
+      { leaseMs: 3000 },
     );
     f.consumers.push(consumer);
     await eventually(async () => (await f.queues.getJob(q, id))?.status === 'done', 20_000, 'the reclaimed job to complete');
