@@ -25,6 +25,14 @@ export interface WireFlowEdge {
 /** What a delivery did (flow-deliver.lua). */
 export type DeliverOutcome = 'missing' | 'repeat' | 'recorded' | 'released' | 'buried';
 
+/** One child's outcome bound for its parent (a flow-deliver delivery). */
+export interface Delivery {
+  readonly parentId: string;
+  readonly childId: string;
+  readonly outcome: 'done' | 'failed' | 'cancelled';
+  readonly text: string;
+}
+
 /** One outbox entry as outbox-take.lua returns it. */
 export interface OutboxEntry {
   readonly id: string;
@@ -72,15 +80,22 @@ export const flowWire = {
   },
 
   /** Delivers one child's outcome to its parent (on the parent's queue). */
-  async deliver(
-    c: ScriptClient,
-    k: QueueKeys,
-    d: { parentId: string; childId: string; outcome: 'done' | 'failed' | 'cancelled'; text: string },
-    deadCap: number,
-  ): Promise<DeliverOutcome> {
-    const keys = [k.meta, k.pending, k.wake, k.dead, k.data, k.jobPrefix, k.job(d.parentId), k.events, k.outbox, k.outdue];
-    const r = (await runScript(c, 'flow-deliver', keys, [PROTOCOL_VERSION, d.parentId, d.childId, d.outcome, d.text, deadCap])) as number;
-    return DELIVERED[r] ?? 'missing';
+  async deliver(c: ScriptClient, k: QueueKeys, d: Delivery, deadCap: number): Promise<DeliverOutcome> {
+    const [one] = await flowWire.deliverMany(c, k, [d], deadCap);
+    return one;
+  },
+
+  /**
+   * Delivers children's outcomes to parents of one queue in one call (1..1000), applied in order
+   * as if one call each; resolves to what each delivery did.
+   */
+  async deliverMany(c: ScriptClient, k: QueueKeys, ds: readonly Delivery[], deadCap: number): Promise<DeliverOutcome[]> {
+    const [first, ...rest] = ds;
+    const args: (string | number)[] = [PROTOCOL_VERSION, first.parentId, first.childId, first.outcome, first.text, deadCap];
+    for (const d of rest) args.push(d.parentId, d.childId, d.outcome, d.text);
+    const keys = [k.meta, k.pending, k.wake, k.dead, k.data, k.jobPrefix, k.job(first.parentId), k.events, k.outbox, k.outdue];
+    const r = (await runScript(c, 'flow-deliver', keys, args)) as number | number[];
+    return (Array.isArray(r) ? r : [r]).map((x) => DELIVERED[x] ?? 'missing');
   },
 
   /** Takes up to `n` due outbox entries under a relay lease of `leaseMs`. */

@@ -1,13 +1,13 @@
 import type { Subscription } from 'rxjs';
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { describeError } from '../protocol/errors.js';
-import { flowWire, type OutboxEntry } from '../protocol/flow-wire.js';
+import { flowWire, type Delivery, type OutboxEntry } from '../protocol/flow-wire.js';
 import { queueKeys } from '../protocol/keys.js';
 import { SignalHub } from '../protocol/signal-hub.js';
 import { wire } from '../protocol/wire.js';
 import { planQueue, type CreateEntry } from './flow.plan.js';
 import type { QueueDefaults } from './queue.options.js';
-import { parseCreate, replicated, settle, targetOf, testHold } from './flow-entries.js';
+import { batched, parseCreate, parseDeliver, replicated, settle, targetOf, testHold } from './flow-entries.js';
 import type { FlowReleaseListener } from './telemetry.hooks.js';
 
 /** How the relay runs. */
@@ -186,27 +186,51 @@ export class FlowRelay {
 
   /**
    * Relays a batch: the creations bound for one queue go in one flow-add call (idempotent per
-   * tree, so batching changes nothing), every other entry in its own call, all at once.
+   * tree, so batching changes nothing), the deliveries bound for one queue in one flow-deliver
+   * call (applied in order, as one call each), every other entry in its own call, all at once.
    */
   private async relayAll(entries: readonly OutboxEntry[]): Promise<PromiseSettledResult<void>[]> {
     const out: Promise<PromiseSettledResult<void>>[] = new Array<Promise<PromiseSettledResult<void>>>(entries.length);
-    const creates = new Map<string, { at: number[]; roots: CreateEntry[] }>();
-    entries.forEach((e, i) => {
-      const c = parseCreate(e.text);
-      if (!c) {
-        out[i] = settle(this.relay(e));
-        return;
-      }
-      const g = creates.get(c.queue) ?? { at: [], roots: [] };
+    const creates = new Map<string, { at: number[]; items: CreateEntry[] }>();
+    const delivers = new Map<string, { at: number[]; items: Delivery[] }>();
+    const group = <T>(m: Map<string, { at: number[]; items: T[] }>, q: string, i: number, item: T): void => {
+      const g = m.get(q) ?? { at: [], items: [] };
       g.at.push(i);
-      g.roots.push(c.entry);
-      creates.set(c.queue, g);
+      g.items.push(item);
+      m.set(q, g);
+    };
+    entries.forEach((e, i) => {
+      const c = e.text.startsWith('c ') ? parseCreate(e.text) : undefined;
+      const d = e.text.startsWith('d ') ? parseDeliver(e.text) : undefined;
+      if (c) group(creates, c.queue, i, c.entry);
+      else if (d) group(delivers, d.queue, i, d.d);
+      else out[i] = settle(this.relay(e));
     });
     for (const [q, g] of creates) {
-      const results = this.create(q, g.roots);
+      const results = this.create(q, g.items);
+      g.at.forEach((at, j) => (out[at] = results.then((r) => r[j])));
+    }
+    for (const [q, g] of delivers) {
+      const results = this.deliver(q, g.items);
       g.at.forEach((at, j) => (out[at] = results.then((r) => r[j])));
     }
     return Promise.all(out);
+  }
+
+  /** Delivers outcomes to parents of `queue`: one flow-deliver call per 1000 (a refused call is retried one per call). */
+  private async deliver(queue: string, ds: readonly Delivery[]): Promise<PromiseSettledResult<void>[]> {
+    const t0 = Date.now();
+    const cap = this.opts.settings(queue).deadCap;
+    const got = await batched(ds, 1000, (part) => flowWire.deliverMany(this.conn.scriptClient, queueKeys(queue), part, cap));
+    let buried = false;
+    const out = got.map((r, i): PromiseSettledResult<void> => {
+      if (r.status === 'rejected') return r;
+      if (r.value === 'buried') buried = true;
+      else if (r.value === 'released') this.opts.onReleased?.({ queue, parentId: ds[i].parentId, childId: ds[i].childId, outcome: ds[i].outcome }, t0);
+      return { status: 'fulfilled', value: undefined };
+    });
+    if (buried) this.follow(queue);
+    return out;
   }
 
   /**
@@ -254,15 +278,7 @@ export class FlowRelay {
   private async relay(e: OutboxEntry): Promise<void> {
     const c = this.conn.scriptClient;
     const kind = e.text.slice(0, 2);
-    if (kind === 'd ') {
-      const m = /^d (\S+) (\S+) (\S+) (done|failed|cancelled) ([\s\S]*)$/.exec(e.text);
-      if (!m) return this.malformed(e);
-      const [, pq, pid, cid, outcome, text] = m;
-      const t0 = Date.now();
-      const r = await flowWire.deliver(c, queueKeys(pq), { parentId: pid, childId: cid, outcome: outcome as 'done', text }, this.opts.settings(pq).deadCap);
-      if (r === 'buried') this.follow(pq);
-      else if (r === 'released') this.opts.onReleased?.({ queue: pq, parentId: pid, childId: cid, outcome }, t0);
-    } else if (kind === 'x ') {
+    if (kind === 'x ') {
       const m = /^x (\S+) (\S+)$/.exec(e.text);
       if (!m) return this.malformed(e);
       const r = await wire.cancel(c, queueKeys(m[1]), m[2], this.opts.settings(m[1]).keepCancelled);
