@@ -282,6 +282,9 @@ if X then
   redis.call('HINCRBY', KEYS[11], 'attempts', -1)
   waiting[1] = jid
 end
+-- Each row, and the outbox, is written with one command: the row's own fields, then one `k:<child>`
+-- per edge whose parent it is.
+local rowOf = {}
 for i = 1, n do
   if out[i] == 1 then
     local a = 5 + o + 5 * (i - 1)
@@ -292,7 +295,7 @@ for i = 1, n do
       opts[#opts + 1] = id
       opts[#opts + 1] = maxA .. '|' .. backoff
     end
-    local row = {}
+    local row
     if kids[i] then
       row = { 'status', 'waiting', 'deps', kids[i] }
       waiting[#waiting + 1] = id
@@ -301,21 +304,35 @@ for i = 1, n do
       queued[#queued + 1] = id
     end
     if parent ~= '' then row[#row + 1] = 'parent'; row[#row + 1] = parent end
-    redis.call('HSET', KEYS[6] .. id, unpack(row))
+    rowOf[i] = row
   end
 end
-local boxed = 0
+if X then rowOf[0] = {} end
+local boxH, boxZ = {}, {}
 for j = 1, m do
   local a = base + 6 * (j - 1)
   local pid, cid, cq, pol, key, text = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
-  if out[index[pid] or 0] == 1 then
-    redis.call('HSET', KEYS[6] .. pid, 'k:' .. cid, cq .. ' ' .. pol .. ' ' .. key)
+  local pi = index[pid] or 0
+  if out[pi] == 1 then
+    local row = rowOf[pi]
+    row[#row + 1] = 'k:' .. cid
+    row[#row + 1] = cq .. ' ' .. pol .. ' ' .. key
     if text ~= '' then
-      redis.call('HSET', KEYS[8], 'c:' .. cid, text)
-      redis.call('ZADD', KEYS[9], now, 'c:' .. cid)
-      boxed = boxed + 1
+      boxH[#boxH + 1] = 'c:' .. cid
+      boxH[#boxH + 1] = text
+      boxZ[#boxZ + 1] = now
+      boxZ[#boxZ + 1] = 'c:' .. cid
     end
   end
+end
+for i = 1, n do
+  if rowOf[i] then redis.call('HSET', KEYS[6] .. ids[i], unpack(rowOf[i])) end
+end
+if X and #rowOf[0] > 0 then redis.call('HSET', KEYS[11], unpack(rowOf[0])) end
+local boxed = #boxZ / 2
+if boxed > 0 then
+  redis.call('HSET', KEYS[8], unpack(boxH))
+  redis.call('ZADD', KEYS[9], unpack(boxZ))
 end
 if #data > 0 then
   redis.call('HSET', KEYS[4], unpack(data))
