@@ -8,11 +8,13 @@ import type { CreateEntry } from './flow.plan.js';
  * Test hook (crash tests): with `ECHOMQ_TEST_RELAY_HOLD` = `before-relay` or `before-ack`, the relay
  * prints `relay-hold <point> <entry ids>` and stops for good at that point, so a test can SIGKILL
  * the process between taking entries and relaying them, or between relaying and acknowledging.
+ * Undefined when not holding, so the relay goes on without yielding (a hand-off's target script is
+ * written before anything else this turn sends, e.g. the consumer's next claim).
  */
-export async function testHold(point: 'before-relay' | 'before-ack', ids: readonly string[]): Promise<void> {
-  if (process.env.ECHOMQ_TEST_RELAY_HOLD !== point) return;
+export function testHold(point: 'before-relay' | 'before-ack', ids: readonly string[]): Promise<never> | undefined {
+  if (process.env.ECHOMQ_TEST_RELAY_HOLD !== point) return undefined;
   process.stdout.write(`relay-hold ${point} ${ids.join(',')}\n`);
-  await new Promise<never>(() => undefined);
+  return new Promise<never>(() => undefined);
 }
 
 /** A creation entry's target queue and content, or undefined when the text is not one. */

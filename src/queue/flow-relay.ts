@@ -153,7 +153,8 @@ export class FlowRelay {
   /** Relays leased entries of `queue`'s outbox, then acknowledges those whose target script ran. */
   private async relayEntries(queue: string, entries: readonly OutboxEntry[]): Promise<void> {
     const k = queueKeys(queue);
-    await testHold('before-relay', entries.map((e) => e.id));
+    const hold = testHold('before-relay', entries.map((e) => e.id));
+    if (hold) await hold;
     const settled = await this.relayAll(entries);
     let done = entries.filter((_, i) => settled[i].status === 'fulfilled');
     if ((this.opts.waitReplicas ?? 0) > 0) done = await this.durable(done);
@@ -162,7 +163,8 @@ export class FlowRelay {
     });
     if (done.length > 0) {
       const ids = done.map((e) => e.id);
-      await testHold('before-ack', ids);
+      const held = testHold('before-ack', ids);
+      if (held) await held;
       const ack = flowWire.ack(this.conn.scriptClient, k, ids).catch((err: unknown) => {
         this.opts.logger?.warn(`flow relay ${queue}: acknowledgement failed (${describeError(err)}); the entries are relayed again, harmlessly`);
       });
