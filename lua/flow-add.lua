@@ -40,6 +40,11 @@
 --          [A-Za-z0-9_.-], unique among the parent's children); creation entry text ("" when
 --          the child queue is this queue and the child a node of this call, else the relay's
 --          text "c <child queue> <subtree JSON>", 1..limit bytes)
+-- then, optionally, a self-relay lease in ms (1..86400000): the caller relays the creation
+--          entries this call writes itself (it knows them: the entry texts of the edges of the
+--          trees created); they are written already taken (due at now + lease, as outbox-take
+--          would leave them) and no outbox signal is sent. If the caller dies first, any relay
+--          takes them when the lease lapses.
 -- Returns: an array of n integers: 1 = created, 0 = skipped (its tree already existed). Fan-out
 --          mode: 1 = the job now waits for its new children, 0 = refused (not active under that
 --          token; nothing written).
@@ -120,8 +125,12 @@ if X then
   if KEYS[11] ~= KEYS[6] .. jid then return redis.error_reply('EMQ_BAD_ARG KEYS[11] is not the row of ' .. jid) end
   if type(token) ~= 'string' or #token > 20 or not string.match(token, '^%d+$') then return redis.error_reply('EMQ_BAD_ARG bad token') end
 end
-if #ARGV ~= 5 + o + 5 * n + 6 * m then
-  return redis.error_reply('EMQ_BAD_ARG expected ' .. (5 * n) .. ' node and ' .. (6 * m) .. ' edge arguments')
+local selfLease = nil
+if #ARGV == 6 + o + 5 * n + 6 * m then
+  selfLease = int(ARGV[#ARGV], 1, 86400000)
+  if not selfLease then return redis.error_reply('EMQ_BAD_ARG self-relay lease must be 1..86400000 ms') end
+elseif #ARGV ~= 5 + o + 5 * n + 6 * m then
+  return redis.error_reply('EMQ_BAD_ARG expected ' .. (5 * n) .. ' node and ' .. (6 * m) .. ' edge arguments (and an optional self-relay lease)')
 end
 -- Nodes: ids, payloads, parents, own options.
 local ids, index, up = {}, {}, {}
@@ -320,7 +329,7 @@ for j = 1, m do
     if text ~= '' then
       boxH[#boxH + 1] = 'c:' .. cid
       boxH[#boxH + 1] = text
-      boxZ[#boxZ + 1] = now
+      boxZ[#boxZ + 1] = selfLease and now + selfLease or now
       boxZ[#boxZ + 1] = 'c:' .. cid
     end
   end
@@ -345,7 +354,7 @@ if #queued > 0 then
 end
 -- meta `waits`: how many jobs of the queue are `waiting` (counts, without a scan of the rows).
 if #waiting > 0 then redis.call('HINCRBY', KEYS[1], 'waits', #waiting) end
-if boxed > 0 then redis.call('SPUBLISH', KEYS[8], boxed) end
+if boxed > 0 and not selfLease then redis.call('SPUBLISH', KEYS[8], boxed) end
 emit(KEYS[7], elog, 'enqueued', queued, now)
 emit(KEYS[7], elog, 'waiting', waiting, now)
 if X then return 1 end

@@ -43,7 +43,11 @@ const DELIVERED: Record<number, DeliverOutcome> = { [-1]: 'missing', 0: 'repeat'
 
 /** Typed wrappers of the flow scripts; every key array is built here from the key grammar. */
 export const flowWire = {
-  /** Creates the nodes of one queue; per node 1 created / 0 skipped (its tree existed). */
+  /**
+   * Creates the nodes of one queue; per node 1 created / 0 skipped (its tree existed). With
+   * `selfLeaseMs`, the creation entries written are leased to the caller, who relays them itself
+   * (no outbox signal; flow-add.lua's self-relay lease).
+   */
   async add(
     c: ScriptClient,
     k: QueueKeys,
@@ -51,17 +55,19 @@ export const flowWire = {
     outboxBound: number,
     nodes: readonly WireFlowNode[],
     edges: readonly WireFlowEdge[],
+    selfLeaseMs?: number,
   ): Promise<number[]> {
     const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, outboxBound, nodes.length, edges.length];
     for (const n of nodes) args.push(n.id, n.payload, n.parent, n.maxAttempts ?? '', n.backoff ?? '');
     for (const e of edges) args.push(e.parentId, e.childId, e.childQueue, e.policy, e.key, e.entry);
+    if (selfLeaseMs !== undefined) args.push(selfLeaseMs);
     const keys = [k.meta, k.pending, k.wake, k.data, k.opts, k.jobPrefix, k.events, k.outbox, k.outdue];
     return (await runScript(c, 'flow-add', keys, args)) as number[];
   },
 
   /**
-   * Gives the running job `job` (fenced by its token) new children: it becomes a waiting parent.
-   * Resolves false when refused (the job is no longer active under that token).
+   * Gives the running job `job` (fenced by its token) new children: it becomes a waiting parent
+   * (`selfLeaseMs` as for `add`). Resolves false when refused (the job is no longer active under that token).
    */
   async expand(
     c: ScriptClient,
@@ -71,10 +77,12 @@ export const flowWire = {
     job: { readonly id: string; readonly token: string },
     nodes: readonly WireFlowNode[],
     edges: readonly WireFlowEdge[],
+    selfLeaseMs?: number,
   ): Promise<boolean> {
     const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, outboxBound, nodes.length, edges.length, job.id, job.token];
     for (const n of nodes) args.push(n.id, n.payload, n.parent, n.maxAttempts ?? '', n.backoff ?? '');
     for (const e of edges) args.push(e.parentId, e.childId, e.childQueue, e.policy, e.key, e.entry);
+    if (selfLeaseMs !== undefined) args.push(selfLeaseMs);
     const keys = [k.meta, k.pending, k.wake, k.data, k.opts, k.jobPrefix, k.events, k.outbox, k.outdue, k.active, k.job(job.id)];
     return ((await runScript(c, 'flow-add', keys, args)) as number) === 1; // flow-add's fan-out mode
   },

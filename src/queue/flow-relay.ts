@@ -5,7 +5,7 @@ import { flowWire, type Delivery, type OutboxEntry } from '../protocol/flow-wire
 import { queueKeys } from '../protocol/keys.js';
 import { SignalHub } from '../protocol/signal-hub.js';
 import { wire } from '../protocol/wire.js';
-import { planQueue, type CreateEntry } from './flow.plan.js';
+import { planQueue, writtenEntries, type CreateEntry } from './flow.plan.js';
 import type { QueueDefaults } from './queue.options.js';
 import { batched, parseCreate, parseDeliver, replicated, settle, targetOf, testHold } from './flow-entries.js';
 import type { FlowReleaseListener } from './telemetry.hooks.js';
@@ -54,6 +54,8 @@ export class FlowRelay {
   /** Acknowledgements in flight (not awaited by the drain: the entries are leased meanwhile). */
   private readonly acks = new Set<Promise<unknown>>();
   private readonly again = new Set<string>();
+  /** Creation entries written under the self-relay lease, to be relayed on the next turn. */
+  private readonly created = new Map<string, OutboxEntry[]>();
   private readonly hub: SignalHub;
   private timer?: NodeJS.Timeout;
   private closed = false;
@@ -120,6 +122,9 @@ export class FlowRelay {
 
   /** Stops relaying (entries left are relayed by any other live node, or after a restart). */
   async close(): Promise<void> {
+    const owed = [...this.created];
+    this.created.clear();
+    for (const [q, es] of owed) for (let i = 0; i < es.length; i += TAKE) this.relayTaken(q, es.slice(i, i + TAKE));
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     for (const s of this.watched.values()) s.unsubscribe();
@@ -141,6 +146,32 @@ export class FlowRelay {
     });
     this.acks.add(run);
     void run.finally(() => this.acks.delete(run));
+  }
+
+  /**
+   * The self-relay lease to ask of a script that writes entries this process relays at once
+   * (flow-add's creations, complete's hand-offs); undefined once closed (the entries are then
+   * signalled, and relayed by any live relay).
+   */
+  selfLease(): number | undefined {
+    return this.closed ? undefined : this.leaseMs;
+  }
+
+  /**
+   * Relays creation entries this process wrote under its self-relay lease (`selfLease`): those of
+   * one queue written in the same turn go out together on the next turn (one flow-add per target
+   * queue for many flows), then are acknowledged.
+   */
+  relayCreated(queue: string, entries: readonly OutboxEntry[]): void {
+    if (this.closed || entries.length === 0) return;
+    const had = this.created.size > 0;
+    this.created.set(queue, [...(this.created.get(queue) ?? []), ...entries]);
+    if (had) return;
+    setImmediate(() => {
+      const all = [...this.created];
+      this.created.clear();
+      for (const [q, es] of all) for (let i = 0; i < es.length; i += TAKE) this.relayTaken(q, es.slice(i, i + TAKE));
+    });
   }
 
   /** One take → relay → ack round; resolves to how many entries were taken. */
@@ -241,9 +272,11 @@ export class FlowRelay {
    */
   private async create(queue: string, roots: readonly CreateEntry[]): Promise<PromiseSettledResult<void>[]> {
     const s = this.opts.settings(queue);
+    const lease = this.selfLease();
     const add = async (part: readonly CreateEntry[]): Promise<number> => {
       const plan = planQueue(queue, part.map((r) => ({ tree: r.tree, up: r.up })));
-      await flowWire.add(this.conn.scriptClient, queueKeys(queue), s.maxPayloadBytes, this.outboxBound, plan.nodes, plan.edges);
+      const made = await flowWire.add(this.conn.scriptClient, queueKeys(queue), s.maxPayloadBytes, this.outboxBound, plan.nodes, plan.edges, lease);
+      if (lease !== undefined) this.relayCreated(queue, writtenEntries(plan, made));
       return plan.crosses;
     };
     const out: PromiseSettledResult<void>[] = [];
@@ -272,7 +305,10 @@ export class FlowRelay {
       }
       i = j;
     }
-    if (crosses > 0) this.follow(queue);
+    // Creations written under the self-relay lease are relayed by this process already; without
+    // one (closed), they are signalled: either way the queue is watched (swept) from now on.
+    if (crosses > 0 && lease !== undefined) this.watch(queue);
+    else if (crosses > 0) this.follow(queue);
     return out;
   }
 
