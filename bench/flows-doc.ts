@@ -21,7 +21,9 @@ ${flowsTable(r)}
   self-relay lease), so the process delivers it to the parent's queue at once (one more script call)
   and acknowledges it in the background — one round trip BullMQ does not make, the floor of EchoMQ's
   light-load fan-in latency (docs/flows.md).
-- **Where EchoMQ gains.** Flow creation is one script call per queue of the flow; hand-offs of many
-  children are taken and delivered in batches; the parent's children results live in its row.
+- **Where EchoMQ gains.** Flow creation is one script call per queue of the flow (the creator
+  relays its own creations: the children of the flows created in one turn in one call per child
+  queue); the hand-offs of a completion batch reach each parent queue in one flow-deliver call;
+  the parent's children results live in its row.
 `;
 }

@@ -40,6 +40,11 @@
 --          [A-Za-z0-9_.-], unique among the parent's children); creation entry text ("" when
 --          the child queue is this queue and the child a node of this call, else the relay's
 --          text "c <child queue> <subtree JSON>", 1..limit bytes)
+-- then, optionally, a self-relay lease in ms (1..86400000): the caller relays the creation
+--          entries this call writes itself (it knows them: the entry texts of the edges of the
+--          trees created); they are written already taken (due at now + lease, as outbox-take
+--          would leave them) and no outbox signal is sent. If the caller dies first, any relay
+--          takes them when the lease lapses.
 -- Returns: an array of n integers: 1 = created, 0 = skipped (its tree already existed). Fan-out
 --          mode: 1 = the job now waits for its new children, 0 = refused (not active under that
 --          token; nothing written).
@@ -120,8 +125,12 @@ if X then
   if KEYS[11] ~= KEYS[6] .. jid then return redis.error_reply('EMQ_BAD_ARG KEYS[11] is not the row of ' .. jid) end
   if type(token) ~= 'string' or #token > 20 or not string.match(token, '^%d+$') then return redis.error_reply('EMQ_BAD_ARG bad token') end
 end
-if #ARGV ~= 5 + o + 5 * n + 6 * m then
-  return redis.error_reply('EMQ_BAD_ARG expected ' .. (5 * n) .. ' node and ' .. (6 * m) .. ' edge arguments')
+local selfLease = nil
+if #ARGV == 6 + o + 5 * n + 6 * m then
+  selfLease = int(ARGV[#ARGV], 1, 86400000)
+  if not selfLease then return redis.error_reply('EMQ_BAD_ARG self-relay lease must be 1..86400000 ms') end
+elseif #ARGV ~= 5 + o + 5 * n + 6 * m then
+  return redis.error_reply('EMQ_BAD_ARG expected ' .. (5 * n) .. ' node and ' .. (6 * m) .. ' edge arguments (and an optional self-relay lease)')
 end
 -- Nodes: ids, payloads, parents, own options.
 local ids, index, up = {}, {}, {}
@@ -282,6 +291,9 @@ if X then
   redis.call('HINCRBY', KEYS[11], 'attempts', -1)
   waiting[1] = jid
 end
+-- Each row, and the outbox, is written with one command: the row's own fields, then one `k:<child>`
+-- per edge whose parent it is.
+local rowOf = {}
 for i = 1, n do
   if out[i] == 1 then
     local a = 5 + o + 5 * (i - 1)
@@ -292,7 +304,7 @@ for i = 1, n do
       opts[#opts + 1] = id
       opts[#opts + 1] = maxA .. '|' .. backoff
     end
-    local row = {}
+    local row
     if kids[i] then
       row = { 'status', 'waiting', 'deps', kids[i] }
       waiting[#waiting + 1] = id
@@ -301,21 +313,35 @@ for i = 1, n do
       queued[#queued + 1] = id
     end
     if parent ~= '' then row[#row + 1] = 'parent'; row[#row + 1] = parent end
-    redis.call('HSET', KEYS[6] .. id, unpack(row))
+    rowOf[i] = row
   end
 end
-local boxed = 0
+if X then rowOf[0] = {} end
+local boxH, boxZ = {}, {}
 for j = 1, m do
   local a = base + 6 * (j - 1)
   local pid, cid, cq, pol, key, text = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
-  if out[index[pid] or 0] == 1 then
-    redis.call('HSET', KEYS[6] .. pid, 'k:' .. cid, cq .. ' ' .. pol .. ' ' .. key)
+  local pi = index[pid] or 0
+  if out[pi] == 1 then
+    local row = rowOf[pi]
+    row[#row + 1] = 'k:' .. cid
+    row[#row + 1] = cq .. ' ' .. pol .. ' ' .. key
     if text ~= '' then
-      redis.call('HSET', KEYS[8], 'c:' .. cid, text)
-      redis.call('ZADD', KEYS[9], now, 'c:' .. cid)
-      boxed = boxed + 1
+      boxH[#boxH + 1] = 'c:' .. cid
+      boxH[#boxH + 1] = text
+      boxZ[#boxZ + 1] = selfLease and now + selfLease or now
+      boxZ[#boxZ + 1] = 'c:' .. cid
     end
   end
+end
+for i = 1, n do
+  if rowOf[i] then redis.call('HSET', KEYS[6] .. ids[i], unpack(rowOf[i])) end
+end
+if X and #rowOf[0] > 0 then redis.call('HSET', KEYS[11], unpack(rowOf[0])) end
+local boxed = #boxZ / 2
+if boxed > 0 then
+  redis.call('HSET', KEYS[8], unpack(boxH))
+  redis.call('ZADD', KEYS[9], unpack(boxZ))
 end
 if #data > 0 then
   redis.call('HSET', KEYS[4], unpack(data))
@@ -328,7 +354,7 @@ if #queued > 0 then
 end
 -- meta `waits`: how many jobs of the queue are `waiting` (counts, without a scan of the rows).
 if #waiting > 0 then redis.call('HINCRBY', KEYS[1], 'waits', #waiting) end
-if boxed > 0 then redis.call('SPUBLISH', KEYS[8], boxed) end
+if boxed > 0 and not selfLease then redis.call('SPUBLISH', KEYS[8], boxed) end
 emit(KEYS[7], elog, 'enqueued', queued, now)
 emit(KEYS[7], elog, 'waiting', waiting, now)
 if X then return 1 end

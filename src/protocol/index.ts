@@ -32,7 +32,7 @@ export { busWire, BUS_BATCH_LIMIT } from '../bus/bus-wire.js';
 export type { PublishItem } from '../bus/bus-wire.js';
 export type { TrimReply } from '../bus/bus-wire.js';
 export { flowWire } from './flow-wire.js';
-export type { WireFlowNode, WireFlowEdge, DeliverOutcome, OutboxEntry } from './flow-wire.js';
+export type { WireFlowNode, WireFlowEdge, DeliverOutcome, Delivery, OutboxEntry } from './flow-wire.js';
 export { scheduleWire } from './schedule-wire.js';
 export type { WireTick, TickOutcome } from './schedule-wire.js';
 export { compileCron, wallToInstant, tzOffsetMs } from '../queue/cron.js';

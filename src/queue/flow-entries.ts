@@ -1,17 +1,20 @@
 import { Cluster } from 'iovalkey';
 import type { ValkeyClient } from '../protocol/connection.js';
 import { keySlot } from '../protocol/slot.js';
+import type { Delivery } from '../protocol/flow-wire.js';
 import type { CreateEntry } from './flow.plan.js';
 
 /**
  * Test hook (crash tests): with `ECHOMQ_TEST_RELAY_HOLD` = `before-relay` or `before-ack`, the relay
  * prints `relay-hold <point> <entry ids>` and stops for good at that point, so a test can SIGKILL
  * the process between taking entries and relaying them, or between relaying and acknowledging.
+ * Undefined when not holding, so the relay goes on without yielding (a hand-off's target script is
+ * written before anything else this turn sends, e.g. the consumer's next claim).
  */
-export async function testHold(point: 'before-relay' | 'before-ack', ids: readonly string[]): Promise<void> {
-  if (process.env.ECHOMQ_TEST_RELAY_HOLD !== point) return;
+export function testHold(point: 'before-relay' | 'before-ack', ids: readonly string[]): Promise<never> | undefined {
+  if (process.env.ECHOMQ_TEST_RELAY_HOLD !== point) return undefined;
   process.stdout.write(`relay-hold ${point} ${ids.join(',')}\n`);
-  await new Promise<never>(() => undefined);
+  return new Promise<never>(() => undefined);
 }
 
 /** A creation entry's target queue and content, or undefined when the text is not one. */
@@ -23,6 +26,31 @@ export function parseCreate(text: string): { queue: string; entry: CreateEntry }
   } catch {
     return undefined;
   }
+}
+
+/** A delivery entry's target queue and delivery (`d <queue> <parent> <child> <outcome> <text>`), or undefined. */
+export function parseDeliver(text: string): { queue: string; d: Delivery } | undefined {
+  const m = /^d (\S+) (\S+) (\S+) (done|failed|cancelled) ([\s\S]*)$/.exec(text);
+  if (!m) return undefined;
+  return { queue: m[1], d: { parentId: m[2], childId: m[3], outcome: m[4] as Delivery['outcome'], text: m[5] } };
+}
+
+/**
+ * Runs `items` in calls of at most `max` (`run` resolves to one value per item); a refused call
+ * of several is retried one item per call, so one bad item fails alone.
+ */
+export async function batched<I, R>(items: readonly I[], max: number, run: (part: readonly I[]) => Promise<R[]>): Promise<PromiseSettledResult<R>[]> {
+  const out: PromiseSettledResult<R>[] = [];
+  for (let i = 0; i < items.length; i += max) {
+    const part = items.slice(i, i + max);
+    try {
+      for (const value of await run(part)) out.push({ status: 'fulfilled', value });
+    } catch (err) {
+      if (part.length === 1) out.push({ status: 'rejected', reason: err });
+      else for (const one of part) out.push(await settle(run([one]).then((r) => r[0])));
+    }
+  }
+  return out;
 }
 
 /** A promise's outcome as a value. */

@@ -4,11 +4,10 @@ import { describeError } from '../protocol/errors.js';
 import { flowWire, type OutboxEntry } from '../protocol/flow-wire.js';
 import { queueKeys } from '../protocol/keys.js';
 import { SignalHub } from '../protocol/signal-hub.js';
-import { wire } from '../protocol/wire.js';
-import { planQueue, type CreateEntry } from './flow.plan.js';
 import type { QueueDefaults } from './queue.options.js';
-import { parseCreate, replicated, settle, targetOf, testHold } from './flow-entries.js';
+import { replicated, targetOf, testHold } from './flow-entries.js';
 import type { FlowReleaseListener } from './telemetry.hooks.js';
+import { RelayTargets } from './flow-relay.targets.js';
 
 /** How the relay runs. */
 export interface FlowRelayOptions {
@@ -54,7 +53,10 @@ export class FlowRelay {
   /** Acknowledgements in flight (not awaited by the drain: the entries are leased meanwhile). */
   private readonly acks = new Set<Promise<unknown>>();
   private readonly again = new Set<string>();
+  /** Creation entries written under the self-relay lease, to be relayed on the next turn. */
+  private readonly created = new Map<string, OutboxEntry[]>();
   private readonly hub: SignalHub;
+  private readonly targets: RelayTargets;
   private timer?: NodeJS.Timeout;
   private closed = false;
   readonly leaseMs: number;
@@ -67,6 +69,12 @@ export class FlowRelay {
     this.hub = new SignalHub(conn, 1024);
     this.leaseMs = opts.leaseMs ?? 5000;
     this.outboxBound = opts.outboxBound ?? 100_000;
+    this.targets = new RelayTargets(conn, opts, this.outboxBound, {
+      selfLease: () => this.selfLease(),
+      relayCreated: (q, es) => this.relayCreated(q, es),
+      follow: (q) => this.follow(q),
+      watch: (q) => this.watch(q),
+    });
   }
 
   /** Relays `queue`'s outbox from now on (idempotent), and drains it once. */
@@ -120,6 +128,9 @@ export class FlowRelay {
 
   /** Stops relaying (entries left are relayed by any other live node, or after a restart). */
   async close(): Promise<void> {
+    const owed = [...this.created];
+    this.created.clear();
+    for (const [q, es] of owed) for (let i = 0; i < es.length; i += TAKE) this.relayTaken(q, es.slice(i, i + TAKE));
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     for (const s of this.watched.values()) s.unsubscribe();
@@ -143,6 +154,32 @@ export class FlowRelay {
     void run.finally(() => this.acks.delete(run));
   }
 
+  /**
+   * The self-relay lease to ask of a script that writes entries this process relays at once
+   * (flow-add's creations, complete's hand-offs); undefined once closed (the entries are then
+   * signalled, and relayed by any live relay).
+   */
+  selfLease(): number | undefined {
+    return this.closed ? undefined : this.leaseMs;
+  }
+
+  /**
+   * Relays creation entries this process wrote under its self-relay lease (`selfLease`): those of
+   * one queue written in the same turn go out together on the next turn (one flow-add per target
+   * queue for many flows), then are acknowledged.
+   */
+  relayCreated(queue: string, entries: readonly OutboxEntry[]): void {
+    if (this.closed || entries.length === 0) return;
+    const had = this.created.size > 0;
+    this.created.set(queue, [...(this.created.get(queue) ?? []), ...entries]);
+    if (had) return;
+    setImmediate(() => {
+      const all = [...this.created];
+      this.created.clear();
+      for (const [q, es] of all) for (let i = 0; i < es.length; i += TAKE) this.relayTaken(q, es.slice(i, i + TAKE));
+    });
+  }
+
   /** One take → relay → ack round; resolves to how many entries were taken. */
   private async relayBatch(queue: string): Promise<number> {
     const entries = await flowWire.take(this.conn.scriptClient, queueKeys(queue), TAKE, this.leaseMs);
@@ -153,8 +190,9 @@ export class FlowRelay {
   /** Relays leased entries of `queue`'s outbox, then acknowledges those whose target script ran. */
   private async relayEntries(queue: string, entries: readonly OutboxEntry[]): Promise<void> {
     const k = queueKeys(queue);
-    await testHold('before-relay', entries.map((e) => e.id));
-    const settled = await this.relayAll(entries);
+    const hold = testHold('before-relay', entries.map((e) => e.id));
+    if (hold) await hold;
+    const settled = await this.targets.relayAll(entries);
     let done = entries.filter((_, i) => settled[i].status === 'fulfilled');
     if ((this.opts.waitReplicas ?? 0) > 0) done = await this.durable(done);
     settled.forEach((s, i) => {
@@ -162,7 +200,8 @@ export class FlowRelay {
     });
     if (done.length > 0) {
       const ids = done.map((e) => e.id);
-      await testHold('before-ack', ids);
+      const held = testHold('before-ack', ids);
+      if (held) await held;
       const ack = flowWire.ack(this.conn.scriptClient, k, ids).catch((err: unknown) => {
         this.opts.logger?.warn(`flow relay ${queue}: acknowledgement failed (${describeError(err)}); the entries are relayed again, harmlessly`);
       });
@@ -184,102 +223,9 @@ export class FlowRelay {
     return done.filter((e) => ok.get(targetOf(e.text) ?? ''));
   }
 
-  /**
-   * Relays a batch: the creations bound for one queue go in one flow-add call (idempotent per
-   * tree, so batching changes nothing), every other entry in its own call, all at once.
-   */
-  private async relayAll(entries: readonly OutboxEntry[]): Promise<PromiseSettledResult<void>[]> {
-    const out: Promise<PromiseSettledResult<void>>[] = new Array<Promise<PromiseSettledResult<void>>>(entries.length);
-    const creates = new Map<string, { at: number[]; roots: CreateEntry[] }>();
-    entries.forEach((e, i) => {
-      const c = parseCreate(e.text);
-      if (!c) {
-        out[i] = settle(this.relay(e));
-        return;
-      }
-      const g = creates.get(c.queue) ?? { at: [], roots: [] };
-      g.at.push(i);
-      g.roots.push(c.entry);
-      creates.set(c.queue, g);
-    });
-    for (const [q, g] of creates) {
-      const results = this.create(q, g.roots);
-      g.at.forEach((at, j) => (out[at] = results.then((r) => r[j])));
-    }
-    return Promise.all(out);
-  }
-
-  /**
-   * Creates relayed subtrees in `queue`: one flow-add call for all of them (chunked past 1000 nodes
-   * or edges); a refused batch is retried one subtree per call, so one bad entry fails alone.
-   */
-  private async create(queue: string, roots: readonly CreateEntry[]): Promise<PromiseSettledResult<void>[]> {
-    const s = this.opts.settings(queue);
-    const add = async (part: readonly CreateEntry[]): Promise<number> => {
-      const plan = planQueue(queue, part.map((r) => ({ tree: r.tree, up: r.up })));
-      await flowWire.add(this.conn.scriptClient, queueKeys(queue), s.maxPayloadBytes, this.outboxBound, plan.nodes, plan.edges);
-      return plan.crosses;
-    };
-    const out: PromiseSettledResult<void>[] = [];
-    let crosses = 0;
-    for (let i = 0; i < roots.length; ) {
-      let j = i;
-      for (let size = 0; j < roots.length; j++) {
-        const one = planQueue(queue, [{ tree: roots[j].tree, up: roots[j].up }]);
-        const n = Math.max(one.nodes.length, one.edges.length);
-        if (j > i && size + n > 1000) break;
-        size += n;
-      }
-      const part = roots.slice(i, j);
-      try {
-        crosses += await add(part);
-        for (let k = 0; k < part.length; k++) out.push({ status: 'fulfilled', value: undefined });
-      } catch (err) {
-        if (part.length === 1) out.push({ status: 'rejected', reason: err });
-        else {
-          for (const one of part) {
-            const r = await settle(add([one]));
-            if (r.status === 'fulfilled') crosses += r.value;
-            out.push(r.status === 'fulfilled' ? { status: 'fulfilled', value: undefined } : r);
-          }
-        }
-      }
-      i = j;
-    }
-    if (crosses > 0) this.follow(queue);
-    return out;
-  }
-
-  /** Runs one entry's target script (idempotent); queues that got entries of their own are drained too. */
-  private async relay(e: OutboxEntry): Promise<void> {
-    const c = this.conn.scriptClient;
-    const kind = e.text.slice(0, 2);
-    if (kind === 'd ') {
-      const m = /^d (\S+) (\S+) (\S+) (done|failed|cancelled) ([\s\S]*)$/.exec(e.text);
-      if (!m) return this.malformed(e);
-      const [, pq, pid, cid, outcome, text] = m;
-      const t0 = Date.now();
-      const r = await flowWire.deliver(c, queueKeys(pq), { parentId: pid, childId: cid, outcome: outcome as 'done', text }, this.opts.settings(pq).deadCap);
-      if (r === 'buried') this.follow(pq);
-      else if (r === 'released') this.opts.onReleased?.({ queue: pq, parentId: pid, childId: cid, outcome }, t0);
-    } else if (kind === 'x ') {
-      const m = /^x (\S+) (\S+)$/.exec(e.text);
-      if (!m) return this.malformed(e);
-      const r = await wire.cancel(c, queueKeys(m[1]), m[2], this.opts.settings(m[1]).keepCancelled);
-      if (r === 1) this.follow(m[1]);
-    } else {
-      this.malformed(e);
-    }
-  }
-
   /** A queue that just received outbox entries: relay them now, and keep watching it. */
   private follow(queue: string): void {
     if (this.watched.has(queue)) void this.drain(queue);
     else this.watch(queue);
-  }
-
-  private malformed(e: OutboxEntry): void {
-    // Another runtime's bug: it can never be relayed, so it is acknowledged (dropped) and reported.
-    this.opts.logger?.warn(`flow relay: dropping malformed outbox entry ${e.id}: ${e.text.slice(0, 80)}`);
   }
 }

@@ -1,6 +1,6 @@
 import { encodePayload } from '../protocol/codec.js';
 import { FlowCycleError, FlowTooDeepError, FlowTooLargeError, InvalidOptionError } from '../protocol/errors.js';
-import type { WireFlowEdge, WireFlowNode } from '../protocol/flow-wire.js';
+import type { OutboxEntry, WireFlowEdge, WireFlowNode } from '../protocol/flow-wire.js';
 import { assertBrandedId } from '../protocol/ids.js';
 import { assertName } from '../protocol/keys.js';
 import type { ChildFailurePolicy, FlowBounds, FlowNode, FlowSpec } from './flow.types.js';
@@ -148,4 +148,14 @@ export function planQueue(queue: string, roots: readonly { tree: WireTree; up: s
   };
   for (const r of roots) visit(r.tree, r.up);
   return { nodes, edges, crosses };
+}
+
+/**
+ * The creation entries a flow-add call of `plan` wrote (outbox id `c:<child>`, text), from its
+ * reply: per node 1 created / 0 skipped; `undefined` for a fan-out that was applied (every node).
+ */
+export function writtenEntries(plan: QueuePlan, created?: readonly number[]): OutboxEntry[] {
+  const made = new Set<string>();
+  if (created) plan.nodes.forEach((n, i) => created[i] === 1 && made.add(n.id));
+  return plan.edges.filter((e) => e.entry !== '' && (!created || made.has(e.parentId))).map((e) => ({ id: `c:${e.childId}`, text: e.entry }));
 }

@@ -5,7 +5,7 @@ import { flowWire } from '../protocol/flow-wire.js';
 import { queueKeys } from '../protocol/keys.js';
 import { wire } from '../protocol/wire.js';
 import { FlowRelay, type FlowRelayOptions } from './flow-relay.js';
-import { encodeFlow, flowNodes, flowQueues, planExpand, planQueue, type QueuePlan, type WireTree } from './flow.plan.js';
+import { encodeFlow, flowNodes, flowQueues, planExpand, planQueue, writtenEntries, type QueuePlan, type WireTree } from './flow.plan.js';
 import {
   DEFAULT_FLOW_BOUNDS,
   type ChildFailurePolicy,
@@ -111,7 +111,10 @@ export class FlowService {
     await Promise.all(
       [...byQueue].map(async ([q, roots]) => {
         for (const plan of chunk(q, roots)) {
-          await flowWire.add(this.conn.scriptClient, queueKeys(q), max(q), this.relay.outboxBound, plan.nodes, plan.edges);
+          // The creations are written leased to this process, which relays them at once.
+          const lease = this.relay.selfLease();
+          const made = await flowWire.add(this.conn.scriptClient, queueKeys(q), max(q), this.relay.outboxBound, plan.nodes, plan.edges, lease);
+          if (lease !== undefined) this.relay.relayCreated(q, writtenEntries(plan, made));
         }
       }),
     );
@@ -133,8 +136,10 @@ export class FlowService {
     const plan = planExpand(queue, job.id, tree.kids);
     const size = Math.max(plan.nodes.length, plan.edges.length);
     if (size > MAX_BATCH) throw new BatchTooLargeError(size, MAX_BATCH);
-    const ok = await flowWire.expand(this.conn.scriptClient, queueKeys(queue), max(queue), this.relay.outboxBound, job, plan.nodes, plan.edges);
+    const lease = this.relay.selfLease();
+    const ok = await flowWire.expand(this.conn.scriptClient, queueKeys(queue), max(queue), this.relay.outboxBound, job, plan.nodes, plan.edges, lease);
     if (!ok) throw new StaleTokenError(`job ${job.id} of ${queue} is no longer held under token ${job.token}: no children were added`);
+    if (lease !== undefined) this.relay.relayCreated(queue, writtenEntries(plan));
     for (const q of flowQueues(tree)) this.relay.watch(q);
     return tree.kids.map((k) => flowNodes(k, false));
   }
