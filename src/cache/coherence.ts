@@ -4,7 +4,7 @@ import type { EchoMqConnection } from '../protocol/connection.js';
 import { InvalidOptionError } from '../protocol/errors.js';
 import { assertBrandedId } from '../protocol/ids.js';
 import { CacheKeys, assertCacheKey } from '../protocol/keys.js';
-import { PROTOCOL_VERSION, runScript } from '../protocol/scripts.js';
+import { PROTOCOL_VERSION, call, type ScriptCall } from '../protocol/scripts.js';
 import { SignalHub } from '../protocol/signal-hub.js';
 import { hasGap, logEnd, readLog, type LogPosition } from './coherence-log.js';
 
@@ -79,15 +79,25 @@ export class Coherence {
    * (`""` when `keys` is empty: nothing is written).
    */
   async announce(ns: string, keys: readonly string[], ver: string): Promise<string> {
+    let id = '';
+    for (const c of this.announceCalls(ns, keys, ver)) id = await call(this.conn.scriptClient, c);
+    return id;
+  }
+
+  /**
+   * The `cache-announce.lua` calls of `announce` (one per 1000 keys), validated, for a caller
+   * that sends them itself (pipelined behind its write). Each resolves to its entry's id.
+   */
+  announceCalls(ns: string, keys: readonly string[], ver: string): ScriptCall<string>[] {
     const k = new CacheKeys(ns);
     for (const key of keys) assertCacheKey(key);
     assertBrandedId(ver, 'ver');
-    let id = '';
+    const calls: ScriptCall<string>[] = [];
     for (let i = 0; i < keys.length; i += MAX_KEYS_PER_ANNOUNCEMENT) {
       const chunk = keys.slice(i, i + MAX_KEYS_PER_ANNOUNCEMENT);
-      id = String(await runScript(this.conn.scriptClient, 'cache-announce', [k.log, k.signal], [PROTOCOL_VERSION, this.logMaxLen, ver, ...chunk]));
+      calls.push({ name: 'cache-announce', keys: [k.log, k.signal], args: [PROTOCOL_VERSION, this.logMaxLen, ver, ...chunk], parse: String });
     }
-    return id;
+    return calls;
   }
 
   /** Starts following the invalidations of `ns` (idempotent). The start position is the log's end. */
@@ -117,6 +127,11 @@ export class Coherence {
   }
 
   private readonly ready_ = new Set<string>();
+
+  /** True once `ready(ns)` resolved with the start position held (a read need not wait). */
+  isReady(ns: string): boolean {
+    return this.ready_.has(ns);
+  }
 
   /** Reads every watched namespace's log now, and resolves when those reads end. */
   async sync(): Promise<void> {
