@@ -30,6 +30,16 @@ export const DEFAULT_COHERENCE_LOG_MAX_LEN = 10_000;
 export const MAX_KEYS_PER_ANNOUNCEMENT = 1000;
 const READ_BATCH = 1000;
 
+/** True for a well-formed `ver…` id (a signal's early drop trusts nothing else). */
+function isBrandedVer(v: string): boolean {
+  try {
+    assertBrandedId(v, 'ver');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** One watched namespace: where this node stands in its log, and its read loop state. */
 interface Follower {
   readonly ns: string;
@@ -153,19 +163,27 @@ export class Coherence {
   }
 
   /**
-   * A signal arrived for `ns` (`{"id": <entry id>}`): read unless this node already stands at or
-   * past that entry. Subclasses may intercept signals (tests stop the signal path this way).
+   * A signal arrived for `ns` (`{"id": <entry id>}`, with `"v"` and `"k"` for an entry of at most
+   * 16 keys): drops the keys it names from L1 at once (an early copy of what the log read will
+   * apply: idempotent, and it only ever drops L1 copies older than `v`), then reads unless this
+   * node already stands at or past that entry. Subclasses may intercept signals (tests stop the
+   * signal path this way).
    */
   protected signalled(ns: string, message: unknown): void {
     const f = this.followers.get(ns);
     if (!f) return;
-    const id = typeof message === 'object' && message !== null ? (message as { id?: unknown }).id : undefined;
+    const m = typeof message === 'object' && message !== null ? (message as { id?: unknown; v?: unknown; k?: unknown }) : {};
+    const id = m.id;
     if (typeof id === 'string' && f.pos !== undefined) {
       try {
         if (compareStreamIds(id, f.pos.id) <= 0) return;
       } catch {
         // a malformed hint: read anyway
       }
+    }
+    if (typeof m.v === 'string' && isBrandedVer(m.v) && Array.isArray(m.k)) {
+      const ver = m.v;
+      for (const key of m.k) if (typeof key === 'string') this.apply(() => this.l1.applyInvalidation(ns, key, ver));
     }
     this.kick(f);
   }
