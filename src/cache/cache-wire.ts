@@ -62,6 +62,14 @@ export function setCall(k: CacheKeys, key: string, e: WireEntry): ScriptCall<Set
   };
 }
 
+/** What `writeThenAnnounce` does once the writes succeeded, and whether to announce them. */
+export interface AfterWrites<T> {
+  /** Runs once every write succeeded, before any announcement failure is thrown (L1 follows L2). */
+  readonly written?: (replies: readonly T[]) => void;
+  /** Without a pipeline: announce only when this holds (default: always). */
+  readonly announceIf?: (replies: readonly T[]) => boolean;
+}
+
 /**
  * Runs `writes` (cache-set or cache-invalidate calls), then their announcements. `pipelined`
  * (one connection to a standalone Valkey): all in one write, the announcements behind the
@@ -69,24 +77,30 @@ export function setCall(k: CacheKeys, key: string, e: WireEntry): ScriptCall<Set
  * announcement before its write is in L2; the announcements go out even when a write is
  * refused (harmless: they drop only L1 copies older than what L2 then holds). Otherwise (a
  * cluster): the writes concurrently, then the announcements in order when `announceIf` holds.
- * Rejects with the first failure; resolves to the writes' replies.
+ * Rejects with the first failure (`written` has run when only an announcement failed);
+ * resolves to the writes' replies.
  */
 export async function writeThenAnnounce<T>(
   c: ScriptClient,
   writes: readonly ScriptCall<T>[],
   announce: readonly ScriptCall<string>[],
   pipelined: boolean,
-  announceIf: (replies: readonly T[]) => boolean = () => true,
+  after: AfterWrites<T> = {},
 ): Promise<T[]> {
   if (!pipelined) {
     const replies = await Promise.all(writes.map((w) => call(c, w)));
-    if (announceIf(replies)) for (const a of announce) await call(c, a);
+    after.written?.(replies);
+    if (after.announceIf?.(replies) ?? true) for (const a of announce) await call(c, a);
     return replies;
   }
   const settled = await callPipeline(c, [...writes, ...announce]);
+  const failedWrite = settled.slice(0, writes.length).find((s) => s.status === 'rejected');
+  if (failedWrite) throw failedWrite.reason;
+  const replies = settled.slice(0, writes.length).map((s) => (s as PromiseFulfilledResult<T>).value);
+  after.written?.(replies);
   const failed = settled.find((s) => s.status === 'rejected');
   if (failed) throw failed.reason;
-  return settled.slice(0, writes.length).map((s) => (s as PromiseFulfilledResult<T>).value);
+  return replies;
 }
 
 /** What one atomic read of an L2 entry found. */

@@ -125,9 +125,12 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     k.entry(key);
     const ver = await this.mintVersion();
     const announce = this.coherence.announceCalls(k.ns, [key], ver);
-    await this.l2.writeThenAnnounce([invalidateCall(k, key, ver, this.o.tombstoneMs)], announce);
-    this.l1.applyInvalidation(k.ns, key, ver);
-    this.counters.invalidations++;
+    await this.l2.writeThenAnnounce([invalidateCall(k, key, ver, this.o.tombstoneMs)], announce, {
+      written: () => {
+        this.l1.applyInvalidation(k.ns, key, ver);
+        this.counters.invalidations++;
+      },
+    });
   }
 
   /**
@@ -143,9 +146,12 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     await markTag(this.conn.scriptClient, k, tag, ver, this.o.tombstoneMs);
     await scanTag(this.conn.client, index, async (chunk) => {
       const calls = chunk.map((m) => invalidateCall(k, m, ver, this.o.tombstoneMs));
-      await this.l2.writeThenAnnounce(calls, this.coherence.announceCalls(k.ns, chunk, ver));
-      for (const m of chunk) this.l1.applyInvalidation(k.ns, m, ver);
-      this.counters.invalidations += chunk.length;
+      await this.l2.writeThenAnnounce(calls, this.coherence.announceCalls(k.ns, chunk, ver), {
+        written: () => {
+          for (const m of chunk) this.l1.applyInvalidation(k.ns, m, ver);
+          this.counters.invalidations += chunk.length;
+        },
+      });
     });
   }
 
@@ -252,12 +258,17 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     const taggedAt = performance.now();
     if (o.tags.length > 0 && !(await tag())) return undefined;
     const set = setCall(k, key, { ver, json, ttlMs, graceMs: o.graceMs, maxBytes: this.o.maxValueBytes, tags: o.tags });
-    const [r] = await this.l2.writeThenAnnounce([set], announce ?? [], ([w]) => w.written);
+    const [r] = await this.l2.writeThenAnnounce([set], announce ?? [], {
+      announceIf: ([w]) => w.written,
+      written: ([w]) => {
+        if (!w.written) return;
+        const now = Date.now();
+        this.l1.set(k.ns, key, { json: json === '' ? undefined : json, ver, expiresAt: now + ttlMs, graceUntil: now + ttlMs + o.graceMs });
+      },
+    });
     if (!r.written) return false;
     // A cache-set that came late could outlive its index member: record it again.
     if (o.tags.length > 0 && performance.now() - taggedAt > TAG_LATE_MS) await tag();
-    const now = Date.now();
-    this.l1.set(k.ns, key, { json: json === '' ? undefined : json, ver, expiresAt: now + ttlMs, graceUntil: now + ttlMs + o.graceMs });
     return true;
   }
 

@@ -2,7 +2,7 @@ import { Cluster } from 'iovalkey';
 import type { EchoMqConnection } from '../protocol/connection.js';
 import type { CacheKeys } from '../protocol/keys.js';
 import { call, type ScriptCall } from '../protocol/scripts.js';
-import { readEntryCall, writeThenAnnounce, type L2Read } from './cache-wire.js';
+import { readEntryCall, writeThenAnnounce, type AfterWrites, type L2Read } from './cache-wire.js';
 import type { Coherence } from './coherence.js';
 import { ReadBatch } from './read-batch.js';
 
@@ -34,8 +34,8 @@ export class L2Access {
   }
 
   /** `writeThenAnnounce` on this connection: one pipeline on a standalone Valkey. */
-  writeThenAnnounce<T>(writes: readonly ScriptCall<T>[], announce: readonly ScriptCall<string>[], announceIf?: (replies: readonly T[]) => boolean): Promise<T[]> {
-    return writeThenAnnounce(this.conn.scriptClient, writes, announce, this.reads() !== undefined, announceIf);
+  writeThenAnnounce<T>(writes: readonly ScriptCall<T>[], announce: readonly ScriptCall<string>[], after?: AfterWrites<T>): Promise<T[]> {
+    return writeThenAnnounce(this.conn.scriptClient, writes, announce, this.reads() !== undefined, after);
   }
 
   private reads(): ReadBatch | undefined {

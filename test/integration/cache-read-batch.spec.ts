@@ -73,4 +73,18 @@ describe('L2 reads of one turn share one pipeline write', () => {
     }
     expect(seen).toBe(2);
   });
+
+  it('when only the announcement fails (a log of the wrong type), set and invalidate reject typed, and the local L1 still follows L2', async () => {
+    const { writer, k } = pair();
+    await writer.set('x', 1);
+    await raw.del(k.log);
+    await raw.set(k.log, 'not a stream');
+    await expect(writer.set('x', 2)).rejects.toMatchObject({ code: 'EMQ_WRONGTYPE' });
+    expect(await raw.hget(k.entry('x'), 'd')).toBe('2');
+    expect(writer.l1.get(k.ns, 'x')?.json).toBe('2');
+    await expect(writer.invalidate('x')).rejects.toMatchObject({ code: 'EMQ_WRONGTYPE' });
+    expect(await raw.hget(k.entry('x'), 'x')).toBe('1'); // the tombstone
+    expect(writer.l1.get(k.ns, 'x')).toBeUndefined();
+    await raw.del(k.log);
+  });
 });
