@@ -148,8 +148,10 @@ ${stalenessSection(report)}
   where a bentocache L2 hit is one \`GET\` of a serialized blob whose logical expiry is checked against the
   client's clock: ~8–12 µs of Valkey time per hit against ~1 µs. On the client, EchoMQ sends the L2 reads of
   one event-loop turn in one pipeline write (\`src/cache/read-batch.ts\`; a batch of 100 concurrent gets is one
-  write) and evicts from L1 in O(1), which brought its client CPU per hit below bentocache's (~21–25 µs
-  against ~30 µs, \`process.cpuUsage\`, on the loaded machine).
+  write) and evicts from L1 in O(1): its client CPU per hit fell to 0.77× the previous build's at load ≈1
+  (0.60–0.71× at load 5–7; \`process.cpuUsage\`), about bentocache's (0.97× at load ≈1), but the rate of this
+  row did not move at load ≈1 (0.97× the previous build): both systems spend ~26–40 µs of client CPU per hit,
+  and EchoMQ's batch also waits for ~8 µs of script time per read on the server.
 - **A cold EchoMQ \`getOrLoad\` is a read plus a script.** L2 read (\`MULTI\`), load, then \`cache-set.lua\`
   (the version compare that refuses a write older than a concurrent invalidation). bentocache does
   \`GET\`, load, \`SET\` and a bus \`PUBLISH\` per miss, guarded by an in-process lock per key. EchoMQ
