@@ -143,12 +143,15 @@ ${stalenessSection(report)}
   \`get\` is a map lookup, a freshness check against \`Date.now()\` and a \`JSON.parse\`; bentocache's goes
   through its option resolution, a tracing channel and the deserialization of an
   item wrapper (\`{ value, logicalExpiration, tags, createdAt }\`).
-- **An EchoMQ L2 read carries more than the value.** It is one \`MULTI\` of \`HMGET v d n x g\` and \`PTTL\`
-  (the version, tombstone and negative flags, grace, and freshness from the server's clock), and each read
-  first waits on the namespace's coherence position with a 2 s guard timer (\`CacheService.read\`). A
-  bentocache L2 hit is one \`GET\` of a serialized blob whose logical expiry is checked against the client's
-  clock. The extra fields are what make EchoMQ's version rule and tombstones work; with the extra client
-  work per read they are the likely reasons for the gap on this row (not profiled further here).
+- **An EchoMQ L2 read carries more than the value.** It is one \`cache-get.lua\` call returning \`HMGET v d n x g\` and
+  \`PTTL\` atomically (the version, tombstone and negative flags, grace, and freshness from the server's clock),
+  where a bentocache L2 hit is one \`GET\` of a serialized blob whose logical expiry is checked against the
+  client's clock: ~8–12 µs of Valkey time per hit against ~1 µs. On the client, EchoMQ sends the L2 reads of
+  one event-loop turn in one pipeline write (\`src/cache/read-batch.ts\`; a batch of 100 concurrent gets is one
+  write) and evicts from L1 in O(1): its client CPU per hit fell to 0.77× the previous build's at load ≈1
+  (0.60–0.71× at load 5–7; \`process.cpuUsage\`), about bentocache's (0.97× at load ≈1), but the rate of this
+  row did not move at load ≈1 (0.97× the previous build): both systems spend ~26–40 µs of client CPU per hit,
+  and EchoMQ's batch also waits for ~8 µs of script time per read on the server.
 - **A cold EchoMQ \`getOrLoad\` is a read plus a script.** L2 read (\`MULTI\`), load, then \`cache-set.lua\`
   (the version compare that refuses a write older than a concurrent invalidation). bentocache does
   \`GET\`, load, \`SET\` and a bus \`PUBLISH\` per miss, guarded by an in-process lock per key. EchoMQ
@@ -157,9 +160,10 @@ ${stalenessSection(report)}
   itself names the key, the receiver deletes it from L1, the next \`get\` reads L2. Delivery is
   at most once: a subscriber that is reconnecting misses the message and serves the old value until its
   TTL (the retry queue only covers failed publishes). EchoMQ appends the invalidation to a bounded stream
-  and \`SPUBLISH\`es a wake-up signal; the receiver reads the stream (one more round trip), drops the key,
-  and the next \`get\` reads L2. A missed signal is caught by the \`pollMs\` poll and a disconnect replays the
-  log in order (docs/cache.md, "The staleness bound"), so the extra hop buys a bound on staleness.
+  and \`SPUBLISH\`es a signal that, for up to 16 keys, names them: the receiver drops them from L1 on arrival
+  (no extra round trip), then reads the stream as the source of truth, and the next \`get\` reads L2. The
+  writer sends its \`cache-set\` and the announcement in one pipeline write. A missed signal is caught by the
+  \`pollMs\` poll and a disconnect replays the log in order (docs/cache.md, "The staleness bound").
 - **The lag rows measure a busy machine.** The child spins on \`get\` with \`setImmediate\`,
   so Valkey, the parent and the child compete for the CPUs listed under Machine above; the p99 is set by scheduling and GC pauses and
   moves from run to run (see every repetition below).

@@ -4,7 +4,9 @@
 -- hint. Nodes follow the log from their own position (docs/cache.md, "Coherence"); the signal
 -- only makes them read sooner, so a lost signal costs at most one poll period.
 -- Entry: `v <ver> k <key1> [k <key2> …]` (the field `k` repeats, in the caller's order).
--- Signal: `{"id":"<entry id>"}`.
+-- Signal: `{"id":"<entry id>"}`, plus `"v":"<ver>","k":["<key1>",…]` when the call has at most
+-- 16 keys, so a follower can drop those keys from its L1 on arrival, before its log read (which
+-- still follows and stays the source of truth).
 --
 -- KEYS[1]  emq:{ns}:cache:log      stream: the namespace's invalidation log
 -- KEYS[2]  emq:{ns}:cache:signal   sharded channel of the same namespace (same slot as the log)
@@ -56,6 +58,7 @@ if n < 1 then return redis.error_reply('EMQ_BAD_ARG no keys to announce') end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 keys per call') end
 -- Mirrors assertCacheKey: bytes 0x21..0x7a, `|` and `~` (printable ASCII without space and braces).
 local fields = { 'v', ver }
+local signalled = {}
 for i = 1, n do
   local key = ARGV[3 + i]
   if #key < 1 or #key > 512 or not string.match(key, '^[!-z|~]+$') then
@@ -63,6 +66,7 @@ for i = 1, n do
   end
   fields[#fields + 1] = 'k'
   fields[#fields + 1] = key
+  if n <= 16 then signalled[i] = key end
 end
 
 -- The log's first touch would be a write: check its type first.
@@ -72,5 +76,10 @@ if kind ~= 'stream' and kind ~= 'none' then
 end
 
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', unpack(fields))
-redis.call('SPUBLISH', KEYS[2], cjson.encode({ id = id }))
+local hint = { id = id }
+if n <= 16 then
+  hint.v = ver
+  hint.k = signalled
+end
+redis.call('SPUBLISH', KEYS[2], cjson.encode(hint))
 return id

@@ -1,5 +1,5 @@
 import type { CacheKeys } from '../protocol/keys.js';
-import { PROTOCOL_VERSION, runScript, type ScriptCall, type ScriptClient } from '../protocol/scripts.js';
+import { PROTOCOL_VERSION, call, callPipeline, runScript, type ScriptCall, type ScriptClient } from '../protocol/scripts.js';
 
 /** The reply of `cache-set.lua`. */
 export interface SetReply {
@@ -29,11 +29,8 @@ export interface WireEntry {
  */
 export const cacheWire = {
   /** `cache-set.lua`: writes the entry unless it holds the same or a newer version. */
-  async set(c: ScriptClient, k: CacheKeys, key: string, e: WireEntry): Promise<SetReply> {
-    const r = (await runScript(c, 'cache-set', [k.entry(key)], [
-      PROTOCOL_VERSION, e.ver, e.json, e.ttlMs, e.maxBytes, e.tags.join(' '), e.graceMs,
-    ])) as [number, string?];
-    return r[0] === 1 ? { written: true } : { written: false, stored: r[1] };
+  set(c: ScriptClient, k: CacheKeys, key: string, e: WireEntry): Promise<SetReply> {
+    return call(c, setCall(k, key, e));
   },
 
   /** `cache-invalidate.lua`: tombstones the entry at `ver`; false when it held a newer version. */
@@ -52,6 +49,60 @@ export const cacheWire = {
   },
 };
 
+/** A `cache-set.lua` call (see `cacheWire.set`), for pipelines (`set` sends its announcement behind it). */
+export function setCall(k: CacheKeys, key: string, e: WireEntry): ScriptCall<SetReply> {
+  return {
+    name: 'cache-set',
+    keys: [k.entry(key)],
+    args: [PROTOCOL_VERSION, e.ver, e.json, e.ttlMs, e.maxBytes, e.tags.join(' '), e.graceMs],
+    parse: (reply) => {
+      const r = reply as [number, string?];
+      return r[0] === 1 ? { written: true } : { written: false, stored: r[1] };
+    },
+  };
+}
+
+/** What `writeThenAnnounce` does once the writes succeeded, and whether to announce them. */
+export interface AfterWrites<T> {
+  /** Runs once every write succeeded, before any announcement failure is thrown (L1 follows L2). */
+  readonly written?: (replies: readonly T[]) => void;
+  /** Without a pipeline: announce only when this holds (default: always). */
+  readonly announceIf?: (replies: readonly T[]) => boolean;
+}
+
+/**
+ * Runs `writes` (cache-set or cache-invalidate calls), then their announcements. `pipelined`
+ * (one connection to a standalone Valkey): all in one write, the announcements behind the
+ * writes, which Valkey therefore runs first — one round trip, and no node can apply an
+ * announcement before its write is in L2; the announcements go out even when a write is
+ * refused (harmless: they drop only L1 copies older than what L2 then holds). Otherwise (a
+ * cluster): the writes concurrently, then the announcements in order when `announceIf` holds.
+ * Rejects with the first failure (`written` has run when only an announcement failed);
+ * resolves to the writes' replies.
+ */
+export async function writeThenAnnounce<T>(
+  c: ScriptClient,
+  writes: readonly ScriptCall<T>[],
+  announce: readonly ScriptCall<string>[],
+  pipelined: boolean,
+  after: AfterWrites<T> = {},
+): Promise<T[]> {
+  if (!pipelined) {
+    const replies = await Promise.all(writes.map((w) => call(c, w)));
+    after.written?.(replies);
+    if (after.announceIf?.(replies) ?? true) for (const a of announce) await call(c, a);
+    return replies;
+  }
+  const settled = await callPipeline(c, [...writes, ...announce]);
+  const failedWrite = settled.slice(0, writes.length).find((s) => s.status === 'rejected');
+  if (failedWrite) throw failedWrite.reason;
+  const replies = settled.slice(0, writes.length).map((s) => (s as PromiseFulfilledResult<T>).value);
+  after.written?.(replies);
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  return replies;
+}
+
 /** What one atomic read of an L2 entry found. */
 export type L2Read =
   | { readonly state: 'none' | 'tombstone'; readonly leased: boolean }
@@ -68,23 +119,31 @@ export type L2Read =
     };
 
 /**
- * Reads an entry in one command (`cache-get.lua`: its fields, its PTTL and, when asked, whether
- * its fill lease is held — all on the entry's slot). Freshness comes from the server's clock
- * only: fresh while PTTL > g.
+ * The read of an entry in one command (`cache-get.lua`: its fields, its PTTL and, when asked,
+ * whether its fill lease is held — all on the entry's slot), as a call that pipelines
+ * (`ReadBatch`). Freshness comes from the server's clock only: fresh while PTTL > g.
  */
-export async function readEntry(client: ScriptClient, k: CacheKeys, key: string, withLease = false): Promise<L2Read> {
-  const r = (await runScript(client, 'cache-get', [k.entry(key), k.lease(key)], [PROTOCOL_VERSION, withLease ? '1' : '0'])) as (
-    | string
-    | number
-    | null
-  )[];
-  const [v, d, n, x, g] = r.slice(0, 5).map((f) => (typeof f === 'string' ? f : null));
+export function readEntryCall(k: CacheKeys, key: string, withLease = false): ScriptCall<L2Read> {
+  return { name: 'cache-get', keys: [k.entry(key), k.lease(key)], args: [PROTOCOL_VERSION, withLease ? '1' : '0'], parse: parseEntry };
+}
+
+/** Reads an entry in one command (see `readEntryCall`). */
+export function readEntry(client: ScriptClient, k: CacheKeys, key: string, withLease = false): Promise<L2Read> {
+  return call(client, readEntryCall(k, key, withLease));
+}
+
+/** The reply of `cache-get.lua` (`{ v, d, n, x, g, pttl, leased }`) as an `L2Read`. */
+function parseEntry(reply: unknown): L2Read {
+  const r = reply as (string | number | null)[];
+  const str = (i: number): string | null => (typeof r[i] === 'string' ? (r[i] as string) : null);
+  const v = str(0);
+  const d = str(1);
   const pttl = Number(r[5]);
   const leased = Number(r[6]) === 1;
   if (!v || pttl === -2) return { state: 'none', leased };
-  if (x === '1' || (d === null && n !== '1')) return { state: 'tombstone', leased };
+  if (str(3) === '1' || (d === null && str(2) !== '1')) return { state: 'tombstone', leased };
   const liveMs = pttl < 0 ? Number.MAX_SAFE_INTEGER : pttl;
-  const freshMs = Math.max(0, liveMs - (Number(g) || 0));
+  const freshMs = Math.max(0, liveMs - (Number(str(4)) || 0));
   return { state: 'live', leased, ver: v, json: d ?? undefined, freshMs, liveMs };
 }
 

@@ -1,16 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { OnModuleDestroy } from '@nestjs/common';
-import { Cluster } from 'iovalkey';
 import { decodePayload, encodePayload, type Json } from '../protocol/codec.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { CacheKeys, assertCacheKey } from '../protocol/keys.js';
-import { callPipeline, call } from '../protocol/scripts.js';
+import type { ScriptCall } from '../protocol/scripts.js';
 import { jittered, resolveCacheOptions, resolveEntryOptions, type ResolvedCacheOptions, type ResolvedEntryOptions } from './cache.options.js';
 import type { CacheApi, CacheEntryOptions, CacheOptions, CacheStats, Loader } from './cache.types.js';
-import { addToTags, cacheWire, invalidateCall, markTag, readEntry, type L2Read } from './cache-wire.js';
+import { addToTags, cacheWire, invalidateCall, markTag, setCall, type L2Read } from './cache-wire.js';
 import { Coherence } from './coherence.js';
 import { CacheBreaker } from './fallthrough.js';
 import { L1 } from './l1.js';
+import { L2Access } from './l2-access.js';
 import { SingleFlight } from './single-flight.js';
 import { announce } from '../admin/registry.js';
 import { TAG_LATE_MS, TAG_MARGIN_MS, fillVersion, scanTag } from './tag-index.js';
@@ -41,6 +41,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
   /** Skips the cache for a short while after it failed (used by `@Cached` and `CacheInterceptor`). @internal */
   readonly breaker = new CacheBreaker();
   private closed = false;
+  private readonly l2: L2Access;
 
   constructor(
     protected readonly conn: EchoMqConnection,
@@ -50,6 +51,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     new CacheKeys(this.o.namespace); // validates the default namespace at construction
     this.l1 = new L1({ maxEntries: this.o.l1MaxEntries, maxBytes: this.o.l1MaxBytes, tombstoneMs: this.o.tombstoneMs });
     this.coherence = new Coherence(conn, this.l1, this.o.pollMs);
+    this.l2 = new L2Access(conn, this.coherence);
   }
 
   /** The default namespace (`cache.namespace`, "default" unless set). */
@@ -84,7 +86,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
       this.counters.l1Hits++;
       return decode<T | undefined>(hit.json);
     }
-    const r = await this.read(k, key);
+    const r = await this.l2.read(k, key);
     if (r.state !== 'live' || r.freshMs <= 0) {
       this.counters.misses++;
       return undefined;
@@ -101,8 +103,12 @@ export class CacheService implements CacheApi, OnModuleDestroy {
   }
 
   /**
-   * Writes `value` (JSON) under a freshly minted version, then announces it so the other nodes
-   * drop their older L1 copies (they re-read the new value from L2).
+   * Writes `value` (JSON) under a freshly minted version and announces it so the other nodes
+   * drop their older L1 copies (they re-read the new value from L2). On a standalone Valkey the
+   * announcement rides in the same write as the cache-set, behind it on the same connection:
+   * Valkey runs them in that order, so no node can apply it before the value is in L2. (An
+   * announcement of a write L2 refused is harmless: it drops only L1 copies older than a
+   * version L2 already holds something newer than.) A write a tag's mark refused is not announced.
    */
   async set<T extends Json>(key: string, value: T, opts?: CacheEntryOptions): Promise<void> {
     const k = this.keysOf(opts?.namespace);
@@ -110,8 +116,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     const o = resolveEntryOptions(this.o, opts, k);
     const json = encodePayload(value, this.o.maxValueBytes);
     const ver = await this.mintVersion();
-    if ((await this.write(k, key, ver, json, o, false)) === undefined) return; // a tag was invalidated since
-    await this.coherence.announce(k.ns, [key], ver);
+    await this.write(k, key, ver, json, o, false, this.coherence.announceCalls(k.ns, [key], ver));
   }
 
   /** Tombstones `key` in L2 and L1 at a fresh version, then announces it to the other nodes. */
@@ -119,10 +124,13 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     const k = this.keysOf(opts?.namespace);
     k.entry(key);
     const ver = await this.mintVersion();
-    await cacheWire.invalidate(this.conn.scriptClient, k, key, ver, this.o.tombstoneMs);
-    this.l1.applyInvalidation(k.ns, key, ver);
-    this.counters.invalidations++;
-    await this.coherence.announce(k.ns, [key], ver);
+    const announce = this.coherence.announceCalls(k.ns, [key], ver);
+    await this.l2.writeThenAnnounce([invalidateCall(k, key, ver, this.o.tombstoneMs)], announce, {
+      written: () => {
+        this.l1.applyInvalidation(k.ns, key, ver);
+        this.counters.invalidations++;
+      },
+    });
   }
 
   /**
@@ -138,16 +146,12 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     await markTag(this.conn.scriptClient, k, tag, ver, this.o.tombstoneMs);
     await scanTag(this.conn.client, index, async (chunk) => {
       const calls = chunk.map((m) => invalidateCall(k, m, ver, this.o.tombstoneMs));
-      if (this.conn.client instanceof Cluster) {
-        await Promise.all(calls.map((c) => call(this.conn.scriptClient, c)));
-      } else {
-        const settled = await callPipeline(this.conn.scriptClient, calls);
-        const failed = settled.find((s) => s.status === 'rejected');
-        if (failed) throw failed.reason;
-      }
-      for (const m of chunk) this.l1.applyInvalidation(k.ns, m, ver);
-      this.counters.invalidations += chunk.length;
-      await this.coherence.announce(k.ns, chunk, ver);
+      await this.l2.writeThenAnnounce(calls, this.coherence.announceCalls(k.ns, chunk, ver), {
+        written: () => {
+          for (const m of chunk) this.l1.applyInvalidation(k.ns, m, ver);
+          this.counters.invalidations += chunk.length;
+        },
+      });
     });
   }
 
@@ -184,7 +188,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
 
   /** One flight of a miss: L2, else (lease-gated) load. */
   private async fill<T extends Json | undefined>(k: CacheKeys, key: string, loader: Loader<T>, o: ResolvedEntryOptions): Promise<T> {
-    const r = await this.read(k, key);
+    const r = await this.l2.read(k, key);
     if (r.state === 'live') {
       this.fillL1(k, key, r);
       if (r.freshMs > 0) {
@@ -212,7 +216,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
       }
       for (;;) {
         await sleep(LEASE_POLL_MS);
-        const r = await this.read(k, key, true);
+        const r = await this.l2.read(k, key, true);
         if (r.state === 'live') {
           this.counters.l2Hits++;
           this.fillL1(k, key, r);
@@ -245,20 +249,26 @@ export class CacheService implements CacheApi, OnModuleDestroy {
    * resolves undefined, nothing written), then cache-set with `ver`; L1 takes the value only
    * when L2 did (so never an older value than L2). Resolves whether L2 took it.
    */
-  private async write(k: CacheKeys, key: string, ver: string, json: string, o: ResolvedEntryOptions, negative: boolean): Promise<boolean | undefined> {
+  private async write(
+    k: CacheKeys, key: string, ver: string, json: string, o: ResolvedEntryOptions, negative: boolean, announce?: ScriptCall<string>[],
+  ): Promise<boolean | undefined> {
     const ttlMs = negative ? o.ttlMs : jittered(o.ttlMs, o.jitter);
     const tag = (): Promise<boolean> =>
       addToTags(this.conn.scriptClient, k, key, o.tags, ver, ttlMs + o.graceMs + TAG_MARGIN_MS).then((r) => r.recorded);
     const taggedAt = performance.now();
     if (o.tags.length > 0 && !(await tag())) return undefined;
-    const r = await cacheWire.set(this.conn.scriptClient, k, key, {
-      ver, json, ttlMs, graceMs: o.graceMs, maxBytes: this.o.maxValueBytes, tags: o.tags,
+    const set = setCall(k, key, { ver, json, ttlMs, graceMs: o.graceMs, maxBytes: this.o.maxValueBytes, tags: o.tags });
+    const [r] = await this.l2.writeThenAnnounce([set], announce ?? [], {
+      announceIf: ([w]) => w.written,
+      written: ([w]) => {
+        if (!w.written) return;
+        const now = Date.now();
+        this.l1.set(k.ns, key, { json: json === '' ? undefined : json, ver, expiresAt: now + ttlMs, graceUntil: now + ttlMs + o.graceMs });
+      },
     });
     if (!r.written) return false;
     // A cache-set that came late could outlive its index member: record it again.
     if (o.tags.length > 0 && performance.now() - taggedAt > TAG_LATE_MS) await tag();
-    const now = Date.now();
-    this.l1.set(k.ns, key, { json: json === '' ? undefined : json, ver, expiresAt: now + ttlMs, graceUntil: now + ttlMs + o.graceMs });
     return true;
   }
 
@@ -278,15 +288,6 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     const p = this.flights.run(fk, run).catch(() => undefined);
     this.background.add(p);
     void p.finally(() => this.background.delete(p));
-  }
-
-  /**
-   * Reads L2 once this node follows the namespace's invalidations from a known position: a value
-   * read before that could miss an invalidation announced in between and stay in L1.
-   */
-  private async read(k: CacheKeys, key: string, withLease = false): Promise<L2Read> {
-    await this.coherence.ready(k.ns);
-    return readEntry(this.conn.scriptClient, k, key, withLease);
   }
 
   private fillL1(k: CacheKeys, key: string, r: Live): void {

@@ -4,7 +4,7 @@ import type { EchoMqConnection } from '../protocol/connection.js';
 import { InvalidOptionError } from '../protocol/errors.js';
 import { assertBrandedId } from '../protocol/ids.js';
 import { CacheKeys, assertCacheKey } from '../protocol/keys.js';
-import { PROTOCOL_VERSION, runScript } from '../protocol/scripts.js';
+import { PROTOCOL_VERSION, call, type ScriptCall } from '../protocol/scripts.js';
 import { SignalHub } from '../protocol/signal-hub.js';
 import { hasGap, logEnd, readLog, type LogPosition } from './coherence-log.js';
 
@@ -29,6 +29,16 @@ export const DEFAULT_COHERENCE_LOG_MAX_LEN = 10_000;
 /** Most keys one log entry carries; larger announcements are split into several entries. */
 export const MAX_KEYS_PER_ANNOUNCEMENT = 1000;
 const READ_BATCH = 1000;
+
+/** True for a well-formed `ver…` id (a signal's early drop trusts nothing else). */
+function isBrandedVer(v: string): boolean {
+  try {
+    assertBrandedId(v, 'ver');
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** One watched namespace: where this node stands in its log, and its read loop state. */
 interface Follower {
@@ -79,15 +89,25 @@ export class Coherence {
    * (`""` when `keys` is empty: nothing is written).
    */
   async announce(ns: string, keys: readonly string[], ver: string): Promise<string> {
+    let id = '';
+    for (const c of this.announceCalls(ns, keys, ver)) id = await call(this.conn.scriptClient, c);
+    return id;
+  }
+
+  /**
+   * The `cache-announce.lua` calls of `announce` (one per 1000 keys), validated, for a caller
+   * that sends them itself (pipelined behind its write). Each resolves to its entry's id.
+   */
+  announceCalls(ns: string, keys: readonly string[], ver: string): ScriptCall<string>[] {
     const k = new CacheKeys(ns);
     for (const key of keys) assertCacheKey(key);
     assertBrandedId(ver, 'ver');
-    let id = '';
+    const calls: ScriptCall<string>[] = [];
     for (let i = 0; i < keys.length; i += MAX_KEYS_PER_ANNOUNCEMENT) {
       const chunk = keys.slice(i, i + MAX_KEYS_PER_ANNOUNCEMENT);
-      id = String(await runScript(this.conn.scriptClient, 'cache-announce', [k.log, k.signal], [PROTOCOL_VERSION, this.logMaxLen, ver, ...chunk]));
+      calls.push({ name: 'cache-announce', keys: [k.log, k.signal], args: [PROTOCOL_VERSION, this.logMaxLen, ver, ...chunk], parse: String });
     }
-    return id;
+    return calls;
   }
 
   /** Starts following the invalidations of `ns` (idempotent). The start position is the log's end. */
@@ -118,6 +138,11 @@ export class Coherence {
 
   private readonly ready_ = new Set<string>();
 
+  /** True once `ready(ns)` resolved with the start position held (a read need not wait). */
+  isReady(ns: string): boolean {
+    return this.ready_.has(ns);
+  }
+
   /** Reads every watched namespace's log now, and resolves when those reads end. */
   async sync(): Promise<void> {
     for (const f of this.followers.values()) this.kick(f);
@@ -138,19 +163,27 @@ export class Coherence {
   }
 
   /**
-   * A signal arrived for `ns` (`{"id": <entry id>}`): read unless this node already stands at or
-   * past that entry. Subclasses may intercept signals (tests stop the signal path this way).
+   * A signal arrived for `ns` (`{"id": <entry id>}`, with `"v"` and `"k"` for an entry of at most
+   * 16 keys): drops the keys it names from L1 at once (an early copy of what the log read will
+   * apply: idempotent, and it only ever drops L1 copies older than `v`), then reads unless this
+   * node already stands at or past that entry. Subclasses may intercept signals (tests stop the
+   * signal path this way).
    */
   protected signalled(ns: string, message: unknown): void {
     const f = this.followers.get(ns);
     if (!f) return;
-    const id = typeof message === 'object' && message !== null ? (message as { id?: unknown }).id : undefined;
+    const m = typeof message === 'object' && message !== null ? (message as { id?: unknown; v?: unknown; k?: unknown }) : {};
+    const id = m.id;
     if (typeof id === 'string' && f.pos !== undefined) {
       try {
         if (compareStreamIds(id, f.pos.id) <= 0) return;
       } catch {
         // a malformed hint: read anyway
       }
+    }
+    if (typeof m.v === 'string' && isBrandedVer(m.v) && Array.isArray(m.k)) {
+      const ver = m.v;
+      for (const key of m.k) if (typeof key === 'string') this.apply(() => this.l1.applyInvalidation(ns, key, ver));
     }
     this.kick(f);
   }

@@ -39,6 +39,13 @@ export class L1 implements L1Target {
   private readonly tombstones = new Map<string, { ver: string; until: number }>();
   private heldBytes = 0;
   private evicted = 0;
+  /**
+   * A live iterator over `entries`, kept across evictions. Evicting always removes what it just
+   * yielded, and new or touched entries are appended at the end, so it stands at the least
+   * recently used entry without re-walking the deleted slots a fresh iterator would skip
+   * (a Map keeps them until it rehashes: a fresh iterator per eviction costs O(deleted)).
+   */
+  private lru?: IterableIterator<[string, Held]>;
 
   constructor(
     private readonly bounds: L1Bounds,
@@ -130,6 +137,7 @@ export class L1 implements L1Target {
     this.entries.clear();
     this.tombstones.clear();
     this.heldBytes = 0;
+    this.lru = undefined;
   }
 
   private remove(k: string, e: Held): void {
@@ -139,8 +147,14 @@ export class L1 implements L1Target {
 
   /** Evicts least recently used entries until both bounds hold. */
   private evict(): void {
-    for (const [k, e] of this.entries) {
-      if (this.entries.size <= this.bounds.maxEntries && this.heldBytes <= this.bounds.maxBytes) return;
+    while (this.entries.size > this.bounds.maxEntries || this.heldBytes > this.bounds.maxBytes) {
+      let next = this.lru?.next();
+      if (!next || next.done) {
+        this.lru = this.entries.entries();
+        next = this.lru.next();
+        if (next.done) return;
+      }
+      const [k, e] = next.value;
       this.remove(k, e);
       this.evicted++;
     }

@@ -18,6 +18,39 @@ describe('L1', () => {
     expect(l1.size).toBe(3);
   });
 
+  it('keeps exact LRU order over many evictions, touches, removals and a clear (the kept eviction cursor)', () => {
+    const l1 = new L1({ maxEntries: 50, maxBytes: 1e9, tombstoneMs: 100 }, clock);
+    const model: string[] = []; // least recently used first
+    let seed = 7;
+    const rnd = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    for (let i = 0; i < 8000; i++) {
+      const key = `k${rnd(120)}`;
+      const op = rnd(10);
+      if (op < 5) {
+        const at = model.indexOf(key);
+        if (at >= 0) model.splice(at, 1);
+        expect(l1.set('ns', key, entry('1', v(i + 1)))).toBe(true);
+        model.push(key);
+        if (model.length > 50) model.shift();
+      } else if (op < 9) {
+        const hit = l1.get('ns', key) !== undefined;
+        const at = model.indexOf(key);
+        expect(hit).toBe(at >= 0);
+        if (at >= 0) model.push(...model.splice(at, 1));
+      } else {
+        l1.applyInvalidation('ns', key, v(i + 1));
+        const at = model.indexOf(key);
+        if (at >= 0) model.splice(at, 1);
+      }
+      if (i === 4000) {
+        l1.clear();
+        model.length = 0;
+      }
+    }
+    expect(l1.size).toBe(model.length);
+    for (const key of model) expect(l1.get('ns', key)).toBeDefined();
+  });
+
   it('evicts past maxBytes and never holds a value larger than the bound', () => {
     const l1 = new L1({ maxEntries: 100, maxBytes: 10, tombstoneMs: 100 }, clock);
     l1.set('ns', 'a', entry('"1234"', v(1)));

@@ -1,0 +1,90 @@
+import { jest } from '@jest/globals';
+import type { Redis } from 'iovalkey';
+import { CacheService } from '../../src/cache/cache.service.js';
+import { EchoMqError } from '../../src/protocol/errors.js';
+import type { EchoMqConnection } from '../../src/protocol/connection.js';
+import { CacheKeys } from '../../src/protocol/keys.js';
+import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
+
+let raw: Redis, writerConn: EchoMqConnection, readerConn: EchoMqConnection;
+const services: CacheService[] = [];
+beforeAll(async () => {
+  raw = rawClient();
+  [writerConn, readerConn] = await Promise.all([openConnection(), openConnection()]);
+});
+afterEach(() => jest.restoreAllMocks());
+afterAll(async () => {
+  await Promise.all(services.map((s) => s.close()));
+  await Promise.all([writerConn.close(), readerConn.close(), raw.quit()]);
+});
+
+function pair(readerPollMs?: number): { writer: CacheService; reader: CacheService; k: CacheKeys } {
+  const ns = randomQueue('rb');
+  const writer = new CacheService(writerConn, { namespace: ns });
+  const reader = new CacheService(readerConn, { namespace: ns, pollMs: readerPollMs });
+  services.push(writer, reader);
+  return { writer, reader, k: new CacheKeys(ns) };
+}
+
+describe('L2 reads of one turn share one pipeline write', () => {
+  it('100 concurrent gets with a cold L1: one pipeline, each caller its own value, a miss its undefined', async () => {
+    const { writer, reader } = pair();
+    for (let i = 0; i < 100; i++) await writer.set(`k${i}`, { i });
+    await reader.get('warm'); // the reader follows the namespace: its reads need not wait
+    const pipelines = jest.spyOn(readerConn.client, 'pipeline');
+    const got = await Promise.all(Array.from({ length: 101 }, (_, i) => reader.get<{ i: number }>(`k${i}`)));
+    expect(pipelines).toHaveBeenCalledTimes(1);
+    expect(got.slice(0, 100).map((v) => v?.i)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    expect(got[100]).toBeUndefined(); // k100 was never written
+    expect(reader.stats()).toMatchObject({ l2Hits: 100, misses: 2 });
+  });
+
+  it('a failing read fails only its own caller, typed; a read after a SCRIPT FLUSH reloads (NOSCRIPT inside the batch)', async () => {
+    const { writer, reader, k } = pair();
+    await writer.set('good', 'g');
+    await raw.set(k.entry('bad'), 'not a hash');
+    await reader.get('warm');
+    const [good, bad] = await Promise.allSettled([reader.get('good'), reader.get('bad')]);
+    expect(good).toEqual({ status: 'fulfilled', value: 'g' });
+    expect(bad.status).toBe('rejected');
+    expect((bad as PromiseRejectedResult).reason).toBeInstanceOf(EchoMqError);
+    expect(((bad as PromiseRejectedResult).reason as EchoMqError).code).toBe('EMQ_WRONGTYPE');
+    await writer.set('again', 'a');
+    await writer.set('twice', 't');
+    await raw.script('FLUSH');
+    await expect(Promise.all([reader.get('again'), reader.get('twice')])).resolves.toEqual(['a', 't']);
+  });
+
+  it('set sends its cache-set and its announcement in one pipeline; the other node drops on the signal and reads the new value', async () => {
+    const { writer, reader, k } = pair(60_000); // no poll within the test: only the signal
+    await writer.set('hot', 1);
+    expect(await reader.get('hot')).toBe(1);
+    await eventually(async () => Number(((await raw.call('PUBSUB', 'SHARDNUMSUB', k.signal)) as [string, number])[1]) === 2, 3000, 'both subscribed');
+    const pipelines = jest.spyOn(writerConn.client, 'pipeline');
+    const evalshas = jest.spyOn(writerConn.client, 'evalsha');
+    await writer.set('hot', 2);
+    expect(pipelines).toHaveBeenCalledTimes(1);
+    expect(evalshas).not.toHaveBeenCalled(); // nothing sent outside that pipeline
+    const until = Date.now() + 3000;
+    let seen: unknown = 1;
+    while (seen !== 2 && Date.now() < until) {
+      seen = await reader.get('hot');
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(seen).toBe(2);
+  });
+
+  it('when only the announcement fails (a log of the wrong type), set and invalidate reject typed, and the local L1 still follows L2', async () => {
+    const { writer, k } = pair();
+    await writer.set('x', 1);
+    await raw.del(k.log);
+    await raw.set(k.log, 'not a stream');
+    await expect(writer.set('x', 2)).rejects.toMatchObject({ code: 'EMQ_WRONGTYPE' });
+    expect(await raw.hget(k.entry('x'), 'd')).toBe('2');
+    expect(writer.l1.get(k.ns, 'x')?.json).toBe('2');
+    await expect(writer.invalidate('x')).rejects.toMatchObject({ code: 'EMQ_WRONGTYPE' });
+    expect(await raw.hget(k.entry('x'), 'x')).toBe('1'); // the tombstone
+    expect(writer.l1.get(k.ns, 'x')).toBeUndefined();
+    await raw.del(k.log);
+  });
+});
