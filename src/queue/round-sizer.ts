@@ -12,11 +12,17 @@
  * epoch, then in one epoch of eight), and keeps the
  * faster one (moving to a larger split only for a gain of at least 3%, since it costs CPU). A
  * loop that is not saturated (the queue ran dry, or handlers are the bottleneck) goes back to
- * one share: the cheapest, and what light load needs.
+ * one share: the cheapest, and what light load needs; saturated again, it starts over from two
+ * shares (capacity 8 or more; measured faster than one on a 2-core machine at concurrency 10 and
+ * 50, docs/benchmarks.md).
  */
 export class RoundSizer {
   private split = 1;
   private readonly maxSplit: number;
+  /** Where a saturated loop starts: two shares once the capacity is 8 or more, else one. */
+  private readonly initial: number;
+  /** Set while the loop is not saturated (one share, nothing measured). */
+  private resting = false;
   private readonly fixed: boolean;
   /** The last measured completion rate (per ms) of each split, and the epoch it was measured in. */
   private readonly rates = new Map<number, { rate: number; epoch: number }>();
@@ -40,7 +46,8 @@ export class RoundSizer {
   ) {
     this.fixed = rounds !== 'adaptive';
     this.maxSplit = this.fixed ? Math.max(1, Math.min(4, Number(rounds), capacity)) : capacity >= 4 ? 3 : 1;
-    this.split = this.fixed ? this.maxSplit : 1;
+    this.initial = this.fixed ? this.maxSplit : capacity >= 8 ? 2 : 1;
+    this.split = this.initial;
     this.started = now();
   }
 
@@ -81,6 +88,15 @@ export class RoundSizer {
       this.split = 1;
       this.home = 0;
       this.rates.clear();
+      this.epoch = 0;
+      this.resting = true;
+      return;
+    }
+    if (this.resting) {
+      // Saturated again: back to the starting split, and the measuring starts over.
+      this.resting = false;
+      this.split = this.initial;
+      this.epoch = 0;
       return;
     }
     this.rates.set(this.split, { rate, epoch: this.epoch });

@@ -26,11 +26,12 @@ describe('RoundSizer (rounds in flight)', () => {
     expect(drive(new RoundSizer(20, 3, clock), 12, (x) => 10 - x).every((x) => x === 3)).toBe(true);
   });
 
-  it('adaptive: starts with one share and keeps a larger split only when it is measurably faster', () => {
+  it('adaptive: starts with two shares and keeps a split only while it is measurably faster', () => {
     const s = new RoundSizer(20, 'adaptive', clock);
-    expect(s.current).toBe(1);
+    expect(s.current).toBe(2);
+    expect(new RoundSizer(6, 'adaptive', clock).current).toBe(1); // below 8: one share to start
     const faster = drive(s, 48, (x) => (x === 1 ? 20 : x === 2 ? 30 : 29));
-    expect(faster[0]).toBe(2); // the second epoch probes the next split at once
+    expect(faster[0]).toBe(3); // the second epoch probes a neighbour at once
     expect(faster.slice(-8).filter((x) => x === 2).length).toBeGreaterThanOrEqual(6); // settles on 2, probing now and then
     const flat = drive(new RoundSizer(20, 'adaptive', clock), 48, () => 20); // handlers are the bottleneck
     expect(flat.slice(-8).filter((x) => x === 1).length).toBeGreaterThanOrEqual(6);
@@ -41,6 +42,7 @@ describe('RoundSizer (rounds in flight)', () => {
     drive(s, 32, (x) => 10 * x);
     expect(s.current).toBeGreaterThan(1);
     expect(drive(s, 1, (x) => 10 * x, false)).toEqual([1]);
+    expect(drive(s, 1, (x) => 10 * x)).toEqual([2]); // saturated again: starts over from two shares
     expect(drive(new RoundSizer(3, 'adaptive', clock), 16, (x) => 10 * x).every((x) => x === 1)).toBe(true);
   });
 });
