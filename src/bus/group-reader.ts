@@ -1,6 +1,7 @@
 import { Cluster } from 'iovalkey';
 import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
 import type { TopicKeys } from '../protocol/keys.js';
+import { waitAtMost } from '../protocol/wait-at-most.js';
 import type { AckBuffer } from './group-acks.js';
 import { readGroup, readGroupUnblockable, type GroupEntry } from './group-wire.js';
 
@@ -71,11 +72,7 @@ export class GroupReader {
       // Unblocked (answered nil) or served just before (answered entries): either way the
       // reply is on its way. Refused (ACL) or failed: nothing to wait for.
       const sent = await this.conn.unblock(id, this.k.log).then(() => true, () => false);
-      if (sent) {
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([reading.catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, STOP_WAIT_MS)))]);
-        clearTimeout(timer);
-      }
+      if (sent) await waitAtMost(reading, STOP_WAIT_MS);
     }
     this.interrupt?.();
     this.drop();

@@ -1,3 +1,4 @@
+import { waitAtMost } from '../protocol/wait-at-most.js';
 import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
 import { scripts, type ScriptCall } from '../protocol/scripts.js';
 import type { ClaimReply } from '../protocol/wire.js';
@@ -100,9 +101,7 @@ export class WakeWaiter {
       // it is awaited all the same; a wait still blocked when the connection closes never runs
       // its claim.
       if (this.blockedId !== undefined) await this.conn.unblock(this.blockedId, this.key).catch(() => false);
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([inflight, new Promise<void>((r) => (timer = setTimeout(r, CLOSE_WAIT_MS)))]);
-      clearTimeout(timer);
+      await waitAtMost(inflight, CLOSE_WAIT_MS);
     }
     this.drop();
   }
