@@ -89,7 +89,7 @@ export function sizes(mode: BenchMode, backlog1m = false): BenchSizes {
     process: 20_000,
     backlogs: [10_000, 100_000, ...extra],
     latencyRate: 500,
-    latencySeconds: 4,
+    latencySeconds: 10, // 5,000 samples: one stall of the machine (a few ms, ~10 samples) cannot decide the p99 alone
     latencyConcurrency: 10,
     memoryJobs: 10_000,
     ceilingJobs: 200_000,
