@@ -103,6 +103,36 @@ describe('L2 reads of one turn share one cache-get call', () => {
     expect(seen).toBe(2);
   });
 
+  it('after a signal that names its keys, the re-read of a dropped key leaves before the log read that moves the position', async () => {
+    // A connection of its own: the other tests' services poll their logs on the shared one.
+    const own = await openConnection();
+    const ns = randomQueue('rb');
+    const k = new CacheKeys(ns);
+    const writer = new CacheService(writerConn, { namespace: ns, pollMs: 60_000 });
+    const reader = new CacheService(own, { namespace: ns, pollMs: 60_000 }); // no poll within the test: only the signal
+    services.push(writer);
+    try {
+      await writer.set('hot', 1);
+      expect(await reader.get('hot')).toBe(1);
+      await eventually(async () => Number(((await raw.call('PUBSUB', 'SHARDNUMSUB', k.signal)) as [string, number])[1]) === 2, 3000, 'both subscribed');
+      const reads = jest.spyOn(own.client, 'evalsha');
+      const logReads = jest.spyOn(own.client, 'multi');
+      await writer.set('hot', 2);
+      const until = Date.now() + 3000;
+      let seen: unknown = 1;
+      while (seen !== 2 && Date.now() < until) {
+        seen = await reader.get('hot');
+        await new Promise((r) => setImmediate(r));
+      }
+      expect(seen).toBe(2);
+      await eventually(async () => logReads.mock.calls.length > 0, 3000, 'the log was read');
+      expect(reads.mock.invocationCallOrder[0]).toBeLessThan(logReads.mock.invocationCallOrder[0]);
+    } finally {
+      await reader.close();
+      await own.close();
+    }
+  });
+
   it('when only the announcement fails (a log of the wrong type), set and invalidate reject typed, and the local L1 still follows L2', async () => {
     const { writer, k } = pair();
     await writer.set('x', 1);
