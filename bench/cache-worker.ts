@@ -22,7 +22,14 @@ export type ToLagChild = { readonly type: 'arm'; readonly expect: number } | { r
 export type FromLagChild =
   | { readonly type: 'ready' }
   | { readonly type: 'armed'; readonly l1Old: boolean }
-  | { readonly type: 'seen'; readonly expect: number; readonly t: number; readonly polls: number };
+  | {
+      readonly type: 'seen';
+      readonly expect: number;
+      readonly t: number;
+      readonly polls: number;
+      /** The longest single poll of the round (ms, `get` plus the tick after it): a process that waited for a CPU shows here. */
+      readonly longestPollMs: number;
+    };
 
 function send(m: FromLagChild): Promise<void> {
   return new Promise((resolve) => {
@@ -45,12 +52,16 @@ async function main(): Promise<void> {
         const before = await cache.get(args.key);
         await send({ type: 'armed', l1Old: before?.i === m.expect - 1 });
         let polls = 0;
+        let longestPollMs = 0;
+        let last = nowMs();
         for (;;) {
           polls++;
           const v = await cache.get(args.key);
+          const t = nowMs();
+          longestPollMs = Math.max(longestPollMs, t - last);
+          last = t;
           if (v?.i === m.expect) {
-            const t = nowMs();
-            await send({ type: 'seen', expect: m.expect, t, polls });
+            await send({ type: 'seen', expect: m.expect, t, polls, longestPollMs });
             return;
           }
           await tick();

@@ -118,28 +118,66 @@ export type L2Read =
       readonly liveMs: number;
     };
 
-/**
- * The read of an entry in one command (`cache-get.lua`: its fields, its PTTL and, when asked,
- * whether its fill lease is held — all on the entry's slot), as a call that pipelines
- * (`ReadBatch`). Freshness comes from the server's clock only: fresh while PTTL > g.
- */
-export function readEntryCall(k: CacheKeys, key: string, withLease = false): ScriptCall<L2Read> {
-  return { name: 'cache-get', keys: [k.entry(key), k.lease(key)], args: [PROTOCOL_VERSION, withLease ? '1' : '0'], parse: parseEntry };
+/** One entry to read: its namespace's keys, its key, and whether to report its fill lease. */
+export interface EntryRead {
+  readonly k: CacheKeys;
+  readonly key: string;
+  readonly withLease: boolean;
 }
 
-/** Reads an entry in one command (see `readEntryCall`). */
+/** Fields of one entry in a `cache-get.lua` reply: `{ v, d, n, x, g, pttl, leased }`. */
+const GROUP = 7;
+
+/**
+ * The read of 1..N entries in one command (`cache-get.lua`: each entry's fields, its PTTL and,
+ * when asked, whether its fill lease is held), as one call. N > 1 only where every key is on
+ * one node (a standalone Valkey: `ReadBatch`). Freshness comes from the server's clock only:
+ * fresh while PTTL > g.
+ */
+export function readEntriesCall(reads: readonly EntryRead[]): ScriptCall<L2Read[]> {
+  const keys: string[] = new Array<string>(reads.length * 2);
+  let flags = '';
+  for (let i = 0; i < reads.length; i++) {
+    const r = reads[i];
+    keys[2 * i] = r.k.entry(r.key);
+    keys[2 * i + 1] = r.k.lease(r.key);
+    flags += r.withLease ? '1' : '0';
+  }
+  return {
+    name: 'cache-get',
+    keys,
+    args: [PROTOCOL_VERSION, flags],
+    parse: (reply) => {
+      const r = reply as (string | number | null)[];
+      if (!Array.isArray(r) || r.length !== reads.length * GROUP) throw new Error(`cache-get replied ${Array.isArray(r) ? r.length : typeof r} fields for ${reads.length} entries`);
+      const out: L2Read[] = new Array<L2Read>(reads.length);
+      for (let i = 0; i < reads.length; i++) out[i] = parseEntry(r, i * GROUP);
+      return out;
+    },
+  };
+}
+
+/** The read of one entry (see `readEntriesCall`). */
+export function readEntryCall(k: CacheKeys, key: string, withLease = false): ScriptCall<L2Read> {
+  const c = readEntriesCall([{ k, key, withLease }]);
+  return { ...c, parse: (reply) => c.parse(reply)[0] };
+}
+
+/** Reads an entry in one command (see `readEntriesCall`). */
 export function readEntry(client: ScriptClient, k: CacheKeys, key: string, withLease = false): Promise<L2Read> {
   return call(client, readEntryCall(k, key, withLease));
 }
 
-/** The reply of `cache-get.lua` (`{ v, d, n, x, g, pttl, leased }`) as an `L2Read`. */
-function parseEntry(reply: unknown): L2Read {
-  const r = reply as (string | number | null)[];
-  const str = (i: number): string | null => (typeof r[i] === 'string' ? (r[i] as string) : null);
+/** One entry's group of a `cache-get.lua` reply (at `at`) as an `L2Read`. */
+function parseEntry(r: readonly (string | number | null)[], at: number): L2Read {
+  const str = (i: number): string | null => {
+    const x = r[at + i];
+    return typeof x === 'string' ? x : null;
+  };
   const v = str(0);
   const d = str(1);
-  const pttl = Number(r[5]);
-  const leased = Number(r[6]) === 1;
+  const pttl = Number(r[at + 5]);
+  const leased = Number(r[at + 6]) === 1;
   if (!v || pttl === -2) return { state: 'none', leased };
   if (str(3) === '1' || (d === null && str(2) !== '1')) return { state: 'tombstone', leased };
   const liveMs = pttl < 0 ? Number.MAX_SAFE_INTEGER : pttl;

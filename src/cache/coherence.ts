@@ -184,6 +184,11 @@ export class Coherence {
     if (typeof m.v === 'string' && isBrandedVer(m.v) && Array.isArray(m.k)) {
       const ver = m.v;
       for (const key of m.k) if (typeof key === 'string') this.apply(() => this.l1.applyInvalidation(ns, key, ver));
+      // L1 already dropped what the entry names: the log read only moves the position, so it
+      // waits one turn and the re-reads of the dropped keys this turn leave first (on the same
+      // connection they would otherwise queue behind the log's XRANGE + XINFO and their reply).
+      setImmediate(() => this.kick(f));
+      return;
     }
     this.kick(f);
   }

@@ -8,7 +8,7 @@ import { ReadBatch } from './read-batch.js';
 
 /**
  * How `CacheService` reaches L2 in as few round trips as it can: on a standalone Valkey the L2
- * reads of one event-loop turn share one pipeline write (`ReadBatch`), and a write travels with
+ * reads of one event-loop turn share one script call (`ReadBatch`), and a write travels with
  * its announcement in one pipeline; on a cluster (entries on many nodes) each call goes alone.
  */
 export class L2Access {
@@ -25,10 +25,9 @@ export class L2Access {
    * a value read before that could miss an invalidation announced in between and stay in L1.
    */
   read(k: CacheKeys, key: string, withLease = false): Promise<L2Read> {
-    const c = readEntryCall(k, key, withLease);
     const go = (): Promise<L2Read> => {
       const batch = this.reads();
-      return batch ? batch.run(c) : call(this.conn.scriptClient, c);
+      return batch ? batch.read({ k, key, withLease }) : call(this.conn.scriptClient, readEntryCall(k, key, withLease));
     };
     return this.coherence.isReady(k.ns) ? go() : this.coherence.ready(k.ns).then(go);
   }

@@ -1,21 +1,23 @@
-import { callPipeline, type ScriptCall, type ScriptClient } from '../protocol/scripts.js';
+import { call, type ScriptClient } from '../protocol/scripts.js';
+import { readEntriesCall, readEntryCall, type EntryRead, type L2Read } from './cache-wire.js';
 
-/** Most calls one flush sends in one pipeline write. */
+/** Most entries one flush reads in one `cache-get` call (2 keys each). */
 export const READ_BATCH_MAX = 256;
 
-interface Waiting {
-  readonly call: ScriptCall<unknown>;
-  readonly resolve: (value: unknown) => void;
+interface Waiting extends EntryRead {
+  readonly resolve: (value: L2Read) => void;
   readonly reject: (reason: unknown) => void;
 }
 
 /**
- * Coalesces the script calls issued in one turn of the event loop (L2 reads of concurrent
- * `get`s) into one pipeline write: the first call of a turn schedules a flush on
+ * Coalesces the L2 reads issued in one turn of the event loop (concurrent `get`s with a cold L1)
+ * into one `cache-get.lua` call of N entries: the first read of a turn schedules a flush on
  * `process.nextTick`, which runs once the turn's promise continuations have drained, so
- * concurrent callers share one write and one read of the socket. Each caller still gets its
- * own reply or its own typed error (a NOSCRIPT is re-sent by EVAL, as `callPipeline` does).
- * Only for a standalone client: a cluster pipeline must stay on one node.
+ * concurrent callers share one command, one script run and one reply. Each caller still gets
+ * its own read or its own typed error: when the batched call fails (an entry that is not a
+ * hash fails the whole call), its entries are read again one by one (the script writes
+ * nothing, so a re-read is harmless). A NOSCRIPT is re-sent by EVAL, as `call` does.
+ * Only for a standalone client: on a cluster the entries of one call would span nodes.
  */
 export class ReadBatch {
   private queue: Waiting[] = [];
@@ -26,10 +28,10 @@ export class ReadBatch {
     private readonly max: number = READ_BATCH_MAX,
   ) {}
 
-  /** Runs `c` in the current turn's pipeline. */
-  run<T>(c: ScriptCall<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ call: c, resolve: resolve as (value: unknown) => void, reject });
+  /** Reads `r` in the current turn's call. */
+  read(r: EntryRead): Promise<L2Read> {
+    return new Promise<L2Read>((resolve, reject) => {
+      this.queue.push({ k: r.k, key: r.key, withLease: r.withLease, resolve, reject });
       if (this.queue.length >= this.max) this.flush();
       else if (!this.scheduled) {
         this.scheduled = true;
@@ -43,16 +45,13 @@ export class ReadBatch {
     const batch = this.queue;
     if (batch.length === 0) return;
     this.queue = [];
-    callPipeline(this.client, batch.map((w) => w.call)).then(
-      (settled) => {
-        for (let i = 0; i < batch.length; i++) {
-          const s = settled[i];
-          if (s.status === 'fulfilled') batch[i].resolve(s.value);
-          else batch[i].reject(s.reason);
-        }
+    call(this.client, readEntriesCall(batch)).then(
+      (reads) => {
+        for (let i = 0; i < batch.length; i++) batch[i].resolve(reads[i]);
       },
       (err: unknown) => {
-        for (const w of batch) w.reject(err);
+        if (batch.length === 1) batch[0].reject(err);
+        else for (const w of batch) call(this.client, readEntryCall(w.k, w.key, w.withLease)).then(w.resolve, w.reject);
       },
     );
   }

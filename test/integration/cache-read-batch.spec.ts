@@ -26,14 +26,17 @@ function pair(readerPollMs?: number): { writer: CacheService; reader: CacheServi
   return { writer, reader, k: new CacheKeys(ns) };
 }
 
-describe('L2 reads of one turn share one pipeline write', () => {
-  it('100 concurrent gets with a cold L1: one pipeline, each caller its own value, a miss its undefined', async () => {
+describe('L2 reads of one turn share one cache-get call', () => {
+  it('100 concurrent gets with a cold L1: one call of 101 entries, each caller its own value, a miss its undefined', async () => {
     const { writer, reader } = pair();
     for (let i = 0; i < 100; i++) await writer.set(`k${i}`, { i });
     await reader.get('warm'); // the reader follows the namespace: its reads need not wait
     const pipelines = jest.spyOn(readerConn.client, 'pipeline');
+    const evalshas = jest.spyOn(readerConn.client, 'evalsha');
     const got = await Promise.all(Array.from({ length: 101 }, (_, i) => reader.get<{ i: number }>(`k${i}`)));
-    expect(pipelines).toHaveBeenCalledTimes(1);
+    expect(pipelines).not.toHaveBeenCalled();
+    expect(evalshas).toHaveBeenCalledTimes(1);
+    expect(evalshas.mock.calls[0][1]).toBe(202); // two keys per entry
     expect(got.slice(0, 100).map((v) => v?.i)).toEqual(Array.from({ length: 100 }, (_, i) => i));
     expect(got[100]).toBeUndefined(); // k100 was never written
     expect(reader.stats()).toMatchObject({ l2Hits: 100, misses: 2 });
@@ -55,6 +58,32 @@ describe('L2 reads of one turn share one pipeline write', () => {
     await expect(Promise.all([reader.get('again'), reader.get('twice')])).resolves.toEqual(['a', 't']);
   });
 
+  it('more reads in one turn than one call holds: split in calls of 256 entries, every caller served', async () => {
+    const { writer, reader } = pair();
+    for (let i = 0; i < 300; i++) await writer.set(`m${i}`, i);
+    await reader.get('warm');
+    const evalshas = jest.spyOn(readerConn.client, 'evalsha');
+    const got = await Promise.all(Array.from({ length: 300 }, (_, i) => reader.get<number>(`m${i}`)));
+    expect(got).toEqual(Array.from({ length: 300 }, (_, i) => i));
+    expect(evalshas.mock.calls.map((c) => c[1])).toEqual([512, 88]);
+  });
+
+  it('reads with and without the lease flag share one call, each answered for its own entry', async () => {
+    const { writer, reader, k } = pair();
+    await writer.set('a', 'A');
+    await raw.set(k.lease('b'), 'someone', 'PX', 10_000);
+    await reader.get('warm');
+    const flags = jest.spyOn(readerConn.client, 'evalsha');
+    // getOrLoad with a fill lease polls with the flag; a plain get reads without it.
+    const l2 = (reader as unknown as { l2: { read(k: CacheKeys, key: string, lease?: boolean): Promise<{ state: string; leased: boolean }> } }).l2;
+    const [a, b, c] = await Promise.all([l2.read(k, 'a'), l2.read(k, 'b', true), l2.read(k, 'c', true)]);
+    expect(flags).toHaveBeenCalledTimes(1);
+    expect(flags.mock.calls[0].slice(-1)).toEqual(['011']);
+    expect(a).toMatchObject({ state: 'live', leased: false });
+    expect(b).toEqual({ state: 'none', leased: true });
+    expect(c).toEqual({ state: 'none', leased: false });
+  });
+
   it('set sends its cache-set and its announcement in one pipeline; the other node drops on the signal and reads the new value', async () => {
     const { writer, reader, k } = pair(60_000); // no poll within the test: only the signal
     await writer.set('hot', 1);
@@ -72,6 +101,36 @@ describe('L2 reads of one turn share one pipeline write', () => {
       await new Promise((r) => setImmediate(r));
     }
     expect(seen).toBe(2);
+  });
+
+  it('after a signal that names its keys, the re-read of a dropped key leaves before the log read that moves the position', async () => {
+    // A connection of its own: the other tests' services poll their logs on the shared one.
+    const own = await openConnection();
+    const ns = randomQueue('rb');
+    const k = new CacheKeys(ns);
+    const writer = new CacheService(writerConn, { namespace: ns, pollMs: 60_000 });
+    const reader = new CacheService(own, { namespace: ns, pollMs: 60_000 }); // no poll within the test: only the signal
+    services.push(writer);
+    try {
+      await writer.set('hot', 1);
+      expect(await reader.get('hot')).toBe(1);
+      await eventually(async () => Number(((await raw.call('PUBSUB', 'SHARDNUMSUB', k.signal)) as [string, number])[1]) === 2, 3000, 'both subscribed');
+      const reads = jest.spyOn(own.client, 'evalsha');
+      const logReads = jest.spyOn(own.client, 'multi');
+      await writer.set('hot', 2);
+      const until = Date.now() + 3000;
+      let seen: unknown = 1;
+      while (seen !== 2 && Date.now() < until) {
+        seen = await reader.get('hot');
+        await new Promise((r) => setImmediate(r));
+      }
+      expect(seen).toBe(2);
+      await eventually(async () => logReads.mock.calls.length > 0, 3000, 'the log was read');
+      expect(reads.mock.invocationCallOrder[0]).toBeLessThan(logReads.mock.invocationCallOrder[0]);
+    } finally {
+      await reader.close();
+      await own.close();
+    }
   });
 
   it('when only the announcement fails (a log of the wrong type), set and invalidate reject typed, and the local L1 still follows L2', async () => {
