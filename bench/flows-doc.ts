@@ -10,7 +10,10 @@ Flows of 1 parent + ${r.children} children, the children in another queue than t
 with ${r.inFlight} being created at once (saturated), then ${r.paced} flows at a paced ${r.pace} flows/s (latency
 away from saturation); ${reps}, each after an untimed warm-up of the same size. Children run at
 concurrency 50, parents at 20; handlers are no-ops. Fan-in latency: the last child's handler
-returning → the parent's handler starting.
+returning → the parent's handler starting. *Machine stalls p99*: over each paced run, an idle
+child process measured how late its 1 ms timer fired (bench/stall-probe.ts) — what the machine
+alone costs any process (other processes, vCPU steal); *other cores*: the CPU other processes
+used meanwhile (bench/load.ts). A fan-in p99 near the stall p99 is the machine's floor.
 
 ${flowsTable(r)}
 

@@ -5,8 +5,9 @@
  * node, as it requires), on the same Valkey, alternating which system goes first. Reports flows
  * completed per second (parents done) with `IN_FLIGHT` flows being created at once, and the fan-in
  * latency: the last child's handler returning → the parent's handler starting, p50 / p99; then the
- * same at a paced 100 flows/s (latency away from saturation). Each measured run follows an
- * untimed warm-up of the same size.
+ * same at a paced 100 flows/s (latency away from saturation), with the machine's own stalls
+ * measured alongside (`stall-probe.ts`: the floor no code can go under). Each measured run
+ * follows an untimed warm-up of the same size.
  */
 import { FlowProducer, Worker } from 'bullmq';
 import { Consumer, EchoMqConnection } from '../src/protocol/index.js';
@@ -15,6 +16,8 @@ import { startEmbeddedValkey } from '../src/testing/index.js';
 import { resolveConsumerOptions } from '../src/queue/queue.options.js';
 import { nowMs, percentile, randomQueue } from './common.js';
 import { median } from './format.js';
+import { phaseLoad, snapshot } from './load.js';
+import { startStallProbe } from './stall-probe.js';
 
 const CHILDREN = 10;
 const IN_FLIGHT = Number(process.env.FLOWS_IN_FLIGHT ?? 20);
@@ -32,6 +35,10 @@ export interface Measured {
   readonly flowsPerSec: number;
   readonly fanInP50: number;
   readonly fanInP99: number;
+  /** Paced runs: the idle probe's timer lateness p99 (ms) over the same time, the machine's floor. */
+  readonly stallP99?: number;
+  /** Paced runs: cores other processes used meanwhile (`load.ts`). */
+  readonly otherCores?: number;
 }
 
 function track(n: number): FlowTimes {
@@ -49,6 +56,19 @@ async function untilDone(t: FlowTimes, n: number): Promise<void> {
 
 /** Flows per second of the paced run (fan-in latency away from saturation); 0 = as fast as possible. */
 let pace = 0;
+/** The Valkey server's pid (for `load.ts`), when known. */
+let valkeyPid: number | undefined;
+
+/** Runs a paced measurement with the stall probe and the load sampled around it; others as they are. */
+async function observed(run: () => Promise<Measured>): Promise<Measured> {
+  if (pace === 0) return run();
+  const probe = startStallProbe();
+  const before = snapshot(valkeyPid);
+  const m = await run();
+  const load = phaseLoad(before, snapshot(valkeyPid));
+  const stalls = await probe.stop();
+  return { ...m, stallP99: stalls?.p99, otherCores: load.otherCores };
+}
 
 /** Creates `n` flows, `IN_FLIGHT` at a time, or one every 1/pace s when paced. */
 async function produce(n: number, create: (i: number) => Promise<unknown>): Promise<void> {
@@ -148,16 +168,29 @@ export interface FlowsReport {
   readonly rows: readonly { readonly run: string; readonly system: 'echomq' | 'bullmq'; readonly m: Measured }[];
 }
 
-const medianOf = (ms: Measured[]): Measured => ({
-  flowsPerSec: median(ms.map((m) => m.flowsPerSec)),
-  fanInP50: median(ms.map((m) => m.fanInP50)),
-  fanInP99: median(ms.map((m) => m.fanInP99)),
-});
+const medianOf = (ms: Measured[]): Measured => {
+  const of = (f: (m: Measured) => number | undefined): number | undefined => {
+    const xs = ms.map(f).filter((x): x is number => x !== undefined);
+    return xs.length > 0 ? median(xs) : undefined;
+  };
+  return {
+    flowsPerSec: median(ms.map((m) => m.flowsPerSec)),
+    fanInP50: median(ms.map((m) => m.fanInP50)),
+    fanInP99: median(ms.map((m) => m.fanInP99)),
+    stallP99: of((m) => m.stallP99),
+    otherCores: of((m) => m.otherCores),
+  };
+};
 
-/** Runs the flows rows on the Valkey at `url`. */
-export async function runFlowsSuite(url: string, quick: boolean, reps = quick ? 1 : 3): Promise<FlowsReport> {
+/**
+ * Runs the flows rows on the Valkey at `url` (`pid`: its process, for the load figures). The
+ * paced run's size is `FLOWS_PACED` (default 600, 6 s: its p99 is the 6th worst sample, where 300
+ * made it the 3rd, which one scheduler stall decides).
+ */
+export async function runFlowsSuite(url: string, quick: boolean, reps = quick ? 1 : 3, pid?: number): Promise<FlowsReport> {
   const n = quick ? 300 : 1000;
-  const paced = quick ? 100 : 300;
+  const paced = quick ? 100 : Number(process.env.FLOWS_PACED ?? 600);
+  valkeyPid = pid;
   const systems = { echomq, bullmq } as const;
   const rows: { run: string; system: 'echomq' | 'bullmq'; m: Measured }[] = [];
   for (const [label, rate, count] of [['saturated', 0, n], [`paced ${100}/s`, 100, paced]] as const) {
@@ -167,7 +200,7 @@ export async function runFlowsSuite(url: string, quick: boolean, reps = quick ? 
       for (const system of order) {
         pace = rate;
         await systems[system](url, count); // warm-up as long as the timed part
-        got[system].push(await systems[system](url, count));
+        got[system].push(await observed(() => systems[system](url, count)));
         console.log(`  flows ${label.padEnd(14)} ${system.padEnd(7)} ${JSON.stringify(got[system].at(-1))}`);
       }
     }
@@ -180,15 +213,23 @@ export async function runFlowsSuite(url: string, quick: boolean, reps = quick ? 
 /** The flows table in Markdown. */
 export function flowsTable(r: FlowsReport): string {
   const name = { echomq: 'EchoMQ', bullmq: 'BullMQ FlowProducer' } as const;
-  const lines = ['| run | system | flows/s | fan-in p50 (ms) | fan-in p99 (ms) |', '|---|---|---:|---:|---:|'];
-  for (const { run, system, m } of r.rows) lines.push(`| ${run} | ${name[system]} | ${m.flowsPerSec} | ${m.fanInP50.toFixed(2)} | ${m.fanInP99.toFixed(2)} |`);
+  const lines = [
+    '| run | system | flows/s | fan-in p50 (ms) | fan-in p99 (ms) | machine stalls p99 (ms) | other cores |',
+    '|---|---|---:|---:|---:|---:|---:|',
+  ];
+  const opt = (x: number | undefined): string => (x === undefined ? '—' : x.toFixed(2));
+  for (const { run, system, m } of r.rows) {
+    lines.push(`| ${run} | ${name[system]} | ${m.flowsPerSec} | ${m.fanInP50.toFixed(2)} | ${m.fanInP99.toFixed(2)} | ${opt(m.stallP99)} | ${opt(m.otherCores)} |`);
+  }
   return lines.join('\n');
 }
 
 async function main(): Promise<void> {
   const valkey = await startEmbeddedValkey();
   try {
-    const r = await runFlowsSuite(valkey.url, process.argv.includes('--quick'));
+    const quick = process.argv.includes('--quick');
+    const reps = process.env.FLOWS_REPS ? Number(process.env.FLOWS_REPS) : undefined;
+    const r = await runFlowsSuite(valkey.url, quick, reps, valkey.pid);
     console.log(`flows of 1 parent + ${CHILDREN} children: ${r.flows} flows saturated (${IN_FLIGHT} created at once), then ${r.paced} paced; children c${CHILD_CONCURRENCY}, parents c${PARENT_CONCURRENCY}`);
     console.log(flowsTable(r));
   } finally {

@@ -142,7 +142,7 @@ async function main(): Promise<void> {
     }
     if (wanted('flows')) {
       console.log('Flows: EchoMQ vs BullMQ FlowProducer');
-      flows = await runFlowsSuite(valkey.url, quick);
+      flows = await runFlowsSuite(valkey.url, quick, undefined, valkey.pid);
       console.log(`Flows:\n${flowsTable(flows)}\n`);
     }
     if (rows || !cache || !flows) return;
