@@ -164,7 +164,7 @@ if promote > 0 then
   if e then return e end
 end
 -- A retried job has a row (its status goes back to pending); a delayed job gets one at its first claim.
-local dueRow = {}
+local dueRow = #due > 0 and {} -- (no table when nothing is due: the common claim)
 for i = 1, #due do
   local r = redis.pcall('HLEN', prefix .. due[i])
   e = refused(r, prefix .. due[i])
@@ -175,7 +175,7 @@ end
 -- order; lrem: (priorities) how many jobs remain pending; ops: (priorities) per level list
 -- { key, level, due ids to push, count to pop, levels-set command or false }; tlv: the level
 -- of each taken id.
-local plen, tail, k, take, lrem, ops, tlv = 0, {}, 0, {}, 0, nil, nil
+local plen, tail, k, take, lrem, ops, tlv = 0, nil, 0, {}, 0, nil, nil
 local levels
 -- Fair lanes: tgr, the group of each taken id ('' = none); ringPop, ring entries this claim
 -- served; ringPush, lanes to put at the back of the ring.
@@ -532,8 +532,12 @@ if k > 0 then
   if e then return e end
   hasOpts = r > 0
 end
--- The jobs to claim, as parallel arrays (no table per job): id, payload, attempt, own options.
-local jid, jrow, jpay, jatt, jopt, jx, att, ghosts = {}, {}, {}, {}, {}, {}, {}, {}
+-- The jobs to claim, as parallel arrays (no table per job): id, row, payload, attempt; own
+-- options (jopt, only when the queue has any) and extras (jx, only once meta `xtra` is set) are
+-- allocated only when they can be used, ghosts on the first one (the plain claim builds no
+-- table it does not use: each costs an allocation and GC work on the server).
+local jid, jrow, jpay, jatt, att = {}, {}, {}, {}, {}
+local jopt, jx, ghosts = hasOpts and {}, xtra and {}, nil
 local jlv, jgr = tlv and {}, tgr and {} -- lanes mode: each claimed job's level and group
 local pays = {} -- every payload in one read
 if #take > 0 then
@@ -550,6 +554,7 @@ for i = 1, #take do
     -- payload in its row and "" in `data`. Dropped; its payload goes back to `data` below.
     local p = redis.pcall('HGET', row, 'payload')
     if type(p) == 'table' then return refused(p, row) end
+    ghosts = ghosts or {}
     ghosts[#ghosts + 1] = { id, p }
     payload = false
   end
@@ -567,7 +572,9 @@ for i = 1, #take do
     a = a + 1
     att[id] = a
     local j = #jid + 1
-    jid[j], jrow[j], jpay[j], jatt[j], jopt[j], jx[j] = id, row, payload, a, false, x or ''
+    jid[j], jrow[j], jpay[j], jatt[j] = id, row, payload, a
+    if jopt then jopt[j] = false end
+    if jx then jx[j] = x or '' end
     if lanes then jlv[j] = tlv[i]; jgr[j] = tgr[i] end
     if a == 1 and hasOpts then jopt[j] = redis.call('HGET', KEYS[7], id) end
   end
@@ -644,9 +651,9 @@ if lanes then
     if gp.turn then redis.call('SET', gp.turnKey, gp.turn) elseif gp.turnWas then redis.call('DEL', gp.turnKey) end
     if polCap and redis.call('HGET', KEYS[1], 'gcap') ~= '1' then redis.call('HSET', KEYS[1], 'gcap', '1') end
   end
-elseif k > 0 then redis.call('RPOP', KEYS[2], k) end
+elseif k > 0 then redis.call('LTRIM', KEYS[2], 0, -(k + 1)) end -- the k oldest (RPOP without its reply table)
 -- Ghosts popped (see the read loop): the payload back to `data`, one ghost fewer in meta.
-for i = 1, #ghosts do
+for i = 1, ghosts and #ghosts or 0 do
   local id, p = ghosts[i][1], ghosts[i][2]
   if p then
     redis.call('HSET', KEYS[6], id, p)
@@ -655,13 +662,13 @@ for i = 1, #ghosts do
     redis.call('HDEL', KEYS[6], id) -- its row left the cancelled retention
   end
 end
-if #ghosts > 0 then redis.call('HINCRBY', KEYS[1], 'ghosts', -#ghosts) end
+if ghosts then redis.call('HINCRBY', KEYS[1], 'ghosts', -#ghosts) end
 local out = { -1 }
 if #jid > 0 then
   local last = redis.call('HINCRBY', KEYS[1], 'token', #jid)
-  local moved = {}
+  local moved = hasOpts and {}
   for i = 1, #jid do
-    local id, a, o, L, G = jid[i], jatt[i], jopt[i], lanes and jlv[i], lanes and jgr[i]
+    local id, a, o, L, G = jid[i], jatt[i], jopt and jopt[i], lanes and jlv[i], lanes and jgr[i]
     local token = last - #jid + i
     if G == '' then G = nil end
     if G and not o then -- a job of a group (fair lanes), without its own options: one HSET, no table
@@ -674,7 +681,7 @@ if #jid > 0 then
       if maxA and maxA ~= '' then row[#row + 1] = 'max'; row[#row + 1] = maxA end
       if backoff and backoff ~= '' then row[#row + 1] = 'backoff'; row[#row + 1] = backoff end
       local x = o and string.match(o, '^[^|]*|[^|]*|[^|]*|(.+)$')
-      if x then row[#row + 1] = 'x'; row[#row + 1] = x; jx[i] = x end
+      if x then row[#row + 1] = 'x'; row[#row + 1] = x; jx = jx or {}; jx[i] = x end
       if o then moved[#moved + 1] = id end
       redis.call('HSET', jrow[i], unpack(row))
     else
@@ -684,9 +691,9 @@ if #jid > 0 then
     out[5 * i - 2] = token
     out[5 * i - 1] = a
     out[5 * i] = jpay[i]
-    out[5 * i + 1] = jx[i]
+    out[5 * i + 1] = jx and jx[i] or ''
   end
-  if #moved > 0 then redis.call('HDEL', KEYS[7], unpack(moved)) end
+  if moved and #moved > 0 then redis.call('HDEL', KEYS[7], unpack(moved)) end
   emit(KEYS[9], elog, 'claimed', jid, now)
 end
 

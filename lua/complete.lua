@@ -120,7 +120,9 @@ if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
 end
 local elog = tonumber(meta[2]) or 0 -- written by enqueue, validated there
-local out, ids, rows, seen, hand = {}, {}, {}, {}, {}
+-- seen (the ids completed so far, for a batch of two or more) and hand (flow hand-offs) are
+-- allocated only when they can be used: each table costs an allocation and GC work.
+local out, ids, rows, seen, hand = {}, {}, {}, n > 1 and {}, nil
 -- Group caps (meta `gcap`, set by a claim given a cap): completing a job of a group wakes an
 -- idle consumer, since its group may be claimable again (docs/protocol.md §5, Group policy).
 local gcap, grouped = meta[3] == '1', false
@@ -128,23 +130,24 @@ for i = 1, n do
   local id, token, row = ARGV[4 + 3 * (i - 1)], ARGV[5 + 3 * (i - 1)], KEYS[6 + i]
   local cur = gcap and redis.pcall('HMGET', row, 'status', 'token', 'parent', 'group') or redis.pcall('HMGET', row, 'status', 'token', 'parent')
   if cur.err then return refused(cur, row) end -- HMGET answers a table: with `err` only to refuse
-  if seen[id] or cur[1] ~= 'active' or cur[2] ~= token then
+  if (seen and seen[id]) or cur[1] ~= 'active' or cur[2] ~= token then
     out[i] = 0
   else
-    seen[id] = true
+    if seen then seen[id] = true end
     ids[#ids + 1] = id
     rows[#rows + 1] = i
     out[i] = 1
     if cur[4] then grouped = true end
     -- A flow child: its hand-off to the parent's queue goes through this queue's outbox.
     if cur[3] then
+      hand = hand or {}
       hand[#hand + 1] = 'd:' .. id
       hand[#hand + 1] = 'd ' .. cur[3] .. ' ' .. id .. ' done ' .. ARGV[6 + 3 * (i - 1)]
     end
   end
 end
 if #ids == 0 then return out end
-if #hand > 0 then
+if hand then
   if not box then return redis.error_reply('EMQ_BAD_ARG a job names a parent: the outbox and outdue keys are required') end
   e = refused(redis.pcall('HLEN', box), box) or refused(redis.pcall('ZCARD', due), due)
   if e then return e end
@@ -205,7 +208,7 @@ if excess > 0 then
     redis.call('HDEL', KEYS[4], unpack(oldIds))
   end
 end
-if #hand > 0 then
+if hand then
   local zd = {}
   for j = 1, #hand, 2 do
     zd[#zd + 1] = selfLease and now + selfLease or now
