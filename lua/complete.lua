@@ -87,9 +87,15 @@ local function badId(id)
   end
   return false
 end
-local keep, n = int(ARGV[2], 0, 1000000), int(ARGV[3], 1, 1000000000)
-if not keep then return redis.error_reply('EMQ_BAD_ARG retention must be 0..1000000') end
-if not n then return redis.error_reply('EMQ_BAD_ARG bad job count') end
+-- Fast path (the valid call): one pattern over both joined by a space, coercion by `+ 0`, the
+-- ranges; a miss falls back to int() per argument for the message (as claim.lua does).
+local keep, n
+if string.find(ARGV[2] .. ' ' .. ARGV[3], '^%d+ %d+$') then keep, n = ARGV[2] + 0, ARGV[3] + 0 end
+if not (keep and keep <= 1000000 and n >= 1 and n <= 1000000000) then
+  keep, n = int(ARGV[2], 0, 1000000), int(ARGV[3], 1, 1000000000)
+  if not keep then return redis.error_reply('EMQ_BAD_ARG retention must be 0..1000000') end
+  if not n then return redis.error_reply('EMQ_BAD_ARG bad job count') end
+end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
 if (#KEYS ~= 6 + n and #KEYS ~= 8 + n) or (#ARGV ~= 3 + 3 * n and (#ARGV ~= 4 + 3 * n or #KEYS ~= 8 + n)) then
   return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (3 * n) .. ' job arguments (and a self-relay lease only with the outbox keys)')
