@@ -87,10 +87,11 @@ local function badId(id)
   end
   return false
 end
--- Fast path (the valid call): one pattern over both joined by a space, coercion by `+ 0`, the
--- ranges; a miss falls back to int() per argument for the message (as claim.lua does).
+-- Fast path (the valid call): one pattern over both joined by a space, at most 16 digits each,
+-- coercion by `+ 0`, the ranges: exactly what int() accepts; a miss falls back to int() per
+-- argument for the message (as claim.lua does).
 local keep, n
-if string.find(ARGV[2] .. ' ' .. ARGV[3], '^%d+ %d+$') then keep, n = ARGV[2] + 0, ARGV[3] + 0 end
+if #ARGV[2] < 17 and #ARGV[3] < 17 and string.find(ARGV[2] .. ' ' .. ARGV[3], '^%d+ %d+$') then keep, n = ARGV[2] + 0, ARGV[3] + 0 end
 if not (keep and keep <= 1000000 and n >= 1 and n <= 1000000000) then
   keep, n = int(ARGV[2], 0, 1000000), int(ARGV[3], 1, 1000000000)
   if not keep then return redis.error_reply('EMQ_BAD_ARG retention must be 0..1000000') end
