@@ -144,10 +144,12 @@ if #ARGV == 7 then
 end
 
 -- Reads first: every key this call writes is read before anything is written, so a key of the
--- wrong type is refused with nothing changed.
+-- wrong type is refused with nothing changed. (On the plain path a refusal is tested inline: a
+-- table reply by its `err`, an integer reply by its type, so a read that succeeds costs no call
+-- of refused().)
 local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes', 'xtra', 'paused')
-local e = refused(meta, KEYS[1])
-if e then return e end
+local e = nil
+if meta.err then return refused(meta, KEYS[1]) end
 local stored = meta[1]
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
@@ -170,8 +172,7 @@ local prefix = KEYS[8]
 local due = {}
 if promote > 0 then
   due = redis.pcall('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, promote)
-  e = refused(due, KEYS[3])
-  if e then return e end
+  if due.err then return refused(due, KEYS[3]) end
 end
 -- A retried job has a row (its status goes back to pending); a delayed job gets one at its first claim.
 local dueRow = #due > 0 and {} -- (no table when nothing is due: the common claim)
@@ -518,8 +519,7 @@ else
   -- nothing is claimed, the length alone.
   if n > 0 then
     tail = redis.pcall('LRANGE', KEYS[2], -(n + 1), -1)
-    e = refused(tail, KEYS[2])
-    if e then return e end
+    if tail.err then return refused(tail, KEYS[2]) end
     plen = #tail
   else
     plen = redis.pcall('LLEN', KEYS[2])
@@ -538,8 +538,7 @@ end
 local hasOpts = false -- most queues never set per-job options
 if k > 0 then
   local r = redis.pcall('HLEN', KEYS[7])
-  e = refused(r, KEYS[7])
-  if e then return e end
+  if type(r) == 'table' then return refused(r, KEYS[7]) end
   hasOpts = r > 0
 end
 -- The jobs to claim, as parallel arrays (no table per job): id, row, payload, attempt; own
@@ -552,8 +551,7 @@ local jlv, jgr = tlv and {}, tgr and {} -- lanes mode: each claimed job's level 
 local pays = {} -- every payload in one read
 if #take > 0 then
   pays = redis.pcall('HMGET', KEYS[6], unpack(take))
-  e = refused(pays, KEYS[6])
-  if e then return e end
+  if pays.err then return refused(pays, KEYS[6]) end
 end
 -- First claims (the common case) have no row yet: one EXISTS over the rows of two or more jobs
 -- replaces a read per row. A key that does not exist has no wrong type; when any row exists,
@@ -605,14 +603,12 @@ local wakeLen, nxt = 1, nil
 if remaining > 0 then
   if #jid > 0 then
     wakeLen = redis.pcall('LLEN', KEYS[5])
-    e = refused(wakeLen, KEYS[5])
-    if e then return e end
+    if type(wakeLen) == 'table' then return refused(wakeLen, KEYS[5]) end
   end
 else
   -- The earliest scheduled job that this call does not promote.
   nxt = redis.pcall('ZRANGE', KEYS[3], #due, #due, 'WITHSCORES')
-  e = refused(nxt, KEYS[3])
-  if e then return e end
+  if nxt.err then return refused(nxt, KEYS[3]) end
 end
 if elog > 0 and #jid > 0 then
   local kind = redis.call('TYPE', KEYS[9])['ok']
@@ -633,8 +629,8 @@ if #jid > 0 then
     zargs[2 * i + 1] = deadline
     zargs[2 * i + 2] = jid[i]
   end
-  e = refused(redis.pcall('ZADD', KEYS[4], unpack(zargs)), KEYS[4])
-  if e then return e end
+  local z = redis.pcall('ZADD', KEYS[4], unpack(zargs))
+  if type(z) == 'table' then return refused(z, KEYS[4]) end
 end
 for i = 1, #due, 1000 do
   local j = math.min(i + 999, #due)

@@ -80,8 +80,10 @@ end
 -- byte: Lua's `>` on strings follows the server's collation locale, not byte order.
 local function badId(id)
   if #id ~= 14 or not string.match(id, '^job[0-9A-Za-z]+$') then return true end
+  local first = string.byte(id, 4)
+  if first ~= 76 then return first > 76 end -- 'L', the first digit of the bound: most ids differ there
   local max = 'LygHa16AHYF'
-  for i = 1, 11 do
+  for i = 2, 11 do
     local x, y = string.byte(id, i + 3), string.byte(max, i)
     if x ~= y then return x > y end
   end
@@ -120,8 +122,8 @@ end
 -- Reads first: every key this call writes is read (or is the first write) before anything is
 -- written, so a key of the wrong type is refused with nothing changed.
 local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'gcap')
-local e = refused(meta, KEYS[1])
-if e then return e end
+local e = nil
+if meta.err then return refused(meta, KEYS[1]) end -- a table reply: with `err` only to refuse
 local stored = meta[1]
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
@@ -167,14 +169,13 @@ if grouped then
   if e then return e end
 end
 local card = redis.pcall('ZCARD', KEYS[3])
-e = refused(card, KEYS[3])
-if e then return e end
+if type(card) == 'table' then return refused(card, KEYS[3]) end -- an integer reply, else a refusal
 local added = 0
 if keep > 0 then added = #ids end
 local excess = math.min(card + added - keep, added + 100)
 if keep == 0 or excess > 0 then
-  e = refused(redis.pcall('HLEN', KEYS[4]), KEYS[4])
-  if e then return e end
+  local d = redis.pcall('HLEN', KEYS[4])
+  if type(d) == 'table' then return refused(d, KEYS[4]) end
 end
 if elog > 0 then
   local kind = redis.call('TYPE', KEYS[6])['ok']
@@ -186,8 +187,8 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- The first write is the type check of `active`: a write refused with WRONGTYPE changes nothing.
-e = refused(redis.pcall('ZREM', KEYS[2], unpack(ids)), KEYS[2])
-if e then return e end
+local z = redis.pcall('ZREM', KEYS[2], unpack(ids))
+if type(z) == 'table' then return refused(z, KEYS[2]) end
 if keep == 0 then
   local del = {}
   for j = 1, #rows do del[j] = KEYS[6 + rows[j]] end
