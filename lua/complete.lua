@@ -80,16 +80,25 @@ end
 -- byte: Lua's `>` on strings follows the server's collation locale, not byte order.
 local function badId(id)
   if #id ~= 14 or not string.match(id, '^job[0-9A-Za-z]+$') then return true end
+  local first = string.byte(id, 4)
+  if first ~= 76 then return first > 76 end -- 'L', the first digit of the bound: most ids differ there
   local max = 'LygHa16AHYF'
-  for i = 1, 11 do
+  for i = 2, 11 do
     local x, y = string.byte(id, i + 3), string.byte(max, i)
     if x ~= y then return x > y end
   end
   return false
 end
-local keep, n = int(ARGV[2], 0, 1000000), int(ARGV[3], 1, 1000000000)
-if not keep then return redis.error_reply('EMQ_BAD_ARG retention must be 0..1000000') end
-if not n then return redis.error_reply('EMQ_BAD_ARG bad job count') end
+-- Fast path (the valid call): one pattern over both joined by a space, at most 16 digits each,
+-- coercion by `+ 0`, the ranges: exactly what int() accepts; a miss falls back to int() per
+-- argument for the message (as claim.lua does).
+local keep, n
+if #ARGV[2] < 17 and #ARGV[3] < 17 and string.find(ARGV[2] .. ' ' .. ARGV[3], '^%d+ %d+$') then keep, n = ARGV[2] + 0, ARGV[3] + 0 end
+if not (keep and keep <= 1000000 and n >= 1 and n <= 1000000000) then
+  keep, n = int(ARGV[2], 0, 1000000), int(ARGV[3], 1, 1000000000)
+  if not keep then return redis.error_reply('EMQ_BAD_ARG retention must be 0..1000000') end
+  if not n then return redis.error_reply('EMQ_BAD_ARG bad job count') end
+end
 if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
 if (#KEYS ~= 6 + n and #KEYS ~= 8 + n) or (#ARGV ~= 3 + 3 * n and (#ARGV ~= 4 + 3 * n or #KEYS ~= 8 + n)) then
   return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (3 * n) .. ' job arguments (and a self-relay lease only with the outbox keys)')
@@ -113,14 +122,16 @@ end
 -- Reads first: every key this call writes is read (or is the first write) before anything is
 -- written, so a key of the wrong type is refused with nothing changed.
 local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'gcap')
-local e = refused(meta, KEYS[1])
-if e then return e end
+local e = nil
+if meta.err then return refused(meta, KEYS[1]) end -- a table reply: with `err` only to refuse
 local stored = meta[1]
 if stored and stored ~= V then
   return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
 end
 local elog = tonumber(meta[2]) or 0 -- written by enqueue, validated there
-local out, ids, rows, seen, hand = {}, {}, {}, {}, {}
+-- seen (the ids completed so far, for a batch of two or more) and hand (flow hand-offs) are
+-- allocated only when they can be used: each table costs an allocation and GC work.
+local out, ids, rows, seen, hand = {}, {}, {}, n > 1 and {}, nil
 -- Group caps (meta `gcap`, set by a claim given a cap): completing a job of a group wakes an
 -- idle consumer, since its group may be claimable again (docs/protocol.md §5, Group policy).
 local gcap, grouped = meta[3] == '1', false
@@ -128,23 +139,24 @@ for i = 1, n do
   local id, token, row = ARGV[4 + 3 * (i - 1)], ARGV[5 + 3 * (i - 1)], KEYS[6 + i]
   local cur = gcap and redis.pcall('HMGET', row, 'status', 'token', 'parent', 'group') or redis.pcall('HMGET', row, 'status', 'token', 'parent')
   if cur.err then return refused(cur, row) end -- HMGET answers a table: with `err` only to refuse
-  if seen[id] or cur[1] ~= 'active' or cur[2] ~= token then
+  if (seen and seen[id]) or cur[1] ~= 'active' or cur[2] ~= token then
     out[i] = 0
   else
-    seen[id] = true
+    if seen then seen[id] = true end
     ids[#ids + 1] = id
     rows[#rows + 1] = i
     out[i] = 1
     if cur[4] then grouped = true end
     -- A flow child: its hand-off to the parent's queue goes through this queue's outbox.
     if cur[3] then
+      hand = hand or {}
       hand[#hand + 1] = 'd:' .. id
       hand[#hand + 1] = 'd ' .. cur[3] .. ' ' .. id .. ' done ' .. ARGV[6 + 3 * (i - 1)]
     end
   end
 end
 if #ids == 0 then return out end
-if #hand > 0 then
+if hand then
   if not box then return redis.error_reply('EMQ_BAD_ARG a job names a parent: the outbox and outdue keys are required') end
   e = refused(redis.pcall('HLEN', box), box) or refused(redis.pcall('ZCARD', due), due)
   if e then return e end
@@ -157,14 +169,13 @@ if grouped then
   if e then return e end
 end
 local card = redis.pcall('ZCARD', KEYS[3])
-e = refused(card, KEYS[3])
-if e then return e end
+if type(card) == 'table' then return refused(card, KEYS[3]) end -- an integer reply, else a refusal
 local added = 0
 if keep > 0 then added = #ids end
 local excess = math.min(card + added - keep, added + 100)
 if keep == 0 or excess > 0 then
-  e = refused(redis.pcall('HLEN', KEYS[4]), KEYS[4])
-  if e then return e end
+  local d = redis.pcall('HLEN', KEYS[4])
+  if type(d) == 'table' then return refused(d, KEYS[4]) end
 end
 if elog > 0 then
   local kind = redis.call('TYPE', KEYS[6])['ok']
@@ -176,8 +187,8 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- The first write is the type check of `active`: a write refused with WRONGTYPE changes nothing.
-e = refused(redis.pcall('ZREM', KEYS[2], unpack(ids)), KEYS[2])
-if e then return e end
+local z = redis.pcall('ZREM', KEYS[2], unpack(ids))
+if type(z) == 'table' then return refused(z, KEYS[2]) end
 if keep == 0 then
   local del = {}
   for j = 1, #rows do del[j] = KEYS[6 + rows[j]] end
@@ -205,7 +216,7 @@ if excess > 0 then
     redis.call('HDEL', KEYS[4], unpack(oldIds))
   end
 end
-if #hand > 0 then
+if hand then
   local zd = {}
   for j = 1, #hand, 2 do
     zd[#zd + 1] = selfLease and now + selfLease or now
