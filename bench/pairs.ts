@@ -33,10 +33,14 @@ export interface Summary {
   readonly medianRecords: readonly PhaseRecord[];
 }
 
-/** The median of `xs` (the lower middle for an even count). */
+/**
+ * The median of `xs`: for an even count the mean of the two middle values (the lower middle alone
+ * would lean one way: conservative for a rate, flattering for a latency).
+ */
 export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor((s.length - 1) / 2)];
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 /** The stat of a list of ratios (undefined when empty). */

@@ -1,4 +1,4 @@
-import { pairStat, pairText, summarize } from '../../bench/pairs.js';
+import { median, pairStat, pairText, summarize } from '../../bench/pairs.js';
 import { phaseLoad, NOISY_OTHER_CORES } from '../../bench/load.js';
 import type { PhaseRecord } from '../../bench/format.js';
 import type { PhaseCost } from '../../bench/probe.js';
@@ -42,6 +42,13 @@ describe('bench: per-pair ratios', () => {
     expect(s.pairs.process_c50_per_s?.beequeue).toEqual({ median: 2.5, min: 2.5, max: 2.5, pairs: 1 });
     expect(pairText(s.pairs.process_c50_per_s?.beequeue)).toBe('2.50×');
     expect(pairStat([])).toBeUndefined();
+  });
+
+  it('takes the mean of the two middle values for an even count (neither middle alone)', () => {
+    expect(median([4, 1, 3, 2])).toBe(2.5);
+    expect(median([0.9, 1.1])).toBeCloseTo(1.0, 10);
+    expect(median([3, 1, 2])).toBe(2);
+    expect(pairStat([1, 2, 3, 10])).toEqual({ median: 2.5, min: 1, max: 10, pairs: 4 });
   });
 });
 
