@@ -469,24 +469,23 @@ if lanes then
     -- The steady state (a ring longer than need, no repeated hint, no due job): each lane of
     -- the window gives its oldest id, in window order, in one pass; one EXISTS over the lanes
     -- that gave tells which go to the back of the ring (an emptied one is gone, and dropped).
-    local pk, pid, pg, np = {}, {}, {}, 0
-    undo = function() for x = 1, np do redis.call('RPUSH', pk[x], pid[x]) end end
+    local nk, pk, np = #take, {}, 0
+    local base = nk
+    undo = function() for x = 1, np do redis.call('RPUSH', pk[x], take[base + x]) end end
     for j = 1, nw do
       local g = win[j]
       local key = g == '' and KEYS[2] or gpre .. g
       local r = redis.pcall('RPOP', key)
       if r then
         if type(r) == 'table' then return refused(r, key) end
-        np = np + 1
-        pk[np], pid[np], pg[np] = key, r, g
+        np, nk = np + 1, nk + 1
+        pk[np], take[nk], tgr[nk] = key, r, g
       end
     end
-    local nk = #take
-    for x = 1, np do nk = nk + 1; take[nk] = pid[x]; tgr[nk] = pg[x] end
     if np > 0 then
       local all = redis.call('EXISTS', unpack(pk)) == np
       for x = 1, np do
-        if all or redis.call('EXISTS', pk[x]) == 1 then lrem = lrem + 1; ringPush[#ringPush + 1] = pg[x] end
+        if all or redis.call('EXISTS', pk[x]) == 1 then lrem = lrem + 1; ringPush[#ringPush + 1] = tgr[base + x] end
       end
     end
   else
