@@ -489,7 +489,7 @@ if lanes then
       end
     end
   else
-  -- The general case: rounds over the window (a short ring, repeated hints, due jobs).
+    -- The general case: rounds over the window (a short ring, repeated hints, due jobs).
     local lk, tails, total, got, act, na, more, full = {}, {}, {}, {}, {}, 0, {}, {}
     undo = function()
       for j = 1, #tails do
@@ -645,7 +645,11 @@ for i = 1, #take do
     att[id] = a
     local j = #jid + 1
     jid[j], jrow[j], jpay[j], jatt[j], jopt[j], jx[j] = id, row, payload, a, false, x or ''
-    if lanes then jlv[j] = tlv[i] or 0; jgr[j] = tgr[i] end
+    if lanes then
+      local lv = tlv[i] -- (set for the jobs of a level only: fair lanes write no entry per job)
+      if lv then jlv[j] = lv end
+      jgr[j] = tgr[i]
+    end
     if a == 1 and hasOpts then jopt[j] = redis.call('HGET', KEYS[7], id) end
   end
 end
