@@ -64,6 +64,44 @@ describe('fair lanes', () => {
     expect(seen.size).toBe(100);
   });
 
+  it('steady state (a ring longer than n): over 100 groups of uneven backlogs, claims of 50 serve each group with work once per ceil(G / 50) claims, FIFO within each', async () => {
+    const q = randomQueue('lanes');
+    const k = queueKeys(q);
+    const sizes = Array.from({ length: 100 }, (_, g) => 5 + (g % 7)); // 5..11 jobs: lanes empty at different turns
+    for (let i = 0; i < 11; i++) {
+      const items = sizes.flatMap((n, g) => (i < n ? [{ payload: { g: `g${g}`, i }, opts: { group: `g${g}` } }] : []));
+      await f.queues.enqueueMany(q, items);
+    }
+    // The bound (docs/protocol.md §5): with G lanes with work at a claim that served a lane, its
+    // next job comes at most ceil(G / n) claims later; FIFO within each group.
+    const left = new Map(sizes.map((n, g) => [`g${g}`, n]));
+    // (Each group's first job counts as one after a job at claim -1, with 100 lanes with work.)
+    const last = new Map(sizes.map((_, g) => [`g${g}`, { i: -1, claim: -1, bound: 2 }]));
+    let withWork = 100;
+    let claims = 0;
+    let waitMs = -1;
+    while (waitMs === -1) {
+      const r = await wire.claim(f.conn.scriptClient, k, 50, 30_000);
+      const bound = Math.ceil(withWork / 50);
+      for (const j of r.jobs) {
+        const job = JSON.parse(j.payload) as { g: string; i: number };
+        const prev = last.get(job.g);
+        expect(job.i).toBe((prev?.i ?? -2) + 1);
+        expect(claims - (prev?.claim ?? 0)).toBeLessThanOrEqual(prev?.bound ?? 0);
+        last.set(job.g, { i: job.i, claim: claims, bound });
+        const n = (left.get(job.g) ?? 0) - 1;
+        left.set(job.g, n);
+        if (n === 0) withWork--;
+      }
+      waitMs = r.waitMs;
+      claims++;
+    }
+    expect(waitMs).toBe(-2);
+    expect(withWork).toBe(0);
+    expect(claims).toBeLessThanOrEqual(Math.ceil(sizes.reduce((a, n) => a + n, 0) / 50) + 2);
+    expect(await f.raw.exists(k.groups)).toBe(0);
+  });
+
   it('a consumer interleaves groups, and a failed job is retried in its own group', async () => {
     const q = randomQueue('lanes');
     await fill(q, 'a', 6);
