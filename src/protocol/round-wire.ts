@@ -19,7 +19,7 @@ function settle<T>(c: ScriptCall<T>, part: unknown): PromiseSettledResult<T> {
 
 /**
  * round.lua's call: a complete.lua call and a claim.lua call of one queue as one atomic script
- * call (ARGV: version, the complete part's key and argument counts, then each part's ARGV).
+ * call (ARGV: each part's ARGV, then the version and the complete part's key and argument counts).
  */
 export function roundCall<C, K>(complete: ScriptCall<C>, claim: ScriptCall<K>): ScriptCall<Required<RoundParts<C, K>>> {
   if (complete.name !== 'complete' || claim.name !== 'claim') {
@@ -28,7 +28,7 @@ export function roundCall<C, K>(complete: ScriptCall<C>, claim: ScriptCall<K>): 
   return {
     name: 'round',
     keys: [...complete.keys, ...claim.keys],
-    args: [PROTOCOL_VERSION, complete.keys.length, complete.args.length, ...complete.args, ...claim.args],
+    args: [...complete.args, ...claim.args, PROTOCOL_VERSION, complete.keys.length, complete.args.length],
     parse: (reply) => {
       const r = reply as readonly unknown[];
       if (!Array.isArray(r) || r.length !== 2) throw new EchoMqError('EMQ_INTERNAL', 'round.lua answered a reply of another shape');
