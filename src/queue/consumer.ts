@@ -54,7 +54,7 @@ const silent: ConsumerLogger = { warn: () => undefined, error: () => undefined }
 /**
  * A supervised consumer loop for one queue. Claims in batches up to its free capacity
  * (concurrency + prefetch), completes in batches, and sends completions with the next claim in
- * one pipeline, so a busy loop costs one round trip per batch. Idle, it blocks on the queue's
+ * one script call (round.lua), so a busy loop costs one round trip per batch. Idle, it blocks on the queue's
  * wake list (no polling). A timer extends the leases it holds and reaps expired leases.
  * Failed calls back off and retry. The loop is live by construction: unless it is stopping, a
  * round, a blocking wait, a back-off timer or a running handler always stands to run it again,
