@@ -1,7 +1,7 @@
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { describeError } from '../protocol/errors.js';
 import { queueKeys, type QueueKeys } from '../protocol/keys.js';
-import { callPipeline, type ScriptCall } from '../protocol/scripts.js';
+import { runRound } from '../protocol/round-wire.js';
 import { calls, type ClaimReply, type CompleteRelayingReply } from '../protocol/wire.js';
 import type { ConsumerListener, RunnerCompletion } from './telemetry.hooks.js';
 import type { JobHandler } from './job.js';
@@ -54,7 +54,7 @@ const silent: ConsumerLogger = { warn: () => undefined, error: () => undefined }
 /**
  * A supervised consumer loop for one queue. Claims in batches up to its free capacity
  * (concurrency + prefetch), completes in batches, and sends completions with the next claim in
- * one pipeline, so a busy loop costs one round trip per batch. Idle, it blocks on the queue's
+ * one script call (round.lua), so a busy loop costs one round trip per batch. Idle, it blocks on the queue's
  * wake list (no polling). A timer extends the leases it holds and reaps expired leases.
  * Failed calls back off and retry. The loop is live by construction: unless it is stopping, a
  * round, a blocking wait, a back-off timer or a running handler always stands to run it again,
@@ -69,7 +69,7 @@ export class Consumer {
   private waitMs = -2;
   private stopping = false;
   private kickQueued = false;
-  /** Rounds (complete + claim pipelines) in flight, and the claim slots they asked for. */
+  /** Rounds (complete + claim calls) in flight, and the claim slots they asked for. */
   private rounds = 0;
   private reserved = 0;
   /** The claim slots the claim behind the current wait asked for (reserved until it ends). */
@@ -180,37 +180,29 @@ export class Consumer {
   }
 
   /**
-   * One round: completes what finished and claims up to `n`, both in one pipeline (one round
-   * trip). Each part settles on its own: a claim that succeeded runs even if the completion
-   * failed, and completions that failed are kept to be re-sent (a repeat is refused, harmless).
+   * One round: completes what finished and claims up to `n`, both in one round.lua call (one
+   * round trip, one script call). Each part settles on its own: a claim that succeeded runs even
+   * if the completion failed, and completions that failed are kept to be re-sent (a repeat is
+   * refused, harmless).
    */
   private async round(done: RunnerCompletion[], n: number): Promise<void> {
     this.rounds++;
     this.reserved += n;
-    const list: ScriptCall<unknown>[] = [];
     const handoff = this.cfg.handoff;
-    if (done.length > 0) {
-      list.push(handoff ? calls.completeRelaying(this.k, this.cfg.keepDone, done, handoff.leaseMs) : calls.complete(this.k, this.cfg.keepDone, done));
-    }
-    if (n > 0) list.push(calls.claim(this.k, n, this.cfg.leaseMs, 1000, this.cfg));
+    const complete = done.length === 0 ? undefined
+      : handoff ? calls.completeRelaying(this.k, this.cfg.keepDone, done, handoff.leaseMs) : calls.complete(this.k, this.cfg.keepDone, done);
+    const claim = n > 0 ? calls.claim(this.k, n, this.cfg.leaseMs, 1000, this.cfg) : undefined;
     let failure: unknown;
     let got = 0;
     try {
-      const settled = await callPipeline(this.conn.scriptClient, list);
-      let i = 0;
-      if (done.length > 0) {
-        const r = settled[i++];
-        if (r.status === 'fulfilled') this.completed(done, r.value);
-        else {
-          this.toComplete.unshift(...done);
-          failure = r.reason;
-        }
+      const settled = await runRound<unknown, ClaimReply>(this.conn.scriptClient, complete, claim);
+      if (settled.complete?.status === 'fulfilled') this.completed(done, settled.complete.value);
+      else if (settled.complete) {
+        this.toComplete.unshift(...done);
+        failure = settled.complete.reason;
       }
-      if (n > 0) {
-        const r = settled[i++];
-        if (r.status === 'fulfilled') got = this.onClaimed(r.value as ClaimReply, n);
-        else failure = r.reason;
-      }
+      if (settled.claim?.status === 'fulfilled') got = this.onClaimed(settled.claim.value, n);
+      else if (settled.claim) failure = settled.claim.reason;
     } catch (err) {
       this.toComplete.unshift(...done);
       failure = err;
