@@ -226,10 +226,15 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
+-- undo: set once fair lanes popped ids as they read them (pop-as-read, below); it pushes them
+-- back, so that a refusal after the pops still changes nothing.
+local undo = nil
 -- The reply of a command run through redis.pcall, when it failed: WRONGTYPE becomes
 -- EMQ_WRONGTYPE naming the key, any other error passes as it is; nil when it succeeded.
+-- (A refusal: the lane pops, if any, are undone first.)
 local function refused(r, key)
   if type(r) ~= 'table' or not r.err then return nil end
+  if undo then undo(); undo = nil end
   if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
     return redis.error_reply('EMQ_WRONGTYPE ' .. key .. ' holds a value of another type than the protocol gives it')
   end
@@ -360,8 +365,8 @@ local levels
 -- (Allocated in lanes mode only: the plain path builds no table or string it does not use.)
 local ringKey, tgr, ringPop, ringPush, laneKey = nil, nil, 0, nil, nil
 -- Level-0 lane writes without a policy, as parallel arrays (no table per lane): key, due ids to
--- push (or false), count to pop; gone, the lanes that end empty (one DEL).
-local lwk, lwd, lwp, lwn, gone = nil, nil, nil, 0, nil
+-- push at its LPUSH end (or false), popped ids to push back at its RPOP end (or false).
+local lwk, lwd, lwp, lwn = nil, nil, nil, 0
 local gp = nil -- group policy state for the writes (lanes mode with a policy only)
 if lanes then
   ops, tlv, tgr, ringPush, levels, ringKey = {}, {}, {}, {}, b .. 'levels', b .. 'groups'
@@ -608,7 +613,7 @@ if lanes then
       end
     end
   end
-  if not pol then -- (the level-0 block without a policy, unchanged)
+  if not pol then -- (the level-0 block without a policy)
   -- Level 0: fair lanes. The ring `groups` (a list, its RPOP end served next) names the lanes
   -- with pending work: a group (its list `group:<g>`) or "" (`pending`, the jobs without a
   -- group). One claim serves the next `need` lanes of the ring one job per lane per round, then
@@ -628,56 +633,126 @@ if lanes then
   for g, d in pairs(dueG) do
     if not inWin[g] and #d > 0 then win[#win + 1] = g; inWin[g] = 'due' end
   end
-  -- One read per lane: its oldest q + 1 ids, q = a fair share of need (q + 1 read means "more
-  -- than q": the lane then gives at most q, so that its leftover is known to be non-empty).
+  -- Pop-as-read: one RPOP per lane of the window takes its oldest q ids (q = a fair share of
+  -- need), the read and the pop in one command. The lanes whose pop took all q may hold more:
+  -- one EXISTS over them tells (one per lane only when some lane ended exactly empty). What a
+  -- lane took beyond what the rounds give it goes back (RPUSH, with the writes); a refusal
+  -- after the first pop pushes every popped id back first (undo), so nothing changes.
   -- (Parallel arrays and one key spelt per lane: this loop runs once per lane of the window.)
   local nw, gpre = #win, b .. 'group:'
   local q = math.ceil(need / math.max(1, nw))
-  local lk, tails, total, got, act, na = {}, {}, {}, {}, {}, 0
-  for j = 1, nw do
-    local g = win[j]
-    local key = g == '' and KEYS[2] or gpre .. g
-    local t = redis.pcall('LRANGE', key, -(q + 1), -1)
-    if t.err then return refused(t, key) end
-    local nt = #t
-    lk[j], tails[j], got[j] = key, t, 0
-    local tot = nt > q and q or nt + #(dueG[g] or none)
-    total[j] = tot
-    if tot > 0 and inWin[g] ~= 'due' then na = na + 1; act[na] = j end
-  end
-  -- One job per lane per round, in window order, until need runs out (act: the lanes that can
-  -- still give, compacted in place).
-  while need > 0 and na > 0 do
-    local m = 0
-    for x = 1, na do
-      if need == 0 then break end
-      local j = act[x]
-      local gj = got[j] + 1
-      got[j], need = gj, need - 1
-      if gj < total[j] then m = m + 1; act[m] = j end
+  if q == 1 and nw == need and not wholeRing and not next(dueG) then
+    -- The steady state (a ring longer than need, no repeated hint, no due job): each lane of
+    -- the window gives its oldest id, in window order, in one pass; one EXISTS over the lanes
+    -- that gave tells which go to the back of the ring (an emptied one is gone, and dropped).
+    local nk, pk, np = #take, {}, 0
+    local base = nk
+    undo = function() for x = 1, np do redis.call('RPUSH', pk[x], take[base + x]) end end
+    for j = 1, nw do
+      local g = win[j]
+      local key = g == '' and KEYS[2] or gpre .. g
+      local r = redis.pcall('RPOP', key)
+      if r then
+        if type(r) == 'table' then return refused(r, key) end
+        np, nk = np + 1, nk + 1
+        pk[np], take[nk], tgr[nk] = key, r, g
+      end
     end
-    na = m
-  end
-  local nk = #take
-  lwk, lwd, lwp, gone = {}, {}, {}, {}
-  for j = 1, nw do
-    local g, d, t, gj = win[j], dueG[win[j]] or none, tails[j], got[j]
-    local nt, nd = #t, #d
-    local fromList = gj < nt and gj or nt
-    for i = nt, nt - fromList + 1, -1 do nk = nk + 1; take[nk] = t[i]; tgr[nk] = g end
-    for i = 1, gj - fromList do nk = nk + 1; take[nk] = d[i]; tgr[nk] = g end
-    local left = nt > q and (nt - gj + nd) or total[j] - gj
-    lrem = lrem + left
-    if left == 0 then
-      -- The lane ends empty: one DEL for all such lanes (its due jobs, all taken, never land).
-      if nt > 0 then gone[#gone + 1] = lk[j] end
-    elseif gj > 0 or nd > 0 then
-      lwn = lwn + 1
-      lwk[lwn], lwd[lwn], lwp[lwn] = lk[j], nd > 0 and d, gj
+    if np > 0 then
+      local all = redis.call('EXISTS', unpack(pk)) == np
+      for x = 1, np do
+        if all or redis.call('EXISTS', pk[x]) == 1 then lrem = lrem + 1; ringPush[#ringPush + 1] = tgr[base + x] end
+      end
     end
-    -- Back into the ring: a served lane that has work left, a lane from outside the ring
-    -- (jobs without a group, or a group whose due jobs land in an empty list).
-    if left > 0 and (inWin[g] == true or wholeRing or nt == 0) then ringPush[#ringPush + 1] = g end
+  else
+    -- The general case: rounds over the window (a short ring, repeated hints, due jobs).
+    local lk, tails, total, got, act, na, more, full = {}, {}, {}, {}, {}, 0, {}, {}
+    undo = function()
+      for j = 1, #tails do
+        local t = tails[j]
+        if #t > 0 then
+          local back = {}
+          for i = #t, 1, -1 do back[#back + 1] = t[i] end
+          redis.call('RPUSH', lk[j], unpack(back))
+        end
+      end
+    end
+    for j = 1, nw do
+      local g = win[j]
+      local key = g == '' and KEYS[2] or gpre .. g
+      local t
+      if inWin[g] == 'due' or q == 0 then
+        -- Outside the ring, with due jobs only (or nothing to claim): gives nothing now; its
+        -- length says whether work remains and whether the lane joins the ring as they land.
+        local len = redis.pcall('LLEN', key)
+        if type(len) == 'table' then return refused(len, key) end
+        t, more[j] = {}, len > 0
+      elseif q == 1 then
+        local r = redis.pcall('RPOP', key)
+        if type(r) == 'table' then return refused(r, key) end
+        t = r and { r } or {}
+      else
+        t = redis.pcall('RPOP', key, q)
+        if t and t.err then return refused(t, key) end
+        t = t or {}
+      end
+      lk[j], tails[j], got[j] = key, t, 0
+      if q > 0 and #t == q and inWin[g] ~= 'due' then full[#full + 1] = j end
+    end
+    if #full > 0 then
+      local keys = {}
+      for x = 1, #full do keys[x] = lk[full[x]] end
+      local all = redis.call('EXISTS', unpack(keys)) == #full
+      for x = 1, #full do more[full[x]] = all or redis.call('EXISTS', keys[x]) == 1 end
+    end
+    for j = 1, nw do
+      local tot = more[j] and q or #tails[j] + #(dueG[win[j]] or none)
+      total[j] = tot
+      if tot > 0 and inWin[win[j]] ~= 'due' then na = na + 1; act[na] = j end
+    end
+    -- One job per lane per round, in window order, until need runs out (act: the lanes that can
+    -- still give, compacted in place).
+    while need > 0 and na > 0 do
+      local m = 0
+      for x = 1, na do
+        if need == 0 then break end
+        local j = act[x]
+        local gj = got[j] + 1
+        got[j], need = gj, need - 1
+        if gj < total[j] then m = m + 1; act[m] = j end
+      end
+      na = m
+    end
+    local nk = #take
+    lwk, lwd, lwp = {}, {}, {}
+    for j = 1, nw do
+      local g, d, t, gj = win[j], dueG[win[j]] or none, tails[j], got[j]
+      local nt, nd = #t, #d
+      local fromList = gj < nt and gj or nt
+      for i = 1, fromList do nk = nk + 1; take[nk] = t[i]; tgr[nk] = g end
+      local fromDue = gj - fromList
+      for i = 1, fromDue do nk = nk + 1; take[nk] = d[i]; tgr[nk] = g end
+      local left = (more[j] and 1 or 0) + nt - fromList + nd - fromDue
+      lrem = lrem + left
+      -- A lane left with work: its untaken pops back to its RPOP end, its untaken due jobs to
+      -- the other. (A lane that ends empty is gone already: Valkey drops an emptied list.)
+      if nt > fromList or nd > fromDue then
+        local back, dl = false, false
+        if nt > fromList then
+          back = {}
+          for i = nt, fromList + 1, -1 do back[#back + 1] = t[i] end
+        end
+        if nd > fromDue then
+          dl = {}
+          for i = fromDue + 1, nd do dl[#dl + 1] = d[i] end
+        end
+        lwn = lwn + 1
+        lwk[lwn], lwd[lwn], lwp[lwn] = lk[j], dl, back
+      end
+      -- Back into the ring: a served lane that has work left, a lane from outside the ring
+      -- (jobs without a group, or a group whose due jobs land in an empty list).
+      if left > 0 and (inWin[g] == true or wholeRing or (nt == 0 and not more[j])) then ringPush[#ringPush + 1] = g end
+    end
   end
   end -- not pol
   k = #take
@@ -761,7 +836,11 @@ for i = 1, #take do
     jid[j], jrow[j], jpay[j], jatt[j] = id, row, payload, a
     if jopt then jopt[j] = false end
     if jx then jx[j] = x or '' end
-    if lanes then jlv[j] = tlv[i]; jgr[j] = tgr[i] end
+    if lanes then
+      local lv = tlv and tlv[i] -- (set for the jobs of a level only: fair lanes write no entry per job)
+      if lv then jlv[j] = lv end
+      jgr[j] = tgr[i]
+    end
     if a == 1 and hasOpts then jopt[j] = redis.call('HGET', KEYS[7], id) end
   end
 end
@@ -780,6 +859,7 @@ end
 if elog > 0 and #jid > 0 then
   local kind = redis.call('TYPE', KEYS[9])['ok']
   if kind ~= 'none' and kind ~= 'stream' then
+    if undo then undo() end
     return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[9] .. ' holds a ' .. kind .. ', not a stream')
   end
 end
@@ -819,8 +899,11 @@ if lanes then
     land(key, #d > 0 and d, pop)
     if lv == 'ZADD' then redis.call('ZADD', levels, L, L) elseif lv == 'ZREM' then redis.call('ZREM', levels, L) end
   end
-  for o = 1, lwn do land(lwk[o], lwd[o], lwp[o]) end
-  if gone and #gone > 0 then redis.call('DEL', unpack(gone)) end
+  for o = 1, lwn do
+    local d, back = lwd[o], lwp[o]
+    if d then land(lwk[o], d, 0) end
+    if back then redis.call('RPUSH', lwk[o], unpack(back)) end
+  end
   if ringPop > 0 then redis.call('LTRIM', ringKey, 0, -(ringPop + 1)) end
   if #ringPush > 0 then redis.call('LPUSH', ringKey, unpack(ringPush)) end
   if gp then
