@@ -3,7 +3,7 @@ import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
 import type { TopicKeys } from '../protocol/keys.js';
 import { waitAtMost } from '../protocol/wait-at-most.js';
 import type { AckBuffer } from './group-acks.js';
-import { readGroup, readGroupUnblockable, type GroupEntry } from './group-wire.js';
+import { knownServerId, readGroup, readGroupUnblockable, type GroupEntry } from './group-wire.js';
 
 /** How long `stop` waits for an unblocked read's reply. */
 const STOP_WAIT_MS = 1000;
@@ -68,7 +68,8 @@ export class GroupReader {
     this.stopped = true;
     const reading = this.reading;
     const id = this.blockedId;
-    if (reading && id !== undefined && this.blocker) {
+    // The id must still be the connection's: after a reconnect it names another client (or none).
+    if (reading && id !== undefined && this.blocker && knownServerId(this.blocker) === id) {
       // Unblocked (answered nil) or served just before (answered entries): either way the
       // reply is on its way. Refused (ACL) or failed: nothing to wait for.
       const sent = await this.conn.unblock(id, this.k.log).then(() => true, () => false);

@@ -51,16 +51,33 @@ export async function readGroup(client: ValkeyClient, k: TopicKeys, group: strin
   return entriesOf(await cmd(client, 'XREADGROUP', readArgs(k, group, consumer, count, from, blockMs)));
 }
 
+/** The server ids of blocking connections, learned once per connection (forgotten when it closes). */
+const serverIds = new WeakMap<ValkeyClient, number>();
+
+/** The server id of `client`'s current connection, when a read on it has learned it. */
+export function knownServerId(client: ValkeyClient): number | undefined {
+  return serverIds.get(client);
+}
+
 /**
- * A blocking `readGroup` preceded in one pipeline by `CLIENT ID`, told to `onId` before the read
- * blocks: whoever holds the id can end the read early with `CLIENT UNBLOCK`, and the read then
- * answers what it has (nothing, or entries it was delivered, which are not lost in a closed
- * connection).
+ * A blocking `readGroup` whose connection's server id is told to `onId` before the read blocks:
+ * whoever holds the id can end the read early with `CLIENT UNBLOCK`, and the read then answers
+ * what it has (nothing, or entries it was delivered, which are not lost in a closed connection).
+ * The id is learned by `CLIENT ID` in one pipeline with the first read on a connection and kept
+ * until that connection closes (a reconnect gets a new id), so later reads are one command.
  */
 export async function readGroupUnblockable(client: ValkeyClient, k: TopicKeys, group: string, consumer: string, count: number, from: string, blockMs: number, onId: (id: number) => void): Promise<GroupEntry[]> {
+  const known = serverIds.get(client);
+  if (known !== undefined) {
+    onId(known);
+    return readGroup(client, k, group, consumer, count, from, blockMs);
+  }
   const p = client.pipeline();
   p.client('ID', (err: Error | null | undefined, id?: unknown) => {
-    if (!err) onId(Number(id));
+    if (err) return;
+    if (!serverIds.has(client)) client.once('close', () => serverIds.delete(client));
+    serverIds.set(client, Number(id));
+    onId(Number(id));
   });
   p.call('XREADGROUP', readArgs(k, group, consumer, count, from, blockMs));
   const replies = await p.exec();

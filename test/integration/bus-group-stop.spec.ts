@@ -10,6 +10,19 @@ import { topicKeys } from '../../src/protocol/keys.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 import { append, pendingCount, startMember } from './bus-groups.helpers.js';
 
+/** Calls of `CLIENT ID` the server has answered so far (INFO commandstats). */
+async function clientIdCalls(raw: Redis): Promise<number> {
+  const info = (await raw.call('INFO', 'commandstats')) as string;
+  return Number(/cmdstat_client\|id:calls=(\d+)/.exec(info)?.[1] ?? 0);
+}
+
+/** The server id of the client blocked in XREADGROUP on `topic`'s log, if one is. */
+async function blockedReaderId(raw: Redis): Promise<string | undefined> {
+  const list = (await raw.call('CLIENT', 'LIST')) as string;
+  const line = list.split('\n').find((l) => / flags=\S*b/.test(l) && / cmd=xreadgroup/.test(l));
+  return line ? /^id=(\d+)/.exec(line)?.[1] : undefined;
+}
+
 /** True once a client blocks in XREADGROUP (CLIENT LIST flag `b`). */
 async function blockedReaders(raw: Redis): Promise<number> {
   const list = (await raw.call('CLIENT', 'LIST')) as string;
@@ -49,4 +62,34 @@ describe('stopping a group member during a blocking read', () => {
       await raw.del(topicKeys(topic).log);
     }
   }, 120_000);
+
+  it('learns its connection\'s server id once (one command per later read), and again after a reconnect', async () => {
+    const options = { group: 'g', ackTimeoutMs: 60_000, maxDeliveries: 3 };
+    const topic = randomQueue('ids');
+    const before = await clientIdCalls(raw);
+    const a = await startMember(conn, { topic, options, blockMs: 30 });
+    let stopped = false;
+    try {
+      for (let i = 0; i < 20; i++) {
+        await append(raw, topic, { i });
+        await eventually(() => a.log.events.length === i + 1, 3000, `event ${i} handled`);
+      }
+      // Twenty events and many 30 ms reads on one connection: CLIENT ID went with the first only.
+      expect(await clientIdCalls(raw)).toBe(before + 1);
+      // The blocking connection dropped: the member reconnects, learns the new id, and still stops
+      // by unblocking (not by a stale id naming another client, or none).
+      let id: string | undefined;
+      await eventually(async () => (id = await blockedReaderId(raw)) !== undefined, 3000, 'the member blocks');
+      await raw.call('CLIENT', 'KILL', 'ID', id!);
+      await append(raw, topic, { i: 20 });
+      await eventually(() => a.log.events.length === 21, 5000, 'the event after the reconnect handled');
+      expect(await clientIdCalls(raw)).toBe(before + 2);
+      await a.member.stop(2000);
+      stopped = true;
+      expect(a.log.events.map((e) => (e.payload as { i: number }).i)).toEqual([...Array(21).keys()]);
+    } finally {
+      if (!stopped) await a.member.stop(500); // a failed expectation must not leave the member reading
+      await raw.del(topicKeys(topic).log);
+    }
+  }, 30_000);
 });
