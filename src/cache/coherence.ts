@@ -2,7 +2,7 @@ import type { Subscription } from 'rxjs';
 import { compareStreamIds } from '../bus/stream-id.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { InvalidOptionError } from '../protocol/errors.js';
-import { assertBrandedId } from '../protocol/ids.js';
+import { assertBrandedId, isBrandedId } from '../protocol/ids.js';
 import { CacheKeys, assertCacheKey } from '../protocol/keys.js';
 import { PROTOCOL_VERSION, call, type ScriptCall } from '../protocol/scripts.js';
 import { SignalHub } from '../protocol/signal-hub.js';
@@ -29,16 +29,6 @@ export const DEFAULT_COHERENCE_LOG_MAX_LEN = 10_000;
 /** Most keys one log entry carries; larger announcements are split into several entries. */
 export const MAX_KEYS_PER_ANNOUNCEMENT = 1000;
 const READ_BATCH = 1000;
-
-/** True for a well-formed `ver…` id (a signal's early drop trusts nothing else). */
-function isBrandedVer(v: string): boolean {
-  try {
-    assertBrandedId(v, 'ver');
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** One watched namespace: where this node stands in its log, and its read loop state. */
 interface Follower {
@@ -181,7 +171,7 @@ export class Coherence {
         // a malformed hint: read anyway
       }
     }
-    if (typeof m.v === 'string' && isBrandedVer(m.v) && Array.isArray(m.k)) {
+    if (isBrandedId(m.v, 'ver') /* a signal's early drop trusts nothing else */ && Array.isArray(m.k)) {
       const ver = m.v;
       for (const key of m.k) if (typeof key === 'string') this.apply(() => this.l1.applyInvalidation(ns, key, ver));
       // L1 already dropped what the entry names: the log read only moves the position, so it
