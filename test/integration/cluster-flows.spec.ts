@@ -104,6 +104,9 @@ describe('flows through a failover of the primary that holds the children and th
     const queues = serviceOn(conn);
     const parentRuns: number[] = [];
     const childRuns = new Map<string, number>();
+    // Children past the 40th wait for the kill, so it lands mid-flow however fast the rest runs.
+    let open!: () => void;
+    const killed = new Promise<void>((r) => (open = r));
     await consume(
       conn,
       [qParent, qChild],
@@ -113,6 +116,7 @@ describe('flows through a failover of the primary that holds the children and th
           parentRuns.push(kids.list.length);
           return kids.list.reduce((s, c) => s + (c.result ?? 0), 0);
         }
+        if (childRuns.size >= 40) await killed;
         childRuns.set(job.id, (childRuns.get(job.id) ?? 0) + 1);
         await sleep(30);
         return (job.payload as { i: number }).i;
@@ -124,7 +128,7 @@ describe('flows through a failover of the primary that holds the children and th
     await eventually(() => childRuns.size >= 20, 20_000, 'children to be running');
     await replicated(f.cluster, victim); // what was acknowledged before the kill survives it
     const startedBeforeKill = childRuns.size;
-    const promoted = await f.cluster.failover(victim, 'kill');
+    const promoted = await f.cluster.failover(victim, 'kill').finally(open);
     expect(promoted.port).not.toBe(victim.port);
     expect((await f.cluster.ownerOf(`{${qChild}}`)).port).toBe(promoted.port);
     expect(startedBeforeKill).toBeLessThan(N); // the kill landed mid-flow
