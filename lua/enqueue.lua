@@ -21,6 +21,9 @@
 --          the consumer's default); backoff ("" = the consumer's default, "f:<ms>" fixed or
 --          "e:<ms>" exponential, ms 0..86400000). A non-zero delay wins over the run-at. A job
 --          whose instant (now + delay, or run-at) is not in the future goes straight to pending.
+--          Compact form: ARGV[5+2(i-1) .. 6+2(i-1)] per job i, just the id and the payload (4 + 2n
+--          arguments, or 5 + 2n with a dedup window), for jobs with no delay, run-at, options,
+--          lane or extras: the same as six arguments with "0", "0", "", "".
 -- KEYS[8..7+n] (business-key dedup, optional: all or none) emq:{q}:key:<key_i>, the dedup key
 --          of job i (key: 1..256 bytes, no control characters), with one more argument after
 --          the jobs: ARGV[5+6n] the dedup window in ms (1..2592000000, 30 days). A key held by
@@ -122,8 +125,10 @@ end
 local tail = keyed and 1 or 0 -- the dedup window, last
 local xtra = #ARGV == 4 + 8 * n + tail -- extras (ARGV[5+7n .. 4+8n]) come after the lanes
 local prio = xtra or #ARGV == 4 + 7 * n + tail
-if #ARGV ~= 4 + 6 * n + tail and not prio then
-  return redis.error_reply('EMQ_BAD_ARG expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (7 * n) .. ' with priorities, ' .. (8 * n) .. ' with extras)' .. (keyed and ', then the dedup window' or ''))
+-- The compact form: two arguments per job (id, payload), every other field its default.
+local S = #ARGV == 4 + 2 * n + tail and 2 or 6
+if #ARGV ~= 4 + 6 * n + tail and not prio and S ~= 2 then
+  return redis.error_reply('EMQ_BAD_ARG expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (2 * n) .. ' in the compact form, ' .. (7 * n) .. ' with priorities, ' .. (8 * n) .. ' with extras)' .. (keyed and ', then the dedup window' or ''))
 end
 -- ext: each job's extras text, or nil ("" = none); checked before any read.
 local ext = nil
@@ -169,7 +174,7 @@ if ARGV[4] ~= '' then
 end
 local ids = {}
 for i = 1, n do
-  local b = 4 + 6 * (i - 1)
+  local b = 4 + S * (i - 1)
   local id, payload = ARGV[b + 1], ARGV[b + 2]
   if badId(id) then
     return redis.error_reply('EMQ_BAD_ID job ' .. i .. ' has a malformed id')
@@ -178,15 +183,17 @@ for i = 1, n do
   if #payload > maxBytes then
     return redis.error_reply('EMQ_PAYLOAD_TOO_LARGE job ' .. i .. ' payload is ' .. #payload .. ' bytes, the limit is ' .. maxBytes)
   end
-  if not int(ARGV[b + 3], 0, 315360000000) or not int(ARGV[b + 4], 0, 7258118400000) then
-    return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad delay (0..315360000000 ms) or run-at (0..7258118400000)')
-  end
-  local maxA, backoff = ARGV[b + 5], ARGV[b + 6]
-  if maxA ~= '' and not int(maxA, 1, 1000) then
-    return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has bad max attempts (1..1000)')
-  end
-  if backoff ~= '' and not int(string.match(backoff, '^[fe]:(%d+)$'), 0, 86400000) then
-    return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad backoff (f:<ms> or e:<ms>, ms 0..86400000)')
+  if S == 6 then
+    if not int(ARGV[b + 3], 0, 315360000000) or not int(ARGV[b + 4], 0, 7258118400000) then
+      return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad delay (0..315360000000 ms) or run-at (0..7258118400000)')
+    end
+    local maxA, backoff = ARGV[b + 5], ARGV[b + 6]
+    if maxA ~= '' and not int(maxA, 1, 1000) then
+      return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has bad max attempts (1..1000)')
+    end
+    if backoff ~= '' and not int(string.match(backoff, '^[fe]:(%d+)$'), 0, 86400000) then
+      return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad backoff (f:<ms> or e:<ms>, ms 0..86400000)')
+    end
   end
   ids[i] = id
 end
@@ -217,7 +224,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out, data, opts, queued, scheduled, zargs, seen = {}, {}, {}, {}, {}, {}, {}
 for i = 1, n do
-  local b = 4 + 6 * (i - 1)
+  local b = 4 + S * (i - 1)
   local id = ids[i]
   local held = keyed and (holders[i] or taken[KEYS[7 + i]])
   if held then
@@ -230,12 +237,15 @@ for i = 1, n do
     out[i] = 1
     data[#data + 1] = id
     data[#data + 1] = ARGV[b + 2]
-    local delay, at = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
-    if delay > 0 then at = now + delay end
-    local maxA, backoff = ARGV[b + 5], ARGV[b + 6]
-    if maxA ~= '' or backoff ~= '' then
-      opts[#opts + 1] = id
-      opts[#opts + 1] = maxA .. '|' .. backoff
+    local at = 0
+    if S == 6 then
+      local delay = tonumber(ARGV[b + 3])
+      at = delay > 0 and now + delay or tonumber(ARGV[b + 4])
+      local maxA, backoff = ARGV[b + 5], ARGV[b + 6]
+      if maxA ~= '' or backoff ~= '' then
+        opts[#opts + 1] = id
+        opts[#opts + 1] = maxA .. '|' .. backoff
+      end
     end
     if at > now then
       zargs[#zargs + 1] = at

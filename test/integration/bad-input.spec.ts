@@ -30,8 +30,13 @@ async function seeded(): Promise<string> {
   return q;
 }
 
-/** enqueue ARGV (0-based): 0 version, 1 payload limit, 2 n, 3 lifecycle-log length, then per job: 4 id, 5 payload, 6 delay, 7 run-at, 8 max attempts, 9 backoff. */
-const enqueueCall = (q: string, id: string) => sent((c) => wire.enqueue(c, queueKeys(q), 1024, [wireJob(id)]));
+/**
+ * enqueue ARGV (0-based): 0 version, 1 payload limit, 2 n, 3 lifecycle-log length, then per job: 4 id, 5 payload, 6 delay, 7 run-at, 8 max attempts, 9 backoff
+ * (the long form: the job has its own max attempts; a plain job goes in the compact form, id and payload only).
+ */
+const enqueueCall = (q: string, id: string) => sent((c) => wire.enqueue(c, queueKeys(q), 1024, [wireJob(id, '{}', { maxAttempts: 3 })]));
+/** The same job in the compact form: 4 id, 5 payload. */
+const compactCall = (q: string, id: string) => sent((c) => wire.enqueue(c, queueKeys(q), 1024, [wireJob(id)]));
 const claimCall = (q: string) => sent((c) => wire.claim(c, queueKeys(q), 1, 1000, 10));
 const cancelCall = (q: string, id: string) => sent((c) => wire.cancel(c, queueKeys(q), id, 10));
 const peekCall = (q: string, id: string) => sent((c) => wire.peek(c, queueKeys(q), id));
@@ -188,6 +193,16 @@ describe('scripts called directly with garbage ARGV', () => {
     const q = await seeded();
     const { keys, args } = await enqueueCall(q, id);
     await refusedUnchanged(q, 'EMQ_BAD_ARG', () => runScript(conn.scriptClient, 'enqueue', keys, withArgs(args, patch)));
+  });
+
+  it.each([
+    ['n = 2 with one job', { 2: 2 }], ['an empty payload', { 5: '' }], ['a payload limit below the payload', { 1: 1 }],
+  ] as [string, Record<number, string | number>][])('compact enqueue with %s: refused, nothing written', async (_w, patch) => {
+    const q = await seeded();
+    const { keys, args } = await compactCall(q, id);
+    expect(args).toHaveLength(6); // the compact form: four fixed arguments, then id and payload
+    const code = patch[1] === 1 ? 'EMQ_PAYLOAD_TOO_LARGE' : 'EMQ_BAD_ARG';
+    await refusedUnchanged(q, code, () => runScript(conn.scriptClient, 'enqueue', keys, withArgs(args, patch)));
   });
 
   it('enqueue with one key too many or too few: EMQ_BAD_ARG, nothing written', async () => {

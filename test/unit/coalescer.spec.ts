@@ -53,6 +53,18 @@ describe('Coalescer (group commit of concurrent requests)', () => {
     expect(r.calls).toEqual([[1], [2, 3, 4]]);
   });
 
+  it('sends eagerItems waiting items at once while a call slot is free, the rest at the end of the turn', async () => {
+    const r = recorder();
+    const c = new Coalescer(r.send, 1000, 3, 3);
+    const reqs = Array.from({ length: 10 }, (_, i) => c.submit([i]));
+    // Sent within the turn: [0] (idle), then each third item while fewer than 3 calls are out.
+    expect(r.calls).toEqual([[0], [1, 2, 3], [4, 5, 6]]);
+    const got = await Promise.all(reqs);
+    expect(got).toEqual(Array.from({ length: 10 }, (_, i) => [i * 10]));
+    expect(r.calls.slice(3)).toEqual([[7, 8, 9]]); // the slot freed by a reply takes the rest
+    expect(r.maxOut()).toBeLessThanOrEqual(3);
+  });
+
   it('a merged call refused for one item is re-sent request by request: each caller gets its own answer', async () => {
     const r = recorder((items) => (items.includes(13) ? new EchoMqError('EMQ_PAYLOAD_TOO_LARGE', 'item 13 is too large') : undefined));
     const c = new Coalescer(r.send, 1000);
