@@ -61,8 +61,10 @@ export const TRADE_OFFS = `- **Where the lead comes from.** Batching and overlap
   flight. At concurrency 1 the prefetched job starts the moment the previous one ends, so its round trip
   overlaps the next handler instead of sitting between two jobs (\`process_c1_prefetch0_per_s\` shows
   what is left without it). Concurrent single enqueues (and publishes) to one queue share script calls,
-  so the \`enqueue_single\` row, with 100 enqueues in flight, costs a fraction of a script call per job; one
-  enqueue alone is still one script call, as in BullMQ and bee-queue.
+  so the \`enqueue_single\` row, with 100 enqueues in flight, costs a fraction of a script call per job
+  (up to four calls out per queue, each sent once 25 jobs wait, so Valkey runs one while the client
+  builds the next); one enqueue alone is still one script call, as in BullMQ and bee-queue. Plain jobs
+  travel in \`enqueue.lua\`'s compact form, two arguments per job instead of six.
 - **bee-queue is lean per job.** It runs fewer commands per enqueue, deletes a succeeded job at once
   (\`removeOnSuccess\`), and has no per-claim lease or fencing token (stalled jobs are found by a
   periodic sweep of its active list); where EchoMQ is not ahead of it, that is the price of EchoMQ's

@@ -8,7 +8,10 @@ cd "$(dirname "$0")/.."
 : "${ECHOMQ_TEST_URL:?run through with-valkey (npm test does)}"
 # --forceExit: a spec that fails before its cleanup can leave a handle open, and jest would then
 # wait forever (seen once under load); the failure itself is still reported and fails the run.
-node --experimental-vm-modules node_modules/jest/bin/jest.js --runInBand --forceExit "$@"
+# --max-old-space-size: jest's ESM mode keeps every spec file's module graph (NestJS, iovalkey…)
+# alive until the run ends, ~35-50 MB per file in band; past ~110 files that crosses node's
+# default 4 GB heap limit (seen: "JavaScript heap out of memory" after 650 s).
+node --max-old-space-size=12288 --experimental-vm-modules node_modules/jest/bin/jest.js --runInBand --forceExit "$@"
 jest=$?
 GO=$(bash scripts/ensure-go.sh) || exit 1
 (cd peers/go && "$GO" test -count=1 ./...)
