@@ -36,9 +36,10 @@ export class Coalescer<I, R> {
   private queued = 0;
 
   /**
-   * `maxInFlight` and `eagerItems` default to 4 and 25: measured on single enqueues from 100
-   * concurrent callers (docs/benchmarks.md), 2 calls out and no eager send left the client idle
-   * half the time; 4 and 25 kept it and Valkey both busy (8 calls out added per-call cost).
+   * `maxInFlight` and `eagerItems` default to 4 and 25, measured on single enqueues from 100
+   * concurrent callers (CPU profile, then `bench:ab` in docs/benchmarks-ab.md): with 2 calls out
+   * and no eager send the client sat idle half the time; 4 and 25 kept it and Valkey both busy,
+   * and 8 calls out only added per-call cost.
    */
   constructor(
     private readonly send: BatchSend<I, R>,
