@@ -154,7 +154,8 @@ end
 -- wrong type is refused with nothing changed. (On the plain path a refusal is tested inline: a
 -- table reply by its `err`, an integer reply by its type, so a read that succeeds costs no call
 -- of refused().)
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes', 'xtra', 'paused')
+-- (`gcap` is complete.lua's: both read the same fields, so round.lua reads them once for both parts.)
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap')
 local e = nil
 if meta.err then return refused(meta, KEYS[1]) end
 local stored = meta[1]

@@ -121,7 +121,8 @@ end
 
 -- Reads first: every key this call writes is read (or is the first write) before anything is
 -- written, so a key of the wrong type is refused with nothing changed.
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'gcap')
+-- (The same fields as claim.lua reads, in the same order: round.lua reads them once for both parts.)
+local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap')
 local e = nil
 if meta.err then return refused(meta, KEYS[1]) end -- a table reply: with `err` only to refuse
 local stored = meta[1]
@@ -134,7 +135,7 @@ local elog = tonumber(meta[2]) or 0 -- written by enqueue, validated there
 local out, ids, rows, seen, hand = {}, {}, {}, n > 1 and {}, nil
 -- Group caps (meta `gcap`, set by a claim given a cap): completing a job of a group wakes an
 -- idle consumer, since its group may be claimable again (docs/protocol.md §5, Group policy).
-local gcap, grouped = meta[3] == '1', false
+local gcap, grouped = meta[7] == '1', false
 for i = 1, n do
   local id, token, row = ARGV[4 + 3 * (i - 1)], ARGV[5 + 3 * (i - 1)], KEYS[6 + i]
   local cur = gcap and redis.pcall('HMGET', row, 'status', 'token', 'parent', 'group') or redis.pcall('HMGET', row, 'status', 'token', 'parent')
