@@ -77,7 +77,9 @@ export const TRADE_OFFS = `- **Where the lead comes from.** Batching and overlap
 - **Light-load latency is round trips.** An idle consumer parks on a blocking pop; enqueue → handler
   start costs the enqueue's round trip plus the wake-up and the claim (docs/queue.md, the consumer
   loop's "Idle" step, says what this build does). The p99 is set by pauses (GC, scheduling on a shared 2-CPU machine) and moves from run
-  to run.
+  to run. \`npm run bench:bounds\` writes docs/bounds.md: the bare round trip, what each script call on
+  this path costs Valkey after an idle gap (several times its busy cost), and the c1 \`prefetch: 0\` and
+  latency rows taken apart against that floor.
 - **Prefetch holds jobs.** An EchoMQ consumer holds up to concurrency + prefetch jobs (default prefetch =
   concurrency). With slow handlers and several processes, one process can hold jobs that an idle process
   could have started; set \`prefetch: 0\` for long jobs. Prefetched jobs are handed back at shutdown.
