@@ -1,6 +1,7 @@
 import { jest } from '@jest/globals';
 import type { Redis } from 'iovalkey';
 import { CacheService } from '../../src/cache/cache.service.js';
+import type { Coherence } from '../../src/cache/coherence.js';
 import { EchoMqError } from '../../src/protocol/errors.js';
 import type { EchoMqConnection } from '../../src/protocol/connection.js';
 import { CacheKeys } from '../../src/protocol/keys.js';
@@ -115,17 +116,25 @@ describe('L2 reads of one turn share one cache-get call', () => {
       await writer.set('hot', 1);
       expect(await reader.get('hot')).toBe(1);
       await eventually(async () => Number(((await raw.call('PUBSUB', 'SHARDNUMSUB', k.signal)) as [string, number])[1]) === 2, 3000, 'both subscribed');
+      // The claim is about a read made in the turn the signal dropped the key (a request that
+      // arrives with it): the reader's signal handler is wrapped to make one right after it runs.
+      // (A loop of reads would race the signal: when the signal lands a turn before the writer's
+      // reply, no read is made in its turn and the log read rightly goes first.)
+      type Signalled = { signalled(ns: string, message: unknown): void };
+      const coherence = (reader as unknown as { coherence: Coherence }).coherence as unknown as Signalled;
+      const original = coherence.signalled.bind(coherence);
+      let reread: Promise<unknown> | undefined;
+      coherence.signalled = (name, message) => {
+        original(name, message);
+        reread ??= reader.get('hot');
+      };
       const reads = jest.spyOn(own.client, 'evalsha');
       const logReads = jest.spyOn(own.client, 'multi');
       await writer.set('hot', 2);
-      const until = Date.now() + 3000;
-      let seen: unknown = 1;
-      while (seen !== 2 && Date.now() < until) {
-        seen = await reader.get('hot');
-        await new Promise((r) => setImmediate(r));
-      }
-      expect(seen).toBe(2);
+      await eventually(async () => reread !== undefined, 3000, 'the signal reached the reader');
+      expect(await reread).toBe(2);
       await eventually(async () => logReads.mock.calls.length > 0, 3000, 'the log was read');
+      expect(reads).toHaveBeenCalledTimes(1); // the re-read, one cache-get call
       expect(reads.mock.invocationCallOrder[0]).toBeLessThan(logReads.mock.invocationCallOrder[0]);
     } finally {
       await reader.close();
