@@ -83,7 +83,8 @@ function ceilingSection(report: Report): string {
 (\`bench/ceiling.ts\`) runs the real \`lua/claim.lua\` for a claim of the given size, then the real
 \`lua/complete.lua\` on the jobs it claimed (done retention 1,000), in one call; \`valkey-benchmark\` sends it
 from ${c.clients} connections on a queue holding exactly enough pending jobs (about ${n(c.jobs)} per size, after an
-untimed tenth), so every call claims and completes a full batch. Compare the commands per job with
+untimed tenth), so every call claims and completes a full batch; each size runs ${c.rounds ?? 1} time(s) and its
+fastest run is kept (a ceiling is an upper bound; a shared machine only ever slows a run). Compare the commands per job with
 EchoMQ's in the cost table below: the same script mix, without any client in the way.
 
 ${lines.join('\n')}
