@@ -148,7 +148,7 @@ export async function measureCeiling(url: string, probe: Probe, jobs: number, ro
       for (const n of CEILING_BATCHES) {
         const row = await oneBatch(url, probe, sha, n, jobs);
         console.log(`  ceiling claim+complete ×${String(n).padEnd(4)} ${Math.round(row.jobsPerS).toLocaleString('en-US')} jobs/s (${row.cost.commandsPerJob.toFixed(1)} commands/job; run ${r} of ${rounds})`);
-        if (!(row.jobsPerS <= (best.get(n)?.jobsPerS ?? 0))) best.set(n, row);
+        if (row.jobsPerS > (best.get(n)?.jobsPerS ?? 0)) best.set(n, row);
       }
     }
     return { rows: rows(), clients: CEILING_CLIENTS, jobs, rounds };

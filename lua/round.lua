@@ -3,8 +3,8 @@
 -- when this file is stale). One consumer round in one atomic call: complete.lua, then claim.lua, on
 -- ONE queue. Each part is its script's body (docs/protocol.md §5, "Round"), unchanged but for its
 -- meta and clock reads, made once per call for both: it validates all its own inputs before its
--- own first write, and its reply is what that script answers. A claim part refused after the complete part wrote leaves the completions done (as
--- the two calls pipelined would).
+-- own first write, and its reply is what that script answers. A claim part refused after the
+-- complete part wrote leaves the completions done (as the two calls pipelined would).
 --
 -- KEYS[1 .. c]      complete.lua's KEYS
 -- KEYS[c+1 .. ]     claim.lua's KEYS; KEYS[c+1] must be KEYS[1] (the same queue's meta: one slot)
@@ -25,8 +25,8 @@
 -- and clock read go through these, so the second part gets the first part's answer. The
 -- complete part writes no meta field, and the server clock is fixed for the whole script call.
 local shared_meta, shared_time = nil, nil
-local function round_meta(key)
-  if not shared_meta then shared_meta = redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap') end
+local function round_meta()
+  if not shared_meta then shared_meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap') end
   return shared_meta
 end
 local function round_time()
@@ -118,7 +118,7 @@ end
 -- Reads first: every key this call writes is read (or is the first write) before anything is
 -- written, so a key of the wrong type is refused with nothing changed.
 -- (The same fields as claim.lua reads, in the same order: round.lua reads them once for both parts.)
-local meta = round_meta(KEYS[1])
+local meta = round_meta()
 local e = nil
 if meta.err then return refused(meta, KEYS[1]) end -- a table reply: with `err` only to refuse
 local stored = meta[1]
@@ -333,7 +333,7 @@ end
 -- table reply by its `err`, an integer reply by its type, so a read that succeeds costs no call
 -- of refused().)
 -- (`gcap` is complete.lua's: both read the same fields, so round.lua reads them once for both parts.)
-local meta = round_meta(KEYS[1])
+local meta = round_meta()
 local e = nil
 if meta.err then return refused(meta, KEYS[1]) end
 local stored = meta[1]
