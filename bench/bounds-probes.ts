@@ -72,8 +72,10 @@ async function scriptUs(c: Redis, call: () => Promise<unknown>, before: () => Pr
 
 /**
  * The script calls on the light-load path, idle and busy: an empty script with enqueue's keys, a
- * single plain enqueue (enqueue.lua's compact form), and a claim of one pending job (claim.lua, as a
- * parked consumer's claim runs after its wake-up).
+ * single plain enqueue (enqueue.lua's compact form) with nobody parked, the same enqueue leasing
+ * its job to a parked consumer (docs/protocol.md §5, "Parked consumers": the registration is
+ * written by a plain ZADD after each call, outside the figures), and a claim of one pending job
+ * (claim.lua, as a consumer claims when woken by `wake`).
  */
 export async function scriptCosts(url: string, n = 300): Promise<ScriptCost[]> {
   const c = new Redis(url, { maxRetriesPerRequest: 1 });
@@ -92,6 +94,16 @@ export async function scriptCosts(url: string, n = 300): Promise<ScriptCost[]> {
     const enqueue = () => c.evalsha(sha('enqueue'), enqKeys.length, ...enqKeys, PROTOCOL_VERSION, 524288, 1, '', conn.ids.next('job'), payload);
     const claim = () => c.evalsha(sha('claim'), claimKeys.length, ...claimKeys, PROTOCOL_VERSION, 1, 30000, 1000);
     const nothing = async () => undefined;
+    // A parked registration for the next call, and the inbox of the last one emptied.
+    const inbox = k.inbox('bounds1');
+    const repark = async () => {
+      await c.pipeline().zadd(k.parked, '7258118400000', '30000:bounds1').del(inbox).exec();
+    };
+    const leased = async () => {
+      const r = await enqueue();
+      await repark();
+      return r;
+    };
     // Before each block of claims: exactly n pending jobs, enqueued in one untimed call each.
     const fill = async () => {
       await c.flushall();
@@ -100,6 +112,10 @@ export async function scriptCosts(url: string, n = 300): Promise<ScriptCost[]> {
     const rows: [string, () => Promise<unknown>, () => Promise<void>][] = [
       ['empty script (enqueue keys)', () => c.evalsha(empty, enqKeys.length, ...enqKeys, PROTOCOL_VERSION, 524288, 1, ''), nothing],
       ['enqueue.lua, one plain job', enqueue, nothing],
+      ['enqueue.lua, one plain job leased to a parked consumer', leased, async () => {
+        await c.flushall(); // nothing pending, or nothing is leased
+        await repark();
+      }],
       ['claim.lua, one job', claim, fill],
     ];
     const out: ScriptCost[] = [];

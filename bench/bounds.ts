@@ -58,7 +58,8 @@ function report(rt: RoundTrip, sc: readonly ScriptCost[], c1: Runs, lat: Runs, l
   const costRow = (s: string, label: string) =>
     `| ${label} | ${f0(median(c1.values[s]))} | ${f1(cost(c1, s, 'wallUsPerJob'))} | ${f1(cost(c1, s, 'wallUsPerJob') - rt.pingUs)} | ${f1(cost(c1, s, 'clientUsPerJob'))} | ${f1(cost(c1, s, 'serverUsPerJob'))} | ${f1(cost(c1, s, 'scriptUsPerJob'))} | ${f1(cost(c1, s, 'commandsPerJob'))} |`;
   const p50 = (s: string) => median(lat.values[s]);
-  const enq = sc.find((x) => x.what.startsWith('enqueue'))!;
+  const enq = sc.find((x) => x.what === 'enqueue.lua, one plain job')!;
+  const lease = sc.find((x) => x.what.includes('leased'))!;
   const claim = sc.find((x) => x.what.startsWith('claim'))!;
   const empty = sc.find((x) => x.what.startsWith('empty'))!;
   return `# What bounds the round-trip rows
@@ -103,13 +104,12 @@ EchoMQ's time, so a noisier machine, which slows the round trip and both clients
 ## Latency at 500/s (${lat.values.echomq.length} alternating pairs, p50 medians)
 
 EchoMQ ${p50('echomq').toFixed(3)} ms, bee-queue ${p50('beequeue').toFixed(3)} ms (EchoMQ/bee-queue ${(p50('echomq') / p50('beequeue')).toFixed(2)}×: ${p50('echomq') <= p50('beequeue') ? 'met' : 'missed'} in this run).
-EchoMQ's path is the enqueue's round trip, then two script calls that Valkey runs back to back
-after an idle gap, enqueue.lua (${f1(enq.idleUs)} µs) and the parked consumer's claim pipelined
-behind its blocking pop (${f1(claim.idleUs)} µs): no second round trip, but two cold script calls of which
-${f1(2 * empty.idleUs)} µs is the fixed cost of a script call. bee-queue's path is its addJob script, the pop,
-then a second round trip to read the job. Removing the claim script from the path (the enqueue
-leasing the job straight to a parked consumer) is the design that would move this row; it is not
-built.
+EchoMQ's consumer is parked (docs/protocol.md §5, "Parked consumers"): the enqueue's one script
+call leases the job to it (enqueue.lua ${f1(lease.idleUs)} µs idle, against ${f1(enq.idleUs)} µs with nobody parked) and
+pushes it to the inbox the consumer blocks on, so the job reaches the handler with no claim call
+(claim.lua for one job: ${f1(claim.idleUs)} µs idle, the path a job takes when it arrives while the
+consumer is busy). Of a cold script call, ${f1(empty.idleUs)} µs is the fixed cost. bee-queue's path is its
+addJob script, the pop, then a second round trip to read the job.
 `;
 }
 

@@ -74,9 +74,11 @@ export const TRADE_OFFS = `- **Where the lead comes from.** Batching and overlap
   to complete.lua inside one script, so Valkey parses no arguments and sends no payloads back for them;
   a real consumer pays both. A share near 100% means Valkey is the limit; well below it, the client
   (its CPU, or round trips waiting on each other) is.
-- **Light-load latency is round trips.** An idle consumer parks on a blocking pop; enqueue → handler
-  start costs the enqueue's round trip plus the wake-up and the claim (docs/queue.md, the consumer
-  loop's "Idle" step, says what this build does). The p99 is set by pauses (GC, scheduling on a shared 2-CPU machine) and moves from run
+- **Light-load latency is round trips.** An idle consumer parks on a blocking pop and registers as
+  parked: an enqueue onto an empty queue leases the job to it in its own script call, so enqueue →
+  handler start costs the enqueue's round trip and the wake-up, with no claim call (docs/queue.md,
+  the consumer loop's "Idle" step). A job that arrives while the consumer is busy goes the other
+  way: the wake-up, then a claim, one round trip more. The p99 is set by pauses (GC, scheduling on a shared 2-CPU machine) and moves from run
   to run. \`npm run bench:bounds\` writes docs/bounds.md: the bare round trip, what each script call on
   this path costs Valkey after an idle gap (several times its busy cost), and the c1 \`prefetch: 0\` and
   latency rows taken apart against that floor.

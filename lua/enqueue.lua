@@ -41,6 +41,14 @@
 --          "<max>|<backoff>|<lane>|<extras>") until its first claim moves them to its row's
 --          `x`; claim returns them with every attempt. Meta `xtra` is set to 1 the first time.
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
+-- Parked consumers (docs/protocol.md §5): a call of one plain job in the compact form, ready now,
+--          onto a queue with nothing pending, no lanes and no pause, whose id has no row, leases
+--          it to the current registration of emq:{q}:parked with the earliest end: `active`
+--          (emq:{q}:active) gets the anchor and the id at now + the registration's lease, meta
+--          `token` + 1, the row (emq:{q}:job:<id>) status/token/attempts 1; the registration is
+--          removed and "<id> <token> <payload>" RPUSHed to emq:{q}:inbox:<tag> (PX the lease).
+--          These keys are spelt from the base of KEYS[1] (same slot). Nothing goes to pending
+--          or wake; the `claimed` event follows `enqueued`. Anything unusual takes the plain path.
 -- Returns: an array of n integers: 1 = added, 0 = a job with this id already existed (or came
 --          earlier in the same call); with dedup keys, a bulk string (the holding job's id) for
 --          a job whose key was held. A wake marker is pushed (when `wake` is empty) only when a
@@ -68,6 +76,8 @@ local function refused(r, key)
 end
 if #KEYS < 7 or #ARGV < 4 then return redis.error_reply('EMQ_BAD_ARG expected 7 keys and at least 4 arguments') end
 local V = '1'
+-- The anchor of `active` (docs/protocol.md §2), as claim.lua adds it: a lease to a parked consumer writes it too.
+local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
 if ARGV[1] ~= V then
   return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
 end
@@ -201,7 +211,7 @@ end
 -- Reads first: every key this call writes is read (or is the first write) before anything is
 -- written, so a key of the wrong type is refused with nothing changed.
 local meta
-meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'lanes', 'xtra')
+meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'lanes', 'xtra', 'paused', 'token')
 local e = refused(meta, KEYS[1])
 if e then return e end
 local stored = meta[1]
@@ -304,6 +314,28 @@ local lanesMode = lanesOn or meta[3] == '1'
 local ringKey, ringAdd = nil, nil
 if lanesMode then ringKey, ringAdd = b .. 'groups', {} end
 if setLog then elog = setLog end
+-- Lease to a parked consumer (docs/protocol.md §5, "Parked consumers"): one plain job, ready
+-- now, on a queue with nothing pending, no lanes and no pause, is leased here to the first
+-- consumer of the zset `parked` whose registration is current, as its claim would lease it, and
+-- its lease text goes to that consumer's `inbox:<tag>`, which it blocks on: the job skips
+-- `pending` and the consumer's claim call. Anything unusual (a key of another type, a row the id
+-- already has, a malformed registration) is left to the claim path: no lease, no error.
+local hand = nil
+if n == 1 and S == 2 and #queued == 1 and not lanesMode and meta[5] ~= '1' and (not meta[6] or string.match(meta[6], '^%d+$')) then
+  local parked = b .. 'parked'
+  local reg = redis.pcall('ZRANGE', parked, now, '+inf', 'BYSCORE', 'LIMIT', 0, 1)
+  local lease, tag = nil, nil
+  if not reg.err and reg[1] then lease, tag = string.match(reg[1], '^(%d+):([0-9A-Za-z]+)$') end
+  lease = lease and #lease < 9 and tonumber(lease)
+  if lease and lease >= 1 and lease <= 86400000 and #tag <= 32 then
+    local inbox, row = b .. 'inbox:' .. tag, b .. 'job:' .. queued[1]
+    local pl, al = redis.pcall('LLEN', KEYS[2]), redis.pcall('ZCARD', b .. 'active')
+    local il, rx = redis.pcall('LLEN', inbox), redis.pcall('EXISTS', row)
+    if pl == 0 and type(al) == 'number' and il == 0 and rx == 0 then
+      hand = { member = reg[1], parked = parked, lease = lease, inbox = inbox, row = row }
+    end
+  end
+end
 local wakeLen = 1
 if #data > 0 then
   wakeLen = redis.pcall('LLEN', KEYS[4])
@@ -339,7 +371,18 @@ if #data > 0 then
     if e then return e end
   end
   -- The first write is the type check of its own key: a write refused with WRONGTYPE changes nothing.
-  if #queued > 0 then
+  if hand then
+    -- The lease, as claim.lua writes a first claim's: `active` (with the anchor, §2), a fenced
+    -- token from meta `token`, the row; the registration is used up.
+    redis.call('ZADD', b .. 'active', 'inf', ANCHOR, now + hand.lease, queued[1])
+    local token = redis.call('HINCRBY', KEYS[1], 'token', 1)
+    redis.call('HSET', hand.row, 'status', 'active', 'token', token, 'attempts', 1)
+    redis.call('ZREM', hand.parked, hand.member)
+    -- "<id> <token> <payload>": the id is 14 bytes and the token digits, so the payload starts
+    -- after the second space.
+    redis.call('RPUSH', hand.inbox, queued[1] .. ' ' .. token .. ' ' .. data[2])
+    redis.call('PEXPIRE', hand.inbox, hand.lease)
+  elseif #queued > 0 then
     if #plainQ > 0 then
       local len = redis.pcall('LPUSH', KEYS[2], unpack(plainQ))
       e = refused(len, KEYS[2])
@@ -381,7 +424,8 @@ end
 if ringAdd and #ringAdd > 0 then redis.call('LPUSH', ringKey, unpack(ringAdd)) end
 if xtraOn and meta[4] ~= '1' then redis.call('HSET', KEYS[1], 'xtra', '1') end
 if setLog and setLog ~= logged then redis.call('HSET', KEYS[1], 'elog', setLog) end
-if wakeLen == 0 then redis.call('LPUSH', KEYS[4], '1') end
+if wakeLen == 0 and not hand then redis.call('LPUSH', KEYS[4], '1') end
 emit(KEYS[7], elog, 'enqueued', queued, now)
 emit(KEYS[7], elog, 'scheduled', scheduled, now)
+if hand then emit(KEYS[7], elog, 'claimed', queued, now) end
 return out

@@ -21,7 +21,7 @@ export function assertName(name: unknown, what = 'queue'): asserts name is strin
 }
 
 /** The per-queue key kinds of protocol v1. */
-export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake' | 'data' | 'opts' | 'events' | 'outbox' | 'outdue' | 'schedules' | 'ticks' | 'levels';
+export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake' | 'data' | 'opts' | 'events' | 'outbox' | 'outdue' | 'schedules' | 'ticks' | 'levels' | 'parked';
 
 /**
  * The keys of one queue. Every key carries the queue name as its hash tag, so all of them
@@ -54,6 +54,8 @@ export class QueueKeys {
   readonly ticks: string;
   /** Priorities: zset of the levels 1..9 whose list (`pendingAt(p)`) holds jobs (score = level). */
   readonly levels: string;
+  /** Parked consumers: zset `<lease ms>:<tag>` → registration end (park.lua; enqueue hands jobs off to them). */
+  readonly parked: string;
 
   constructor(readonly queue: string) {
     assertName(queue, 'queue');
@@ -75,6 +77,13 @@ export class QueueKeys {
     this.schedules = base + 'schedules';
     this.ticks = base + 'ticks';
     this.levels = base + 'levels';
+    this.parked = base + 'parked';
+  }
+
+  /** Parked consumers: the list consumer `tag` blocks on, where enqueue pushes a job it leased to it. */
+  inbox(tag: string): string {
+    if (!TAG_RE.test(tag)) throw new InvalidOptionError(`a consumer tag is 1..32 of A-Z a-z 0-9, got ${JSON.stringify(String(tag).slice(0, 40))}`);
+    return this.pending.slice(0, -'pending'.length) + 'inbox:' + tag;
   }
 
   /** Fair lanes: list `group:<g>` of the pending ids of group `g`. */
@@ -117,6 +126,8 @@ export class QueueKeys {
     return this.jobPrefix.slice(0, -4) + 'key:' + key;
   }
 }
+
+const TAG_RE = /^[A-Za-z0-9]{1,32}$/;
 
 /** Longest business key of a deduplicated enqueue, in bytes. */
 export const MAX_DEDUP_KEY_BYTES = 256;

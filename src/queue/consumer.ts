@@ -12,6 +12,8 @@ import { ConsumerUpkeep } from './consumer-upkeep.js';
 import { JobControls } from './job-controls.js';
 import type { ResolvedConsumerOptions } from './queue.options.js';
 import { WakeWaiter } from './wake-waiter.js';
+import { ParkedWait, consumerTag, parkable } from './parked-wait.js';
+import { parkSpot } from '../protocol/park-wire.js';
 import { RoundSizer } from './round-sizer.js';
 import { announce } from '../admin/registry.js';
 
@@ -71,6 +73,8 @@ export class Consumer {
   private kickQueued = false;
   /** Rounds (complete + claim calls) in flight, and the claim slots they asked for. */
   private rounds = 0;
+  /** Rounds in flight that claim (a parked wait may be armed beside rounds that only complete). */
+  private claiming = 0;
   private reserved = 0;
   /** The claim slots the claim behind the current wait asked for (reserved until it ends). */
   private waitAsk = 0;
@@ -92,10 +96,11 @@ export class Consumer {
       this.pump();
     });
     this.waiter = new WakeWaiter(conn, this.k.wake, {
-      woke: (claimed) => {
+      woke: (claimed, claim) => {
         const asked = this.endWait();
         if (claimed) this.onClaimed(claimed, asked);
-        else this.hasWork = true; // the claim behind the wait did not run: claim in a round
+        // No claim ran behind the wait (or a parked wait was woken by `wake`): claim in a round.
+        if (claim) this.hasWork = true;
         this.pump(); // straight away: a wake-up is latency-critical
       },
       failed: (err, what) => {
@@ -103,7 +108,7 @@ export class Consumer {
         if (!this.stopping) this.supervise(err, what);
       },
       orphaned: (claimed) => this.upkeep.release(claimed.jobs),
-    });
+    }, parkable(cfg) ? new ParkedWait(conn, this.k, parkSpot(this.k, consumerTag(), cfg.leaseMs)) : undefined);
     this.capacity = cfg.concurrency + (cfg.prefetch ?? cfg.concurrency);
     // Rounds in flight keep both the client and Valkey busy: while one round's scripts run, the
     // jobs of another run their handlers. The sizer picks how many claims share the capacity;
@@ -176,7 +181,9 @@ export class Consumer {
       if (this.toComplete.length + n < worth) break;
       void this.round(this.toComplete.splice(0, 1000), n);
     }
-    if (this.rounds === 0) this.ensureWaiter();
+    // A parked wait needs no round to end first: it claims nothing of its own, so it registers
+    // while completions are still out (a job enqueued meanwhile is leased to it, not left pending).
+    if (this.rounds === 0 || (this.waiter.parks && this.claiming === 0)) this.ensureWaiter();
   }
 
   /**
@@ -187,6 +194,7 @@ export class Consumer {
    */
   private async round(done: RunnerCompletion[], n: number): Promise<void> {
     this.rounds++;
+    this.claiming += n > 0 ? 1 : 0;
     this.reserved += n;
     const handoff = this.cfg.handoff;
     const complete = done.length === 0 ? undefined
@@ -209,6 +217,7 @@ export class Consumer {
     } finally {
       this.reserved -= n;
       this.rounds--;
+      this.claiming -= n > 0 ? 1 : 0;
     }
     this.sizer.record(n, got, failure === undefined ? done.length : 0);
     if (failure === undefined) this.backoff.succeeded();
@@ -254,7 +263,7 @@ export class Consumer {
     const maxIdle = this.cfg.maxIdleMs ?? 5000;
     this.waitAsk = free;
     this.reserved += free;
-    this.waiter.wait(this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle)), calls.claim(this.k, free, this.cfg.leaseMs, 1000, this.cfg));
+    this.waiter.wait(this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle)), calls.claim(this.k, free, this.cfg.leaseMs, 1000, this.cfg), this.waitMs);
   }
 
   /** The wait ended: its claim slots are no longer reserved. Returns how many it asked for. */

@@ -1,12 +1,17 @@
+import { Cluster } from 'iovalkey';
 import { waitAtMost } from '../protocol/wait-at-most.js';
 import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
 import { scripts, type ScriptCall } from '../protocol/scripts.js';
 import type { ClaimReply } from '../protocol/wire.js';
+import type { ParkedEnd, ParkedWait } from './parked-wait.js';
 
 /** What a waiter tells its consumer: the wait ended (woken, or its block ran out), or it failed. */
 export interface WaiterEvents {
-  /** The wait ended; `claimed` is the reply of the claim sent behind it, when that claim ran. */
-  woke(claimed?: ClaimReply): void;
+  /**
+   * The wait ended; `claimed` is the reply of the claim sent behind it, when that claim ran (or a
+   * parked wait's job leased by enqueue). `claim`: work may be pending beyond `claimed`, claim in a round.
+   */
+  woke(claimed: ClaimReply | undefined, claim: boolean): void;
   failed(err: unknown, what: string): void;
   /**
    * The claim behind a wait that nobody awaits any more (closed, superseded, or the wait failed)
@@ -46,19 +51,31 @@ export class WakeWaiter {
   /** A wait (or the reconnect standing in for one) is in progress. */
   busy = false;
 
+  /** True when this waiter parks (enqueue may lease jobs to it) rather than claiming behind its wait. */
+  get parks(): boolean {
+    return this.parked !== undefined;
+  }
+
   constructor(
     private readonly conn: EchoMqConnection,
     private readonly key: string,
     private readonly events: WaiterEvents,
+    /** Set for a consumer to which enqueue may lease jobs (no rate limit, no group policy). */
+    private readonly parked?: ParkedWait,
   ) {}
 
   /** Opens the blocking connection (at start, so a consumer that cannot connect does not start). */
   async open(): Promise<void> {
     this.blocker = await this.conn.blockingClient();
+    await this.parked?.load();
   }
 
-  /** Blocks up to `ms` on the wake list, then runs `claim` (whether woken or timed out). */
-  wait(ms: number, claim: ScriptCall<ClaimReply>): void {
+  /**
+   * Blocks up to `ms` on the wake list, then runs `claim` (whether woken or timed out). A waiter
+   * with a park spot registers it instead and blocks on its inbox too (see `ParkedWait`): `waitMs`
+   * is the wait the last claim reported, from which a lease's reply reports what is left.
+   */
+  wait(ms: number, claim: ScriptCall<ClaimReply>, waitMs = -2): void {
     if (!this.blocker) return void this.reopen();
     this.busy = true;
     const gen = ++this.gen;
@@ -69,12 +86,36 @@ export class WakeWaiter {
     p.client('ID', (err: Error | null | undefined, id?: unknown) => {
       if (!err && gen === this.gen) this.blockedId = Number(id);
     });
+    if (this.parked) return this.waitParked(gen, p, ms, waitMs);
     p.blpop(this.key, ms / 1000);
     p.evalsha(scripts().get(claim.name)!.sha, claim.keys.length, ...claim.keys, ...claim.args);
     this.inflight = p.exec().then(
       (replies) => {
         const [waitErr] = replies?.[1] ?? [new Error('no reply to the wait')];
         return this.end(gen, waitErr ?? undefined, 'wait failed: ', parsed(claim, replies?.[2]));
+      },
+      (err: unknown) => this.end(gen, err, 'wait failed: '),
+    );
+  }
+
+  private waitParked(gen: number, p: ReturnType<ValkeyClient['pipeline']>, ms: number, waitMs: number): void {
+    const blocker = this.blocker!;
+    const parked = this.parked!;
+    parked.send(p, ms, () => {
+      // park.lua was missing and is loaded now: end this wait (its registration failed) so the
+      // next one registers. (A wait already over, or superseded, is left alone.)
+      if (gen === this.gen && !this.closed && this.blockedId !== undefined) void this.conn.unblock(this.blockedId, this.key).catch(() => false);
+    });
+    this.inflight = p.exec().then(
+      async (replies) => {
+        const [waitErr] = replies?.[2] ?? [new Error('no reply to the wait')];
+        let got: ParkedEnd;
+        try {
+          got = await parked.settle(blocker, replies, waitMs < 0 ? waitMs : Math.max(0, waitMs - (Date.now() - this.since)));
+        } catch (err) {
+          return this.end(gen, err, 'wait failed: ');
+        }
+        return this.end(gen, waitErr ?? undefined, 'wait failed: ', got.claimed, got.claim);
       },
       (err: unknown) => this.end(gen, err, 'wait failed: '),
     );
@@ -106,8 +147,12 @@ export class WakeWaiter {
     this.drop();
   }
 
-  private async end(gen: number, err?: unknown, what = '', claimed?: ClaimReply): Promise<void> {
+  private async end(gen: number, err?: unknown, what = '', claimed?: ClaimReply, claim = claimed === undefined): Promise<void> {
     const current = gen === this.gen && !this.closed;
+    // A failed wait on a cluster (a failover: UNBLOCKED, then MOVED) refreshes the blocking
+    // client's slot map: a pipeline's redirects do not, so every later wait would go to the old
+    // primary again, and a parked consumer would never reach the inbox its jobs are leased to.
+    if (err !== undefined && this.blocker instanceof Cluster) this.blocker.refreshSlotsCache();
     if (!current || err !== undefined) {
       if (claimed && claimed.jobs.length > 0) await this.events.orphaned(claimed);
       if (!current) return;
@@ -115,7 +160,7 @@ export class WakeWaiter {
       return this.events.failed(err, what);
     }
     this.busy = false;
-    this.events.woke(claimed);
+    this.events.woke(claimed, claim);
   }
 
   private drop(): void {

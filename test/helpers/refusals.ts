@@ -33,8 +33,18 @@ export async function snapshot(raw: Redis, patterns: string | string[]): Promise
 
 /** `act` must fail with `code` and leave every key matching `pattern` (default: queue `q`'s) byte for byte as it was. */
 export async function refusedUnchanged(raw: Redis, q: string, code: string, act: () => Promise<unknown>, pattern: string | string[] = `emq:{${q}}:*`): Promise<void> {
+  await allRefusedUnchanged(raw, code, [act], pattern);
+}
+
+/**
+ * Every one of `acts` must fail with `code`, and together they leave every key matching `pattern`
+ * byte for byte as it was: one snapshot before and one after them all (a wide pattern over a
+ * large keyspace costs a second or more per snapshot).
+ */
+export async function allRefusedUnchanged(raw: Redis, code: string, acts: readonly (() => Promise<unknown>)[], pattern: string | string[]): Promise<void> {
   const before = await snapshot(raw, pattern);
-  const got = await codeOf(act);
+  const got: (string | undefined)[] = [];
+  for (const act of acts) got.push(await codeOf(act));
   const after = await snapshot(raw, pattern);
   // A pattern wider than one queue also sees other suites' keys: one may expire or be deleted
   // meanwhile (or between SCAN and DUMP: "gone"), which is not a write of `act`. A new key, or a
@@ -48,7 +58,7 @@ export async function refusedUnchanged(raw: Redis, q: string, code: string, act:
     }
     for (const [k, v] of Object.entries(after)) if (v.startsWith('gone') && !(k in before)) delete after[k];
   }
-  expect({ code: got, keys: after }).toEqual({ code, keys: before });
+  expect({ codes: got, keys: after }).toEqual({ codes: acts.map(() => code), keys: before });
 }
 
 /** The job id of a snowflake value (a well-formed 14-byte id). */

@@ -6,7 +6,7 @@ import { queueKeys, runScript, wire } from '../../src/protocol/index.js';
 import type { EnqueueItem, EnqueueOptions } from '../../src/index.js';
 import type { WireJob } from '../../src/protocol/index.js';
 import { resolveDefaults } from '../../src/queue/queue.options.js';
-import { codeOf, jobId, refusedUnchanged as refusedUnchangedIn, sent, snapshot as snapshotOf, wireJob, withArgs } from '../helpers/refusals.js';
+import { allRefusedUnchanged, codeOf, jobId, refusedUnchanged as refusedUnchangedIn, sent, snapshot as snapshotOf, wireJob, withArgs } from '../helpers/refusals.js';
 import { eventually, openConnection, queueKeysIn, randomQueue, rawClient } from '../helpers/valkey.js';
 
 let raw: Redis, conn: EchoMqConnection, queues: QueueService, small: QueueService;
@@ -66,7 +66,7 @@ describe('hostile queue names (EMQ_BAD_NAME)', () => {
     const id = queues.mintId();
     const calls: (() => Promise<unknown>)[] = [() => queues.enqueue(name, { a: 1 }), () => queues.enqueueMany(name, [{ payload: 1 }])];
     calls.push(() => queues.getJob(name, id), () => queues.cancel(name, id), () => queues.counts(name));
-    for (const call of calls) await refusedUnchanged('', 'EMQ_BAD_NAME', call, 'emq:*');
+    await allRefusedUnchanged(raw, 'EMQ_BAD_NAME', calls, 'emq:*');
   });
 });
 

@@ -49,7 +49,7 @@ describe('flows: visibility, cancel and retention', () => {
     expect(flows).toHaveLength(20);
     // Only the queues' own meta, a wake-up marker and `active` holding its anchor alone may remain.
     const left = [...(await queueKeysIn(f.raw, p)), ...(await queueKeysIn(f.raw, c))].filter(
-      (k) => !k.endsWith(':meta') && !k.endsWith(':wake') && !k.endsWith(':active'),
+      (k) => !k.endsWith(':meta') && !k.endsWith(':wake') && !k.endsWith(':active') && !k.endsWith(':parked'),
     );
     expect(left).toEqual([]);
     for (const q of [p, c]) expect((await f.queues.counts(q)).active).toBe(0);
