@@ -6,6 +6,7 @@
 import { Redis } from 'iovalkey';
 import { EchoMqConnection, PROTOCOL_VERSION, queueKeys, scripts, type ScriptName } from '../src/protocol/index.js';
 import { randomQueue, sleep } from './common.js';
+import { parkSpot } from '../src/protocol/park-wire.js';
 
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -95,9 +96,9 @@ export async function scriptCosts(url: string, n = 300): Promise<ScriptCost[]> {
     const claim = () => c.evalsha(sha('claim'), claimKeys.length, ...claimKeys, PROTOCOL_VERSION, 1, 30000, 1000);
     const nothing = async () => undefined;
     // A parked registration for the next call, and the inbox of the last one emptied.
-    const inbox = k.inbox('bounds1');
+    const spot = parkSpot(k, 'bounds1', 30000);
     const repark = async () => {
-      await c.pipeline().zadd(k.parked, '7258118400000', '30000:bounds1').del(inbox).exec();
+      await c.pipeline().zadd(spot.parked, '7258118400000', spot.member).del(spot.inbox).exec();
     };
     const leased = async () => {
       const r = await enqueue();

@@ -7,6 +7,8 @@ import type { WireClaim } from './wire.js';
  * member, and the inbox enqueue.lua pushes a job it leased to it to.
  */
 export interface ParkSpot {
+  /** The consumer's tag (its inbox's name). */
+  readonly tag: string;
   /** The member of `parked`: `<lease ms>:<tag>`. */
   readonly member: string;
   readonly parked: string;
@@ -16,16 +18,15 @@ export interface ParkSpot {
 
 /** The registration of consumer `tag` of queue `k`, whose jobs leased by enqueue get a lease of `leaseMs`. */
 export function parkSpot(k: QueueKeys, tag: string, leaseMs: number): ParkSpot {
-  return { member: `${leaseMs}:${tag}`, parked: k.parked, inbox: k.inbox(tag), leaseMs };
+  return { tag, member: `${leaseMs}:${tag}`, parked: k.parked, inbox: k.inbox(tag), leaseMs };
 }
 
 /** park.lua: registers `spot` for `ttlMs` (server clock). */
 export function parkCall(k: QueueKeys, spot: ParkSpot, ttlMs: number): ScriptCall<number> {
-  const tag = spot.member.slice(spot.member.indexOf(':') + 1);
   return {
     name: 'park',
     keys: [k.meta, spot.parked],
-    args: [PROTOCOL_VERSION, spot.leaseMs, tag, Math.max(1, Math.min(86_400_000, Math.ceil(ttlMs)))],
+    args: [PROTOCOL_VERSION, spot.leaseMs, spot.tag, Math.max(1, Math.min(86_400_000, Math.ceil(ttlMs)))],
     parse: (reply) => Number(reply),
   };
 }
