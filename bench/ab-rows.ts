@@ -12,7 +12,7 @@ export interface AbBuild {
 }
 
 /** The rows `bench:ab` can run. */
-export const AB_ROWS = ['single', 'batch', 'c1', 'c10', 'c50', 'c200', 'c50p', 'c50g', 'x2', 'lat', 'bpub', 'bg1', 'bg50', 'blat'] as const;
+export const AB_ROWS = ['single', 'batch', 'c1', 'c1p0', 'c10', 'c50', 'c200', 'c50p', 'c50g', 'x2', 'lat', 'bpub', 'bg1', 'bg50', 'blat'] as const;
 
 /** One row name. */
 export type RowName = (typeof AB_ROWS)[number];
@@ -27,6 +27,7 @@ const ROWS: Record<RowName, readonly [module: 'phases' | 'bus', fn: string, args
   single: ['phases', 'enqueueSingle', [20_000]],
   batch: ['phases', 'enqueueBatch', [50_000]],
   c1: ['phases', 'processLocal', ['process_c1_per_s', 1, 5000]],
+  c1p0: ['phases', 'processLocal', ['process_c1_prefetch0_per_s', 1, 5000, {}, { prefetch: 0 }]],
   c10: ['phases', 'processLocal', ['process_c10_per_s', 10, 20_000]],
   c50: ['phases', 'processLocal', ['process_c50_per_s', 50, 30_000]],
   c200: ['phases', 'processLocal', ['process_c200_per_s', 200, 30_000]],
@@ -41,7 +42,7 @@ const ROWS: Record<RowName, readonly [module: 'phases' | 'bus', fn: string, args
 };
 
 /** The job count's position in each row's arguments (scaled by `--scale`); rows without one are absent. */
-const COUNT_AT: Partial<Record<RowName, number>> = { single: 0, batch: 0, c1: 2, c10: 2, c50: 2, c200: 2, c50p: 2, c50g: 2, x2: 3, bpub: 0, bg1: 2, bg50: 2 };
+const COUNT_AT: Partial<Record<RowName, number>> = { single: 0, batch: 0, c1: 2, c1p0: 2, c10: 2, c50: 2, c200: 2, c50p: 2, c50g: 2, x2: 3, bpub: 0, bg1: 2, bg50: 2 };
 
 /**
  * Runs `row` of `build` against the Valkey at `url`: a warm-up run, then the timed run's values.

@@ -2,8 +2,11 @@
 -- its claim minted: a holder whose lease expired (the job was reaped or re-claimed) is refused
 -- and changes nothing. A completed job is kept in the bounded `done` set, or deleted (row and
 -- data) at once when the retention is 0. The done set is then trimmed towards the retention,
--- oldest first: at most (the jobs this call added to it) + 100 rows per call, so lowering the
--- retention (even to 0) drains older rows over the next completions at a bounded cost.
+-- oldest first, in steps: a call trims only once the set holds more than retention + slack
+-- (slack = floor(retention / 10)), and then back to the retention, at most (the jobs this call
+-- added to it) + 100 + slack rows per call; so a steady stream pays the trim's commands once per
+-- ~slack completions instead of on every call, and lowering the retention (even to 0) drains
+-- older rows over the next completions at a bounded cost.
 --
 -- KEYS[1]  emq:{q}:meta     queue meta hash
 -- KEYS[2]  emq:{q}:active   zset id -> lease deadline
@@ -173,7 +176,11 @@ local card = redis.pcall('ZCARD', KEYS[3])
 if type(card) == 'table' then return refused(card, KEYS[3]) end -- an integer reply, else a refusal
 local added = 0
 if keep > 0 then added = #ids end
-local excess = math.min(card + added - keep, added + 100)
+-- Trim in steps (see the header): the set may run up to `slack` rows beyond the retention, so the
+-- ZPOPMIN, DEL and HDEL of a trim (and the data check) run once per ~slack rows, not per call.
+local slack = math.floor(keep / 10)
+local excess = card + added - keep
+if excess <= slack then excess = 0 else excess = math.min(excess, added + 100 + slack) end
 if keep == 0 or excess > 0 then
   local d = redis.pcall('HLEN', KEYS[4])
   if type(d) == 'table' then return refused(d, KEYS[4]) end

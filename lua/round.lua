@@ -169,7 +169,11 @@ local card = redis.pcall('ZCARD', KEYS[3])
 if type(card) == 'table' then return refused(card, KEYS[3]) end -- an integer reply, else a refusal
 local added = 0
 if keep > 0 then added = #ids end
-local excess = math.min(card + added - keep, added + 100)
+-- Trim in steps (see the header): the set may run up to `slack` rows beyond the retention, so the
+-- ZPOPMIN, DEL and HDEL of a trim (and the data check) run once per ~slack rows, not per call.
+local slack = math.floor(keep / 10)
+local excess = card + added - keep
+if excess <= slack then excess = 0 else excess = math.min(excess, added + 100 + slack) end
 if keep == 0 or excess > 0 then
   local d = redis.pcall('HLEN', KEYS[4])
   if type(d) == 'table' then return refused(d, KEYS[4]) end

@@ -126,14 +126,31 @@ describe('complete and the done retention', () => {
     expect(await raw.hlen(k.data)).toBe(0);
   });
 
-  it('lowering keepDone from 1000 to 10 converges to 10 rows, each call removing at most its batch + 100', async () => {
+  it('lowering keepDone from 1000 to 10 converges to 10 rows, each call removing at most its batch + 100 + slack', async () => {
     const { k } = fresh();
     await wire.complete(conn.scriptClient, k, 1000, await active(k, 300));
     await wire.complete(conn.scriptClient, k, 10, await active(k, 5));
-    expect(await raw.zcard(k.done)).toBe(200); // 305 - (5 + 100)
+    expect(await raw.zcard(k.done)).toBe(199); // 305 - (5 + 100 + 1): slack is floor(10 / 10)
     await wire.complete(conn.scriptClient, k, 10, await active(k, 5));
     await wire.complete(conn.scriptClient, k, 10, await active(k, 5));
     expect(await raw.zcard(k.done)).toBe(10);
+  });
+
+  it('the retention is trimmed in steps: up to keepDone / 10 rows beyond it, then back to keepDone, oldest first', async () => {
+    const { k } = fresh();
+    const first = await active(k, 100);
+    await wire.complete(conn.scriptClient, k, 100, first);
+    for (let i = 0; i < 10; i++) await wire.complete(conn.scriptClient, k, 100, await active(k, 1));
+    expect(await raw.zcard(k.done)).toBe(110); // within the slack (10): no trim yet
+    expect(await raw.exists(k.job(first[0].id))).toBe(1);
+    const [last] = await active(k, 1);
+    expect(await wire.complete(conn.scriptClient, k, 100, [last])).toEqual([1]);
+    expect(await raw.zcard(k.done)).toBe(100); // 111 > 100 + 10: back to 100
+    // The 11 oldest went, with their rows and data; the 12th and the newest stay.
+    expect(await raw.exists(...first.slice(0, 11).map((j) => k.job(j.id)))).toBe(0);
+    expect(await raw.hexists(k.data, first[10].id)).toBe(0);
+    expect(await raw.exists(k.job(first[11].id), k.job(last.id))).toBe(2);
+    expect(await raw.hexists(k.data, first[11].id)).toBe(1);
   });
 
   it('a call whose completions are all refused trims nothing', async () => {
