@@ -90,8 +90,11 @@ EchoMQ's in the cost table below: the same script mix, without any client in the
 ${lines.join('\n')}
 
 The "Share of the Valkey ceiling" column of the headline compares each system's rate on a row with the
-ceiling at the claim size nearest EchoMQ's own on that row (two script calls per round, a claim and a
-complete: 2 ÷ script calls per job). For BullMQ and bee-queue the share is of EchoMQ's script mix, a
+ceiling at the claim size nearest EchoMQ's own on that row: 1 ÷ script calls per job, since the consumer
+claims and completes in one \`round.lua\` call per round, as the wrapper does in one call (counted on a c50
+run: ~48 jobs claimed and ~51 completed per round call; an earlier version of this table divided 2 by
+the calls per job, from when claim and complete were two calls, and so compared c50 with the ceiling at
+twice its claim size). For BullMQ and bee-queue the share is of EchoMQ's script mix, a
 reference point for "how close to what this Valkey can do", not of their own scripts.`;
 }
 

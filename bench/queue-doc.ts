@@ -32,13 +32,15 @@ function phaseOf(records: readonly PhaseRecord[], m: Metric): string | undefined
 
 /**
  * The ceiling row to compare `m` with: the claim size nearest EchoMQ's own jobs per claim in
- * that phase (two script calls, a claim and a complete, per round: 2 / script calls per job).
+ * that phase. The consumer claims and completes in one `round.lua` call per round (the ceiling's
+ * wrapper does the same in one call), so its jobs per claim are 1 / script calls per job (a c50
+ * run counts ~48 jobs per round call; see docs/benchmarks.md, "The Valkey ceiling").
  */
 export function ceilingFor(s: Summary, ceiling: CeilingReport, m: Metric): CeilingRow | undefined {
   if (!CEILING_ROWS.has(m)) return undefined;
   const phase = phaseOf(s.medianRecords, m);
   const spj = s.medianRecords.find((r) => r.system === 'echomq' && r.phase === phase)?.cost?.scriptsPerJob;
-  return spj && spj > 0 ? nearestCeiling(ceiling, 2 / spj) : undefined;
+  return spj && spj > 0 ? nearestCeiling(ceiling, 1 / spj) : undefined;
 }
 
 function ceilingCell(s: Summary, ceiling: CeilingReport, m: Metric): string {
