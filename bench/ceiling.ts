@@ -162,6 +162,30 @@ export async function measureCeiling(url: string, probe: Probe, jobs: number, ro
   }
 }
 
+/** The size of `CEILING_BATCHES` nearest `jobsPerCall` (by ratio). */
+export function nearestBatch(jobsPerCall: number): number {
+  let best: number = CEILING_BATCHES[0];
+  for (const b of CEILING_BATCHES) if (Math.abs(Math.log(b / jobsPerCall)) < Math.abs(Math.log(best / jobsPerCall))) best = b;
+  return best;
+}
+
+/**
+ * One ceiling run at claim size `n` with `jobs` jobs, measured right beside a phase (bench/run.ts
+ * runs it after EchoMQ's run of each ceiling row): on a shared machine whose speed drifts over
+ * minutes, a row compared with a ceiling measured in the same minute gives a share that a
+ * ceiling from the start of the run does not. Undefined (with a warning) when it fails.
+ */
+export async function pairedCeiling(url: string, probe: Probe, n: number, jobs: number): Promise<CeilingRow | undefined> {
+  try {
+    await probe.flush();
+    const sha = await probe.loadScript(ceilingScript());
+    return await oneBatch(url, probe, sha, n, jobs);
+  } catch (err) {
+    console.warn(`paired ceiling not measured: ${err instanceof Error ? err.message : String(err)}`);
+    return undefined;
+  }
+}
+
 /** The ceiling row whose claim size is nearest `batch` (undefined when none was measured). */
 export function nearestCeiling(report: CeilingReport, batch: number): CeilingRow | undefined {
   let best: CeilingRow | undefined;

@@ -5,7 +5,7 @@ import type { FlowsReport } from './flows.js';
 import { SYSTEMS, SYSTEM_LABEL, type Metric, type SystemName } from './common.js';
 import type { BenchSizes } from './sizes.js';
 import { EVENTS_LOG_METRIC, GROUPS_METRIC, type BusMetric } from './bus.js';
-import type { CeilingReport } from './ceiling.js';
+import type { CeilingReport, CeilingRow } from './ceiling.js';
 import type { Summary } from './pairs.js';
 import type { PhaseResult } from './phases.js';
 import type { CacheReport } from './cache-phases.js';
@@ -45,6 +45,8 @@ export interface PhaseRecord extends PhaseResult {
   readonly system: SystemName;
   /** Which repetition of the suite (0-based). */
   readonly rep: number;
+  /** EchoMQ's runs of the ceiling rows: the ceiling measured right after, at its claim size. */
+  readonly ceiling?: CeilingRow;
 }
 
 /** Everything a report is made of. */

@@ -21,6 +21,18 @@ export interface NoiseCount {
   readonly runs: number;
 }
 
+/**
+ * A metric's share of the Valkey ceiling measured beside each of EchoMQ's runs of it (the
+ * `ceiling` of its records): per system, the per-repetition shares value / that ceiling.
+ */
+export interface CeilingShare {
+  readonly bySystem: Partial<Record<SystemName, PairStat>>;
+  /** The median of the paired ceilings (jobs/s). */
+  readonly ceilingPerS: number;
+  /** Their claim size (the most frequent one). */
+  readonly batch: number;
+}
+
 /** The reduced run. */
 export interface Summary {
   /** The median over the repetitions, per system and metric (absent: not run for that system). */
@@ -31,6 +43,8 @@ export interface Summary {
   readonly noise: Readonly<Partial<Record<Metric, NoiseCount>>>;
   /** Per phase and system, the repetition whose value is the median (for the cost table). */
   readonly medianRecords: readonly PhaseRecord[];
+  /** Per ceiling row, the shares of the ceiling measured beside each EchoMQ run. */
+  readonly shares: Readonly<Partial<Record<Metric, CeilingShare>>>;
 }
 
 /**
@@ -58,6 +72,28 @@ export function pairRatios(records: readonly PhaseRecord[], metric: string, anch
     if (a) out.push(e.values[metric] / a.values[metric]);
   }
   return out;
+}
+
+/**
+ * The shares of `metric` of the ceilings measured beside EchoMQ's runs of it: each system's
+ * value in a repetition over the ceiling of EchoMQ's run in that repetition (undefined when no
+ * run of it carries a ceiling).
+ */
+export function ceilingShare(records: readonly PhaseRecord[], metric: string): CeilingShare | undefined {
+  const own = records.filter((r) => r.system === 'echomq' && r.ceiling && metric in r.values);
+  if (own.length === 0) return undefined;
+  const bySystem: Partial<Record<SystemName, PairStat>> = {};
+  for (const system of SYSTEMS) {
+    const xs = own.flatMap((e) => {
+      const x = records.find((r) => r.system === system && r.phase === e.phase && r.rep === e.rep && metric in r.values);
+      return x ? [x.values[metric] / e.ceiling!.jobsPerS] : [];
+    });
+    const st = pairStat(xs);
+    if (st) bySystem[system] = st;
+  }
+  const sizes = own.map((e) => e.ceiling!.batch);
+  const batch = sizes.reduce((a, b) => (sizes.filter((x) => x === b).length > sizes.filter((x) => x === a).length ? b : a));
+  return { bySystem, ceilingPerS: median(own.map((e) => e.ceiling!.jobsPerS)), batch };
 }
 
 /** The median of `metric` over `system`'s records that measured it (undefined if none did). */
@@ -93,7 +129,12 @@ export function summarize(records: readonly PhaseRecord[]): Summary {
       medianRecords.push(reps.find((r) => r.values[first] === mid) ?? reps[0]);
     }
   }
-  return { results, pairs, noise, medianRecords };
+  const shares: Partial<Record<Metric, CeilingShare>> = {};
+  for (const m of METRICS) {
+    const share = ceilingShare(records, m);
+    if (share) shares[m] = share;
+  }
+  return { results, pairs, noise, medianRecords, shares };
 }
 
 /** A pair stat as `2.08× [1.90–2.31]` (one pair: just the ratio). */

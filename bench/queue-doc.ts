@@ -6,7 +6,7 @@
 import { METRICS, SYSTEMS, SYSTEM_LABEL, lowerIsBetter, type AnchorName, type Metric, type SystemName } from './common.js';
 import { nearestCeiling, type CeilingReport, type CeilingRow } from './ceiling.js';
 import { shown, type PhaseRecord } from './format.js';
-import { pairText, type Summary } from './pairs.js';
+import { pairText, type PairStat, type Summary } from './pairs.js';
 
 /** Why an anchor has no figure on a row (it lacks the feature). */
 export const NO_EQUIVALENT: Readonly<Partial<Record<Metric, Partial<Record<SystemName, string>>>>> = {
@@ -15,7 +15,7 @@ export const NO_EQUIVALENT: Readonly<Partial<Record<Metric, Partial<Record<Syste
 };
 
 /** The rows whose rate is compared with the ceiling (the plain claim path, many jobs per claim). */
-const CEILING_ROWS: ReadonlySet<Metric> = new Set([
+export const CEILING_ROWS: ReadonlySet<Metric> = new Set([
   'process_c10_per_s',
   'process_c50_per_s',
   'process_c200_per_s',
@@ -43,7 +43,21 @@ export function ceilingFor(s: Summary, ceiling: CeilingReport, m: Metric): Ceili
   return spj && spj > 0 ? nearestCeiling(ceiling, 1 / spj) : undefined;
 }
 
+/** A share as `72%`, with ` [65–80%]` when there are several repetitions. */
+function shareText(p: PairStat): string {
+  const pct = (x: number): number => Math.round(x * 100);
+  return p.pairs > 1 ? `${pct(p.median)}% [${pct(p.min)}–${pct(p.max)}%]` : `${pct(p.median)}%`;
+}
+
 function ceilingCell(s: Summary, ceiling: CeilingReport, m: Metric): string {
+  const share = s.shares[m];
+  if (share) {
+    const parts = SYSTEMS.flatMap((sys) => {
+      const p = share.bySystem[sys];
+      return p ? [`${SYSTEM_LABEL[sys]} ${shareText(p)}`] : [];
+    });
+    return `${parts.join(' · ')} of ${Math.round(share.ceilingPerS).toLocaleString('en-US')}/s (×${share.batch}, beside each run)`;
+  }
   const row = ceilingFor(s, ceiling, m);
   if (!row) return '';
   const pct = SYSTEMS.map((sys) => {
@@ -123,7 +137,12 @@ export function targetsList(s: Summary, ceiling: CeilingReport): string {
     const lower = lowerIsBetter(t.metric);
     let got: number | undefined;
     let shownGot = '';
-    if (t.against === 'ceiling') {
+    const share = t.against === 'ceiling' ? s.shares[t.metric]?.bySystem.echomq : undefined;
+    if (share) {
+      got = share.median;
+      const c = s.shares[t.metric]!;
+      shownGot = `${shareText(share)} of the ceiling measured beside each run (median ${shown(t.metric, c.ceilingPerS)} at ×${c.batch})`;
+    } else if (t.against === 'ceiling') {
       const row = ceilingFor(s, ceiling, t.metric);
       const v = s.results.echomq[t.metric];
       if (row && v !== undefined) {

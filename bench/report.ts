@@ -10,7 +10,7 @@ import { CACHE_METRICS } from './cache.js';
 import { METRICS, SYSTEMS, type SystemName } from './common.js';
 import { renderDoc } from './doc.js';
 import { rounded, shown, type EchoOnlyResults, type Environment, type PhaseRecord, type Report } from './format.js';
-import { metricMedian } from './pairs.js';
+import { metricMedian, type Summary } from './pairs.js';
 import type { Probe } from './probe.js';
 import { queueConsoleTable } from './queue-doc.js';
 
@@ -51,7 +51,7 @@ export function echoOnlySummary(records: readonly PhaseRecord[]): EchoOnlyResult
 }
 
 /** Prints the queue table on stdout. */
-export function printTable(report: Pick<Report, 'results' | 'pairs' | 'noise' | 'medianRecords'>): void {
+export function printTable(report: Summary): void {
   console.log(`\n${queueConsoleTable(report)}\n`);
 }
 
@@ -102,12 +102,18 @@ export function writeReport(report: Report): string[] {
     ]),
   );
   const ceiling = Object.fromEntries(report.ceiling.rows.map((r) => [`x${r.batch}`, { jobs_per_s: Math.round(r.jobsPerS), commands_per_job: r3(r.cost.commandsPerJob), valkey_us_per_job: r3(r.cost.serverUsPerJob) }]));
+  const shares = Object.fromEntries(
+    Object.entries(report.shares).map(([m, c]) => [
+      m,
+      { ceiling_per_s: Math.round(c.ceilingPerS), batch: c.batch, ...Object.fromEntries(Object.entries(c.bySystem).map(([sys, p]) => [sys, { median: r3(p.median), min: r3(p.min), max: r3(p.max) }])) },
+    ]),
+  );
   const busJson = Object.fromEntries(BUS_METRICS.filter((m) => !Number.isNaN(bus[m])).map((m) => [m, rounded(m, bus[m])]));
   const cache = Object.fromEntries(
     (['echomq', 'bentocache'] as const).map((sys) => [sys, Object.fromEntries(CACHE_METRICS.map((m) => [m, rounded(m, report.cache.results[sys][m])]))]),
   );
   const flows = Object.fromEntries(report.flows.rows.map((r) => [`${r.system} ${r.run}`, r.m]));
-  const json = { mode: report.sizes.mode, ...bySystem, ratios, ceiling, bus: busJson, cache, flows };
+  const json = { mode: report.sizes.mode, ...bySystem, ratios, ceiling, ceiling_shares: shares, bus: busJson, cache, flows };
   writeFileSync(root('bench/results.json'), JSON.stringify(json, null, 2) + '\n');
   writeFileSync(root('docs/benchmarks.md'), renderDoc(report));
   return ['bench/results.json', 'docs/benchmarks.md'];

@@ -11,7 +11,7 @@
  */
 import { loadavg } from 'node:os';
 import { startEmbeddedValkey } from '../src/testing/index.js';
-import { SYSTEMS, type SystemName } from './common.js';
+import { SYSTEMS, type Metric, type SystemName } from './common.js';
 import { sizes, type BenchSizes } from './sizes.js';
 import { makeDriver } from './drivers.js';
 import { busGroup, busLatency, busPublishBatch, busPublishSingle, processEventsLog } from './bus-phases.js';
@@ -23,7 +23,8 @@ import { summarize } from './pairs.js';
 import { echoOnlySummary, environment, printCache, printEchoOnly, printTable, writeReport } from './report.js';
 import { runCacheSuite, type CacheReport } from './cache-phases.js';
 import { flowsTable, runFlowsSuite, type FlowsReport } from './flows.js';
-import { measureCeiling, type CeilingReport } from './ceiling.js';
+import { measureCeiling, nearestBatch, pairedCeiling, type CeilingReport, type CeilingRow } from './ceiling.js';
+import { CEILING_ROWS } from './queue-doc.js';
 
 /** One phase of the run: a key for `--rows`, a label, and how to run it for one system. */
 interface Phase {
@@ -122,7 +123,10 @@ async function main(): Promise<void> {
         // Alternate which system goes first, so neither always runs on a warmer server.
         const systems = phase.systems ?? SYSTEMS;
         const order: readonly SystemName[] = (i + rep) % 2 === 0 ? systems : [...systems].reverse();
-        for (const system of order) records.push(await runOne(phase, system, rep, valkey.url, probe, s.warmup));
+        for (const system of order) {
+          const r = await runOne(phase, system, rep, valkey.url, probe, s.warmup);
+          records.push(system === 'echomq' && wanted('ceiling') ? await withCeiling(r, valkey.url, probe, s.ceilingJobs) : r);
+        }
       }
     }
     const loadAvgEnd = loadavg()[0];
@@ -152,6 +156,24 @@ async function main(): Promise<void> {
     await probe.close();
     await valkey.stop();
   }
+}
+
+/**
+ * An EchoMQ run of a ceiling row, with the ceiling measured right after it at its own claim size
+ * (1 / script calls per job: the consumer claims and completes in one round call): the faster of
+ * two runs, each on a quarter of the start-of-run ceiling's jobs (an upper bound, as there: a
+ * shared machine only ever slows a run). Other records pass unchanged.
+ */
+async function withCeiling(r: PhaseRecord, url: string, probe: Probe, jobs: number): Promise<PhaseRecord> {
+  const metric = Object.keys(r.values).find((m) => CEILING_ROWS.has(m as Metric));
+  const spj = r.cost?.scriptsPerJob;
+  if (!metric || !spj || !(spj > 0)) return r;
+  const runs: (CeilingRow | undefined)[] = [];
+  for (let i = 0; i < 2; i++) runs.push(await pairedCeiling(url, probe, nearestBatch(1 / spj), Math.round(jobs / 4)));
+  const ceiling = runs.reduce((a, b) => (!a || (b && b.jobsPerS > a.jobsPerS) ? b : a));
+  if (!ceiling) return r;
+  console.log(`     ceiling beside it ×${ceiling.batch}: ${Math.round(ceiling.jobsPerS).toLocaleString('en-US')} jobs/s, EchoMQ at ${Math.round((100 * r.values[metric]) / ceiling.jobsPerS)}%`);
+  return { ...r, ceiling };
 }
 
 async function runOne(phase: Phase, system: SystemName, rep: number, url: string, probe: Probe, warmup: number): Promise<PhaseRecord> {

@@ -36,6 +36,27 @@ describe('bench: per-pair ratios', () => {
     expect(pairText(s.pairs.process_c50_per_s?.bullmq)).toBe('2.00× [1.00–4.00]');
   });
 
+  it('a ceiling share is the median of the per-repetition shares of the ceiling measured beside each EchoMQ run', () => {
+    const ceil = (jobsPerS: number, batch = 50) => ({ batch, jobsPerS, cost: cost(false) });
+    const records = [
+      { ...rec('echomq', 0, 30), ceiling: ceil(60) },
+      rec('bullmq', 0, 6),
+      { ...rec('echomq', 1, 40), ceiling: ceil(50) },
+      rec('bullmq', 1, 10),
+      { ...rec('echomq', 2, 45), ceiling: ceil(100, 100) },
+    ];
+    const share = summarize(records).shares.process_c50_per_s;
+    // EchoMQ: 30/60, 40/50, 45/100; BullMQ only where it ran: 6/60, 10/50.
+    expect(share?.bySystem.echomq).toEqual({ median: 0.5, min: 0.45, max: 0.8, pairs: 3 });
+    expect(share?.bySystem.bullmq?.median).toBeCloseTo(0.15);
+    expect(share?.bySystem.bullmq).toMatchObject({ min: 0.1, max: 0.2, pairs: 2 });
+    expect(share?.bySystem.beequeue).toBeUndefined();
+    expect(share?.ceilingPerS).toBe(60);
+    expect(share?.batch).toBe(50);
+    // Without a ceiling beside the runs there is no share.
+    expect(summarize([rec('echomq', 0, 30)]).shares.process_c50_per_s).toBeUndefined();
+  });
+
   it('pairs only runs of the same phase and repetition', () => {
     const s = summarize([rec('echomq', 0, 10), rec('bullmq', 1, 5), rec('beequeue', 0, 4)]);
     expect(s.pairs.process_c50_per_s?.bullmq).toBeUndefined();
