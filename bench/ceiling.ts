@@ -162,33 +162,42 @@ export async function measureCeiling(url: string, probe: Probe, jobs: number, ro
   }
 }
 
-/** The size of `CEILING_BATCHES` nearest `jobsPerCall` (by ratio). */
-export function nearestBatch(jobsPerCall: number): number {
-  let best: number = CEILING_BATCHES[0];
-  for (const b of CEILING_BATCHES) if (Math.abs(Math.log(b / jobsPerCall)) < Math.abs(Math.log(best / jobsPerCall))) best = b;
+/** The size among `sizes` nearest `target` by ratio (undefined when `sizes` is empty). */
+function nearestSize(sizes: readonly number[], target: number): number | undefined {
+  let best: number | undefined;
+  for (const b of sizes) if (best === undefined || Math.abs(Math.log(b / target)) < Math.abs(Math.log(best / target))) best = b;
   return best;
 }
 
+/** The size of `CEILING_BATCHES` nearest `jobsPerCall` (by ratio). */
+export function nearestBatch(jobsPerCall: number): number {
+  return nearestSize(CEILING_BATCHES, jobsPerCall) ?? CEILING_BATCHES[0];
+}
+
 /**
- * One ceiling run at claim size `n` with `jobs` jobs, measured right beside a phase (bench/run.ts
- * runs it after EchoMQ's run of each ceiling row): on a shared machine whose speed drifts over
- * minutes, a row compared with a ceiling measured in the same minute gives a share that a
- * ceiling from the start of the run does not. Undefined (with a warning) when it fails.
+ * The ceiling at claim size `n` measured right beside a phase (bench/run.ts runs it after
+ * EchoMQ's run of each ceiling row): the fastest of `runs` runs of `jobs` jobs each, an upper
+ * bound as in `measureCeiling`. On a shared machine whose speed drifts over minutes, a row
+ * compared with a ceiling measured in the same minute gives a share that a ceiling from the
+ * start of the run does not. Undefined (with a warning) when no run succeeds.
  */
-export async function pairedCeiling(url: string, probe: Probe, n: number, jobs: number): Promise<CeilingRow | undefined> {
-  try {
-    await probe.flush();
-    const sha = await probe.loadScript(ceilingScript());
-    return await oneBatch(url, probe, sha, n, jobs);
-  } catch (err) {
-    console.warn(`paired ceiling not measured: ${err instanceof Error ? err.message : String(err)}`);
-    return undefined;
+export async function pairedCeiling(url: string, probe: Probe, n: number, jobs: number, runs = 2): Promise<CeilingRow | undefined> {
+  let best: CeilingRow | undefined;
+  for (let i = 0; i < runs; i++) {
+    try {
+      await probe.flush();
+      const sha = await probe.loadScript(ceilingScript());
+      const row = await oneBatch(url, probe, sha, n, jobs);
+      if (row.jobsPerS > (best?.jobsPerS ?? 0)) best = row;
+    } catch (err) {
+      console.warn(`paired ceiling not measured: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
+  return best;
 }
 
 /** The ceiling row whose claim size is nearest `batch` (undefined when none was measured). */
 export function nearestCeiling(report: CeilingReport, batch: number): CeilingRow | undefined {
-  let best: CeilingRow | undefined;
-  for (const r of report.rows) if (!best || Math.abs(Math.log(r.batch / batch)) < Math.abs(Math.log(best.batch / batch))) best = r;
-  return best;
+  const size = nearestSize(report.rows.map((r) => r.batch), batch);
+  return report.rows.find((r) => r.batch === size);
 }

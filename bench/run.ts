@@ -23,7 +23,7 @@ import { summarize } from './pairs.js';
 import { echoOnlySummary, environment, printCache, printEchoOnly, printTable, writeReport } from './report.js';
 import { runCacheSuite, type CacheReport } from './cache-phases.js';
 import { flowsTable, runFlowsSuite, type FlowsReport } from './flows.js';
-import { measureCeiling, nearestBatch, pairedCeiling, type CeilingReport, type CeilingRow } from './ceiling.js';
+import { measureCeiling, nearestBatch, pairedCeiling, type CeilingReport } from './ceiling.js';
 import { CEILING_ROWS } from './queue-doc.js';
 
 /** One phase of the run: a key for `--rows`, a label, and how to run it for one system. */
@@ -168,9 +168,7 @@ async function withCeiling(r: PhaseRecord, url: string, probe: Probe, jobs: numb
   const metric = Object.keys(r.values).find((m) => CEILING_ROWS.has(m as Metric));
   const spj = r.cost?.scriptsPerJob;
   if (!metric || !spj || !(spj > 0)) return r;
-  const runs: (CeilingRow | undefined)[] = [];
-  for (let i = 0; i < 2; i++) runs.push(await pairedCeiling(url, probe, nearestBatch(1 / spj), Math.round(jobs / 4)));
-  const ceiling = runs.reduce((a, b) => (!a || (b && b.jobsPerS > a.jobsPerS) ? b : a));
+  const ceiling = await pairedCeiling(url, probe, nearestBatch(1 / spj), Math.round(jobs / 4));
   if (!ceiling) return r;
   console.log(`     ceiling beside it ×${ceiling.batch}: ${Math.round(ceiling.jobsPerS).toLocaleString('en-US')} jobs/s, EchoMQ at ${Math.round((100 * r.values[metric]) / ceiling.jobsPerS)}%`);
   return { ...r, ceiling };
