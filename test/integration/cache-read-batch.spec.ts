@@ -3,6 +3,7 @@ import type { Redis } from 'iovalkey';
 import { CacheService } from '../../src/cache/cache.service.js';
 import type { Coherence } from '../../src/cache/coherence.js';
 import { EchoMqError } from '../../src/protocol/errors.js';
+import { READ_BATCH_MAX } from '../../src/cache/read-batch.js';
 import type { EchoMqConnection } from '../../src/protocol/connection.js';
 import { CacheKeys } from '../../src/protocol/keys.js';
 import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
@@ -28,19 +29,20 @@ function pair(readerPollMs?: number): { writer: CacheService; reader: CacheServi
 }
 
 describe('L2 reads of one turn share one cache-get call', () => {
-  it('100 concurrent gets with a cold L1: one call of 101 entries, each caller its own value, a miss its undefined', async () => {
+  it('a turn of concurrent gets with a cold L1: one call for all its entries, each caller its own value, a miss its undefined', async () => {
     const { writer, reader } = pair();
-    for (let i = 0; i < 100; i++) await writer.set(`k${i}`, { i });
+    const n = READ_BATCH_MAX - 1; // written keys; one more get reads a key never written
+    for (let i = 0; i < n; i++) await writer.set(`k${i}`, { i });
     await reader.get('warm'); // the reader follows the namespace: its reads need not wait
     const pipelines = jest.spyOn(readerConn.client, 'pipeline');
     const evalshas = jest.spyOn(readerConn.client, 'evalsha');
-    const got = await Promise.all(Array.from({ length: 101 }, (_, i) => reader.get<{ i: number }>(`k${i}`)));
+    const got = await Promise.all(Array.from({ length: n + 1 }, (_, i) => reader.get<{ i: number }>(`k${i}`)));
     expect(pipelines).not.toHaveBeenCalled();
     expect(evalshas).toHaveBeenCalledTimes(1);
-    expect(evalshas.mock.calls[0][1]).toBe(202); // two keys per entry
-    expect(got.slice(0, 100).map((v) => v?.i)).toEqual(Array.from({ length: 100 }, (_, i) => i));
-    expect(got[100]).toBeUndefined(); // k100 was never written
-    expect(reader.stats()).toMatchObject({ l2Hits: 100, misses: 2 });
+    expect(evalshas.mock.calls[0][1]).toBe(2 * (n + 1)); // two keys per entry
+    expect(got.slice(0, n).map((v) => v?.i)).toEqual(Array.from({ length: n }, (_, i) => i));
+    expect(got[n]).toBeUndefined(); // the last key was never written
+    expect(reader.stats()).toMatchObject({ l2Hits: n, misses: 2 });
   });
 
   it('a failing read fails only its own caller, typed; a read after a SCRIPT FLUSH reloads (NOSCRIPT inside the batch)', async () => {
@@ -59,14 +61,15 @@ describe('L2 reads of one turn share one cache-get call', () => {
     await expect(Promise.all([reader.get('again'), reader.get('twice')])).resolves.toEqual(['a', 't']);
   });
 
-  it('more reads in one turn than one call holds: split in calls of 256 entries, every caller served', async () => {
+  it('more reads in one turn than one call holds: split in calls of READ_BATCH_MAX entries, every caller served', async () => {
     const { writer, reader } = pair();
     for (let i = 0; i < 300; i++) await writer.set(`m${i}`, i);
     await reader.get('warm');
     const evalshas = jest.spyOn(readerConn.client, 'evalsha');
     const got = await Promise.all(Array.from({ length: 300 }, (_, i) => reader.get<number>(`m${i}`)));
     expect(got).toEqual(Array.from({ length: 300 }, (_, i) => i));
-    expect(evalshas.mock.calls.map((c) => c[1])).toEqual([512, 88]);
+    const full = Math.floor(300 / READ_BATCH_MAX);
+    expect(evalshas.mock.calls.map((c) => c[1])).toEqual([...Array<number>(full).fill(2 * READ_BATCH_MAX), 2 * (300 - full * READ_BATCH_MAX)]);
   });
 
   it('reads with and without the lease flag share one call, each answered for its own entry', async () => {
