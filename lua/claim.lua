@@ -18,6 +18,12 @@
 -- KEYS[7]  emq:{q}:opts       hash id -> "<max attempts>|<backoff>" (until the first claim)
 -- KEYS[8]  emq:{q}:job:       prefix of job rows (a row is this prefix followed by the id)
 -- KEYS[9]  emq:{q}:events     lifecycle events: sharded channel and bounded stream
+-- KEYS[10] optional, with KEYS[11]: emq:{q}:parked, the zset of parked registrations
+-- KEYS[11] emq:{q}:inbox:<tag>, the inbox of the parked consumer that claims (not touched: it
+--          names the tag). With these two, the claim is the one a parked consumer pipelines
+--          behind its BLPOP (docs/protocol.md §5, "Parked consumers"): when its registration
+--          `<lease ms = ARGV[3]>:<tag>` is gone, an enqueue used it up and the job is in the
+--          inbox, so the call claims nothing and answers { -3 } (writes nothing).
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  n, the most jobs to claim (0..1000; 0 only promotes)
 -- ARGV[3]  lease in ms (1..86400000)
@@ -37,7 +43,7 @@
 -- Returns: { wait, id_1, token_1, attempt_1, payload_1, extras_1, ..., id_k, ..., extras_k }
 --          (k <= n) where wait is -1 when jobs remain pending, else the ms until the next
 --          scheduled job is due (0 when one is due already; -2 when none is scheduled; at most
---          2^53-1). wait, token and attempt are integer replies; id, payload and extras bulk
+--          2^53-1; -3, with no jobs, when KEYS[10..11] name a registration that is gone). wait, token and attempt are integer replies; id, payload and extras bulk
 --          strings. extras is "" for a job enqueued without extras, else the JSON object text
 --          enqueue stored (docs/protocol.md §3, "Extras"): the first claim moves it from the
 --          fourth field of its opts to its row's `x`, later claims read it there (only once meta
@@ -53,6 +59,30 @@
 --          read comes before the first write, but for one: fair lanes without a policy pop a
 --          lane's ids as they read them (pop-as-read), and a refusal after those pops pushes
 --          the popped ids back first, so a refused claim still changes nothing.
+-- A parked consumer's claim (KEYS[10..11]) is checked first, before anything else is set up:
+-- its common answer is { -3 }, a registration an enqueue used up (that job is in the inbox),
+-- and it is on the path of that job's hand-off (Valkey answers the consumer's BLPOP and this
+-- call together), where every instruction of a cold script shows. The registration's own
+-- inputs are checked here; the rest of the call, when it goes on to claim, below as always.
+if #KEYS == 11 then
+  local b = string.sub(KEYS[1], 1, -5)
+  local ib = b .. 'inbox:'
+  local tag = string.sub(KEYS[11], #ib + 1)
+  local lease = ARGV[3]
+  if ARGV[1] ~= '1' or string.sub(KEYS[1], -5) ~= ':meta' or KEYS[10] ~= b .. 'parked' or string.sub(KEYS[11], 1, #ib) ~= ib
+    or #tag == 0 or #tag > 32 or string.find(tag, '[^A-Za-z0-9]') or type(lease) ~= 'string' or not string.find(lease, '^[1-9]%d?%d?%d?%d?%d?%d?%d?$') or lease + 0 > 86400000 then
+    if ARGV[1] ~= '1' then
+      return redis.error_reply('EMQ_VERSION script speaks protocol 1, caller speaks ' .. tostring(ARGV[1]))
+    end
+    return redis.error_reply('EMQ_BAD_ARG KEYS[10..11] must be the keys parked, inbox:<tag> (tag 1..32 of A-Za-z0-9) of the queue of KEYS[1], with a lease of 1..86400000 ms')
+  end
+  local reg = redis.pcall('ZSCORE', KEYS[10], lease .. ':' .. tag)
+  if type(reg) == 'table' and reg.err then
+    if string.sub(reg.err, 1, 9) == 'WRONGTYPE' then return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[10] .. ' is not a zset') end
+    return reg
+  end
+  if not reg then return { -3 } end
+end
 -- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
 local function int(s, lo, hi)
   if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
@@ -75,7 +105,7 @@ local function refused(r, key)
   end
   return r
 end
-if #KEYS ~= 9 or (#ARGV ~= 4 and #ARGV ~= 6 and #ARGV ~= 7) then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 4 arguments (6 with a rate limit, 7 with a group policy)') end
+if (#KEYS ~= 9 and #KEYS ~= 11) or (#ARGV ~= 4 and #ARGV ~= 6 and #ARGV ~= 7) then return redis.error_reply('EMQ_BAD_ARG expected 9 keys (11 with a parked registration) and 4 arguments (6 with a rate limit, 7 with a group policy)') end
 local V = '1'
 local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
 if ARGV[1] ~= V then

@@ -236,6 +236,26 @@ if wakeLen == 0 then redis.call('LPUSH', wake, '1') end
 return out
 end
 local function claim_part(KEYS, ARGV)
+if #KEYS == 11 then
+  local b = string.sub(KEYS[1], 1, -5)
+  local ib = b .. 'inbox:'
+  local tag = string.sub(KEYS[11], #ib + 1)
+  local lease = ARGV[3]
+  if ARGV[1] ~= '1' or string.sub(KEYS[1], -5) ~= ':meta' or KEYS[10] ~= b .. 'parked' or string.sub(KEYS[11], 1, #ib) ~= ib
+    or #tag == 0 or #tag > 32 or string.find(tag, '[^A-Za-z0-9]') or type(lease) ~= 'string' or not string.find(lease, '^[1-9]%d?%d?%d?%d?%d?%d?%d?$') or lease + 0 > 86400000 then
+    if ARGV[1] ~= '1' then
+      return redis.error_reply('EMQ_VERSION script speaks protocol 1, caller speaks ' .. tostring(ARGV[1]))
+    end
+    return redis.error_reply('EMQ_BAD_ARG KEYS[10..11] must be the keys parked, inbox:<tag> (tag 1..32 of A-Za-z0-9) of the queue of KEYS[1], with a lease of 1..86400000 ms')
+  end
+  local reg = redis.pcall('ZSCORE', KEYS[10], lease .. ':' .. tag)
+  if type(reg) == 'table' and reg.err then
+    if string.sub(reg.err, 1, 9) == 'WRONGTYPE' then return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[10] .. ' is not a zset') end
+    return reg
+  end
+  if not reg then return { -3 } end
+end
+-- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
 local function int(s, lo, hi)
   if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
@@ -257,7 +277,7 @@ local function refused(r, key)
   end
   return r
 end
-if #KEYS ~= 9 or (#ARGV ~= 4 and #ARGV ~= 6 and #ARGV ~= 7) then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 4 arguments (6 with a rate limit, 7 with a group policy)') end
+if (#KEYS ~= 9 and #KEYS ~= 11) or (#ARGV ~= 4 and #ARGV ~= 6 and #ARGV ~= 7) then return redis.error_reply('EMQ_BAD_ARG expected 9 keys (11 with a parked registration) and 4 arguments (6 with a rate limit, 7 with a group policy)') end
 local V = '1'
 local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
 if ARGV[1] ~= V then

@@ -1,6 +1,6 @@
 import type { QueueKeys } from './keys.js';
 import { PROTOCOL_VERSION, type ScriptCall } from './scripts.js';
-import type { WireClaim } from './wire.js';
+import type { ClaimReply, WireClaim } from './wire.js';
 
 /**
  * A consumer's parked registration (docs/protocol.md §5, "Parked consumers"): its `parked`
@@ -30,6 +30,19 @@ export function parkCall(k: QueueKeys, spot: ParkSpot, ttlMs: number): ScriptCal
     parse: (reply) => Number(reply),
   };
 }
+
+/**
+ * `claim` (claim.lua, without a rate limit or group policy) as the parked consumer of `spot`
+ * pipelines it behind its `BLPOP`: with the registration's keys, it claims only while the
+ * registration is current, and answers `{ -3 }` (waitMs -3, no jobs) when an enqueue used it up
+ * (that job is in the inbox).
+ */
+export function parkedClaimCall(claim: ScriptCall<ClaimReply>, spot: ParkSpot): ScriptCall<ClaimReply> {
+  return { ...claim, keys: [...claim.keys, spot.parked, spot.inbox] };
+}
+
+/** The wait a parked claim answers when the registration was used up (its job is in the inbox). */
+export const REGISTRATION_USED = -3;
 
 /** Length of a job id on the wire (namespace `job` and 11 base62 digits). */
 const ID_LENGTH = 14;

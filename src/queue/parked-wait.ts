@@ -1,8 +1,9 @@
 import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
-import { parkCall, parseInboxLease, type ParkSpot } from '../protocol/park-wire.js';
+import { REGISTRATION_USED, parkCall, parkedClaimCall, parseInboxLease, type ParkSpot } from '../protocol/park-wire.js';
 import type { QueueKeys } from '../protocol/keys.js';
 import { isNoScript, scripts } from '../protocol/scripts.js';
 import type { ClaimLimits, ClaimReply } from '../protocol/wire.js';
+import type { ScriptCall } from '../protocol/scripts.js';
 import { randomBytes } from 'node:crypto';
 
 /**
@@ -38,17 +39,19 @@ export interface ParkedEnd {
 /**
  * The blocking wait of a consumer that enqueue may hand jobs off to (docs/protocol.md §5,
  * "Parked consumers"). One pipeline on the blocking connection: park.lua registers the consumer,
- * `BLPOP inbox wake` blocks, and `ZREM` ends the registration the moment the wait ends. A job
- * enqueued meanwhile onto an empty queue is leased to the consumer by that enqueue and arrives
- * as the BLPOP's reply: no claim call, no round trip after the wake-up. Woken by `wake` (work
- * enqueued while the consumer was busy, a retry, a resume) or by the block running out, the
- * consumer claims in a round of its own: one round trip more than the claim pipelined behind a
- * plain wait, the price of keeping a claim call off the lease's path.
+ * `BLPOP inbox wake` blocks, the consumer's claim runs behind it on the condition that the
+ * registration is still current, and `ZREM` ends the registration. A job enqueued meanwhile onto
+ * an empty queue is leased to the consumer by that enqueue and arrives as the BLPOP's reply: the
+ * claim behind it finds the registration used up and takes nothing (no second lease, no claim
+ * work on the hand-off's path). Woken by `wake` (work enqueued while the consumer was busy,
+ * several jobs in one call, a retry, a resume) or by the block running out, the claim behind the
+ * wait takes the pending jobs in the same round trip, as a plain wait's claim does.
  *
- * Nothing is lost between the wake-up and the `ZREM`: a registration that was used up (`ZREM`
- * answers 0) while the wait returned something else has its job in the inbox, which is popped
- * then. A consumer that dies parked leaves a registration that runs out by itself; a job leased
- * to it meanwhile is active on a lease, and is reaped like any job of a dead consumer.
+ * Nothing is lost between the wake-up and the `ZREM`: a registration that was used up (the claim
+ * answers -3, or `ZREM` answers 0) while the wait returned something else has its job in the
+ * inbox, which is popped then. A consumer that dies parked leaves a registration that runs out
+ * by itself; a job leased to it meanwhile is active on a lease, and is reaped like any job of a
+ * dead consumer.
  */
 export class ParkedWait {
   private loading?: Promise<void>;
@@ -60,16 +63,19 @@ export class ParkedWait {
   ) {}
 
   /**
-   * Queues the registration, the wait (`ms`) and the registration's end on `p`. A registration
-   * refused NOSCRIPT (a restarted or flushed server) loads park.lua, then calls `retry`, which
-   * ends the wait so that the next one registers (rather than a whole block unregistered).
+   * Queues the registration, the wait (`ms`), the conditional `claim` and the registration's end
+   * on `p`. A registration refused NOSCRIPT (a restarted or flushed server) loads park.lua, then
+   * calls `retry`, which ends the wait so that the next one registers (rather than a whole block
+   * unregistered). A claim refused NOSCRIPT is left to the round the consumer then claims in.
    */
-  send(p: Pipeline, ms: number, retry: () => void): void {
+  send(p: Pipeline, ms: number, claim: ScriptCall<ClaimReply>, retry: () => void): void {
     const park = parkCall(this.k, this.spot, ms + REGISTRATION_MARGIN_MS);
     p.evalsha(scripts().get('park')!.sha, park.keys.length, ...park.keys, ...park.args, (err?: Error | null) => {
       if (err && isNoScript(err)) void this.load().then(retry);
     });
     p.blpop(this.spot.inbox, this.k.wake, ms / 1000);
+    const c = parkedClaimCall(claim, this.spot);
+    p.evalsha(scripts().get(c.name)!.sha, c.keys.length, ...c.keys, ...c.args);
     p.zrem(this.spot.parked, this.spot.member);
   }
 
@@ -77,20 +83,23 @@ export class ParkedWait {
    * Reads the replies of `send` (after the `CLIENT ID` at index 0); `waitMs` is what the lease's
    * reply reports as the wait left (the last claim's, less the time parked).
    */
-  async settle(blocker: ValkeyClient, replies: Replies, waitMs: number): Promise<ParkedEnd> {
+  async settle(blocker: ValkeyClient, replies: Replies, waitMs: number, claim: ScriptCall<ClaimReply>): Promise<ParkedEnd> {
     const [parkErr] = replies?.[1] ?? [null];
     const [waitErr, popped] = replies?.[2] ?? [null, null];
     if (!waitErr && Array.isArray(popped) && popped[0] === this.spot.inbox) {
       return { claimed: this.reply(String(popped[1]), waitMs), claim: false };
     }
-    // Registered, and the registration was gone when the wait ended: used up by a lease that
-    // came after the wait's wake-up (or it ran out): its job, if any, waits in the inbox.
-    const [, removed] = replies?.[3] ?? [null, 1];
-    if (!parkErr && removed === 0) {
-      const text = await blocker.lpop(this.spot.inbox);
-      if (text) return { claimed: this.reply(text, -1), claim: true };
+    const claimed = parsedClaim(claim, replies?.[3]);
+    const [, removed] = replies?.[4] ?? [null, 1];
+    // Used up after the wait's wake-up (by a lease between the claim and the ZREM, or before the
+    // claim, which then took nothing), or the registration ran out: its job, if any, is in the inbox.
+    const leased = !parkErr && removed === 0 ? await blocker.lpop(this.spot.inbox) : null;
+    const job = leased ? this.reply(leased, -1) : undefined;
+    if (claimed && claimed.waitMs !== REGISTRATION_USED) {
+      // The claim ran on a current registration: its jobs (and a lease that raced it) are the wait's.
+      return { claimed: job ? { jobs: [...claimed.jobs, ...job.jobs], waitMs: claimed.waitMs } : claimed, claim: false };
     }
-    return { claim: true };
+    return { claimed: job, claim: true };
   }
 
   private reply(text: string, waitMs: number): ClaimReply | undefined {
@@ -109,5 +118,19 @@ export class ParkedWait {
       .then(() => undefined, () => undefined)
       .finally(() => (this.loading = undefined));
     return this.loading;
+  }
+}
+
+/**
+ * The reply of a claim pipelined behind a wait, or undefined when it did not run or failed
+ * (NOSCRIPT after a restart, OOM…): the consumer then claims in a round of its own, which loads
+ * the script or reports the error.
+ */
+export function parsedClaim(claim: ScriptCall<ClaimReply>, reply: [Error | null, unknown] | undefined): ClaimReply | undefined {
+  if (!reply || reply[0]) return undefined;
+  try {
+    return claim.parse(reply[1]);
+  } catch {
+    return undefined;
   }
 }

@@ -3,7 +3,7 @@ import { waitAtMost } from '../protocol/wait-at-most.js';
 import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
 import { scripts, type ScriptCall } from '../protocol/scripts.js';
 import type { ClaimReply } from '../protocol/wire.js';
-import type { ParkedEnd, ParkedWait } from './parked-wait.js';
+import { parsedClaim, type ParkedEnd, type ParkedWait } from './parked-wait.js';
 
 /** What a waiter tells its consumer: the wait ended (woken, or its block ran out), or it failed. */
 export interface WaiterEvents {
@@ -86,22 +86,22 @@ export class WakeWaiter {
     p.client('ID', (err: Error | null | undefined, id?: unknown) => {
       if (!err && gen === this.gen) this.blockedId = Number(id);
     });
-    if (this.parked) return this.waitParked(gen, p, ms, waitMs);
+    if (this.parked) return this.waitParked(gen, p, ms, claim, waitMs);
     p.blpop(this.key, ms / 1000);
     p.evalsha(scripts().get(claim.name)!.sha, claim.keys.length, ...claim.keys, ...claim.args);
     this.inflight = p.exec().then(
       (replies) => {
         const [waitErr] = replies?.[1] ?? [new Error('no reply to the wait')];
-        return this.end(gen, waitErr ?? undefined, 'wait failed: ', parsed(claim, replies?.[2]));
+        return this.end(gen, waitErr ?? undefined, 'wait failed: ', parsedClaim(claim, replies?.[2]));
       },
       (err: unknown) => this.end(gen, err, 'wait failed: '),
     );
   }
 
-  private waitParked(gen: number, p: ReturnType<ValkeyClient['pipeline']>, ms: number, waitMs: number): void {
+  private waitParked(gen: number, p: ReturnType<ValkeyClient['pipeline']>, ms: number, claim: ScriptCall<ClaimReply>, waitMs: number): void {
     const blocker = this.blocker!;
     const parked = this.parked!;
-    parked.send(p, ms, () => {
+    parked.send(p, ms, claim, () => {
       // park.lua was missing and is loaded now: end this wait (its registration failed) so the
       // next one registers. (A wait already over, or superseded, is left alone.)
       if (gen === this.gen && !this.closed && this.blockedId !== undefined) void this.conn.unblock(this.blockedId, this.key).catch(() => false);
@@ -111,7 +111,7 @@ export class WakeWaiter {
         const [waitErr] = replies?.[2] ?? [new Error('no reply to the wait')];
         let got: ParkedEnd;
         try {
-          got = await parked.settle(blocker, replies, waitMs < 0 ? waitMs : Math.max(0, waitMs - (Date.now() - this.since)));
+          got = await parked.settle(blocker, replies, waitMs < 0 ? waitMs : Math.max(0, waitMs - (Date.now() - this.since)), claim);
         } catch (err) {
           return this.end(gen, err, 'wait failed: ');
         }
@@ -183,18 +183,5 @@ export class WakeWaiter {
     } catch (err) {
       await this.end(gen, err, 'reconnect failed: ');
     }
-  }
-}
-
-/**
- * The claim's reply, or undefined when it did not run or failed (NOSCRIPT after a restart, OOM…):
- * the consumer then claims in a round of its own, which loads the script or reports the error.
- */
-function parsed(claim: ScriptCall<ClaimReply>, reply: [Error | null, unknown] | undefined): ClaimReply | undefined {
-  if (!reply || reply[0]) return undefined;
-  try {
-    return claim.parse(reply[1]);
-  } catch {
-    return undefined;
   }
 }
