@@ -181,9 +181,8 @@ export class Consumer {
       if (this.toComplete.length + n < worth) break;
       void this.round(this.toComplete.splice(0, 1000), n);
     }
-    // A parked wait needs no claiming round to end first (its claim takes the free slots left
-    // beside rounds that only complete), so it registers while completions are still out: a job
-    // enqueued meanwhile is leased to it, not left pending.
+    // A parked wait needs no claiming round to end first (its claim takes the slots left beside
+    // rounds that only complete): it registers while completions are out, so enqueue leases to it.
     if (this.rounds === 0 || (this.waiter.parks && this.claiming === 0)) this.ensureWaiter();
   }
 
