@@ -43,11 +43,12 @@
 -- Returns: { wait, id_1, token_1, attempt_1, payload_1, extras_1, ..., id_k, ..., extras_k }
 --          (k <= n) where wait is -1 when jobs remain pending, else the ms until the next
 --          scheduled job is due (0 when one is due already; -2 when none is scheduled; at most
---          2^53-1; -3, with no jobs, when KEYS[10..11] name a registration that is gone). wait, token and attempt are integer replies; id, payload and extras bulk
---          strings. extras is "" for a job enqueued without extras, else the JSON object text
---          enqueue stored (docs/protocol.md §3, "Extras"): the first claim moves it from the
---          fourth field of its opts to its row's `x`, later claims read it there (only once meta
---          `xtra` is set: a queue that never had extras reads nothing more).
+--          2^53-1; -3, with no jobs, when KEYS[10..11] name a registration that is gone).
+--          wait, token and attempt are integer replies; id, payload and extras bulk strings.
+--          extras is "" for a job enqueued without extras, else the JSON object text enqueue
+--          stored (docs/protocol.md §3, "Extras"): the first claim moves it from the fourth field
+--          of its opts to its row's `x`, later claims read it there (only once meta `xtra` is
+--          set: a queue that never had extras reads nothing more).
 --          Jobs are claimed oldest first: pending in FIFO order, then the jobs this call promoted.
 --          A paused queue (meta `paused` = 1, pause.lua) answers { -2 } and writes nothing.
 --          An id whose data is gone (deleted by hand) is dropped from pending, without a row; a

@@ -1,9 +1,8 @@
 import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
 import { REGISTRATION_USED, parkCall, parkedClaimCall, parseInboxLease, type ParkSpot } from '../protocol/park-wire.js';
 import type { QueueKeys } from '../protocol/keys.js';
-import { isNoScript, scripts } from '../protocol/scripts.js';
+import { isNoScript, scripts, type ScriptCall } from '../protocol/scripts.js';
 import type { ClaimLimits, ClaimReply } from '../protocol/wire.js';
-import type { ScriptCall } from '../protocol/scripts.js';
 import { randomBytes } from 'node:crypto';
 
 /**
