@@ -77,8 +77,9 @@ export const TRADE_OFFS = `- **Where the lead comes from.** Batching and overlap
 - **Light-load latency is round trips.** An idle consumer parks on a blocking pop and registers as
   parked: an enqueue onto an empty queue leases the job to it in its own script call, so enqueue →
   handler start costs the enqueue's round trip and the wake-up, with no claim call (docs/queue.md,
-  the consumer loop's "Idle" step). A job that arrives while the consumer is busy goes the other
-  way: the wake-up, then a claim, one round trip more. The p99 is set by pauses (GC, scheduling on a shared 2-CPU machine) and moves from run
+  the consumer loop's "Idle" step). A job that arrives while the consumer is busy waits in
+  \`pending\` for the claim the consumer's next wait sends first: no wake-up, but a round trip after the
+  consumer is free. The p99 is set by pauses (GC, scheduling on a shared 2-CPU machine) and moves from run
   to run. \`npm run bench:bounds\` writes docs/bounds.md: the bare round trip, what each script call on
   this path costs Valkey after an idle gap (several times its busy cost), and the c1 \`prefetch: 0\` and
   latency rows taken apart against that floor.

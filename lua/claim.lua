@@ -18,12 +18,15 @@
 -- KEYS[7]  emq:{q}:opts       hash id -> "<max attempts>|<backoff>" (until the first claim)
 -- KEYS[8]  emq:{q}:job:       prefix of job rows (a row is this prefix followed by the id)
 -- KEYS[9]  emq:{q}:events     lifecycle events: sharded channel and bounded stream
--- KEYS[10] optional, with KEYS[11]: emq:{q}:parked, the zset of parked registrations
--- KEYS[11] emq:{q}:inbox:<tag>, the inbox of the parked consumer that claims (not touched: it
---          names the tag). With these two, the claim is the one a parked consumer pipelines
---          behind its BLPOP (docs/protocol.md §5, "Parked consumers"): when its registration
---          `<lease ms = ARGV[3]>:<tag>` is gone, an enqueue used it up and the job is in the
---          inbox, so the call claims nothing and answers { -3 } (writes nothing).
+-- KEYS[10] optional, with KEYS[11] and ARGV[5]: emq:{q}:parked, the zset of parked registrations
+-- KEYS[11] emq:{q}:inbox:<tag>, the inbox of the consumer that claims. With these two, the call is
+--          the claim a parked consumer sends ahead of its `BLPOP inbox:<tag> wake` (docs/protocol.md
+--          §5, "Parked consumers"): after claiming, when it claimed fewer than n jobs and the inbox
+--          is empty, it registers `<lease ms = ARGV[3]>:<tag>` in `parked` until now + ARGV[5] ms
+--          (dropping registrations that ran out), so that an enqueue may lease one job to the
+--          consumer; otherwise (no free slot left, or a lease already waiting) it removes that
+--          member, and pushes "" to an empty inbox (PX ARGV[5]) so that the BLPOP returns at
+--          once. A paused queue answers { -2 } and registers nothing.
 -- ARGV[1]  protocol version ("1")
 -- ARGV[2]  n, the most jobs to claim (0..1000; 0 only promotes)
 -- ARGV[3]  lease in ms (1..86400000)
@@ -31,7 +34,8 @@
 -- ARGV[5]  optional, with ARGV[6]: a rate limit of this many jobs (1..1000000) per ARGV[6] ms
 --          (1..86400000): a fixed window on the server clock counted in `emq:{q}:rate` (a
 --          string with PX); a limited call claims what the window has left, and when jobs
---          remain its wait is the ms until the window ends (>= 1).
+--          remain its wait is the ms until the window ends (>= 1). With KEYS[10..11] (exactly
+--          five arguments, no rate limit): ARGV[5] is the registration's ms (1..86400000).
 -- ARGV[7]  optional (ARGV[5..6] may then be "" "": no queue rate limit): the group policy of fair
 --          lanes (docs/protocol.md §5, "Group policy"), space-separated entries
 --          `<who>=<cap>,<weight>,<rate max>,<rate ms>`, who `*` (every group; required) or
@@ -43,7 +47,7 @@
 -- Returns: { wait, id_1, token_1, attempt_1, payload_1, extras_1, ..., id_k, ..., extras_k }
 --          (k <= n) where wait is -1 when jobs remain pending, else the ms until the next
 --          scheduled job is due (0 when one is due already; -2 when none is scheduled; at most
---          2^53-1; -3, with no jobs, when KEYS[10..11] name a registration that is gone).
+--          2^53-1).
 --          wait, token and attempt are integer replies; id, payload and extras bulk strings.
 --          extras is "" for a job enqueued without extras, else the JSON object text enqueue
 --          stored (docs/protocol.md §3, "Extras"): the first claim moves it from the fourth field
@@ -60,30 +64,6 @@
 --          read comes before the first write, but for one: fair lanes without a policy pop a
 --          lane's ids as they read them (pop-as-read), and a refusal after those pops pushes
 --          the popped ids back first, so a refused claim still changes nothing.
--- A parked consumer's claim (KEYS[10..11]) is checked first, before anything else is set up:
--- its common answer is { -3 }, a registration an enqueue used up (that job is in the inbox),
--- and it is on the path of that job's hand-off (Valkey answers the consumer's BLPOP and this
--- call together), where every instruction of a cold script shows. The registration's own
--- inputs are checked here; the rest of the call, when it goes on to claim, below as always.
-if #KEYS == 11 then
-  local b = string.sub(KEYS[1], 1, -5)
-  local ib = b .. 'inbox:'
-  local tag = string.sub(KEYS[11], #ib + 1)
-  local lease = ARGV[3]
-  if ARGV[1] ~= '1' or string.sub(KEYS[1], -5) ~= ':meta' or KEYS[10] ~= b .. 'parked' or string.sub(KEYS[11], 1, #ib) ~= ib
-    or #tag == 0 or #tag > 32 or string.find(tag, '[^A-Za-z0-9]') or type(lease) ~= 'string' or not string.find(lease, '^[1-9]%d?%d?%d?%d?%d?%d?%d?$') or lease + 0 > 86400000 then
-    if ARGV[1] ~= '1' then
-      return redis.error_reply('EMQ_VERSION script speaks protocol 1, caller speaks ' .. tostring(ARGV[1]))
-    end
-    return redis.error_reply('EMQ_BAD_ARG KEYS[10..11] must be the keys parked, inbox:<tag> (tag 1..32 of A-Za-z0-9) of the queue of KEYS[1], with a lease of 1..86400000 ms')
-  end
-  local reg = redis.pcall('ZSCORE', KEYS[10], lease .. ':' .. tag)
-  if type(reg) == 'table' and reg.err then
-    if string.sub(reg.err, 1, 9) == 'WRONGTYPE' then return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[10] .. ' is not a zset') end
-    return reg
-  end
-  if not reg then return { -3 } end
-end
 -- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
 local function int(s, lo, hi)
   if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
@@ -106,7 +86,9 @@ local function refused(r, key)
   end
   return r
 end
-if (#KEYS ~= 9 and #KEYS ~= 11) or (#ARGV ~= 4 and #ARGV ~= 6 and #ARGV ~= 7) then return redis.error_reply('EMQ_BAD_ARG expected 9 keys (11 with a parked registration) and 4 arguments (6 with a rate limit, 7 with a group policy)') end
+if not ((#KEYS == 9 and (#ARGV == 4 or #ARGV == 6 or #ARGV == 7)) or (#KEYS == 11 and #ARGV == 5)) then
+  return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 4 arguments (6 with a rate limit, 7 with a group policy), or 11 keys and 5 arguments (a parked registration)')
+end
 local V = '1'
 local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
 if ARGV[1] ~= V then
@@ -120,6 +102,25 @@ if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'pending'
   or KEYS[6] ~= b .. 'data' or KEYS[7] ~= b .. 'opts' or KEYS[8] ~= b .. 'job:'
   or KEYS[9] ~= b .. 'events' then
   return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, pending, scheduled, active, wake, data, opts, job:, events of one queue, in this order')
+end
+-- A parked consumer's claim (KEYS[10..11], ARGV[5]): the registration's inputs and its keys'
+-- types are checked here, before anything is written; the registration itself is the last write.
+local park = nil
+if #KEYS == 11 then
+  local ib = b .. 'inbox:'
+  local tag = string.sub(KEYS[11], #ib + 1)
+  if KEYS[10] ~= b .. 'parked' or string.sub(KEYS[11], 1, #ib) ~= ib or #tag == 0 or #tag > 32 or string.find(tag, '[^A-Za-z0-9]') then
+    return redis.error_reply('EMQ_BAD_ARG KEYS[10..11] must be the keys parked, inbox:<tag> (tag 1..32 of A-Za-z0-9) of the queue of KEYS[1]')
+  end
+  local ttl = int(ARGV[5], 1, 86400000)
+  if not ttl then return redis.error_reply('EMQ_BAD_ARG the registration ms must be an integer in 1..86400000') end
+  local kind = redis.call('TYPE', KEYS[10])['ok']
+  if kind ~= 'none' and kind ~= 'zset' then
+    return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[10] .. ' is a ' .. kind .. ', not a zset')
+  end
+  local waiting = redis.pcall('LLEN', KEYS[11])
+  if type(waiting) ~= 'number' then return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[11] .. ' is not a list') end
+  park = { ttl = ttl, member = ARGV[3] .. ':' .. tag, kind = kind, waiting = waiting }
 end
 -- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
 -- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
@@ -847,4 +848,20 @@ else
 end
 -- Group policy: lanes blocked by their rate window wait for it (the soonest window end).
 if gp and gp.wait and out[1] ~= -1 then out[1] = out[1] == -2 and gp.wait or math.min(out[1], gp.wait) end
+-- The parked consumer registers while it has a slot left and no lease waits in its inbox (so an
+-- enqueue leases it at most one job, within its slots). Else an earlier registration ends, and
+-- an empty inbox gets an empty entry, so that the consumer's BLPOP returns at once by its inbox:
+-- a chain wake-up marker this call pushed stays on `wake` for the other consumers.
+if park then
+  if #jid < n and park.waiting == 0 then
+    if park.kind == 'zset' then redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', '(' .. now) end
+    redis.call('ZADD', KEYS[10], now + park.ttl, park.member)
+  else
+    if park.kind == 'zset' then redis.call('ZREM', KEYS[10], park.member) end
+    if park.waiting == 0 then
+      redis.call('RPUSH', KEYS[11], '')
+      redis.call('PEXPIRE', KEYS[11], park.ttl)
+    end
+  end
+end
 return out

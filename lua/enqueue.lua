@@ -43,7 +43,8 @@
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
 -- Parked consumers (docs/protocol.md §5): a call of one plain job in the compact form, ready now,
 --          onto a queue with nothing pending, no lanes and no pause, whose id has no row, leases
---          it to the current registration of emq:{q}:parked with the earliest end: `active`
+--          it to the current registration of emq:{q}:parked with the latest end (the one
+--          renewed last: a consumer that died parked renews nothing, so it comes last): `active`
 --          (emq:{q}:active) gets the anchor and the id at now + the registration's lease, meta
 --          `token` + 1, the row (emq:{q}:job:<id>) status/token/attempts 1; the registration is
 --          removed and "<id> <token> <payload>" RPUSHed to emq:{q}:inbox:<tag> (PX the lease).
@@ -315,15 +316,15 @@ local ringKey, ringAdd = nil, nil
 if lanesMode then ringKey, ringAdd = b .. 'groups', {} end
 if setLog then elog = setLog end
 -- Lease to a parked consumer (docs/protocol.md §5, "Parked consumers"): one plain job, ready
--- now, on a queue with nothing pending, no lanes and no pause, is leased here to the first
--- consumer of the zset `parked` whose registration is current, as its claim would lease it, and
+-- now, on a queue with nothing pending, no lanes and no pause, is leased here to the consumer of
+-- the zset `parked` whose current registration ends last, as its claim would lease it, and
 -- its lease text goes to that consumer's `inbox:<tag>`, which it blocks on: the job skips
 -- `pending` and the consumer's claim call. Anything unusual (a key of another type, a row the id
 -- already has, a malformed registration) is left to the claim path: no lease, no error.
 local hand = nil
 if n == 1 and S == 2 and #queued == 1 and not lanesMode and meta[5] ~= '1' and (not meta[6] or string.match(meta[6], '^%d+$')) then
   local parked = b .. 'parked'
-  local reg = redis.pcall('ZRANGE', parked, now, '+inf', 'BYSCORE', 'LIMIT', 0, 1)
+  local reg = redis.pcall('ZRANGE', parked, '+inf', now, 'BYSCORE', 'REV', 'LIMIT', 0, 1)
   local lease, tag = nil, nil
   if not reg.err and reg[1] then lease, tag = string.match(reg[1], '^(%d+):([0-9A-Za-z]+)$') end
   lease = lease and #lease < 9 and tonumber(lease)
@@ -338,9 +339,12 @@ if n == 1 and S == 2 and #queued == 1 and not lanesMode and meta[5] ~= '1' and (
 end
 local wakeLen = 1
 if #data > 0 then
-  wakeLen = redis.pcall('LLEN', KEYS[4])
-  e = refused(wakeLen, KEYS[4])
-  if e then return e end
+  -- `wake` is written only on the plain path (a lease to a parked consumer pushes no marker).
+  if not hand then
+    wakeLen = redis.pcall('LLEN', KEYS[4])
+    e = refused(wakeLen, KEYS[4])
+    if e then return e end
+  end
   if #opts > 0 then
     e = refused(redis.pcall('HLEN', KEYS[6]), KEYS[6])
     if e then return e end

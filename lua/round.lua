@@ -236,26 +236,6 @@ if wakeLen == 0 then redis.call('LPUSH', wake, '1') end
 return out
 end
 local function claim_part(KEYS, ARGV)
-if #KEYS == 11 then
-  local b = string.sub(KEYS[1], 1, -5)
-  local ib = b .. 'inbox:'
-  local tag = string.sub(KEYS[11], #ib + 1)
-  local lease = ARGV[3]
-  if ARGV[1] ~= '1' or string.sub(KEYS[1], -5) ~= ':meta' or KEYS[10] ~= b .. 'parked' or string.sub(KEYS[11], 1, #ib) ~= ib
-    or #tag == 0 or #tag > 32 or string.find(tag, '[^A-Za-z0-9]') or type(lease) ~= 'string' or not string.find(lease, '^[1-9]%d?%d?%d?%d?%d?%d?%d?$') or lease + 0 > 86400000 then
-    if ARGV[1] ~= '1' then
-      return redis.error_reply('EMQ_VERSION script speaks protocol 1, caller speaks ' .. tostring(ARGV[1]))
-    end
-    return redis.error_reply('EMQ_BAD_ARG KEYS[10..11] must be the keys parked, inbox:<tag> (tag 1..32 of A-Za-z0-9) of the queue of KEYS[1], with a lease of 1..86400000 ms')
-  end
-  local reg = redis.pcall('ZSCORE', KEYS[10], lease .. ':' .. tag)
-  if type(reg) == 'table' and reg.err then
-    if string.sub(reg.err, 1, 9) == 'WRONGTYPE' then return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[10] .. ' is not a zset') end
-    return reg
-  end
-  if not reg then return { -3 } end
-end
--- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
 local function int(s, lo, hi)
   if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
@@ -277,7 +257,9 @@ local function refused(r, key)
   end
   return r
 end
-if (#KEYS ~= 9 and #KEYS ~= 11) or (#ARGV ~= 4 and #ARGV ~= 6 and #ARGV ~= 7) then return redis.error_reply('EMQ_BAD_ARG expected 9 keys (11 with a parked registration) and 4 arguments (6 with a rate limit, 7 with a group policy)') end
+if not ((#KEYS == 9 and (#ARGV == 4 or #ARGV == 6 or #ARGV == 7)) or (#KEYS == 11 and #ARGV == 5)) then
+  return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 4 arguments (6 with a rate limit, 7 with a group policy), or 11 keys and 5 arguments (a parked registration)')
+end
 local V = '1'
 local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
 if ARGV[1] ~= V then
@@ -291,6 +273,25 @@ if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'pending'
   or KEYS[6] ~= b .. 'data' or KEYS[7] ~= b .. 'opts' or KEYS[8] ~= b .. 'job:'
   or KEYS[9] ~= b .. 'events' then
   return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, pending, scheduled, active, wake, data, opts, job:, events of one queue, in this order')
+end
+-- A parked consumer's claim (KEYS[10..11], ARGV[5]): the registration's inputs and its keys'
+-- types are checked here, before anything is written; the registration itself is the last write.
+local park = nil
+if #KEYS == 11 then
+  local ib = b .. 'inbox:'
+  local tag = string.sub(KEYS[11], #ib + 1)
+  if KEYS[10] ~= b .. 'parked' or string.sub(KEYS[11], 1, #ib) ~= ib or #tag == 0 or #tag > 32 or string.find(tag, '[^A-Za-z0-9]') then
+    return redis.error_reply('EMQ_BAD_ARG KEYS[10..11] must be the keys parked, inbox:<tag> (tag 1..32 of A-Za-z0-9) of the queue of KEYS[1]')
+  end
+  local ttl = int(ARGV[5], 1, 86400000)
+  if not ttl then return redis.error_reply('EMQ_BAD_ARG the registration ms must be an integer in 1..86400000') end
+  local kind = redis.call('TYPE', KEYS[10])['ok']
+  if kind ~= 'none' and kind ~= 'zset' then
+    return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[10] .. ' is a ' .. kind .. ', not a zset')
+  end
+  local waiting = redis.pcall('LLEN', KEYS[11])
+  if type(waiting) ~= 'number' then return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[11] .. ' is not a list') end
+  park = { ttl = ttl, member = ARGV[3] .. ':' .. tag, kind = kind, waiting = waiting }
 end
 -- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
 -- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
@@ -1018,6 +1019,22 @@ else
 end
 -- Group policy: lanes blocked by their rate window wait for it (the soonest window end).
 if gp and gp.wait and out[1] ~= -1 then out[1] = out[1] == -2 and gp.wait or math.min(out[1], gp.wait) end
+-- The parked consumer registers while it has a slot left and no lease waits in its inbox (so an
+-- enqueue leases it at most one job, within its slots). Else an earlier registration ends, and
+-- an empty inbox gets an empty entry, so that the consumer's BLPOP returns at once by its inbox:
+-- a chain wake-up marker this call pushed stays on `wake` for the other consumers.
+if park then
+  if #jid < n and park.waiting == 0 then
+    if park.kind == 'zset' then redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', '(' .. now) end
+    redis.call('ZADD', KEYS[10], now + park.ttl, park.member)
+  else
+    if park.kind == 'zset' then redis.call('ZREM', KEYS[10], park.member) end
+    if park.waiting == 0 then
+      redis.call('RPUSH', KEYS[11], '')
+      redis.call('PEXPIRE', KEYS[11], park.ttl)
+    end
+  end
+end
 return out
 end
 -- The driver: the split validated before either part runs. The claim part gets two small new

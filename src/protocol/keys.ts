@@ -54,7 +54,7 @@ export class QueueKeys {
   readonly ticks: string;
   /** Priorities: zset of the levels 1..9 whose list (`pendingAt(p)`) holds jobs (score = level). */
   readonly levels: string;
-  /** Parked consumers: zset `<lease ms>:<tag>` → registration end (park.lua; enqueue hands jobs off to them). */
+  /** Parked consumers: zset `<lease ms>:<tag>` → registration end (a parked claim or park.lua; enqueue hands jobs off to them). */
   readonly parked: string;
 
   constructor(readonly queue: string) {

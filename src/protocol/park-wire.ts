@@ -21,28 +21,29 @@ export function parkSpot(k: QueueKeys, tag: string, leaseMs: number): ParkSpot {
   return { tag, member: `${leaseMs}:${tag}`, parked: k.parked, inbox: k.inbox(tag), leaseMs };
 }
 
+/** A registration's ms on the wire: whole, 1..86400000. */
+const registrationMs = (ms: number): number => Math.max(1, Math.min(86_400_000, Math.ceil(ms)));
+
 /** park.lua: registers `spot` for `ttlMs` (server clock). */
 export function parkCall(k: QueueKeys, spot: ParkSpot, ttlMs: number): ScriptCall<number> {
   return {
     name: 'park',
     keys: [k.meta, spot.parked],
-    args: [PROTOCOL_VERSION, spot.leaseMs, spot.tag, Math.max(1, Math.min(86_400_000, Math.ceil(ttlMs)))],
+    args: [PROTOCOL_VERSION, spot.leaseMs, spot.tag, registrationMs(ttlMs)],
     parse: (reply) => Number(reply),
   };
 }
 
 /**
- * `claim` (claim.lua, without a rate limit or group policy) as the parked consumer of `spot`
- * pipelines it behind its `BLPOP`: with the registration's keys, it claims only while the
- * registration is current, and answers `{ -3 }` (waitMs -3, no jobs) when an enqueue used it up
- * (that job is in the inbox).
+ * `claim` (claim.lua, without a rate limit or group policy) as the parked consumer of `spot` sends
+ * it ahead of its `BLPOP`: with the registration's keys and `ttlMs`, it claims, then registers
+ * `spot` for `ttlMs` (server clock) when it claimed fewer jobs than it asked for and no lease waits
+ * in the inbox, else ends the registration.
  */
-export function parkedClaimCall(claim: ScriptCall<ClaimReply>, spot: ParkSpot): ScriptCall<ClaimReply> {
-  return { ...claim, keys: [...claim.keys, spot.parked, spot.inbox] };
+export function parkedClaimCall(claim: ScriptCall<ClaimReply>, spot: ParkSpot, ttlMs: number): ScriptCall<ClaimReply> {
+  if (claim.args.length !== 4) throw new Error('a parked claim carries no rate limit or group policy');
+  return { ...claim, keys: [...claim.keys, spot.parked, spot.inbox], args: [...claim.args, registrationMs(ttlMs)] };
 }
-
-/** The wait a parked claim answers when the registration was used up (its job is in the inbox). */
-export const REGISTRATION_USED = -3;
 
 /** Length of a job id on the wire (namespace `job` and 11 base62 digits). */
 const ID_LENGTH = 14;

@@ -99,9 +99,15 @@ export class Consumer {
       woke: (claimed, claim) => {
         const asked = this.endWait();
         if (claimed) this.onClaimed(claimed, asked);
-        // No claim ran behind the wait (or a parked wait was woken by `wake`): claim in a round.
+        // No claim ran behind the wait: claim in a round. (A parked wait woken by `wake` parks again: its claim takes the work.)
         if (claim) this.hasWork = true;
         this.pump(); // straight away: a wake-up is latency-critical
+      },
+      claimed: (reply) => {
+        const asked = this.endWait();
+        if (reply) this.onClaimed(reply, asked);
+        else this.hasWork = true; // the claim failed: a round claims (and reports why)
+        this.pump();
       },
       failed: (err, what) => {
         this.endWait();
@@ -145,7 +151,7 @@ export class Consumer {
    */
   async stop(deadlineMs: number): Promise<void> {
     this.stopping = true;
-    await this.waiter.close(); // a claim pipelined behind its wait is answered (and handed back) first
+    await this.waiter.close(); // a claim pipelined with its wait is answered (and handed back) first
     const until = Date.now() + deadlineMs;
     while (this.rounds > 0 && Date.now() < until) await sleep(5);
     await this.upkeep.release(this.runner.takeBuffered());
@@ -255,7 +261,7 @@ export class Consumer {
     return r.jobs.length;
   }
 
-  /** Waits for work, with the claim for the free slots pipelined behind the wait (see WakeWaiter). */
+  /** Waits for work, with the claim for the free slots pipelined with the wait (see WakeWaiter). */
   private ensureWaiter(): void {
     if (this.stopping || this.waiter.busy || this.hasWork) return;
     const free = Math.min(this.capacity - this.runner.size - this.reserved, 1000);
@@ -263,7 +269,7 @@ export class Consumer {
     const maxIdle = this.cfg.maxIdleMs ?? 5000;
     this.waitAsk = free;
     this.reserved += free;
-    this.waiter.wait(this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle)), calls.claim(this.k, free, this.cfg.leaseMs, 1000, this.cfg), this.waitMs);
+    this.waiter.wait(this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle)), calls.claim(this.k, free, this.cfg.leaseMs, 1000, this.cfg));
   }
 
   /** The wait ended: its claim slots are no longer reserved. Returns how many it asked for. */

@@ -1,8 +1,8 @@
 import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
-import { REGISTRATION_USED, parkCall, parkedClaimCall, parseInboxLease, type ParkSpot } from '../protocol/park-wire.js';
+import { parkedClaimCall, parseInboxLease, type ParkSpot } from '../protocol/park-wire.js';
 import type { QueueKeys } from '../protocol/keys.js';
 import { isNoScript, scripts, type ScriptCall } from '../protocol/scripts.js';
-import type { ClaimLimits, ClaimReply } from '../protocol/wire.js';
+import { calls, type ClaimLimits, type ClaimReply } from '../protocol/wire.js';
 import { randomBytes } from 'node:crypto';
 
 /**
@@ -28,29 +28,23 @@ const REGISTRATION_MARGIN_MS = 2000;
 type Pipeline = ReturnType<ValkeyClient['pipeline']>;
 type Replies = [Error | null, unknown][] | null;
 
-/** What a parked wait ended with: a job leased by enqueue, and whether the consumer should claim too. */
-export interface ParkedEnd {
-  readonly claimed?: ClaimReply;
-  /** Woken by `wake` or by the block running out: work may be pending, so the consumer claims. */
-  readonly claim: boolean;
-}
-
 /**
  * The blocking wait of a consumer that enqueue may hand jobs off to (docs/protocol.md §5,
- * "Parked consumers"). One pipeline on the blocking connection: park.lua registers the consumer,
- * `BLPOP inbox wake` blocks, the consumer's claim runs behind it on the condition that the
- * registration is still current, and `ZREM` ends the registration. A job enqueued meanwhile onto
- * an empty queue is leased to the consumer by that enqueue and arrives as the BLPOP's reply: the
- * claim behind it finds the registration used up and takes nothing (no second lease, no claim
- * work on the hand-off's path). Woken by `wake` (work enqueued while the consumer was busy,
- * several jobs in one call, a retry, a resume) or by the block running out, the claim behind the
- * wait takes the pending jobs in the same round trip, as a plain wait's claim does.
+ * "Parked consumers"). One pipeline on the blocking connection: the consumer's claim for its free
+ * slots, with the registration's keys (claim.lua then registers the consumer in `parked` when it
+ * left a slot free), then `BLPOP inbox wake`. Valkey flushes the claim's reply while the `BLPOP`
+ * blocks, so its jobs run at once (the wait stays armed beside them) and work that reached
+ * `pending` while the consumer was busy costs no wake-up. A job enqueued meanwhile onto an empty
+ * queue is leased to the consumer by that enqueue and arrives as the `BLPOP`'s reply, with nothing
+ * queued behind it on the server: the hand-off's path is the enqueue script and the pop. Woken by
+ * `wake` or by the block running out, the consumer simply parks again: the next claim takes what
+ * is pending and renews the registration (a lease that raced the wake-up waits in the inbox, and
+ * the next `BLPOP` pops it).
  *
- * Nothing is lost between the wake-up and the `ZREM`: a registration that was used up (the claim
- * answers -3, or `ZREM` answers 0) while the wait returned something else has its job in the
- * inbox, which is popped then. A consumer that dies parked leaves a registration that runs out
- * by itself; a job leased to it meanwhile is active on a lease, and is reaped like any job of a
- * dead consumer.
+ * A consumer that stops ends its registration (`ZREM`); when that finds it used up, the lease is
+ * popped from the inbox and handed back. A consumer that dies parked leaves a registration that
+ * runs out by itself; a job leased to it meanwhile is active on a lease, and is reaped like any
+ * job of a dead consumer.
  */
 export class ParkedWait {
   private loading?: Promise<void>;
@@ -62,43 +56,44 @@ export class ParkedWait {
   ) {}
 
   /**
-   * Queues the registration, the wait (`ms`), the conditional `claim` and the registration's end
-   * on `p`. A registration refused NOSCRIPT (a restarted or flushed server) loads park.lua, then
-   * calls `retry`, which ends the wait so that the next one registers (rather than a whole block
-   * unregistered). A claim refused NOSCRIPT is left to the round the consumer then claims in.
+   * Queues the claim (which registers) and the wait (`ms`) on `p`. `claimed` gets the claim's
+   * reply as soon as it arrives (undefined when the claim failed: the consumer then claims in a
+   * round, beside the wait). A claim refused NOSCRIPT (a restarted or flushed server) loads
+   * claim.lua, then calls `retry`, which ends the wait so that the next one registers (rather
+   * than a whole block unregistered).
    */
-  send(p: Pipeline, ms: number, claim: ScriptCall<ClaimReply>, retry: () => void): void {
-    const park = parkCall(this.k, this.spot, ms + REGISTRATION_MARGIN_MS);
-    p.evalsha(scripts().get('park')!.sha, park.keys.length, ...park.keys, ...park.args, (err?: Error | null) => {
+  send(p: Pipeline, ms: number, claim: ScriptCall<ClaimReply>, claimed: (reply: ClaimReply | undefined) => void, retry: () => void): void {
+    const c = parkedClaimCall(claim, this.spot, ms + REGISTRATION_MARGIN_MS);
+    p.evalsha(scripts().get(c.name)!.sha, c.keys.length, ...c.keys, ...c.args, (err?: Error | null, reply?: unknown) => {
       if (err && isNoScript(err)) void this.load().then(retry);
+      claimed(parsedClaim(c, [err ?? null, reply]));
     });
     p.blpop(this.spot.inbox, this.k.wake, ms / 1000);
-    const c = parkedClaimCall(claim, this.spot);
-    p.evalsha(scripts().get(c.name)!.sha, c.keys.length, ...c.keys, ...c.args);
-    p.zrem(this.spot.parked, this.spot.member);
   }
 
   /**
-   * Reads the replies of `send` (after the `CLIENT ID` at index 0); `waitMs` is what the lease's
-   * reply reports as the wait left (the last claim's, less the time parked).
+   * The job the wait's `BLPOP` (reply index 2 of `send`'s pipeline, after the `CLIENT ID`) popped
+   * from the inbox, as a claim reply whose wait is `waitMs`; undefined when it was woken by `wake`,
+   * ran out, or failed.
    */
-  async settle(blocker: ValkeyClient, replies: Replies, waitMs: number, claim: ScriptCall<ClaimReply>): Promise<ParkedEnd> {
-    const [parkErr] = replies?.[1] ?? [null];
+  popped(replies: Replies, waitMs: number): ClaimReply | undefined {
     const [waitErr, popped] = replies?.[2] ?? [null, null];
-    if (!waitErr && Array.isArray(popped) && popped[0] === this.spot.inbox) {
-      return { claimed: this.reply(String(popped[1]), waitMs), claim: false };
+    if (waitErr || !Array.isArray(popped) || popped[0] !== this.spot.inbox) return undefined;
+    return this.reply(String(popped[1]), waitMs);
+  }
+
+  /**
+   * Ends the registration (a consumer that stops): `ZREM`, and when an enqueue used it up first,
+   * the job it leased, popped from the inbox (to be handed back). Never rejects.
+   */
+  async end(blocker: ValkeyClient): Promise<ClaimReply | undefined> {
+    try {
+      if ((await blocker.zrem(this.spot.parked, this.spot.member)) === 1) return undefined;
+      const leased = await blocker.lpop(this.spot.inbox);
+      return leased ? this.reply(leased, -1) : undefined;
+    } catch {
+      return undefined; // the registration runs out by itself; a leased job is reaped
     }
-    const claimed = parsedClaim(claim, replies?.[3]);
-    const [, removed] = replies?.[4] ?? [null, 1];
-    // Used up after the wait's wake-up (by a lease between the claim and the ZREM, or before the
-    // claim, which then took nothing), or the registration ran out: its job, if any, is in the inbox.
-    const leased = !parkErr && removed === 0 ? await blocker.lpop(this.spot.inbox) : null;
-    const job = leased ? this.reply(leased, -1) : undefined;
-    if (claimed && claimed.waitMs !== REGISTRATION_USED) {
-      // The claim ran on a current registration: its jobs (and a lease that raced it) are the wait's.
-      return { claimed: job ? { jobs: [...claimed.jobs, ...job.jobs], waitMs: claimed.waitMs } : claimed, claim: false };
-    }
-    return { claimed: job, claim: true };
   }
 
   private reply(text: string, waitMs: number): ClaimReply | undefined {
@@ -107,13 +102,14 @@ export class ParkedWait {
   }
 
   /**
-   * Puts park.lua in the script cache of the node that serves the queue: an EVAL of its bytes
+   * Puts claim.lua in the script cache of the node that serves the queue: an EVAL of its bytes
    * with the real keys and no arguments, which the script refuses (EMQ_BAD_ARG) before any read.
    * (Needs no `SCRIPT` permission, and routes by key in a cluster.) Never rejects.
    */
   load(): Promise<void> {
+    const keys = parkedClaimCall(calls.claim(this.k, 1, this.spot.leaseMs, 0), this.spot, 1).keys;
     this.loading ??= this.conn.client
-      .eval(scripts().get('park')!.source, 2, this.k.meta, this.spot.parked)
+      .eval(scripts().get('claim')!.source, keys.length, ...keys)
       .then(() => undefined, () => undefined)
       .finally(() => (this.loading = undefined));
     return this.loading;

@@ -3,7 +3,7 @@ import { waitAtMost } from '../protocol/wait-at-most.js';
 import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
 import { scripts, type ScriptCall } from '../protocol/scripts.js';
 import type { ClaimReply } from '../protocol/wire.js';
-import { parsedClaim, type ParkedEnd, type ParkedWait } from './parked-wait.js';
+import { parsedClaim, type ParkedWait } from './parked-wait.js';
 
 /** What a waiter tells its consumer: the wait ended (woken, or its block ran out), or it failed. */
 export interface WaiterEvents {
@@ -12,6 +12,11 @@ export interface WaiterEvents {
    * parked wait's job leased by enqueue). `claim`: work may be pending beyond `claimed`, claim in a round.
    */
   woke(claimed: ClaimReply | undefined, claim: boolean): void;
+  /**
+   * A parked wait's claim, sent ahead of its `BLPOP`, answered (undefined: it failed, claim in a
+   * round); the wait goes on.
+   */
+  claimed(reply: ClaimReply | undefined): void;
   failed(err: unknown, what: string): void;
   /**
    * The claim behind a wait that nobody awaits any more (closed, superseded, or the wait failed)
@@ -46,12 +51,14 @@ export class WakeWaiter {
   private closed = false;
   /** The server's id of the connection the current wait blocks (from `CLIENT ID`, sent ahead of it). */
   private blockedId?: number;
+  /** The generation of the last wait sent (`close` moves `gen` on, not this). */
+  private waitGen = 0;
   /** Settles when the current wait's replies are in (and any orphaned jobs were handed back). */
   private inflight?: Promise<void>;
   /** A wait (or the reconnect standing in for one) is in progress. */
   busy = false;
 
-  /** True when this waiter parks (enqueue may lease jobs to it) rather than claiming behind its wait. */
+  /** True when this waiter parks (enqueue may lease jobs to it; its claim goes ahead of its wait). */
   get parks(): boolean {
     return this.parked !== undefined;
   }
@@ -72,21 +79,21 @@ export class WakeWaiter {
 
   /**
    * Blocks up to `ms` on the wake list, then runs `claim` (whether woken or timed out). A waiter
-   * with a park spot registers it instead and blocks on its inbox too (see `ParkedWait`): `waitMs`
-   * is the wait the last claim reported, from which a lease's reply reports what is left.
+   * with a park spot runs `claim` first, registers, and blocks on its inbox too (see `ParkedWait`).
    */
-  wait(ms: number, claim: ScriptCall<ClaimReply>, waitMs = -2): void {
+  wait(ms: number, claim: ScriptCall<ClaimReply>): void {
     if (!this.blocker) return void this.reopen();
     this.busy = true;
     const gen = ++this.gen;
     this.since = Date.now();
     this.blockMs = ms;
     this.blockedId = undefined;
+    this.waitGen = gen;
     const p = this.blocker.pipeline();
     p.client('ID', (err: Error | null | undefined, id?: unknown) => {
-      if (!err && gen === this.gen) this.blockedId = Number(id);
+      if (!err && gen === this.waitGen) this.blockedId = Number(id);
     });
-    if (this.parked) return this.waitParked(gen, p, ms, claim, waitMs);
+    if (this.parked) return this.waitParked(gen, p, ms, claim);
     p.blpop(this.key, ms / 1000);
     p.evalsha(scripts().get(claim.name)!.sha, claim.keys.length, ...claim.keys, ...claim.args);
     this.inflight = p.exec().then(
@@ -98,27 +105,45 @@ export class WakeWaiter {
     );
   }
 
-  private waitParked(gen: number, p: ReturnType<ValkeyClient['pipeline']>, ms: number, claim: ScriptCall<ClaimReply>, waitMs: number): void {
+  private waitParked(gen: number, p: ReturnType<ValkeyClient['pipeline']>, ms: number, claim: ScriptCall<ClaimReply>): void {
     const blocker = this.blocker!;
     const parked = this.parked!;
-    parked.send(p, ms, claim, () => {
-      // park.lua was missing and is loaded now: end this wait (its registration failed) so the
+    // The claim's reply arrives while the BLPOP still blocks: its jobs run now. `fresh` is its
+    // wait, from which a lease popped later reports what is left; `handedBack` an orphan's release.
+    let fresh = { waitMs: -2, at: Date.now() };
+    let handedBack: Promise<void> | undefined;
+    parked.send(p, ms, claim, (reply) => {
+      if (gen !== this.gen || this.closed) {
+        if (reply && reply.jobs.length > 0) handedBack = this.events.orphaned(reply);
+        return;
+      }
+      if (reply) fresh = { waitMs: reply.waitMs, at: Date.now() };
+      // A scheduled job due before the block ends (enqueued while the consumer was away): the
+      // wait is cut, so that the next one blocks only until it is due.
+      if (reply && reply.waitMs >= 0 && reply.waitMs + 5 < ms) this.cut(gen);
+      this.events.claimed(reply);
+    }, () => {
+      // claim.lua was missing and is loaded now: end this wait (it did not register) so the
       // next one registers. (A wait already over, or superseded, is left alone.)
-      if (gen === this.gen && !this.closed && this.blockedId !== undefined) void this.conn.unblock(this.blockedId, this.key).catch(() => false);
+      this.cut(gen);
     });
     this.inflight = p.exec().then(
       async (replies) => {
+        await handedBack;
         const [waitErr] = replies?.[2] ?? [new Error('no reply to the wait')];
-        let got: ParkedEnd;
-        try {
-          got = await parked.settle(blocker, replies, waitMs < 0 ? waitMs : Math.max(0, waitMs - (Date.now() - this.since)), claim);
-        } catch (err) {
-          return this.end(gen, err, 'wait failed: ');
-        }
-        return this.end(gen, waitErr ?? undefined, 'wait failed: ', got.claimed, got.claim);
+        const left = fresh.waitMs < 0 ? fresh.waitMs : Math.max(0, fresh.waitMs - (Date.now() - fresh.at));
+        return this.end(gen, waitErr ?? undefined, 'wait failed: ', parked.popped(replies, left), false);
       },
-      (err: unknown) => this.end(gen, err, 'wait failed: '),
+      async (err: unknown) => {
+        await handedBack;
+        return this.end(gen, err, 'wait failed: ');
+      },
     );
+  }
+
+  /** Unblocks the wait of generation `gen`, if it is still the current one and blocked. */
+  private cut(gen: number): void {
+    if (gen === this.gen && !this.closed && this.blockedId !== undefined) void this.conn.unblock(this.blockedId, this.key).catch(() => false);
   }
 
   /** True (and the connection is being replaced) when the current wait outlived its block by 15 s. */
@@ -138,12 +163,20 @@ export class WakeWaiter {
     this.gen++;
     const inflight = this.busy ? this.inflight : undefined;
     if (inflight) {
-      // Not unblocked (no id yet, or the wait had just ended): its reply may be on its way, so
-      // it is awaited all the same; a wait still blocked when the connection closes never runs
-      // its claim.
-      if (this.blockedId !== undefined) await this.conn.unblock(this.blockedId, this.key).catch(() => false);
+      // A wait sent a moment ago has no id yet: its `CLIENT ID` reply is awaited, so that the
+      // wait is unblocked rather than left to run out its block. A wait that had just ended has
+      // its reply on the way: it is awaited all the same.
+      let settled = false;
+      void inflight.then(() => (settled = true));
+      for (let t = 0; this.blockedId === undefined && !settled && t < CLOSE_WAIT_MS; t += 5) await new Promise((r) => setTimeout(r, 5));
+      if (this.blockedId !== undefined && !settled) await this.conn.unblock(this.blockedId, this.key).catch(() => false);
       await waitAtMost(inflight, CLOSE_WAIT_MS);
     }
+    // A parked consumer's registration outlives its waits (the next one renews it): it ends here,
+    // and a job an enqueue leased to it first is handed back.
+    let leased: ClaimReply | undefined;
+    if (this.parked && this.blocker) await waitAtMost(this.parked.end(this.blocker).then((r) => (leased = r)), CLOSE_WAIT_MS);
+    if (leased) await this.events.orphaned(leased);
     this.drop();
   }
 

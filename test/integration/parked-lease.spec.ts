@@ -20,7 +20,7 @@ describe('parked consumers: enqueue leases a job straight to an idle consumer', 
 
   /**
    * The claim.lua calls Valkey ran while `body` ran (SLOWLOG at threshold 0): `plain` claims of
-   * their own (9 keys), `parked` the conditional ones pipelined behind a parked wait (11 keys).
+   * their own (9 keys), `parked` the ones a parked wait sends ahead of its BLPOP (11 keys).
    */
   async function claimCalls(body: () => Promise<void>): Promise<{ plain: number; parked: number }> {
     const [, was] = (await f.raw.config('GET', 'slowlog-log-slower-than')) as string[];
@@ -51,8 +51,8 @@ describe('parked consumers: enqueue leases a job straight to an idle consumer', 
       id = await f.queues.enqueue(q, { n: 7 });
       await eventually(() => seen.length === 1, 5000, 'the job to run');
     });
-    // No claim of its own: only the one behind the wait ran, found the registration used up
-    // and took nothing (the job's only attempt is the lease enqueue gave it).
+    // No claim of its own (the job's only attempt is the lease enqueue gave it): the one parked
+    // claim is the next wait's, sent as the job started, which found nothing pending.
     expect(claims).toEqual({ plain: 0, parked: 1 });
     expect(seen).toEqual([{ id, attempt: 1, payload: { n: 7 } }]);
     const k = queueKeys(q);
@@ -113,7 +113,7 @@ describe('parked consumers: enqueue leases a job straight to an idle consumer', 
     await eventually(async () => (await f.raw.zscore(k.done, id)) !== null, 5000, 'its completion');
   });
 
-  it('after SCRIPT FLUSH the parked consumer loads park.lua again, and leases resume', async () => {
+  it('after SCRIPT FLUSH the parked consumer loads claim.lua again, and leases resume', async () => {
     const q = randomQueue('park');
     const ran: string[] = [];
     const { consumer, log } = await startConsumer(f.conn, q, (job) => {
@@ -123,9 +123,9 @@ describe('parked consumers: enqueue leases a job straight to an idle consumer', 
     f.consumers.push(consumer);
     await eventually(async () => (await parkedCount(q)) === 1, 5000, 'the consumer to park');
     await f.raw.script('FLUSH');
-    // The registration made before the flush takes job 0; the next park is refused NOSCRIPT,
-    // loads the script and ends its wait at once, so the consumer registers again well before
-    // its 1 s block would have run out.
+    // The registration made before the flush takes job 0; the next wait's claim is refused
+    // NOSCRIPT, loads the script and ends its wait at once, so the consumer registers again well
+    // before its 1 s block would have run out.
     const first = await f.queues.enqueue(q, { first: 1 });
     await eventually(() => ran.includes(first), 5000, 'job 0 to run');
     await eventually(async () => (await parkedCount(q)) === 1, 500, 'the consumer registered again within 500 ms');
@@ -133,7 +133,7 @@ describe('parked consumers: enqueue leases a job straight to an idle consumer', 
       const id = await f.queues.enqueue(q, { i });
       await eventually(() => ran.includes(id), 5000, `job ${i} to run`);
     }
-    const [loaded] = (await f.raw.script('EXISTS', scripts().get('park')!.sha)) as number[];
+    const [loaded] = (await f.raw.script('EXISTS', scripts().get('claim')!.sha)) as number[];
     expect(loaded).toBe(1);
     await eventually(async () => (await parkedCount(q)) === 1, 5000, 'the consumer registered again');
     const claims = await claimCalls(async () => {
@@ -144,7 +144,7 @@ describe('parked consumers: enqueue leases a job straight to an idle consumer', 
     expect(log.warnings).toEqual([]);
   });
 
-  it('several jobs enqueued in one call onto a parked consumer are taken by the claim behind its wait (no claim round)', async () => {
+  it('several jobs enqueued in one call onto a parked consumer are taken by the claim of its next wait (no claim round)', async () => {
     const q = randomQueue('park');
     const ran: number[] = [];
     const { consumer, log } = await startConsumer(f.conn, q, (job) => {
@@ -160,61 +160,172 @@ describe('parked consumers: enqueue leases a job straight to an idle consumer', 
     });
     expect([...ran].sort()).toEqual([0, 1, 2]);
     expect(claims.plain).toBe(0);
-    expect(claims.parked).toBe(1);
     expect(log.warnings).toEqual([]);
   });
 
-  it('claim.lua with a registration claims while it is current, answers { -3 } and writes nothing once it is used up, and refuses keys of another queue', async () => {
+  it('a job that went pending while the consumer was busy is taken by the claim its next wait sends first', async () => {
+    const q = randomQueue('park');
+    const ran: string[] = [];
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => (release = r));
+    const { consumer, log } = await startConsumer(f.conn, q, async (job) => {
+      ran.push(job.id);
+      if (ran.length === 1) await held;
+      return null;
+    }, { concurrency: 1, prefetch: 0 });
+    f.consumers.push(consumer);
+    await eventually(async () => (await parkedCount(q)) === 1, 5000, 'the consumer to park');
+    const first = await f.queues.enqueue(q, { n: 1 });
+    await eventually(() => ran.length === 1, 5000, 'the first job');
+    // No free slot: the consumer is not registered, so the second job waits in `pending`.
+    const second = await f.queues.enqueue(q, { n: 2 });
+    expect(await f.raw.lrange(queueKeys(q).pending, 0, -1)).toEqual([second]);
+    const claims = await claimCalls(async () => {
+      release();
+      await eventually(() => ran.length === 2, 5000, 'the second job');
+    });
+    expect(ran).toEqual([first, second]);
+    expect(claims.plain).toBe(0);
+    expect(claims.parked).toBeGreaterThanOrEqual(1);
+    expect(log.warnings).toEqual([]);
+  });
+
+  it('a delayed job enqueued onto a parked consumer runs when due, not when the block would have ended', async () => {
+    const q = randomQueue('park');
+    const ran: number[] = [];
+    const { consumer } = await startConsumer(f.conn, q, () => {
+      ran.push(Date.now());
+      return null;
+    }, { concurrency: 2, maxIdleMs: 5000 });
+    f.consumers.push(consumer);
+    await eventually(async () => (await parkedCount(q)) === 1, 5000, 'the consumer to park');
+    const at = Date.now();
+    await f.queues.enqueue(q, { late: 1 }, { delay: 150 });
+    await eventually(() => ran.length === 1, 4000, 'the delayed job');
+    // Woken by `wake`, the next wait blocked for the old 5 s; its claim saw the job due in
+    // 150 ms and cut it short, so the job ran close to its instant.
+    expect(ran[0] - at).toBeGreaterThanOrEqual(145);
+    expect(ran[0] - at).toBeLessThan(1500);
+  });
+
+  it('a claim that fills the consumer leaves the wake-up marker to the other consumers', async () => {
+    const q = randomQueue('park');
+    const started: number[] = [];
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => (release = r));
+    const handler = async () => {
+      started.push(Date.now());
+      await held;
+      return null;
+    };
+    for (let i = 0; i < 2; i++) {
+      const { consumer } = await startConsumer(f.conn, q, handler, { concurrency: 1, prefetch: 0, maxIdleMs: 5000 });
+      f.consumers.push(consumer);
+    }
+    await eventually(async () => (await parkedCount(q)) === 2, 5000, 'both consumers to park');
+    const at = Date.now();
+    await f.queues.enqueueMany(q, [{ payload: { i: 0 } }, { payload: { i: 1 } }]);
+    // One consumer's claim takes one job and fills it; the marker it pushes for the rest wakes
+    // the other one (were it eaten by the first consumer's own BLPOP, the second job would wait
+    // for the first to end, or for the other's 5 s block).
+    await eventually(() => started.length === 2, 3000, 'both jobs running at once');
+    expect(Math.max(...started) - at).toBeLessThan(2000);
+    release();
+  });
+
+  it('claim.lua with a registration registers only while a slot is left and the inbox is empty, else ends it and pushes an empty entry', async () => {
     const q = randomQueue('park');
     const k = queueKeys(q);
     const spot = parkSpot(k, 'cl1', 30_000);
     await f.queues.enqueueMany(q, [{ payload: { a: 1 } }, { payload: { a: 2 } }]);
-    const claim = parkedClaimCall(calls.claim(k, 1, 30_000), spot);
-    // No registration: used up (or never made) — nothing claimed, nothing written.
-    const before = await f.raw.lrange(k.pending, 0, -1);
-    expect(await call(f.conn.scriptClient, claim)).toEqual({ jobs: [], waitMs: -3 });
-    expect(await f.raw.lrange(k.pending, 0, -1)).toEqual(before);
-    expect(await f.raw.zcard(k.active)).toBe(0);
-    // A current registration: a plain claim.
+    const claimOf = (n: number) => parkedClaimCall(calls.claim(k, n, 30_000, 1000), spot, 5000);
+    // A claim that fills its n: no registration (an earlier one ends), and the BLPOP returns by the inbox.
     await call(f.conn.scriptClient, parkCall(k, spot, 5000));
-    const got = await call(f.conn.scriptClient, claim);
-    expect(got.jobs.map((j) => JSON.parse(j.payload))).toEqual([{ a: 1 }]);
-    expect(got.waitMs).toBe(-1);
-    // Another queue's parked key, or an inbox that is not a tag: refused before anything.
-    const other = queueKeys(randomQueue('park'));
-    const wrong = { ...claim, keys: [...claim.keys.slice(0, 9), other.parked, spot.inbox] };
-    await expect(call(f.conn.scriptClient, wrong)).rejects.toMatchObject({ code: 'EMQ_BAD_ARG' });
-    const badTag = { ...claim, keys: [...claim.keys.slice(0, 10), k.inbox('a') + ':b'] };
-    await expect(call(f.conn.scriptClient, badTag)).rejects.toMatchObject({ code: 'EMQ_BAD_ARG' });
-    // A `parked` key of another type.
-    await f.raw.del(k.parked);
-    await f.raw.set(k.parked, 'x');
-    await expect(call(f.conn.scriptClient, claim)).rejects.toMatchObject({ code: 'EMQ_WRONGTYPE' });
-    await f.raw.del(k.parked);
-    expect(await f.raw.llen(k.pending)).toBe(1);
+    const full = await call(f.conn.scriptClient, claimOf(1));
+    expect(full.jobs.map((j) => JSON.parse(j.payload))).toEqual([{ a: 1 }]);
+    expect(await f.raw.zscore(k.parked, spot.member)).toBeNull();
+    expect(await f.raw.lrange(spot.inbox, 0, -1)).toEqual(['']);
+    expect(await f.raw.pttl(spot.inbox)).toBeGreaterThan(0);
+    // A lease (or that entry) waiting in the inbox: no registration, nothing pushed.
+    const waiting = await call(f.conn.scriptClient, claimOf(4));
+    expect(waiting.jobs.map((j) => JSON.parse(j.payload))).toEqual([{ a: 2 }]);
+    expect(await f.raw.zscore(k.parked, spot.member)).toBeNull();
+    expect(await f.raw.lrange(spot.inbox, 0, -1)).toEqual(['']);
+    // A slot left and the inbox empty: registered until now + 5 s (server clock).
+    await f.raw.del(spot.inbox);
+    const [sec] = (await f.raw.time()) as unknown as [string, string];
+    expect(await call(f.conn.scriptClient, claimOf(4))).toEqual({ jobs: [], waitMs: -2 });
+    const end = Number(await f.raw.zscore(k.parked, spot.member));
+    expect(end).toBeGreaterThanOrEqual(Number(sec) * 1000 + 4000);
+    expect(end).toBeLessThanOrEqual(Number(sec) * 1000 + 7000);
+    expect(await f.raw.exists(spot.inbox)).toBe(0);
   });
 
-  it('settling a parked wait: inbox, used up after `wake`, the claim behind it, or a failed claim', async () => {
+  it('claim.lua with a registration refuses bad keys and arguments, and keys of another type, before any write', async () => {
+    const q = randomQueue('park');
+    const k = queueKeys(q);
+    const spot = parkSpot(k, 'cl2', 30_000);
+    await f.queues.enqueue(q, { a: 1 });
+    const claim = parkedClaimCall(calls.claim(k, 4, 30_000, 1000), spot, 5000);
+    const refused = async (c: typeof claim, code: string) => {
+      await expect(call(f.conn.scriptClient, c)).rejects.toMatchObject({ code });
+      expect(await f.raw.llen(k.pending)).toBe(1);
+      expect(await f.raw.zcard(k.active)).toBe(0);
+    };
+    const other = queueKeys(randomQueue('park'));
+    await refused({ ...claim, keys: [...claim.keys.slice(0, 9), other.parked, spot.inbox] }, 'EMQ_BAD_ARG');
+    await refused({ ...claim, keys: [...claim.keys.slice(0, 10), k.inbox('a') + ':b'] }, 'EMQ_BAD_ARG');
+    await refused({ ...claim, args: [...claim.args.slice(0, 4), '0'] }, 'EMQ_BAD_ARG');
+    await refused({ ...claim, args: claim.args.slice(0, 4) }, 'EMQ_BAD_ARG');
+    await f.raw.set(k.parked, 'x');
+    await refused(claim, 'EMQ_WRONGTYPE');
+    await f.raw.del(k.parked);
+    await f.raw.set(spot.inbox, 'x');
+    await refused(claim, 'EMQ_WRONGTYPE');
+    await f.raw.del(spot.inbox);
+    expect(await f.raw.exists(k.parked)).toBe(0);
+  });
+
+  it('a parked wait reads its pop, and its end hands back a lease an enqueue made first', async () => {
     const q = randomQueue('park');
     const k = queueKeys(q);
     const spot = parkSpot(k, 'race1', 30_000);
     const wait = new ParkedWait(f.conn, k, spot);
-    const claim = calls.claim(k, 4, 30_000);
-    await f.raw.rpush(spot.inbox, 'job00000000001 5 {"r":1}');
-    // Replies of CLIENT ID, park.lua (1), BLPOP (the wake marker), the claim ({ -3 }: used up), ZREM (0).
-    const got = await wait.settle(f.raw, [[null, 7], [null, 1], [null, [k.wake, '1']], [null, [-3]], [null, 0]], -2, claim);
-    expect(got.claim).toBe(true);
-    expect(got.claimed?.jobs).toEqual([{ id: 'job00000000001', token: '5', attempt: 1, payload: '{"r":1}', extras: '' }]);
+    const lease = (text: string): [Error | null, unknown][] => [[null, 7], [null, [-2]], [null, [spot.inbox, text]]];
+    expect(wait.popped(lease('job00000000002 6 {}'), 1500)).toEqual({ jobs: [{ id: 'job00000000002', token: '6', attempt: 1, payload: '{}', extras: '' }], waitMs: 1500 });
+    // The empty entry a full claim pushed, a wake-up, a block that ran out, a failed wait: no job.
+    expect(wait.popped(lease(''), -2)).toBeUndefined();
+    expect(wait.popped([[null, 7], [null, [-2]], [null, [k.wake, '1']]], -2)).toBeUndefined();
+    expect(wait.popped([[null, 7], [null, [-2]], [null, null]], -2)).toBeUndefined();
+    expect(wait.popped([[null, 7], [null, [-2]], [new Error('UNBLOCKED'), null]], -2)).toBeUndefined();
+    // Ending a current registration: removed, nothing to hand back.
+    await call(f.conn.scriptClient, parkCall(k, spot, 5000));
+    expect(await wait.end(f.raw)).toBeUndefined();
+    expect(await f.raw.zcard(k.parked)).toBe(0);
+    // Used up by an enqueue first: its lease is popped from the inbox, to be handed back.
+    await call(f.conn.scriptClient, parkCall(k, spot, 5000));
+    const id = await f.queues.enqueue(q, { r: 1 });
+    const back = await wait.end(f.raw);
+    expect(back?.jobs.map((j) => j.id)).toEqual([id]);
     expect(await f.raw.exists(spot.inbox)).toBe(0);
-    // A wait woken by its inbox takes that job and claims nothing more.
-    const direct = await wait.settle(f.raw, [[null, 7], [null, 1], [null, [spot.inbox, 'job00000000002 6 {}']], [null, [-3]], [null, 0]], 1500, claim);
-    expect(direct).toEqual({ claimed: { jobs: [{ id: 'job00000000002', token: '6', attempt: 1, payload: '{}', extras: '' }], waitMs: 1500 }, claim: false });
-    // Woken by `wake` on a current registration: the claim's jobs are the wait's, no round needed.
-    const claimed = await wait.settle(f.raw, [[null, 7], [null, 1], [null, [k.wake, '1']], [null, [-1, 'job00000000003', 9, 1, '{"c":3}', '']], [null, 1]], -2, claim);
-    expect(claimed).toEqual({ claimed: { jobs: [{ id: 'job00000000003', token: '9', attempt: 1, payload: '{"c":3}', extras: '' }], waitMs: -1 }, claim: false });
-    // The claim failed (NOSCRIPT after a flush): the consumer claims in a round.
-    const failed = await wait.settle(f.raw, [[null, 7], [null, 1], [null, [k.wake, '1']], [new Error('NOSCRIPT No matching script'), null], [null, 1]], -2, claim);
-    expect(failed).toEqual({ claimed: undefined, claim: true });
+  });
+
+  it('enqueue leases to the registration renewed last, so a consumer that died parked is chosen last', async () => {
+    const q = randomQueue('park');
+    const k = queueKeys(q);
+    const dead = parkSpot(k, 'dead2', 30_000);
+    const live = parkSpot(k, 'live2', 30_000);
+    await call(f.conn.scriptClient, parkCall(k, dead, 4000));
+    await call(f.conn.scriptClient, parkCall(k, live, 5000));
+    const first = await f.queues.enqueue(q, { n: 1 });
+    expect((await f.raw.lrange(live.inbox, 0, -1)).map((t) => t.slice(0, 14))).toEqual([first]);
+    expect(await f.raw.llen(dead.inbox)).toBe(0);
+    // Renewed again (a live consumer parks on every wait): it is chosen again.
+    await f.raw.del(live.inbox);
+    await call(f.conn.scriptClient, parkCall(k, live, 5000));
+    const second = await f.queues.enqueue(q, { n: 2 });
+    expect((await f.raw.lrange(live.inbox, 0, -1)).map((t) => t.slice(0, 14))).toEqual([second]);
+    expect(await f.raw.llen(dead.inbox)).toBe(0);
   });
 
   it('a consumer with a rate limit or a group policy never parks (its jobs go through the claim)', async () => {
