@@ -95,20 +95,18 @@ export class Consumer {
       this.hasWork = true;
       this.pump();
     });
+    // A wait's claim answered: its jobs run, and with `claim` (nothing claimed behind the wait, or
+    // that claim failed) a round claims. A parked wait woken by `wake` parks again instead: the
+    // claim its next wait sends first takes the work. Straight away: a wake-up is latency-critical.
+    const took = (claimed: ClaimReply | undefined, claim: boolean): void => {
+      const asked = this.endWait();
+      if (claimed) this.onClaimed(claimed, asked);
+      if (claim) this.hasWork = true;
+      this.pump();
+    };
     this.waiter = new WakeWaiter(conn, this.k.wake, {
-      woke: (claimed, claim) => {
-        const asked = this.endWait();
-        if (claimed) this.onClaimed(claimed, asked);
-        // No claim ran behind the wait: claim in a round. (A parked wait woken by `wake` parks again: its claim takes the work.)
-        if (claim) this.hasWork = true;
-        this.pump(); // straight away: a wake-up is latency-critical
-      },
-      claimed: (reply) => {
-        const asked = this.endWait();
-        if (reply) this.onClaimed(reply, asked);
-        else this.hasWork = true; // the claim failed: a round claims (and reports why)
-        this.pump();
-      },
+      woke: took,
+      claimed: (reply) => took(reply, reply === undefined),
       failed: (err, what) => {
         this.endWait();
         if (!this.stopping) this.supervise(err, what);
