@@ -35,18 +35,13 @@ export interface ConsumerConfig extends ResolvedConsumerOptions {
   readonly logger?: ConsumerLogger;
   /** Called once per failed attempt, after the retry script scheduled the job again or buried it. */
   readonly onFailure?: FailureListener;
-  /**
-   * This process relays the queue's flow hand-offs (docs/flows.md): completions ask for the
-   * hand-offs they write back (leased to this process for `leaseMs`), and `relay` runs them at
-   * once, skipping the outbox signal and the take that another relay would need.
-   */
+  /** This process relays the queue's flow hand-offs (docs/flows.md): completions ask for those they write
+   * (leased to this process for `leaseMs`) and `relay` runs them at once, with no outbox signal or take. */
   readonly handoff?: { readonly leaseMs: number; relay(entries: readonly { readonly id: string; readonly text: string }[]): void };
   /** Told of landed and refused completions and of reaps (metrics; see `ConsumerListener`). */
   readonly listener?: ConsumerListener;
-  /**
-   * Claim rounds in flight: 'adaptive' (default) measures whether claiming the capacity in two or
-   * three shares, each its own round, is faster than in one (see `RoundSizer`); a number fixes it.
-   */
+  /** Claim rounds in flight: 'adaptive' (default) measures whether claiming the capacity in two or three
+   * shares, each its own round, is faster than in one (see `RoundSizer`); a number fixes it. */
   readonly rounds?: number | 'adaptive';
 }
 
@@ -76,7 +71,7 @@ export class Consumer {
   /** Rounds in flight that claim (a parked wait may be armed beside rounds that only complete). */
   private claiming = 0;
   private reserved = 0;
-  /** The claim slots the claim behind the current wait asked for (reserved until it ends). */
+  /** The claim slots the current wait's claim asked for (reserved until it answers). */
   private waitAsk = 0;
   private readonly sizer: RoundSizer;
   private readonly backoff: Backoff;
@@ -95,9 +90,8 @@ export class Consumer {
       this.hasWork = true;
       this.pump();
     });
-    // A wait's claim answered: its jobs run, and with `claim` (nothing claimed behind the wait, or
-    // that claim failed) a round claims. A parked wait woken by `wake` parks again instead: the
-    // claim its next wait sends first takes the work. Straight away: a wake-up is latency-critical.
+    // A wait's claim answered: its jobs run; with `claim` (no claim ran, or it failed) a round claims.
+    // A parked wait woken by `wake` parks again, its next claim takes the work. Latency-critical.
     const took = (claimed: ClaimReply | undefined, claim: boolean): void => {
       const asked = this.endWait();
       if (claimed) this.onClaimed(claimed, asked);
@@ -121,8 +115,7 @@ export class Consumer {
     this.runner = new JobRunner(cfg.queue, cfg.handler, cfg.concurrency, cfg.maxResultBytes, {
       completed: (c) => this.toComplete.push(c),
       failed: (h, error, fatal) => this.upkeep.retry(h, error, fatal),
-      // The last running handler ended: nothing else can finish in this turn, so the round goes
-      // now (a microtask) instead of a turn later (at concurrency 1, a turn per job).
+      // The last running handler ended: nothing else finishes this turn, so the round goes now (a microtask).
       freed: () => (this.runner.active === 0 ? queueMicrotask(() => this.pump()) : this.kick()),
     }, { controls: new JobControls(conn, this.k, cfg.maxResultBytes), timeoutMs: cfg.timeoutMs });
     this.upkeep = new ConsumerUpkeep(conn, this.k, cfg, this.runner, this.log);
