@@ -106,7 +106,6 @@ export class WakeWaiter {
   }
 
   private waitParked(gen: number, p: ReturnType<ValkeyClient['pipeline']>, ms: number, claim: ScriptCall<ClaimReply>): void {
-    const blocker = this.blocker!;
     const parked = this.parked!;
     // The claim's reply arrives while the BLPOP still blocks: its jobs run now. `fresh` is its
     // wait, from which a lease popped later reports what is left; `handedBack` an orphan's release.
