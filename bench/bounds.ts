@@ -14,6 +14,7 @@ import { makeDriver } from './drivers.js';
 import { latency, processLocal, type PhaseContext, type PhaseResult } from './phases.js';
 import { Probe, type PhaseCost } from './probe.js';
 import { roundTrip, scriptCosts, type RoundTrip, type ScriptCost } from './bounds-probes.js';
+import { roundParts, type RoundParts } from './round-parts.js';
 
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const f0 = (x: number): string => Math.round(x).toLocaleString('en-US');
@@ -50,7 +51,7 @@ async function pairs(url: string, systems: readonly [SystemName, SystemName], n:
 /** Median of one cost field over a system's runs. */
 const cost = (r: Runs, s: string, k: keyof PhaseCost): number => median((r.costs[s] ?? []).map((c) => Number(c[k] ?? NaN)));
 
-function report(rt: RoundTrip, sc: readonly ScriptCost[], c1: Runs, lat: Runs, load: readonly number[]): string {
+function report(rt: RoundTrip, sc: readonly ScriptCost[], rp: RoundParts, c1: Runs, lat: Runs, load: readonly number[]): string {
   const we = cost(c1, 'echomq', 'wallUsPerJob');
   const wb = cost(c1, 'bullmq', 'wallUsPerJob');
   const ratio = median(c1.values.echomq.map((e, i) => e / c1.values.bullmq[i]));
@@ -101,6 +102,23 @@ ${f1(allowed)} µs beyond the round trip, ${((100 * allowed) / (wb - rt.pingUs))
 (${we - rt.pingUs <= allowed ? 'met in this run' : `missed: ${f1(we - rt.pingUs - allowed)} µs a job too many`}). The margin is thin either way: the round trip is most of
 EchoMQ's time, so a noisier machine, which slows the round trip and both clients, moves the ratio.
 
+### Inside one round (round.lua, ${f0(rp.rounds)} rounds awaited one after another)
+
+An instrumented copy of round.lua (\`bench/round-parts.ts\`: \`os.clock\` checkpoints, ${f1(rp.markUs)} µs each,
+taken off) completing one job and claiming the next, as the c1 \`prefetch: 0\` consumer sends it:
+
+| part | µs per round |
+|---|---:|
+| the whole call (\`EVALSHA\` as commandstats counts it) | ${f1(rp.evalshaUs)} |
+| the driver (its checks, the parts' tables) | ${f1(rp.driverUs)} |
+| the complete part | ${f1(rp.completeUs)} |
+| the claim part (and the reply) | ${f1(rp.claimUs)} |
+| of the two parts: inside the ${f1(rp.commandsPerRound)} Valkey commands they call | ${f1(rp.commandsUs)} |
+| of the two parts: the Lua around the commands (argument conversion, checks, replies) | ${f1(rp.completeUs + rp.claimUs - rp.commandsUs)} |
+
+Commandstats counts a command's own execution only; each \`redis.call\` also pays its argument
+and reply conversion and the command lookup, which land in the Lua row.
+
 ## Latency at 500/s (${lat.values.echomq.length} alternating pairs, p50 medians)
 
 EchoMQ ${p50('echomq').toFixed(3)} ms, bee-queue ${p50('beequeue').toFixed(3)} ms (EchoMQ/bee-queue ${(p50('echomq') / p50('beequeue')).toFixed(2)}×: ${p50('echomq') <= p50('beequeue') ? 'met' : 'missed'} in this run).
@@ -124,10 +142,12 @@ async function main(): Promise<void> {
     console.log(`round trip: PING ${f1(rt.pingUs)} µs, empty script ${f1(rt.emptyScriptUs)} µs`);
     const sc = await scriptCosts(v.url);
     for (const x of sc) console.log(`${x.what}: ${f1(x.idleUs)} µs idle, ${f1(x.busyUs)} µs busy`);
+    const rp = await roundParts(v.url);
+    console.log(`round parts: evalsha ${f1(rp.evalshaUs)} µs, driver ${f1(rp.driverUs)}, complete ${f1(rp.completeUs)}, claim ${f1(rp.claimUs)}, commands ${f1(rp.commandsUs)} µs (${f1(rp.commandsPerRound)})`);
     const c1 = await pairs(v.url, ['echomq', 'bullmq'], n, 'process_c1_prefetch0_per_s', (c) => processLocal(c, 'process_c1_prefetch0_per_s', 1, 10_000, undefined, { prefetch: 0 }));
     const lat = await pairs(v.url, ['echomq', 'beequeue'], n, 'latency_p50_ms', (c) => latency(c, 500, 5, 10));
     const out = fileURLToPath(new URL('../../docs/bounds.md', import.meta.url));
-    writeFileSync(out, report(rt, sc, c1, lat, load));
+    writeFileSync(out, report(rt, sc, rp, c1, lat, load));
     console.log(`wrote ${out}`);
   } finally {
     await v.stop();
