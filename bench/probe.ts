@@ -40,7 +40,8 @@ export interface Measurement {
   stop(jobs: number, extraClientUs?: number): Promise<PhaseCost>;
 }
 
-const parseInfo = (text: string): Map<string, string> => {
+/** An `INFO` reply as a map of its `field:value` lines. */
+export const parseInfo = (text: string): Map<string, string> => {
   const m = new Map<string, string>();
   for (const line of text.split('\r\n')) {
     const i = line.indexOf(':');

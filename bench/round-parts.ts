@@ -11,6 +11,7 @@ import { calls } from '../src/protocol/wire.js';
 import { roundCall } from '../src/protocol/round-wire.js';
 import { QueueService } from '../src/index.js';
 import { randomQueue } from './common.js';
+import { parseInfo } from './probe.js';
 
 /** µs per round (means over the timed calls). */
 export interface RoundParts {
@@ -45,16 +46,20 @@ function instrumented(source: string): string {
   return `local __T, __c = {}, os.clock\n${MARK}\n${s}`;
 }
 
-/** The commandstats µs and calls of every command but the ones named. */
+/** The commandstats µs and calls of every command but the ones named, and EVALSHA's µs per call. */
 async function commandTotals(c: Redis, except: readonly string[]): Promise<{ us: number; calls: number; evalshaUs: number }> {
   let us = 0;
   let n = 0;
   let evalshaUs = NaN;
-  for (const m of (await c.info('commandstats')).matchAll(/cmdstat_([a-z|]+):calls=(\d+),usec=(\d+)/g)) {
-    if (m[1] === 'evalsha') evalshaUs = Number(m[3]) / Number(m[2]);
-    if (except.includes(m[1])) continue;
-    us += Number(m[3]);
-    n += Number(m[2]);
+  for (const [key, value] of parseInfo(await c.info('commandstats'))) {
+    if (!key.startsWith('cmdstat_')) continue;
+    const name = key.slice('cmdstat_'.length);
+    const calls = Number(/calls=(\d+)/.exec(value)?.[1] ?? 0);
+    const usec = Number(/usec=(\d+)/.exec(value)?.[1] ?? 0);
+    if (name === 'evalsha') evalshaUs = usec / calls;
+    if (except.includes(name)) continue;
+    us += usec;
+    n += calls;
   }
   return { us, calls: n, evalshaUs };
 }
