@@ -12,7 +12,7 @@ const BUS_MEANING: Readonly<Record<BusMetric, string>> = {
     'events/s handled by one `GroupConsumer` of concurrency 1 (no Nest) with a no-op handler. The warm-up and timed events are published first (untimed); `start()` creates the group at the start of the log, and the clock runs from the moment the member handled the warm-up events until every handler ran and the group\'s `XPENDING` summary is 0, i.e. every entry is acknowledged.',
   bus_group_c50_per_s: 'the same at concurrency 50.',
   bus_latency_p50_ms:
-    'median ms from just before the `publish` call to the start of the group handler, under a steady ~500 single publishes/s into a running group member (concurrency 10, same process, so one clock). The payload carries `performance.timeOrigin + performance.now()`.',
+    'median ms from just before the `publish` call to the start of the group handler, under a steady ~500 single publishes/s into a running group member (concurrency 10, same process, so one clock). The payload carries the monotonic clock (`process.hrtime`) in ms.',
   bus_latency_p99_ms: 'the 99th percentile of the same samples.',
 };
 

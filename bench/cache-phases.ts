@@ -155,7 +155,7 @@ function spawnLagChild(args: LagArgs): { child: ChildProcess; next: <K extends F
 /**
  * Invalidation lag between two processes: the parent `set`s value r of a hot key that the child
  * holds in L1 (value r-1) and polls; lag = the child's first sight of value r minus the instant
- * just before the parent's `set` (one machine, `performance.timeOrigin + now()` on both sides).
+ * just before the parent's `set` (one machine, its monotonic clock `process.hrtime` on both sides).
  */
 export async function invalidationLag(system: CacheSystem, url: string, rounds: number): Promise<PhaseOut> {
   const t = target(url);

@@ -76,8 +76,14 @@ export interface StampPayload {
   readonly m: boolean;
 }
 
-/** Wall-clock ms with sub-millisecond precision, comparable across processes. */
-export const nowMs = (): number => performance.timeOrigin + performance.now();
+/**
+ * Ms with sub-millisecond precision on the machine's monotonic clock (`process.hrtime`, Linux
+ * CLOCK_MONOTONIC): one clock for every process on the machine, and unmoved when the wall clock
+ * is stepped. (`performance.timeOrigin + now()` is not: timeOrigin is read from the wall clock at
+ * process start, so a clock step between two processes' starts offsets one from the other; a
+ * 10.65 s step did, in the run of 2026-12-03 17:44Z.)
+ */
+export const nowMs = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 /** The value at quantile `q` (0..1) of ascending `sorted` (nearest rank). */
 export function percentile(sorted: readonly number[], q: number): number {

@@ -25,7 +25,7 @@ export const MEANING: Readonly<Record<Metric, string>> = {
   process_c50_backlog_100k_per_s: 'the same with 100,000 jobs pending behind.',
   process_c50_backlog_1m_per_s: 'the same with 1,000,000 jobs pending behind (opt-in: `--backlog-1m`; enqueueing them takes about a minute for BullMQ).',
   latency_p50_ms:
-    'median ms from just before the enqueue call to the start of the handler, under a steady ~500 single enqueues/s into a running consumer (concurrency 10, same process, so one clock). The payload carries `performance.timeOrigin + performance.now()`; the warm-up jobs at the same rate are not recorded.',
+    'median ms from just before the enqueue call to the start of the handler, under a steady ~500 single enqueues/s into a running consumer (concurrency 10, same process, so one clock). The payload carries the monotonic clock (`process.hrtime`) in ms; the warm-up jobs at the same rate are not recorded.',
   latency_p99_ms: 'the 99th percentile of the same samples.',
   bytes_per_pending_job:
     'growth of Valkey `used_memory` per job after enqueueing the memory phase\'s jobs with a 100-byte JSON payload and no consumer (the producer is disconnected at both readings, so client buffers do not count).',

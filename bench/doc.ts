@@ -67,7 +67,14 @@ function noisyPhases(report: Report): string {
   const worst = Math.max(...all.map((r) => r.cost?.load?.otherCores ?? 0));
   return `${noisy.length} of ${all.length} timed phase runs were noisy (other processes above ${NOISY_OTHER_CORES} cores on average; the most was ${worst.toFixed(2)} cores)${
     noisy.length > 0 ? ': they are marked ⚠ in the tables below, and their numbers are less trustworthy' : ''
-  }.`;
+  }.${remeasured(report)}`;
+}
+
+/** How many pairs were measured again after a noisy run (the replaced runs are in results.json). */
+function remeasured(report: Report): string {
+  const n = new Set(report.superseded.map((r) => `${r.phase}#${r.rep}`)).size;
+  const runs = report.superseded.length;
+  return runs === 0 ? ' No pair needed measuring again.' : ` ${n} pairs with a noisy run were measured again (${runs} runs replaced: under \`superseded\` in bench/results.json).`;
 }
 
 function ceilingSection(report: Report): string {
@@ -150,7 +157,9 @@ The cache targets are in the Cache section below.
   run), Valkey CPU from \`INFO cpu\`, client CPU from \`process.cpuUsage()\` plus the child workers' own.
 - **Load:** per phase, the machine's busy CPU (\`/proc/stat\`) minus this process tree and the Valkey
   server (\`/proc/<pid>/stat\`) is the CPU of other processes; above ${NOISY_OTHER_CORES} cores on average the phase is
-  flagged noisy. The 1-minute load average at the end of each phase is in the cost table.
+  flagged noisy, and the whole pair (every system of that phase and repetition, same order) is measured
+  again, at most twice more; the last attempt counts, noisy or not. The 1-minute load average at the end
+  of each phase is in the cost table.
 - **Counts per run:** ${counts}.
 
 ## Machine and load

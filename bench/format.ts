@@ -55,6 +55,8 @@ export interface Report extends Summary {
   readonly echoOnly: EchoOnlyResults;
   /** Every phase of every repetition. */
   readonly records: readonly PhaseRecord[];
+  /** The runs of pairs measured again because one of their runs was noisy (not in `records`). */
+  readonly superseded: readonly PhaseRecord[];
   readonly env: Environment;
   readonly sizes: BenchSizes;
   /** The Valkey ceiling (valkey-benchmark on the claim + complete scripts). */

@@ -113,7 +113,9 @@ export function writeReport(report: Report): string[] {
     (['echomq', 'bentocache'] as const).map((sys) => [sys, Object.fromEntries(CACHE_METRICS.map((m) => [m, rounded(m, report.cache.results[sys][m])]))]),
   );
   const flows = Object.fromEntries(report.flows.rows.map((r) => [`${r.system} ${r.run}`, r.m]));
-  const json = { mode: report.sizes.mode, ...bySystem, ratios, ceiling, ceiling_shares: shares, bus: busJson, cache, flows };
+  // The runs a re-measured pair replaced: phase, system, repetition, values and the other CPU.
+  const superseded = report.superseded.map((r) => ({ phase: r.phase, system: r.system, rep: r.rep, values: r.values, other_cores: r.cost?.load?.otherCores }));
+  const json = { mode: report.sizes.mode, ...bySystem, ratios, ceiling, ceiling_shares: shares, bus: busJson, cache, flows, superseded };
   writeFileSync(root('bench/results.json'), JSON.stringify(json, null, 2) + '\n');
   writeFileSync(root('docs/benchmarks.md'), renderDoc(report));
   return ['bench/results.json', 'docs/benchmarks.md'];
