@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Redis } from 'iovalkey';
-import { SCRIPT_NAMES, scripts, sha1, type ScriptName } from '../../src/protocol/index.js';
+import { PROTOCOL_VERSION, SCRIPT_NAMES, scripts, sha1, type ScriptName } from '../../src/protocol/index.js';
 import { luaDir } from '../../src/protocol/scripts.js';
 import { rawClient } from '../helpers/valkey.js';
 
@@ -50,7 +50,7 @@ describe('the script registry', () => {
 
   it('every script starts with its header comment naming the protocol version', () => {
     for (const name of SCRIPT_NAMES) {
-      expect(bytesOf(name).toString('utf8')).toMatch(new RegExp(`^-- ${name}\\.lua: EchoMQ protocol v1\\.`));
+      expect(bytesOf(name).toString('utf8')).toMatch(new RegExp(`^(#!lua flags=[a-z,-]+\\n)?-- ${name}\\.lua: EchoMQ protocol v${PROTOCOL_VERSION}\\.`));
     }
   });
 });
