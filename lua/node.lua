@@ -1,24 +1,55 @@
--- node.lua: EchoMQ protocol v1. Claims, renews or releases a node number (0..1023) for one
--- process, as a lease on the server clock, so two live processes never mint snowflakes with the
--- same node number. Leases live in one hash without a TTL (`{emq}:nodes`), so no eviction policy
--- can drop one (volatile-* policies only evict keys with a TTL, allkeys-* are refused by the
--- runtime); a lease is over when its expiry has passed on the server clock, not when a key goes.
+#!lua flags=allow-oom
+-- node.lua: EchoMQ protocol v1. Built from lua/src/node.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- Claims, renews or releases a node number (0..1023) for one process, as a lease on the server
+-- clock, so two live processes never mint snowflakes with the same node number. Leases live in
+-- one hash without a TTL (`{emq}:nodes`), so no eviction policy can drop one (volatile-* policies
+-- only evict keys with a TTL, allkeys-* are refused by the runtime); a lease is over when its
+-- expiry has passed on the server clock, not when a key goes. The two keys are cluster-wide and
+-- must be exactly `{emq}:node-seq` and `{emq}:nodes`: a caller passing any other key (a stale
+-- runtime's `{emq}:node:`) would lease into a private hash no other process reads, so two live
+-- owners could hold one number; it is refused (EMQ_BAD_ARG) with nothing written.
+-- Flag allow-oom: a claim or renewal rewrites one field of a hash bounded at 1024 fields, and a
+-- release frees a number, so the call cannot grow memory without bound; refusing it under OOM
+-- would stop a process from renewing its lease (and from minting ids) exactly when memory is full.
 --
--- KEYS[1]  {emq}:node-seq  string: counter that spreads claims over the node numbers
--- KEYS[2]  {emq}:nodes     hash: field = node number (decimal), value = "<owner> <expires-at ms>"
--- ARGV[1]  protocol version ("1")
--- ARGV[2]  owner: a random token naming the process (1..64 bytes of printable ASCII, no spaces)
--- ARGV[3]  lease in ms (decimal integer, 1000..3600000), or "0" to release the number in ARGV[4]
---          (its lease then ends 1000 ms later, so same-millisecond ids of two holders never meet)
--- ARGV[4]  the number to renew or release (decimal integer, 0..1023), or "" to claim any number
---          that is free (never leased, released, or expired)
--- Returns: an integer: the node number held (claimed or renewed) or released; -1 when the number
---          to renew is held by another owner whose lease has not expired, the number to release
---          is not ours (or its lease is over), or every number is taken. Renewing a number whose lease expired, or that
---          is free, takes it again (the caller stopped minting when its lease became uncertain).
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments), EMQ_VERSION, EMQ_WRONGTYPE (nodes not a
---          hash, node-seq not an integer counter). Every check comes before the first write.
--- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+-- @key node-seq {emq}:node-seq string: counter that spreads claims over the node numbers
+-- @key nodes {emq}:nodes hash: field = node number (decimal), value = "<owner> <expires-at ms>"
+-- @arg version version the protocol version
+-- @arg owner bytes:1..64 a random token naming the process (printable ASCII, no spaces)
+-- @arg lease 0..3600000 lease in ms (1000..3600000), or "0" to release the number in `number`
+--   (its lease then ends 1000 ms later, so same-millisecond ids of two holders never meet)
+-- @arg number ""|0..1023 the number to renew or release, or "" to claim any number that is free
+--   (never leased, released, or expired)
+-- @returns an integer: the node number held (claimed or renewed) or released; -1 when the number
+--   to renew is held by another owner whose lease has not expired, the number to release is not
+--   ours (or its lease is over), or every number is taken. Renewing a number whose lease
+--   expired, or that is free, takes it again (the caller stopped minting when its lease became
+--   uncertain).
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (a wrong key or argument count, a key other than
+--   `{emq}:node-seq`, `{emq}:nodes`, missing or malformed arguments), EMQ_WRONGTYPE (nodes not a
+--   hash, node-seq not an integer counter). Every check comes before the first write.
+-- @flags allow-oom
+-- @uses args types clock
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '1'
+-- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
+-- version is refused, so a runtime of one version never half-applies a transition to another's.
+local DATA_VERSIONS = { ['1'] = true }
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function on_refusal(fn) refusal_hook = fn end
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- Refuses data of another protocol version than these scripts read (meta `v`, when present).
+local function need_data_version(v, key)
+  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
+end
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
 local function int(s, lo, hi)
   if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
@@ -26,27 +57,91 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
-if #KEYS ~= 2 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 2 keys and 4 arguments') end
-local V = '1'
-if ARGV[1] ~= V then
-  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+-- The argument reader: each takes the argument, its range and its name, and answers the value or
+-- refuses with EMQ_BAD_ARG naming the argument and what it must be.
+local function need_int(s, lo, hi, what)
+  local v = int(s, lo, hi)
+  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
+  return v
 end
+-- A text argument of lo..hi bytes.
+local function need_bytes(s, lo, hi, what)
+  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
+  return s
+end
+-- One of a set of words, given as a table word -> true.
+local function need_word(s, words, what)
+  if not words[s] then
+    local list = {}
+    for w in pairs(words) do list[#list + 1] = w end
+    table.sort(list)
+    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
+  end
+  return s
+end
+-- A fencing token: decimal digits, at most 20.
+local function need_token(s)
+  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
+  return s
+end
+-- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
+-- time, so a second TIME would answer the same; parts of a composed script share the read).
+local clock_memo = nil
+local function now_ms()
+  if not clock_memo then
+    local t = redis.call('TIME')
+    clock_memo = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return clock_memo
+end
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
+end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+local function main(KEYS, ARGV)
+need(#KEYS == 2 and #ARGV == 4, 'expected 2 keys and 4 arguments')
+need(KEYS[1] == '{emq}:node-seq' and KEYS[2] == '{emq}:nodes', 'KEYS must be {emq}:node-seq and {emq}:nodes')
 local owner, ttl, want = ARGV[2], int(ARGV[3], 0, 3600000), ARGV[4]
-if #owner < 1 or #owner > 64 or not string.match(owner, '^[!-~]+$') then
-  return redis.error_reply('EMQ_BAD_ARG owner must be 1..64 bytes of printable ASCII without spaces')
-end
-if not ttl or (ttl > 0 and ttl < 1000) then return redis.error_reply('EMQ_BAD_ARG lease must be an integer in 1000..3600000 ms, or 0 to release') end
+need(#owner >= 1 and #owner <= 64 and string.match(owner, '^[!-~]+$'), 'owner must be 1..64 bytes of printable ASCII without spaces')
+need(ttl and (ttl == 0 or ttl >= 1000), 'lease must be an integer in 1000..3600000 ms, or 0 to release')
 local n = nil
-if want ~= '' then
-  n = int(want, 0, 1023)
-  if not n then return redis.error_reply('EMQ_BAD_ARG node number must be an integer in 0..1023') end
-end
-if ttl == 0 and not n then return redis.error_reply('EMQ_BAD_ARG a release names its node number') end
-local probe = redis.pcall('HLEN', KEYS[2])
-if type(probe) == 'table' then return redis.error_reply('EMQ_WRONGTYPE the node lease key is not a hash') end
+if want ~= '' then n = need_int(want, 0, 1023, 'node number') end
+need(ttl > 0 or n, 'a release names its node number')
+checked(redis.pcall('HLEN', KEYS[2]), KEYS[2])
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 -- The owner of a lease value, and whether the lease is over (absent, expired or unreadable).
 local function lease(v)
   if not v then return nil, true end
@@ -69,7 +164,7 @@ if n then
 end
 local seq = redis.pcall('GET', KEYS[1])
 if type(seq) == 'table' or (seq and (#seq > 18 or not string.match(seq, '^%d+$'))) then
-  return redis.error_reply('EMQ_WRONGTYPE the node-seq key is not an integer counter')
+  fail('WRONGTYPE', 'the node-seq key is not an integer counter')
 end
 local start = redis.call('INCR', KEYS[1]) % 1024
 for i = 0, 1023 do
@@ -81,3 +176,5 @@ for i = 0, 1023 do
   end
 end
 return -1
+end
+return run(main)

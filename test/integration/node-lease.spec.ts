@@ -5,6 +5,9 @@ import { parseId } from '../../src/protocol/ids.js';
 import type { ScriptClient } from '../../src/protocol/scripts.js';
 import { startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
 import { Redis } from 'iovalkey';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { luaDir } from '../../src/protocol/scripts.js';
 import { rawClient, testUrl } from '../helpers/valkey.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -108,6 +111,30 @@ describe('node numbers are leased, never shared by two live processes', () => {
     } finally {
       raw.disconnect();
       await conn.close();
+    }
+  });
+
+  it('refuses a stale caller passing {emq}:node: (or any key but the two cluster-wide ones) with EMQ_BAD_ARG, writing nothing (a private server)', async () => {
+    const v = await startEmbeddedValkey();
+    const raw = new Redis(v.url, { maxRetriesPerRequest: 1 });
+    const text = readFileSync(join(luaDir(), 'node.lua'), 'utf8');
+    const call = (keys: string[], ...argv: (string | number)[]) => raw.eval(text, keys.length, ...keys, ...argv);
+    try {
+      // A live owner holds its number in the shared hash.
+      const held = Number(await call([globalKeys.nodeSeq, globalKeys.nodes], '1', 'live', 60_000, ''));
+      const before = [await raw.dbsize(), await raw.hgetall(globalKeys.nodes), await raw.get(globalKeys.nodeSeq)];
+      for (const argv of [['1', 'stale', 60_000, ''], ['1', 'stale', 60_000, held], ['1', 'live', 0, held]] as const) {
+        await expect(call([globalKeys.nodeSeq, '{emq}:node:'], ...argv)).rejects.toThrow(/^EMQ_BAD_ARG /);
+        await expect(call(['{emq}:node-seq:x', globalKeys.nodes], ...argv)).rejects.toThrow(/^EMQ_BAD_ARG /);
+        await expect(call([globalKeys.nodes, globalKeys.nodeSeq], ...argv)).rejects.toThrow(/^EMQ_BAD_ARG /);
+      }
+      expect(await raw.exists('{emq}:node:')).toBe(0);
+      expect([await raw.dbsize(), await raw.hgetall(globalKeys.nodes), await raw.get(globalKeys.nodeSeq)]).toEqual(before);
+      // The number stays the live owner's: a second owner cannot take it through the shared hash.
+      expect(await call([globalKeys.nodeSeq, globalKeys.nodes], '1', 'stale', 60_000, held)).toBe(-1);
+    } finally {
+      raw.disconnect();
+      await v.stop();
     }
   });
 

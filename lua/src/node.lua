@@ -1,0 +1,75 @@
+-- Claims, renews or releases a node number (0..1023) for one process, as a lease on the server
+-- clock, so two live processes never mint snowflakes with the same node number. Leases live in
+-- one hash without a TTL (`{emq}:nodes`), so no eviction policy can drop one (volatile-* policies
+-- only evict keys with a TTL, allkeys-* are refused by the runtime); a lease is over when its
+-- expiry has passed on the server clock, not when a key goes. The two keys are cluster-wide and
+-- must be exactly `{emq}:node-seq` and `{emq}:nodes`: a caller passing any other key (a stale
+-- runtime's `{emq}:node:`) would lease into a private hash no other process reads, so two live
+-- owners could hold one number; it is refused (EMQ_BAD_ARG) with nothing written.
+-- Flag allow-oom: a claim or renewal rewrites one field of a hash bounded at 1024 fields, and a
+-- release frees a number, so the call cannot grow memory without bound; refusing it under OOM
+-- would stop a process from renewing its lease (and from minting ids) exactly when memory is full.
+--
+-- @key node-seq {emq}:node-seq string: counter that spreads claims over the node numbers
+-- @key nodes {emq}:nodes hash: field = node number (decimal), value = "<owner> <expires-at ms>"
+-- @arg version version the protocol version
+-- @arg owner bytes:1..64 a random token naming the process (printable ASCII, no spaces)
+-- @arg lease 0..3600000 lease in ms (1000..3600000), or "0" to release the number in `number`
+--   (its lease then ends 1000 ms later, so same-millisecond ids of two holders never meet)
+-- @arg number ""|0..1023 the number to renew or release, or "" to claim any number that is free
+--   (never leased, released, or expired)
+-- @returns an integer: the node number held (claimed or renewed) or released; -1 when the number
+--   to renew is held by another owner whose lease has not expired, the number to release is not
+--   ours (or its lease is over), or every number is taken. Renewing a number whose lease
+--   expired, or that is free, takes it again (the caller stopped minting when its lease became
+--   uncertain).
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (a wrong key or argument count, a key other than
+--   `{emq}:node-seq`, `{emq}:nodes`, missing or malformed arguments), EMQ_WRONGTYPE (nodes not a
+--   hash, node-seq not an integer counter). Every check comes before the first write.
+-- @flags allow-oom
+-- @uses args types clock
+need(#KEYS == 2 and #ARGV == 4, 'expected 2 keys and 4 arguments')
+need(KEYS[1] == '{emq}:node-seq' and KEYS[2] == '{emq}:nodes', 'KEYS must be {emq}:node-seq and {emq}:nodes')
+local owner, ttl, want = ARGV[2], int(ARGV[3], 0, 3600000), ARGV[4]
+need(#owner >= 1 and #owner <= 64 and string.match(owner, '^[!-~]+$'), 'owner must be 1..64 bytes of printable ASCII without spaces')
+need(ttl and (ttl == 0 or ttl >= 1000), 'lease must be an integer in 1000..3600000 ms, or 0 to release')
+local n = nil
+if want ~= '' then n = need_int(want, 0, 1023, 'node number') end
+need(ttl > 0 or n, 'a release names its node number')
+checked(redis.pcall('HLEN', KEYS[2]), KEYS[2])
+
+local now = now_ms()
+-- The owner of a lease value, and whether the lease is over (absent, expired or unreadable).
+local function lease(v)
+  if not v then return nil, true end
+  local o, exp = string.match(v, '^(%S+) (%d+)$')
+  return o, not o or tonumber(exp) <= now
+end
+local value = owner .. ' ' .. (now + ttl)
+if n then
+  local o, over = lease(redis.call('HGET', KEYS[2], n))
+  if ttl == 0 then
+    -- Released: the lease ends one second from now (not at once), so the next holder's ids never
+    -- share a millisecond with the last ids minted under this lease.
+    if o ~= owner or over then return -1 end
+    redis.call('HSET', KEYS[2], n, owner .. ' ' .. (now + 1000))
+    return n
+  end
+  if o ~= owner and not over then return -1 end
+  redis.call('HSET', KEYS[2], n, value)
+  return n
+end
+local seq = redis.pcall('GET', KEYS[1])
+if type(seq) == 'table' or (seq and (#seq > 18 or not string.match(seq, '^%d+$'))) then
+  fail('WRONGTYPE', 'the node-seq key is not an integer counter')
+end
+local start = redis.call('INCR', KEYS[1]) % 1024
+for i = 0, 1023 do
+  local m = (start + i) % 1024
+  local _, over = lease(redis.call('HGET', KEYS[2], m))
+  if over then
+    redis.call('HSET', KEYS[2], m, value)
+    return m
+  end
+end
+return -1
