@@ -1,37 +1,65 @@
--- retry.lua: EchoMQ protocol v1. Retry-or-bury for one active job, fenced by its token. The job
--- is scheduled again after its backoff (computed here, on the server clock), or moved to the
--- morgue (`dead`) when it has used its last attempt or the error is fatal. The morgue is capped:
--- its oldest rows beyond the cap are deleted. A job flagged by cancel while active (`cancel` = 1)
--- ends `cancelled` instead (kept in the cancelled set, trimmed to meta `keepc`, default 1000).
+#!lua flags=allow-oom
+-- retry.lua: EchoMQ protocol v1. Built from lua/src/retry.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- Retry-or-bury for one active job, fenced by its token. The job is scheduled again after its
+-- backoff (computed here, on the server clock), or moved to the morgue (`dead`) when it has used
+-- its last attempt or the error is fatal. The morgue is capped: its oldest rows beyond the cap are
+-- deleted. A job flagged by cancel while active (`cancel` = 1) ends `cancelled` instead (kept in
+-- the cancelled set, trimmed to meta `keepc`, default 1000). A buried or cancelled job whose row
+-- names a parent (a flow child) writes its hand-off `d:<id>` = "d <queue> <parent id> <id>
+-- <failed|cancelled> <error>" to this queue's outbox (docs/flows.md).
+-- Flags: allow-oom. It moves work forward and frees memory (ZREM from active, morgue and
+-- cancelled trims); what it adds is bounded (one error text, one outbox entry), so refusing it
+-- under OOM would only strand an active job.
 --
--- KEYS[1]  emq:{q}:meta       queue meta hash
--- KEYS[2]  emq:{q}:active     zset id -> lease deadline
--- KEYS[3]  emq:{q}:scheduled  zset id -> run-at
--- KEYS[4]  emq:{q}:dead       zset id -> buried at (the morgue)
--- KEYS[5]  emq:{q}:wake       list that idle consumers block on
--- KEYS[6]  emq:{q}:data       hash id -> payload (for jobs trimmed out of the morgue)
--- KEYS[7]  emq:{q}:job:       prefix of job rows (for rows trimmed out of the morgue)
--- KEYS[8]  emq:{q}:job:<id>   the job's row
--- KEYS[9]  emq:{q}:events     lifecycle events: sharded channel and bounded stream
--- KEYS[10] emq:{q}:cancelled  zset id -> cancelled at (for a job flagged by cancel)
--- KEYS[11] emq:{q}:outbox     (optional, with KEYS[12]; required when the row names a parent)
--- KEYS[12] emq:{q}:outdue     a buried or cancelled job whose row names a parent (a flow child)
---                             writes its hand-off `d:<id>` = "d <queue> <parent id> <id>
---                             <failed|cancelled> <error>" to this queue's outbox (docs/flows.md)
--- ARGV[1]  protocol version ("1")
--- ARGV[2]  id
--- ARGV[3]  fencing token (decimal digits)
--- ARGV[4]  error text (at most 65536 bytes)
--- ARGV[5]  "1" when the error is fatal (straight to the morgue), else "0"
--- ARGV[6]  default max attempts (decimal integer, 1..1000), used when the row has none
--- ARGV[7]  default backoff ("f:<ms>" or "e:<ms>", ms 0..86400000), used when the row has none
--- ARGV[8]  morgue cap (decimal integer, 1..1000000)
--- Returns: { 0 } refused (stale token or not active); { 1, runAt } scheduled again;
---          { 2, buriedAt } moved to the morgue; { 3, cancelledAt } cancelled (it was flagged).
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a fixed key that is not the one the key
---          grammar spells for the queue of KEYS[1], KEYS[8] not the row of the id),
---          EMQ_VERSION, EMQ_BAD_ID, EMQ_WRONGTYPE. Every check comes before the first write.
--- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+-- @key meta emq:{q}:meta queue meta hash
+-- @key active emq:{q}:active zset id -> lease deadline
+-- @key scheduled emq:{q}:scheduled zset id -> run-at
+-- @key dead emq:{q}:dead zset id -> buried at (the morgue)
+-- @key wake emq:{q}:wake list that idle consumers block on
+-- @key data emq:{q}:data hash id -> payload (for jobs trimmed out of the morgue)
+-- @key rows emq:{q}:job: prefix of job rows (for rows trimmed out of the morgue)
+-- @key row emq:{q}:job:<id> the job's row
+-- @key events emq:{q}:events lifecycle events: sharded channel and bounded stream
+-- @key cancelled emq:{q}:cancelled zset id -> cancelled at (for a job flagged by cancel)
+-- @key outbox? emq:{q}:outbox with outdue; required when the row names a parent
+-- @key outdue? emq:{q}:outdue with outbox; required when the row names a parent
+-- @arg version version the protocol version ("1")
+-- @arg id id:job the job
+-- @arg token token the fencing token (decimal digits)
+-- @arg error bytes:0..65536 the error text (at most 65536 bytes)
+-- @arg fatal 0|1 "1" when the error is fatal (straight to the morgue), else "0"
+-- @arg max-attempts 1..1000 default max attempts, used when the row has none
+-- @arg backoff backoff default backoff ("f:<ms>" or "e:<ms>", ms 0..86400000), used when the
+--   row has none
+-- @arg morgue-cap 1..1000000 the morgue cap
+-- @returns { 0 } refused (stale token or not active); { 1, runAt } scheduled again; { 2, buriedAt }
+--   moved to the morgue; { 3, cancelledAt } cancelled (it was flagged).
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, a fixed key that is not the
+--   one the key grammar spells for the queue of KEYS[1], KEYS[8] not the row of the id, a row
+--   naming a parent without the outbox keys), EMQ_BAD_ID, EMQ_WRONGTYPE. Every check comes
+--   before the first write.
+-- @flags allow-oom
+-- @uses args ids keys types meta events cancelled morgue flow-child
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '1'
+-- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
+-- version is refused, so a runtime of one version never half-applies a transition to another's.
+local DATA_VERSIONS = { ['1'] = true }
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function on_refusal(fn) refusal_hook = fn end
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- Refuses data of another protocol version than these scripts read (meta `v`, when present).
+local function need_data_version(v, key)
+  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
+end
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
 local function int(s, lo, hi)
   if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
@@ -39,65 +67,52 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
-if (#KEYS ~= 10 and #KEYS ~= 12) or #ARGV ~= 8 then return redis.error_reply('EMQ_BAD_ARG expected 10 (or 12) keys and 8 arguments') end
-local V = '1'
-if ARGV[1] ~= V then
-  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+-- The argument reader: each takes the argument, its range and its name, and answers the value or
+-- refuses with EMQ_BAD_ARG naming the argument and what it must be.
+local function need_int(s, lo, hi, what)
+  local v = int(s, lo, hi)
+  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
+  return v
 end
--- Every fixed key is the one the key grammar spells for the queue of KEYS[1] (§2 of
--- docs/protocol.md), in this order: meta, active, scheduled, dead, wake, data, job:, (the row),
--- events, cancelled.
-local b = string.sub(KEYS[1], 1, -5)
-if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'active' or KEYS[3] ~= b .. 'scheduled'
-  or KEYS[4] ~= b .. 'dead' or KEYS[5] ~= b .. 'wake' or KEYS[6] ~= b .. 'data' or KEYS[7] ~= b .. 'job:'
-  or KEYS[9] ~= b .. 'events' or KEYS[10] ~= b .. 'cancelled' then
-  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, active, scheduled, dead, wake, data, job:, the row, events, cancelled of one queue, in this order')
+-- A text argument of lo..hi bytes.
+local function need_bytes(s, lo, hi, what)
+  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
+  return s
 end
-local box, due = KEYS[11], KEYS[12]
-if box and (box ~= b .. 'outbox' or due ~= b .. 'outdue') then
-  return redis.error_reply('EMQ_BAD_ARG KEYS[11] and KEYS[12] must be the outbox and outdue of the queue')
-end
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc')
-if meta.err then return redis.error_reply('EMQ_WRONGTYPE the queue meta key is not a hash') end
-local stored, elog = meta[1], tonumber(meta[2]) or 0
-if stored and stored ~= V then
-  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
-end
--- Refuses (EMQ_WRONGTYPE) unless each key is absent or of its type: checked before the first
--- write wherever a key's first touch would be a write that could fail midway.
-local function wrongType(list)
-  for i = 1, #list, 2 do
-    local t = redis.call('TYPE', list[i])['ok']
-    if t ~= 'none' and t ~= list[i + 1] then
-      return redis.error_reply('EMQ_WRONGTYPE ' .. list[i] .. ' is a ' .. t .. ', not a ' .. list[i + 1])
-    end
+-- One of a set of words, given as a table word -> true.
+local function need_word(s, words, what)
+  if not words[s] then
+    local list = {}
+    for w in pairs(words) do list[#list + 1] = w end
+    table.sort(list)
+    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
   end
+  return s
 end
--- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
--- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
-local function emit(key, elog, kind, ids, now)
-  if #ids == 0 then return end
-  -- Ids and kinds are validated base62 / fixed words: plain concatenation is valid JSON.
-  redis.call('SPUBLISH', key, '{"e":"' .. kind .. '","ids":["' .. table.concat(ids, '","') .. '"],"at":' .. now .. '}')
-  if elog > 0 then
-    redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
-  end
+-- A fencing token: decimal digits, at most 20.
+local function need_token(s)
+  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
+  return s
 end
--- The 14-byte gate: namespace `job`, 11 base62 digits, body at most 2^64-1. Compared byte by
--- byte: Lua's `>` on strings follows the server's collation locale, not byte order.
-local function badId(id)
-  if #id ~= 14 or not string.match(id, '^job[0-9A-Za-z]+$') then return true end
-  local max = 'LygHa16AHYF'
-  for i = 1, 11 do
-    local x, y = string.byte(id, i + 3), string.byte(max, i)
-    if x ~= y then return x > y end
+-- The cancelled set (docs/protocol.md §5): a job that ends `cancelled` keeps its row and its id in
+-- `cancelled` (id -> cancelled at), trimmed to the retention cancel.lua records in meta `keepc`.
+-- The retention of meta `keepc`, 1000 when unset or malformed.
+local function cancelled_keep(keepc)
+  return int(keepc, 1, 1000000) or 1000
+end
+-- Ends a job `cancelled` at now: its row (with the error text, when one is given) and the set.
+local function end_cancelled(row, set, id, now, err)
+  if err then
+    redis.call('HSET', row, 'status', 'cancelled', 'error', err, 'finished', now)
+  else
+    redis.call('HSET', row, 'status', 'cancelled', 'finished', now)
   end
-  return false
+  redis.call('ZADD', set, now, id)
 end
 -- Trims the cancelled set to `keep` (at most 1000 rows per call): the oldest rows and payloads
 -- go. A ghost's `data` marker stays, so claim still recognises its id (and an enqueue of it is
 -- still refused) until claim pops it.
-local function trimCancelled(set, data, prefix, keep)
+local function trim_cancelled(set, data, prefix, keep)
   local excess = math.min(redis.call('ZCARD', set) - keep, 1000)
   if excess <= 0 then return end
   local old = redis.call('ZPOPMIN', set, excess)
@@ -106,65 +121,213 @@ local function trimCancelled(set, data, prefix, keep)
     if redis.call('HGET', data, old[i]) ~= '' then redis.call('HDEL', data, old[i]) end
   end
 end
-local id, token, err, fatal = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-if badId(id) then return redis.error_reply('EMQ_BAD_ID malformed job id') end
-if KEYS[8] ~= KEYS[7] .. id then return redis.error_reply('EMQ_BAD_ARG KEYS[8] is not the row of ' .. id) end
-if #token > 20 or not string.match(token, '^%d+$') then return redis.error_reply('EMQ_BAD_ARG bad token') end
-if #err > 65536 then return redis.error_reply('EMQ_BAD_ARG error text over 65536 bytes') end
-if fatal ~= '0' and fatal ~= '1' then return redis.error_reply('EMQ_BAD_ARG fatal flag must be 0 or 1') end
-local defMax, defBackoff, cap = int(ARGV[6], 1, 1000), ARGV[7], int(ARGV[8], 1, 1000000)
-if not defMax then return redis.error_reply('EMQ_BAD_ARG default max attempts must be an integer in 1..1000') end
+-- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
+-- time, so a second TIME would answer the same; parts of a composed script share the read).
+local clock_memo = nil
+local function now_ms()
+  if not clock_memo then
+    local t = redis.call('TIME')
+    clock_memo = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return clock_memo
+end
+-- Lifecycle events (docs/protocol.md §5a): one sharded pub/sub message per call and kind on the
+-- queue's events channel, and, when its `elog` is above 0, one entry in the bounded events stream.
+local function emit(key, elog, kind, ids)
+  if #ids == 0 then return end
+  local now = now_ms()
+  -- Ids and kinds are validated base62 / fixed words: plain concatenation is valid JSON.
+  redis.call('SPUBLISH', key, '{"e":"' .. kind .. '","ids":["' .. table.concat(ids, '","') .. '"],"at":' .. now .. '}')
+  if elog > 0 then
+    redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
+  end
+end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- Flows' outbox (docs/protocol.md §10): the cross-queue hand-offs a transition owes, written in
+-- the same step to this queue's `outbox` (entry id -> text) and `outdue` (entry id -> due ms).
+-- The optional trailing pair of keys of the transitions that may finish a flow job: nil, nil when
+-- absent (i > #keys), else both checked against the grammar.
+local function outbox_keys(keys, i, base)
+  if keys[i] == nil then return nil, nil end
+  if keys[i] ~= base .. 'outbox' or keys[i + 1] ~= base .. 'outdue' or keys[i + 2] ~= nil then
+    fail('BAD_ARG', 'KEYS[' .. i .. '..' .. (i + 1) .. '] must be the outbox and outdue of the queue, last')
+  end
+  return keys[i], keys[i + 1]
+end
+-- The text of a `d:` entry: a finished job's outcome for its parent (`<queue> <id>`).
+local function delivery_text(parent, id, outcome, text)
+  return 'd ' .. parent .. ' ' .. id .. ' ' .. outcome .. ' ' .. text
+end
+-- Writes one entry, due at `at` (now for a relay to take; now + lease when leased to the caller).
+local function hand_off(box, due, eid, text, at)
+  redis.call('HSET', box, eid, text)
+  redis.call('ZADD', due, at, eid)
+end
+-- What a transition owes a flow (docs/flows.md): a job whose row names a parent and that ends
+-- without completing hands its outcome to the parent's queue through this queue's outbox.
+-- The outbox pair is required when a hand-off is owed (`why` says why); its types are checked.
+local function need_outbox(box, due, why)
+  if not box then fail('BAD_ARG', why .. ': the outbox and outdue keys are required') end
+  need_types({ box, 'hash', due, 'zset' })
+end
+-- The hand-off `d:<id>` = "d <parent> <id> <outcome> <text>", due now.
+local function tell_parent(box, due, parent, id, outcome, text)
+  hand_off(box, due, 'd:' .. id, delivery_text(parent, id, outcome, text), now_ms())
+end
+-- The 14-byte gate (docs/protocol.md §1): a 3-letter namespace, 11 base62 digits, the body at
+-- most 2^64-1 (`LygHa16AHYF`). Compared byte by byte: Lua's `>` on strings follows the server's
+-- collation locale, not byte order.
+local ID_MAX = 'LygHa16AHYF'
+local ID_PATTERN = { job = '^job[0-9A-Za-z]+$', evt = '^evt[0-9A-Za-z]+$', ver = '^ver[0-9A-Za-z]+$' }
+local function bad_id(id, ns)
+  if type(id) ~= 'string' or #id ~= 14 or not string.match(id, ID_PATTERN[ns or 'job']) then return true end
+  local first = string.byte(id, 4)
+  if first ~= 76 then return first > 76 end -- 'L', the first digit of the bound: most ids differ there
+  for i = 2, 11 do
+    local x, y = string.byte(id, i + 3), string.byte(ID_MAX, i)
+    if x ~= y then return x > y end
+  end
+  return false
+end
+-- An id of namespace ns (default `job`), or EMQ_BAD_ID.
+local function need_id(id, ns)
+  if bad_id(id, ns) then fail('BAD_ID', 'malformed ' .. (ns or 'job') .. ' id') end
+  return id
+end
+-- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
+-- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
+-- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
+local function queue_base(meta)
+  if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
+local function topic_base(meta)
+  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
+local function need_keys(keys, base, names, from)
+  for i = from or 2, #names do
+    if keys[i] ~= base .. names[i] then
+      fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
+    end
+  end
+end
+-- A declared row key must be the row (`<prefix><id>`) of its own id.
+local function need_row(key, prefix, id)
+  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
+end
+-- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
+-- uses (parts of a composed script share the read: no part writes a field another part reads),
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+local meta_memo = nil
+local function queue_meta(key)
+  if not meta_memo then
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    need_data_version(m[1], key)
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+  end
+  return meta_memo
+end
+-- The morgue (docs/protocol.md §5): `dead`, id -> buried at, capped by the caller's morgue cap.
+-- Buries a job at now: its row ends `dead` with the error text, its id joins the morgue.
+local function bury(row, dead, id, err, now)
+  redis.call('HSET', row, 'status', 'dead', 'error', err, 'finished', now)
+  redis.call('ZADD', dead, now, id)
+end
+-- Trims the morgue to `cap` (at most 1000 rows per call: bounded work): the oldest rows and
+-- their payloads go.
+local function trim_morgue(dead, data, prefix, cap)
+  local excess = math.min(redis.call('ZCARD', dead) - cap, 1000)
+  if excess <= 0 then return end
+  local old = redis.call('ZPOPMIN', dead, excess)
+  for i = 1, #old, 2 do
+    redis.call('DEL', prefix .. old[i])
+    redis.call('HDEL', data, old[i])
+  end
+end
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
+end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+local function main(KEYS, ARGV)
+need((#KEYS == 10 or #KEYS == 12) and #ARGV == 8, 'expected 10 (or 12) keys and 8 arguments')
+local b, id, token, err, fatal = queue_base(KEYS[1]), ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+need_keys(KEYS, b, { 'meta', 'active', 'scheduled', 'dead', 'wake', 'data', 'job:', 'job:' .. id, 'events', 'cancelled' })
+local box, due = outbox_keys(KEYS, 11, b)
+local m = queue_meta(KEYS[1])
+need_id(id)
+need_token(token)
+need_bytes(err, 0, 65536, 'the error text')
+need_word(fatal, { ['0'] = true, ['1'] = true }, 'the fatal flag')
+local defMax, defBackoff = need_int(ARGV[6], 1, 1000, 'default max attempts'), ARGV[7]
 local _, defBase = string.match(defBackoff, '^([fe]):(%d+)$')
-if not int(defBase, 0, 86400000) then return redis.error_reply('EMQ_BAD_ARG default backoff must be f:<ms> or e:<ms>, ms 0..86400000') end
-if not cap then return redis.error_reply('EMQ_BAD_ARG morgue cap must be an integer in 1..1000000') end
-local keepC = int(meta[3], 1, 1000000) or 1000
-local cancelled = KEYS[10]
+need(int(defBase, 0, 86400000), 'default backoff must be f:<ms> or e:<ms>, ms 0..86400000')
+local cap = need_int(ARGV[8], 1, 1000000, 'the morgue cap')
 
-local row = KEYS[8]
-local cur = redis.pcall('HMGET', row, 'status', 'token', 'attempts', 'max', 'backoff', 'cancel', 'parent')
-if cur.err then return redis.error_reply('EMQ_WRONGTYPE the job row is not a hash') end
+local row, cancelled = KEYS[8], KEYS[10]
+local cur = checked(redis.pcall('HMGET', row, 'status', 'token', 'attempts', 'max', 'backoff', 'cancel', 'parent'), row)
 if cur[1] ~= 'active' or cur[2] ~= token then return { 0 } end
 local att = tonumber(cur[3]) or 1
 local max = tonumber(cur[4]) or defMax
 local outcome = 1
 if cur[6] == '1' then outcome = 3 elseif fatal == '1' or att >= max then outcome = 2 end
-local e = wrongType({ KEYS[2], 'zset', KEYS[3], 'zset', KEYS[4], 'zset', KEYS[5], 'list', KEYS[6], 'hash', cancelled, 'zset' })
-if not e and elog > 0 then e = wrongType({ KEYS[9], 'stream' }) end
+need_types({ KEYS[2], 'zset', KEYS[3], 'zset', KEYS[4], 'zset', KEYS[5], 'list', KEYS[6], 'hash', cancelled, 'zset' })
+if m.elog > 0 then need_type(KEYS[9], 'stream') end
 local parent = outcome ~= 1 and cur[7]
-if not e and parent then
-  if not box then return redis.error_reply('EMQ_BAD_ARG the row names a parent: the outbox and outdue keys are required') end
-  e = wrongType({ box, 'hash', due, 'zset' })
-end
-if e then return e end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if parent then need_outbox(box, due, 'the row names a parent') end
+local now = now_ms()
 redis.call('ZREM', KEYS[2], id)
--- A flow child that ends without completing hands its outcome to the parent's queue.
 if parent then
-  local what = outcome == 3 and 'cancelled' or 'failed'
-  redis.call('HSET', box, 'd:' .. id, 'd ' .. parent .. ' ' .. id .. ' ' .. what .. ' ' .. err)
-  redis.call('ZADD', due, now, 'd:' .. id)
+  tell_parent(box, due, parent, id, outcome == 3 and 'cancelled' or 'failed', err)
   redis.call('SPUBLISH', box, 1)
 end
 if outcome == 3 then
-  redis.call('HSET', row, 'status', 'cancelled', 'error', err, 'finished', now)
-  redis.call('ZADD', cancelled, now, id)
-  trimCancelled(cancelled, KEYS[6], KEYS[7], keepC)
-  emit(KEYS[9], elog, 'cancelled', { id }, now)
+  end_cancelled(row, cancelled, id, now, err)
+  trim_cancelled(cancelled, KEYS[6], KEYS[7], cancelled_keep(m.keepc))
+  emit(KEYS[9], m.elog, 'cancelled', { id })
   return { 3, now }
 end
 if outcome == 2 then
-  redis.call('HSET', row, 'status', 'dead', 'error', err, 'finished', now)
-  redis.call('ZADD', KEYS[4], now, id)
-  local excess = math.min(redis.call('ZCARD', KEYS[4]) - cap, 1000) -- bounded work per call
-  if excess > 0 then
-    local old = redis.call('ZPOPMIN', KEYS[4], excess)
-    for i = 1, #old, 2 do
-      redis.call('DEL', KEYS[7] .. old[i])
-      redis.call('HDEL', KEYS[6], old[i])
-    end
-  end
-  emit(KEYS[9], elog, 'buried', { id }, now)
+  bury(row, KEYS[4], id, err, now)
+  trim_morgue(KEYS[4], KEYS[6], KEYS[7], cap)
+  emit(KEYS[9], m.elog, 'buried', { id })
   return { 2, now }
 end
 local kind, base = string.match(cur[5] or defBackoff, '^([fe]):(%d+)$')
@@ -175,5 +338,7 @@ local runAt = now + math.floor(delay)
 redis.call('HSET', row, 'status', 'scheduled', 'error', err)
 redis.call('ZADD', KEYS[3], runAt, id)
 if redis.call('LLEN', KEYS[5]) == 0 then redis.call('LPUSH', KEYS[5], '1') end
-emit(KEYS[9], elog, 'retried', { id }, now)
+emit(KEYS[9], m.elog, 'retried', { id })
 return { 1, runAt }
+end
+return run(main)
