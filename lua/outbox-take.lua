@@ -1,19 +1,46 @@
--- outbox-take.lua: EchoMQ protocol v1. Takes up to n due entries of a queue's outbox for one
--- relay (docs/flows.md): each taken entry's due time moves to now + lease (server clock), so no
--- other relay takes it while the lease runs; an entry whose relay crashed becomes due again when
--- its lease lapses and is taken by any live relay (the repair rule). Taking does not remove:
--- only outbox-ack.lua does, after the relay's target script has run. An id left in `outdue`
--- without its text (deleted by hand) is dropped.
+#!lua flags=allow-oom
+-- outbox-take.lua: EchoMQ protocol v1. Built from lua/src/outbox-take.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- Takes up to n due entries of a queue's outbox for one relay (docs/flows.md): each taken
+-- entry's due time moves to now + lease (server clock), so no other relay takes it while the
+-- lease runs; an entry whose relay crashed becomes due again when its lease lapses and is taken
+-- by any live relay (the repair rule). Taking does not remove: only outbox-ack.lua does, after
+-- the relay's target script has run. An id left in `outdue` without its text (deleted by hand) is
+-- dropped.
+-- Flag allow-oom: it only rescores entries already in `outdue` (ZADD XX) and drops orphans, so it
+-- cannot grow memory, and relaying the outbox is how a full queue's hand-offs drain.
 --
--- KEYS[1]  emq:{q}:meta    queue meta hash
--- KEYS[2]  emq:{q}:outbox  hash entry id -> entry text
--- KEYS[3]  emq:{q}:outdue  zset entry id -> due at (ms)
--- ARGV[1]  protocol version ("1")
--- ARGV[2]  n, the most entries to take (1..1000)
--- ARGV[3]  relay lease in ms (1..86400000)
--- Returns: a flat array of bulk strings { entry id, entry text, ... }, oldest due first.
--- Errors:  EMQ_BAD_ARG, EMQ_VERSION, EMQ_WRONGTYPE. Every check comes before the first write.
--- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+-- @key meta emq:{q}:meta queue meta hash
+-- @key outbox emq:{q}:outbox hash entry id -> entry text
+-- @key outdue emq:{q}:outdue zset entry id -> due at (ms)
+-- @arg version version the protocol version
+-- @arg n 1..1000 the most entries to take
+-- @arg lease 1..86400000 relay lease in ms
+-- @returns a flat array of bulk strings { entry id, entry text, ... }, oldest due first.
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (a wrong key or argument count, a key that is not the one the
+--   key grammar spells for the queue of KEYS[1], a number out of range), EMQ_WRONGTYPE. Every
+--   check comes before the first write.
+-- @flags allow-oom
+-- @uses args keys meta clock
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '1'
+-- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
+-- version is refused, so a runtime of one version never half-applies a transition to another's.
+local DATA_VERSIONS = { ['1'] = true }
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function on_refusal(fn) refusal_hook = fn end
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- Refuses data of another protocol version than these scripts read (meta `v`, when present).
+local function need_data_version(v, key)
+  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
+end
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
 local function int(s, lo, hi)
   if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
@@ -21,32 +48,129 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
-if #KEYS ~= 3 or #ARGV ~= 3 then return redis.error_reply('EMQ_BAD_ARG expected 3 keys and 3 arguments') end
-local V = '1'
-if ARGV[1] ~= V then
-  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+-- The argument reader: each takes the argument, its range and its name, and answers the value or
+-- refuses with EMQ_BAD_ARG naming the argument and what it must be.
+local function need_int(s, lo, hi, what)
+  local v = int(s, lo, hi)
+  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
+  return v
 end
--- Every fixed key is the one the key grammar spells for the queue of KEYS[1] (§2 of
--- docs/protocol.md), in this order: meta, outbox, outdue.
-local b = string.sub(KEYS[1], 1, -5)
-if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'outbox' or KEYS[3] ~= b .. 'outdue' then
-  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, outbox, outdue of one queue, in this order')
+-- A text argument of lo..hi bytes.
+local function need_bytes(s, lo, hi, what)
+  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
+  return s
 end
-local n, lease = int(ARGV[2], 1, 1000), int(ARGV[3], 1, 86400000)
-if not n then return redis.error_reply('EMQ_BAD_ARG entry count must be an integer in 1..1000') end
-if not lease then return redis.error_reply('EMQ_BAD_ARG relay lease must be an integer in 1..86400000 ms') end
-local meta = redis.pcall('HGET', KEYS[1], 'v')
-if type(meta) == 'table' then return redis.error_reply('EMQ_WRONGTYPE the queue meta key is not a hash') end
-if meta and meta ~= V then
-  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. meta .. ', script speaks ' .. V)
+-- One of a set of words, given as a table word -> true.
+local function need_word(s, words, what)
+  if not words[s] then
+    local list = {}
+    for w in pairs(words) do list[#list + 1] = w end
+    table.sort(list)
+    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
+  end
+  return s
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local due = redis.pcall('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, n)
-if due.err then return redis.error_reply('EMQ_WRONGTYPE the outdue key is not a zset') end
+-- A fencing token: decimal digits, at most 20.
+local function need_token(s)
+  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
+  return s
+end
+-- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
+-- time, so a second TIME would answer the same; parts of a composed script share the read).
+local clock_memo = nil
+local function now_ms()
+  if not clock_memo then
+    local t = redis.call('TIME')
+    clock_memo = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return clock_memo
+end
+-- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
+-- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
+-- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
+local function queue_base(meta)
+  if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
+local function topic_base(meta)
+  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
+local function need_keys(keys, base, names, from)
+  for i = from or 2, #names do
+    if keys[i] ~= base .. names[i] then
+      fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
+    end
+  end
+end
+-- A declared row key must be the row (`<prefix><id>`) of its own id.
+local function need_row(key, prefix, id)
+  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
+end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
+-- uses (parts of a composed script share the read: no part writes a field another part reads),
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+local meta_memo = nil
+local function queue_meta(key)
+  if not meta_memo then
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    need_data_version(m[1], key)
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+  end
+  return meta_memo
+end
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
+end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+local function main(KEYS, ARGV)
+need(#KEYS == 3 and #ARGV == 3, 'expected 3 keys and 3 arguments')
+need_keys(KEYS, queue_base(KEYS[1]), { 'meta', 'outbox', 'outdue' })
+local n = need_int(ARGV[2], 1, 1000, 'entry count')
+local lease = need_int(ARGV[3], 1, 86400000, 'relay lease (ms)')
+queue_meta(KEYS[1])
+local now = now_ms()
+local due = checked(redis.pcall('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, n), KEYS[3])
 if #due == 0 then return {} end
-local texts = redis.pcall('HMGET', KEYS[2], unpack(due))
-if texts.err then return redis.error_reply('EMQ_WRONGTYPE the outbox key is not a hash') end
+local texts = checked(redis.pcall('HMGET', KEYS[2], unpack(due)), KEYS[2])
 local out, lapse, gone = {}, {}, {}
 for i = 1, #due do
   if texts[i] then
@@ -61,3 +185,5 @@ end
 if #lapse > 0 then redis.call('ZADD', KEYS[3], 'XX', unpack(lapse)) end
 if #gone > 0 then redis.call('ZREM', KEYS[3], unpack(gone)) end
 return out
+end
+return run(main)
