@@ -1,86 +1,193 @@
--- schedule.lua: EchoMQ protocol v1. Upserts or removes one recurring schedule of a queue, by
--- name. A schedule is its spec text in `schedules` and its next tick in `ticks`; tick.lua turns
--- a due tick into one job. An upsert of the very spec text already stored changes nothing (every
--- app instance may declare the same schedule at boot without moving its next tick); another
--- spec replaces the stored one and restarts the schedule at the caller's first tick.
+-- schedule.lua: EchoMQ protocol v1. Built from lua/src/schedule.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- Upserts or removes one recurring schedule of a queue, by name. A schedule is its spec text in
+-- `schedules` and its next tick in `ticks`; tick.lua turns a due tick into one job. An upsert of
+-- the very spec text already stored changes nothing (every app instance may declare the same
+-- schedule at boot without moving its next tick); another spec replaces the stored one and
+-- restarts the schedule at the caller's first tick. Every number is a decimal integer: no sign,
+-- fraction, exponent or blank.
 --
--- KEYS[1]  emq:{q}:meta       queue meta hash (protocol version `v`)
--- KEYS[2]  emq:{q}:schedules  hash name -> spec text (JSON, see docs/protocol.md §11)
--- KEYS[3]  emq:{q}:ticks      zset name -> next tick (epoch ms, server clock)
--- ARGV[1]  protocol version ("1")
--- ARGV[2]  "set" or "del"
--- ARGV[3]  schedule name (1..100 bytes of [A-Za-z0-9_.-])
--- set:     ARGV[4] spec text (a JSON object with a non-empty string `payload`, 1..limit bytes);
---          ARGV[5] largest spec in bytes (1..536870912); ARGV[6] first tick (1..7258118400000,
---          computed by the caller from the server clock; used only when the spec is new or changed)
--- Every number is a decimal integer: no sign, fraction, exponent or blank.
--- Returns: set: 1 created, 2 replaced (tick restarted), 0 unchanged (the tick is kept, or
---          written when it was missing); del: 1 removed, 0 there was no such schedule.
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key that is not
---          the one the key grammar spells for the queue of KEYS[1]), EMQ_VERSION,
---          EMQ_WRONGTYPE (a key holds another type), EMQ_PAYLOAD_TOO_LARGE. Every check comes
---          before the first write.
+-- No script flags: an upsert grows memory (a spec per name), so it is refused under OOM at its
+-- first write, as before (a shebang without allow-oom would refuse it at its start, `del` too).
+--
+-- @key meta emq:{q}:meta queue meta hash (protocol version `v`)
+-- @key schedules emq:{q}:schedules hash name -> spec text (JSON, see docs/protocol.md §11)
+-- @key ticks emq:{q}:ticks zset name -> next tick (epoch ms, server clock)
+-- @arg version version the protocol version
+-- @arg op set|del upsert or remove
+-- @arg name bytes:1..100 the schedule name (1..100 bytes of [A-Za-z0-9_.-])
+-- @arg spec? json set only: the spec text, a JSON object with a non-empty string `payload`,
+--   1..limit bytes
+-- @arg limit? 1..536870912 set only: the largest spec in bytes
+-- @arg first? 1..7258118400000 set only: the first tick (computed by the caller from the server
+--   clock; used only when the spec is new or changed)
+-- @mode set 6 arguments: version, `set`, name, spec, limit, first tick
+-- @mode del 3 arguments: version, `del`, name
+-- @returns set: 1 created, 2 replaced (tick restarted), 0 unchanged (the tick is kept, or
+--   written when it was missing); del: 1 removed, 0 there was no such schedule.
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key
+--   that is not the one the key grammar spells for the queue of KEYS[1]), EMQ_WRONGTYPE (a key
+--   holds another type), EMQ_PAYLOAD_TOO_LARGE. Every check comes before the first write.
+-- @uses args keys types meta names
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '1'
+-- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
+-- version is refused, so a runtime of one version never half-applies a transition to another's.
+local DATA_VERSIONS = { ['1'] = true }
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function on_refusal(fn) refusal_hook = fn end
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- Refuses data of another protocol version than these scripts read (meta `v`, when present).
+local function need_data_version(v, key)
+  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
+end
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
 local function int(s, lo, hi)
+  if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
   local v = tonumber(s)
   if v < lo or v > hi then return nil end
   return v
 end
-local function refused(r, key)
-  if type(r) ~= 'table' or not r.err then return nil end
-  if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
-    return redis.error_reply('EMQ_WRONGTYPE ' .. key .. ' holds a value of another type than the protocol gives it')
+-- The argument reader: each takes the argument, its range and its name, and answers the value or
+-- refuses with EMQ_BAD_ARG naming the argument and what it must be.
+local function need_int(s, lo, hi, what)
+  local v = int(s, lo, hi)
+  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
+  return v
+end
+-- A text argument of lo..hi bytes.
+local function need_bytes(s, lo, hi, what)
+  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
+  return s
+end
+-- One of a set of words, given as a table word -> true.
+local function need_word(s, words, what)
+  if not words[s] then
+    local list = {}
+    for w in pairs(words) do list[#list + 1] = w end
+    table.sort(list)
+    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
+  end
+  return s
+end
+-- A fencing token: decimal digits, at most 20.
+local function need_token(s)
+  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
+  return s
+end
+-- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
+-- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
+-- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
+local function queue_base(meta)
+  if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
+local function topic_base(meta)
+  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
+local function need_keys(keys, base, names, from)
+  for i = from or 2, #names do
+    if keys[i] ~= base .. names[i] then
+      fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
+    end
+  end
+end
+-- A declared row key must be the row (`<prefix><id>`) of its own id.
+local function need_row(key, prefix, id)
+  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
+end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
   end
   return r
 end
-if #KEYS ~= 3 or #ARGV < 3 then return redis.error_reply('EMQ_BAD_ARG expected 3 keys and at least 3 arguments') end
-local V = '1'
-if ARGV[1] ~= V then
-  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+-- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
+-- uses (parts of a composed script share the read: no part writes a field another part reads),
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+local meta_memo = nil
+local function queue_meta(key)
+  if not meta_memo then
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    need_data_version(m[1], key)
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+  end
+  return meta_memo
 end
-local b = string.sub(KEYS[1], 1, -5)
-if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'schedules' or KEYS[3] ~= b .. 'ticks' then
-  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, schedules, ticks of one queue, in this order')
+-- A name of the key grammar (docs/protocol.md §2): a queue, a lane group, a schedule, a flow
+-- child's key: 1..100 bytes of `A-Za-z0-9_.-`. True when s is not one.
+local function bad_name(s)
+  return type(s) ~= 'string' or #s == 0 or #s > 100 or not string.match(s, '^[A-Za-z0-9_.-]+$')
 end
-local op, name = ARGV[2], ARGV[3]
-if op ~= 'set' and op ~= 'del' then return redis.error_reply('EMQ_BAD_ARG the operation must be set or del') end
-if #name == 0 or #name > 100 or not string.match(name, '^[A-Za-z0-9_.-]+$') then
-  return redis.error_reply('EMQ_BAD_ARG a schedule name is 1..100 bytes of letters, digits, _ . -')
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
 end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+local function main(KEYS, ARGV)
+need(#KEYS == 3 and #ARGV >= 3, 'expected 3 keys and at least 3 arguments')
+need_keys(KEYS, queue_base(KEYS[1]), { 'meta', 'schedules', 'ticks' })
+local op, name = need_word(ARGV[2], { set = true, del = true }, 'the operation'), ARGV[3]
+need(not bad_name(name), 'a schedule name is 1..100 bytes of letters, digits, _ . -')
 local spec, first
 if op == 'set' then
-  if #ARGV ~= 6 then return redis.error_reply('EMQ_BAD_ARG set expects 6 arguments') end
+  need(#ARGV == 6, 'set expects 6 arguments')
   spec = ARGV[4]
   local limit = int(ARGV[5], 1, 536870912)
   first = int(ARGV[6], 1, 7258118400000)
-  if not limit or not first then
-    return redis.error_reply('EMQ_BAD_ARG the spec limit must be 1..536870912 and the first tick 1..7258118400000')
-  end
-  if #spec == 0 then return redis.error_reply('EMQ_BAD_ARG the spec is empty') end
-  if #spec > limit then
-    return redis.error_reply('EMQ_PAYLOAD_TOO_LARGE the spec is ' .. #spec .. ' bytes, the limit is ' .. limit)
-  end
+  need(limit and first, 'the spec limit must be 1..536870912 and the first tick 1..7258118400000')
+  need(#spec > 0, 'the spec is empty')
+  if #spec > limit then fail('PAYLOAD_TOO_LARGE', 'the spec is ' .. #spec .. ' bytes, the limit is ' .. limit) end
   local ok, s = pcall(cjson.decode, spec)
-  if not ok or type(s) ~= 'table' or type(s.payload) ~= 'string' or #s.payload == 0 then
-    return redis.error_reply('EMQ_BAD_ARG the spec must be a JSON object with a non-empty string payload')
-  end
-elseif #ARGV ~= 3 then
-  return redis.error_reply('EMQ_BAD_ARG del expects 3 arguments')
+  need(ok and type(s) == 'table' and type(s.payload) == 'string' and #s.payload > 0,
+    'the spec must be a JSON object with a non-empty string payload')
+else
+  need(#ARGV == 3, 'del expects 3 arguments')
 end
 
 -- Reads first: every key this call writes is read before anything is written.
-local meta = redis.pcall('HGET', KEYS[1], 'v')
-local e = refused(meta, KEYS[1])
-if e then return e end
-if meta and meta ~= V then
-  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. meta .. ', script speaks ' .. V)
-end
-local stored = redis.pcall('HGET', KEYS[2], name)
-e = refused(stored, KEYS[2])
-if e then return e end
-local tick = redis.pcall('ZSCORE', KEYS[3], name)
-e = refused(tick, KEYS[3])
-if e then return e end
+local stored_v = queue_meta(KEYS[1]).v
+local stored = checked(redis.pcall('HGET', KEYS[2], name), KEYS[2])
+local tick = checked(redis.pcall('ZSCORE', KEYS[3], name), KEYS[3])
 
 if op == 'del' then
   if not stored and not tick then return 0 end
@@ -88,7 +195,7 @@ if op == 'del' then
   redis.call('ZREM', KEYS[3], name)
   return 1
 end
-if not meta then redis.call('HSET', KEYS[1], 'v', V) end
+if not stored_v then redis.call('HSET', KEYS[1], 'v', PROTOCOL) end
 if stored == spec then
   if not tick then redis.call('ZADD', KEYS[3], first, name) end
   return 0
@@ -97,3 +204,5 @@ redis.call('HSET', KEYS[2], name, spec)
 redis.call('ZADD', KEYS[3], first, name)
 if stored then return 2 end
 return 1
+end
+return run(main)

@@ -1,102 +1,270 @@
--- tick.lua: EchoMQ protocol v1. Turns one due tick of a schedule into (at most) one job, and
--- advances the schedule's next tick, in one atomic step. Compare-and-set: the call names the
--- tick it computed from (`due`) and the SHA1 of the spec text it read; when the stored next
--- tick or spec differ (another instance ticked first, the schedule was replaced or removed) the
--- call is refused with nothing written. So any number of instances may race on one tick and
--- exactly one wins. The job is left exactly as enqueue.lua leaves a job: its payload (the
--- spec's `payload` text) in `data`, its own options in `opts`, its id in `pending` (or in
--- `scheduled` at its run-at when that is in the future), one wake marker when `wake` is empty,
--- and the `enqueued` / `scheduled` lifecycle event; claim.lua takes it from there unchanged.
+-- tick.lua: EchoMQ protocol v1. Built from lua/src/tick.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- Turns one due tick of a schedule into (at most) one job, and advances the schedule's next
+-- tick, in one atomic step. Compare-and-set: the call names the tick it computed from (`due`)
+-- and the SHA1 of the spec text it read; when the stored next tick or spec differ (another
+-- instance ticked first, the schedule was replaced or removed) the call is refused with nothing
+-- written. So any number of instances may race on one tick and exactly one wins. The job is left
+-- exactly as enqueue.lua leaves a job (the shared fragment job-write): its payload (the spec's
+-- `payload` text) in `data`, its own options in `opts`, its id in `pending` (or in `scheduled` at
+-- its run-at when that is in the future), one wake marker when `wake` is empty, and the
+-- `enqueued` / `scheduled` lifecycle event; claim.lua takes it from there unchanged. The spec's
+-- `attempts` (1..1000) and `backoff` (`f:<ms>` / `e:<ms>`, ms 0..86400000), when present, become
+-- the job's own options as in enqueue.lua.
 --
--- KEYS[1..7] emq:{q}:meta, pending, scheduled, wake, data, opts, events (as enqueue.lua)
--- KEYS[8]  emq:{q}:schedules  hash name -> spec text
--- KEYS[9]  emq:{q}:ticks      zset name -> next tick (epoch ms)
--- ARGV[1]  protocol version ("1")
--- ARGV[2]  schedule name (1..100 bytes of [A-Za-z0-9_.-])
--- ARGV[3]  SHA1 (40 lowercase hex digits) of the spec text the caller computed from
--- ARGV[4]  due: the next tick the caller read (0..7258118400000)
--- ARGV[5]  the next tick after this call (due+1..7258118400000), or 0: the schedule has no more
---          ticks (its name leaves `ticks`, its spec stays)
--- ARGV[6]  "1": write a job for this tick; "0": advance without a job (a missed tick skipped)
--- ARGV[7]  the job id (a 14-byte `job` id; "" when ARGV[6] is "0")
--- ARGV[8]  the job's run-at (epoch ms on the server clock, 0..7258118400000; 0 or a past
---          instant = pending now); "0" when ARGV[6] is "0"
--- The spec's `attempts` (1..1000) and `backoff` (`f:<ms>` / `e:<ms>`, ms 0..86400000), when
--- present, become the job's own options as in enqueue.lua.
--- Returns: 1 job written and tick advanced; 2 advanced without a job; 0 refused (stale: the
---          stored tick or spec is not the caller's, or no such schedule); -1 the job id is taken
---          (nothing written: mint another).
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments or keys, a stored spec that is not a
---          JSON object with a string payload and valid options), EMQ_BAD_ID, EMQ_VERSION,
---          EMQ_WRONGTYPE. Every check comes before the first write.
+-- No script flags: a tick writes a new job (memory grows), so under OOM it is refused at its
+-- first write, as an enqueue is.
+--
+-- @key meta emq:{q}:meta queue meta hash (as enqueue.lua)
+-- @key pending emq:{q}:pending list of pending ids (as enqueue.lua)
+-- @key scheduled emq:{q}:scheduled zset id -> run-at (as enqueue.lua)
+-- @key wake emq:{q}:wake list that idle consumers block on (as enqueue.lua)
+-- @key data emq:{q}:data hash id -> payload (as enqueue.lua)
+-- @key opts emq:{q}:opts hash id -> "<max attempts>|<backoff>" (as enqueue.lua)
+-- @key events emq:{q}:events lifecycle events (as enqueue.lua)
+-- @key schedules emq:{q}:schedules hash name -> spec text
+-- @key ticks emq:{q}:ticks zset name -> next tick (epoch ms)
+-- @arg version version the protocol version
+-- @arg name bytes:1..100 the schedule name (1..100 bytes of [A-Za-z0-9_.-])
+-- @arg sha sha1 SHA1 (40 lowercase hex digits) of the spec text the caller computed from
+-- @arg due 0..7258118400000 the next tick the caller read
+-- @arg next 0..7258118400000 the next tick after this call (due+1..7258118400000), or 0: the
+--   schedule has no more ticks (its name leaves `ticks`, its spec stays)
+-- @arg write 0|1 "1": write a job for this tick; "0": advance without a job (a missed tick skipped)
+-- @arg id id:job the job id (a 14-byte `job` id; "" when write is "0")
+-- @arg run-at 0..7258118400000 the job's run-at (epoch ms on the server clock; 0 or a past
+--   instant = pending now); "0" when write is "0"
+-- @returns 1 job written and tick advanced; 2 advanced without a job; 0 refused (stale: the
+--   stored tick or spec is not the caller's, or no such schedule); -1 the job id is taken
+--   (nothing written: mint another).
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments or keys, a stored spec that
+--   is not a JSON object with a string payload and valid options), EMQ_BAD_ID, EMQ_WRONGTYPE.
+--   Every check comes before the first write.
+-- @uses keys ids types meta names job-args job-write
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '1'
+-- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
+-- version is refused, so a runtime of one version never half-applies a transition to another's.
+local DATA_VERSIONS = { ['1'] = true }
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function on_refusal(fn) refusal_hook = fn end
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- Refuses data of another protocol version than these scripts read (meta `v`, when present).
+local function need_data_version(v, key)
+  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
+end
+-- The 14-byte gate (docs/protocol.md §1): a 3-letter namespace, 11 base62 digits, the body at
+-- most 2^64-1 (`LygHa16AHYF`). Compared byte by byte: Lua's `>` on strings follows the server's
+-- collation locale, not byte order.
+local ID_MAX = 'LygHa16AHYF'
+local ID_PATTERN = { job = '^job[0-9A-Za-z]+$', evt = '^evt[0-9A-Za-z]+$', ver = '^ver[0-9A-Za-z]+$' }
+local function bad_id(id, ns)
+  if type(id) ~= 'string' or #id ~= 14 or not string.match(id, ID_PATTERN[ns or 'job']) then return true end
+  local first = string.byte(id, 4)
+  if first ~= 76 then return first > 76 end -- 'L', the first digit of the bound: most ids differ there
+  for i = 2, 11 do
+    local x, y = string.byte(id, i + 3), string.byte(ID_MAX, i)
+    if x ~= y then return x > y end
+  end
+  return false
+end
+-- An id of namespace ns (default `job`), or EMQ_BAD_ID.
+local function need_id(id, ns)
+  if bad_id(id, ns) then fail('BAD_ID', 'malformed ' .. (ns or 'job') .. ' id') end
+  return id
+end
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
 local function int(s, lo, hi)
+  if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
   local v = tonumber(s)
   if v < lo or v > hi then return nil end
   return v
 end
-local function refused(r, key)
-  if type(r) ~= 'table' or not r.err then return nil end
-  if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
-    return redis.error_reply('EMQ_WRONGTYPE ' .. key .. ' holds a value of another type than the protocol gives it')
+-- A new job's arguments, checked the same way by enqueue.lua, flow-add.lua and tick.lua. `noun`
+-- and `i` name the job in a refusal (`job 3`, `node 2`); the text is built only on a refusal.
+-- The payload: 1..limit bytes.
+local function need_payload(payload, limit, noun, i)
+  if #payload == 0 then fail('BAD_ARG', noun .. ' ' .. i .. ' has an empty payload') end
+  if #payload > limit then
+    fail('PAYLOAD_TOO_LARGE', noun .. ' ' .. i .. ' payload is ' .. #payload .. ' bytes, the limit is ' .. limit)
+  end
+end
+-- A backoff: `f:<ms>` fixed or `e:<ms>` exponential, ms 0..86400000.
+local function good_backoff(s)
+  return int(string.match(s, '^[fe]:(%d+)$'), 0, 86400000) ~= nil
+end
+-- Its own options, each "" for the consumer's default: max attempts 1..1000, a backoff.
+local function need_job_opts(maxA, backoff, noun, i)
+  if maxA ~= '' and not int(maxA, 1, 1000) then fail('BAD_ARG', noun .. ' ' .. i .. ' has bad max attempts (1..1000)') end
+  if backoff ~= '' and not good_backoff(backoff) then
+    fail('BAD_ARG', noun .. ' ' .. i .. ' has a bad backoff (f:<ms> or e:<ms>, ms 0..86400000)')
+  end
+end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
   end
   return r
 end
-if #KEYS ~= 9 or #ARGV ~= 8 then return redis.error_reply('EMQ_BAD_ARG expected 9 keys and 8 arguments') end
-local V = '1'
-if ARGV[1] ~= V then
-  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+-- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
+-- time, so a second TIME would answer the same; parts of a composed script share the read).
+local clock_memo = nil
+local function now_ms()
+  if not clock_memo then
+    local t = redis.call('TIME')
+    clock_memo = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return clock_memo
 end
-local b = string.sub(KEYS[1], 1, -5)
-if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'pending' or KEYS[3] ~= b .. 'scheduled'
-  or KEYS[4] ~= b .. 'wake' or KEYS[5] ~= b .. 'data' or KEYS[6] ~= b .. 'opts' or KEYS[7] ~= b .. 'events'
-  or KEYS[8] ~= b .. 'schedules' or KEYS[9] ~= b .. 'ticks' then
-  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, pending, scheduled, wake, data, opts, events, schedules, ticks of one queue, in this order')
+-- Lifecycle events (docs/protocol.md §5a): one sharded pub/sub message per call and kind on the
+-- queue's events channel, and, when its `elog` is above 0, one entry in the bounded events stream.
+local function emit(key, elog, kind, ids)
+  if #ids == 0 then return end
+  local now = now_ms()
+  -- Ids and kinds are validated base62 / fixed words: plain concatenation is valid JSON.
+  redis.call('SPUBLISH', key, '{"e":"' .. kind .. '","ids":["' .. table.concat(ids, '","') .. '"],"at":' .. now .. '}')
+  if elog > 0 then
+    redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
+  end
 end
-local name, sha = ARGV[2], ARGV[3]
-if #name == 0 or #name > 100 or not string.match(name, '^[A-Za-z0-9_.-]+$') then
-  return redis.error_reply('EMQ_BAD_ARG a schedule name is 1..100 bytes of letters, digits, _ . -')
+-- Writing new jobs (docs/protocol.md §3): enqueue.lua does it, and tick.lua writes its job exactly
+-- the same way, with the same keys K = enqueue's KEYS[1..7] (meta, pending, scheduled, wake, data,
+-- opts, events). A new job is its payload in `data`, its own options in `opts` (only when it has
+-- any), its id in `pending` (ready now) or in `scheduled` at its run-at; one wake marker when
+-- `wake` was empty, and the `enqueued` / `scheduled` lifecycle events. The row is made later, by
+-- the job's first claim.
+--
+-- The checks before the first write, of the keys written after it: `wake` (answers its length;
+-- 1, meaning no marker, when not read), `opts` when options are written, `scheduled` when it is
+-- written after a push onto `pending`, and the events stream when the queue logs events.
+local function check_new_jobs(K, elog, wake, opts, sched)
+  local wakeLen = 1
+  if wake then wakeLen = checked(redis.pcall('LLEN', K[4]), K[4]) end
+  if opts then checked(redis.pcall('HLEN', K[6]), K[6]) end
+  if sched then checked(redis.pcall('ZCARD', K[3]), K[3]) end
+  if elog > 0 then need_type(K[7], 'stream') end
+  return wakeLen
 end
-if #sha ~= 40 or not string.match(sha, '^[0-9a-f]+$') then
-  return redis.error_reply('EMQ_BAD_ARG the spec SHA1 must be 40 lowercase hex digits')
+-- The first write is the type check of its own key (a write refused with WRONGTYPE changes
+-- nothing): the ready ids onto `pending` (answers its new length, or nil when none), then the
+-- run-at / id pairs into `scheduled`.
+local function push_new_jobs(K, ready, zargs)
+  local len = nil
+  if #ready > 0 then len = checked(redis.pcall('LPUSH', K[2], unpack(ready)), K[2]) end
+  if #zargs > 0 then checked(redis.pcall('ZADD', K[3], unpack(zargs)), K[3]) end
+  return len
 end
-local due, next = int(ARGV[4], 0, 7258118400000), int(ARGV[5], 0, 7258118400000)
-if not due or not next or (next ~= 0 and next <= due) then
-  return redis.error_reply('EMQ_BAD_ARG due must be 0..7258118400000 and next 0 or due+1..7258118400000')
+-- Payloads (id, payload, …) and own options (id, "<max>|<backoff>[|…]", …).
+local function store_new_jobs(K, data, opts)
+  redis.call('HSET', K[5], unpack(data))
+  if #opts > 0 then redis.call('HSET', K[6], unpack(opts)) end
 end
-local write, id, runAt = ARGV[6], ARGV[7], int(ARGV[8], 0, 7258118400000)
-if write ~= '0' and write ~= '1' then return redis.error_reply('EMQ_BAD_ARG the write flag must be 0 or 1') end
-if not runAt then return redis.error_reply('EMQ_BAD_ARG run-at must be 0..7258118400000') end
-if write == '0' and (id ~= '' or runAt ~= 0) then
-  return redis.error_reply('EMQ_BAD_ARG a tick without a job takes no id and run-at 0')
+-- After the writes: the wake marker and the lifecycle events of the ids added.
+local function announce_new_jobs(K, elog, wakeLen, queued, scheduled)
+  if wakeLen == 0 then redis.call('LPUSH', K[4], '1') end
+  emit(K[7], elog, 'enqueued', queued)
+  emit(K[7], elog, 'scheduled', scheduled)
 end
-if write == '1' then
-  -- The 14-byte gate of enqueue.lua: namespace `job`, 11 base62 digits, body at most 2^64-1.
-  local bad = #id ~= 14 or not string.match(id, '^job[0-9A-Za-z]+$')
-  if not bad then
-    local max = 'LygHa16AHYF'
-    for i = 1, 11 do
-      local x, y = string.byte(id, i + 3), string.byte(max, i)
-      if x ~= y then bad = x > y break end
+-- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
+-- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
+-- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
+local function queue_base(meta)
+  if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
+local function topic_base(meta)
+  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
+local function need_keys(keys, base, names, from)
+  for i = from or 2, #names do
+    if keys[i] ~= base .. names[i] then
+      fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
     end
   end
-  if bad then return redis.error_reply('EMQ_BAD_ID the job id is malformed') end
 end
+-- A declared row key must be the row (`<prefix><id>`) of its own id.
+local function need_row(key, prefix, id)
+  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
+end
+-- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
+-- uses (parts of a composed script share the read: no part writes a field another part reads),
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+local meta_memo = nil
+local function queue_meta(key)
+  if not meta_memo then
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    need_data_version(m[1], key)
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+  end
+  return meta_memo
+end
+-- A name of the key grammar (docs/protocol.md §2): a queue, a lane group, a schedule, a flow
+-- child's key: 1..100 bytes of `A-Za-z0-9_.-`. True when s is not one.
+local function bad_name(s)
+  return type(s) ~= 'string' or #s == 0 or #s > 100 or not string.match(s, '^[A-Za-z0-9_.-]+$')
+end
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
+end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+local function main(KEYS, ARGV)
+need(#KEYS == 9 and #ARGV == 8, 'expected 9 keys and 8 arguments')
+need_keys(KEYS, queue_base(KEYS[1]), { 'meta', 'pending', 'scheduled', 'wake', 'data', 'opts', 'events', 'schedules', 'ticks' })
+local name, sha = ARGV[2], ARGV[3]
+need(not bad_name(name), 'a schedule name is 1..100 bytes of letters, digits, _ . -')
+need(#sha == 40 and string.match(sha, '^[0-9a-f]+$'), 'the spec SHA1 must be 40 lowercase hex digits')
+local due, next = int(ARGV[4], 0, 7258118400000), int(ARGV[5], 0, 7258118400000)
+need(due and next and (next == 0 or next > due), 'due must be 0..7258118400000 and next 0 or due+1..7258118400000')
+local write, id, runAt = ARGV[6], ARGV[7], int(ARGV[8], 0, 7258118400000)
+need(write == '0' or write == '1', 'the write flag must be 0 or 1')
+need(runAt, 'run-at must be 0..7258118400000')
+need(write == '1' or (id == '' and runAt == 0), 'a tick without a job takes no id and run-at 0')
+if write == '1' then need_id(id) end
 
 -- Reads first: every key this call writes is read (or type-checked) before anything is written.
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog')
-local e = refused(meta, KEYS[1])
-if e then return e end
-local stored = meta[1]
-if stored and stored ~= V then
-  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
-end
-local spec = redis.pcall('HGET', KEYS[8], name)
-e = refused(spec, KEYS[8])
-if e then return e end
-local tick = redis.pcall('ZSCORE', KEYS[9], name)
-e = refused(tick, KEYS[9])
-if e then return e end
+local meta = queue_meta(KEYS[1])
+local spec = checked(redis.pcall('HGET', KEYS[8], name), KEYS[8])
+local tick = checked(redis.pcall('ZSCORE', KEYS[9], name), KEYS[9])
 if not spec or not tick or tonumber(tick) ~= due or redis.sha1hex(spec) ~= sha then return 0 end
 if write == '0' then
   if next == 0 then redis.call('ZREM', KEYS[9], name) else redis.call('ZADD', KEYS[9], next, name) end
@@ -104,54 +272,23 @@ if write == '0' then
 end
 
 local ok, s = pcall(cjson.decode, spec)
-if not ok or type(s) ~= 'table' or type(s.payload) ~= 'string' or #s.payload == 0 then
-  return redis.error_reply('EMQ_BAD_ARG the stored spec of ' .. name .. ' is not a JSON object with a non-empty string payload')
-end
+need(ok and type(s) == 'table' and type(s.payload) == 'string' and #s.payload > 0,
+  'the stored spec of ' .. name .. ' is not a JSON object with a non-empty string payload')
 local maxA, backoff = s.attempts, s.backoff
-if maxA ~= nil and (type(maxA) ~= 'number' or maxA ~= math.floor(maxA) or maxA < 1 or maxA > 1000) then
-  return redis.error_reply('EMQ_BAD_ARG the stored spec of ' .. name .. ' has bad attempts (1..1000)')
-end
-if backoff ~= nil and (type(backoff) ~= 'string' or not int(string.match(backoff, '^[fe]:(%d+)$'), 0, 86400000)) then
-  return redis.error_reply('EMQ_BAD_ARG the stored spec of ' .. name .. ' has a bad backoff (f:<ms> or e:<ms>, ms 0..86400000)')
-end
-local have = redis.pcall('HEXISTS', KEYS[5], id)
-e = refused(have, KEYS[5])
-if e then return e end
-if have == 1 then return -1 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local later = runAt > now
-local elog = tonumber(meta[2]) or 0
-local wakeLen = redis.pcall('LLEN', KEYS[4])
-e = refused(wakeLen, KEYS[4])
-if e then return e end
-if maxA ~= nil or backoff ~= nil then
-  e = refused(redis.pcall('HLEN', KEYS[6]), KEYS[6])
-  if e then return e end
-end
-if elog > 0 then
-  local kind = redis.call('TYPE', KEYS[7])['ok']
-  if kind ~= 'none' and kind ~= 'stream' then
-    return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[7] .. ' holds a ' .. kind .. ', not a stream')
-  end
-end
--- The first write is the type check of its own key: a write refused with WRONGTYPE changes nothing.
-if later then
-  e = refused(redis.pcall('ZADD', KEYS[3], runAt, id), KEYS[3])
-else
-  e = refused(redis.pcall('LPUSH', KEYS[2], id), KEYS[2])
-end
-if e then return e end
-redis.call('HSET', KEYS[5], id, s.payload)
-if maxA ~= nil or backoff ~= nil then
-  redis.call('HSET', KEYS[6], id, (maxA and string.format('%d', maxA) or '') .. '|' .. (backoff or ''))
-end
-if not stored then redis.call('HSET', KEYS[1], 'v', V) end
+need(maxA == nil or (type(maxA) == 'number' and maxA == math.floor(maxA) and maxA >= 1 and maxA <= 1000),
+  'the stored spec of ' .. name .. ' has bad attempts (1..1000)')
+need(backoff == nil or (type(backoff) == 'string' and good_backoff(backoff)),
+  'the stored spec of ' .. name .. ' has a bad backoff (f:<ms> or e:<ms>, ms 0..86400000)')
+if checked(redis.pcall('HEXISTS', KEYS[5], id), KEYS[5]) == 1 then return -1 end
+local later = runAt > now_ms()
+local own = maxA ~= nil or backoff ~= nil
+local wakeLen = check_new_jobs(KEYS, meta.elog, true, own, false)
+local queued, scheduled = later and {} or { id }, later and { id } or {}
+push_new_jobs(KEYS, queued, later and { runAt, id } or {})
+store_new_jobs(KEYS, { id, s.payload }, own and { id, (maxA and string.format('%d', maxA) or '') .. '|' .. (backoff or '') } or {})
+if not meta.v then redis.call('HSET', KEYS[1], 'v', PROTOCOL) end
 if next == 0 then redis.call('ZREM', KEYS[9], name) else redis.call('ZADD', KEYS[9], next, name) end
-if wakeLen == 0 then redis.call('LPUSH', KEYS[4], '1') end
-local kind = later and 'scheduled' or 'enqueued'
-redis.call('SPUBLISH', KEYS[7], '{"e":"' .. kind .. '","ids":["' .. id .. '"],"at":' .. now .. '}')
-if elog > 0 then
-  redis.call('XADD', KEYS[7], 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', id, 'at', now)
-end
+announce_new_jobs(KEYS, meta.elog, wakeLen, queued, scheduled)
 return 1
+end
+return run(main)
