@@ -36,6 +36,7 @@ const CONNECTION_KEYS: Record<keyof ValkeyConnectionOptions, true> = {
   commandTimeoutMs: true,
   autoPipelining: true,
   allowEvictingPolicy: true,
+  evictionCheckMs: true,
   retryAtBoot: true,
 };
 const BUS_KEYS: Record<keyof BusOptions, true> = { instance: true, maxPayloadBytes: true, deadCap: true, trimIntervalMs: true };

@@ -35,9 +35,17 @@ export interface ValkeyConnectionOptions {
   /**
    * Start even when the server's `maxmemory-policy` is `allkeys-*`, which may evict any key
    * (queue rows, fencing counters, the bus log): for a cache-only deployment. Default false:
-   * refused at startup with EMQ_EVICTION_POLICY (see docs/operations.md).
+   * refused at startup with EMQ_EVICTION_POLICY, and logged as an error when seen later (see
+   * docs/operations.md).
    */
   readonly allowEvictingPolicy?: boolean;
+  /**
+   * How often (ms) the eviction policy is checked again while connected, besides at open and at
+   * every reconnect: 0 = only at (re)connects, else 100..3,600,000. Default 10,000. After open an
+   * `allkeys-*` policy is logged as an error (once per change) and shown by
+   * `EchoMqConnection.evictionPolicy`, never thrown (see docs/operations.md).
+   */
+  readonly evictionCheckMs?: number;
   /**
    * An app started while Valkey is down waits for it: `true` (up to 30 s) or `{ maxWaitMs,
    * intervalMs }`, each failed attempt logged; wrong credentials (`EMQ_AUTH`) still fail at once.
@@ -45,6 +53,15 @@ export interface ValkeyConnectionOptions {
    * with `consumers: false`, whose connection opens on first use.)
    */
   readonly retryAtBoot?: boolean | BootRetryOptions;
+}
+
+/** `evictionCheckMs` with its default (10 s); anything but 0 or an integer in 100..3,600,000 is an `InvalidOptionError`. */
+export function resolveEvictionCheckMs(v: unknown): number {
+  if (v === undefined) return 10_000;
+  if (typeof v !== 'number' || !Number.isInteger(v) || (v !== 0 && (v < 100 || v > 3_600_000))) {
+    throw new InvalidOptionError(`connection.evictionCheckMs must be 0 or an integer in 100..3600000, got ${String(v)}`);
+  }
+  return v;
 }
 
 /** A client EchoMQ can run scripts and plain commands on. */

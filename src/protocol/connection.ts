@@ -1,8 +1,8 @@
 import { Cluster, type Redis } from 'iovalkey';
 import { clientName, nameClient, type ClientRole } from './client-setup.js';
-import { connectClient, createClient, type ValkeyClient, type ValkeyConnectionOptions } from './client.js';
+import { connectClient, createClient, resolveEvictionCheckMs, type ValkeyClient, type ValkeyConnectionOptions } from './client.js';
 import { ValkeyUnavailableError, describeError } from './errors.js';
-import { checkEvictionPolicy, processWarnings, type ConnectionLogger } from './eviction-policy.js';
+import { EvictionPolicyWatch, processWarnings, type ConnectionLogger, type EvictionPolicyListener, type EvictionPolicyState } from './eviction-policy.js';
 import { NodeLease, type NodeLeaseOptions } from './node-lease.js';
 import type { ScriptClient } from './scripts.js';
 import { keySlot } from './slot.js';
@@ -19,44 +19,46 @@ export class EchoMqConnection {
   private lease?: NodeLease;
   /** The dedicated clients, with the role each is named for. */
   private readonly extra = new Map<ValkeyClient, ClientRole>();
-  /** Where warnings go (the eviction policy, a failed re-check); set before `open`. Default: process warnings. */
+  /** Where warnings and errors go (the eviction policy, a failed re-check); set before `open`. Default: process warnings. */
   logger: ConnectionLogger = processWarnings;
   private readonly warned = new Set<string>();
   /** The open in progress (`ensureOpen`), shared by concurrent callers. */
   private opening?: Promise<void>;
   /** The lease of a connection opened on first use, made before it is opened (`openOnFirstUse`). */
   private firstUseLease?: NodeLease;
-  private watchingPolicy = false;
+  /** The eviction-policy check: at open, then at every reconnect and every `evictionCheckMs`. */
+  private readonly policyWatch: EvictionPolicyWatch;
   private closed = false;
 
   constructor(
     readonly options: ValkeyConnectionOptions,
     private readonly leaseOptions: NodeLeaseOptions = {},
   ) {
+    const checkMs = resolveEvictionCheckMs(options.evictionCheckMs);
     this.client = createClient(options, clientName('cmd'));
+    this.policyWatch = new EvictionPolicyWatch(this.client, options.allowEvictingPolicy === true, checkMs, {
+      warn: (m) => this.logger.warn(m),
+      error: (m) => (this.logger.error ? this.logger.error(m) : this.logger.warn(m)),
+    });
   }
 
   /**
    * Connects, checks the server's eviction policy (refusing `allkeys-*` with EMQ_EVICTION_POLICY
-   * unless `allowEvictingPolicy`; again after every reconnect, then only warning), claims a node
-   * number and names the command connection `emq:cmd:<node>`.
+   * unless `allowEvictingPolicy`; again after every reconnect and every `evictionCheckMs`, then
+   * logging an error instead: see `evictionPolicy`), claims a node number and names the command
+   * connection `emq:cmd:<node>`.
    */
   async open(): Promise<void> {
     // A connection opened on first use may already be connecting (a plain command started it, or
     // a failed first use left it reconnecting in the background).
     if (this.client.status === 'wait' || this.client.status === 'end') await connectClient(this.client, this.firstUseLease !== undefined);
     try {
-      await this.checkPolicy();
+      await this.policyWatch.checkAtOpen();
     } catch (err) {
       this.client.disconnect();
       throw err;
     }
-    if (!this.watchingPolicy) {
-      this.watchingPolicy = true;
-      this.client.on('ready', () => {
-        this.checkPolicy().catch((err: unknown) => this.warnOnce(`after a reconnect: ${describeError(err)}`));
-      });
-    }
+    if (!this.closed) this.policyWatch.start();
     // The node number: a lease in `{emq}:nodes`, renewed and checked by node-lease.ts.
     const lease = this.firstUseLease ?? this.newLease();
     await lease.open();
@@ -103,9 +105,18 @@ export class EchoMqConnection {
     });
   }
 
+  /**
+   * The server's eviction policy as last checked (at open, every reconnect, every
+   * `evictionCheckMs`); undefined before open. `unsafe` after open means a primary turned
+   * `allkeys-*` without `allowEvictingPolicy`: logged as an error, while consumers keep running.
+   */
+  get evictionPolicy(): EvictionPolicyState | undefined {
+    return this.policyWatch.state;
+  }
 
-  private async checkPolicy(): Promise<void> {
-    await checkEvictionPolicy(this.client, this.options.allowEvictingPolicy === true, { warn: (m) => this.warnOnce(m) });
+  /** Calls `listener` whenever a check after open reads different policies; returns the unsubscribe. */
+  onEvictionPolicy(listener: EvictionPolicyListener): () => void {
+    return this.policyWatch.subscribe(listener);
   }
 
   private warnOnce(message: string): void {
@@ -192,6 +203,7 @@ export class EchoMqConnection {
   /** Closes every client. */
   async close(): Promise<void> {
     this.closed = true;
+    this.policyWatch.stop();
     await this.lease?.release();
     for (const c of this.extra.keys()) c.disconnect();
     this.extra.clear();

@@ -3,10 +3,14 @@
  * the bus log — so EchoMQ refuses it at startup (EMQ_EVICTION_POLICY) unless told it is a
  * cache-only deployment; `volatile-*` only evicts keys with a TTL (none of the queue's or the
  * bus's), so it starts with a warning. Each case runs its own valkey-server.
+ * Issue 35 #8b: after open the check runs again at every reconnect and every `evictionCheckMs`; a
+ * policy turned `allkeys-*` is then logged as an error once per change and shown by
+ * `connection.evictionPolicy`, never thrown, and a return to safety is logged once.
  */
 import { Redis } from 'iovalkey';
 import { EchoMqConnection, type ValkeyConnectionOptions } from '../../src/protocol/connection.js';
-import { EchoMqError } from '../../src/protocol/errors.js';
+import { EchoMqError, InvalidOptionError } from '../../src/protocol/errors.js';
+import type { EvictionPolicyState } from '../../src/protocol/eviction-policy.js';
 import { queueKeys } from '../../src/protocol/keys.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
@@ -32,14 +36,17 @@ describe('the eviction policy check', () => {
     return { port: s.port, raw };
   }
 
-  /** Opens a connection; resolves to it and the warnings it logged. */
-  async function open(o: ValkeyConnectionOptions): Promise<{ conn: EchoMqConnection; warnings: string[] }> {
+  /** Opens a connection; resolves to it, the warnings and errors it logged and the policy changes it notified. */
+  async function open(o: ValkeyConnectionOptions): Promise<{ conn: EchoMqConnection; warnings: string[]; errors: string[]; changes: EvictionPolicyState[] }> {
     const conn = new EchoMqConnection(o);
     conns.push(conn);
     const warnings: string[] = [];
-    conn.logger = { warn: (m) => warnings.push(m) };
+    const errors: string[] = [];
+    const changes: EvictionPolicyState[] = [];
+    conn.logger = { warn: (m) => warnings.push(m), error: (m) => errors.push(m) };
+    conn.onEvictionPolicy((s) => changes.push(s));
     await conn.open();
-    return { conn, warnings };
+    return { conn, warnings, errors, changes };
   }
 
   const refusal = (p: Promise<unknown>): Promise<EchoMqError> =>
@@ -89,13 +96,95 @@ describe('the eviction policy check', () => {
     expect(warnings).toEqual([]);
   });
 
-  it('checks again after a reconnect: a policy changed at runtime to allkeys-* is reported', async () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** The run-time interval of these cases, and how long a change may take to be seen (~2 intervals). */
+  const EVERY = 300;
+  const WITHIN = 2 * EVERY + 300;
+
+  it('checks again after a reconnect: a policy changed at runtime to allkeys-* is logged as an error', async () => {
     const { port, raw } = await server('noeviction');
-    const { warnings } = await open({ port });
+    // No periodic check: only the reconnect can notice.
+    const { conn, warnings, errors } = await open({ port, evictionCheckMs: 0 });
     await raw.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    await sleep(300);
+    expect(errors).toEqual([]);
     await raw.call('CLIENT', ['KILL', 'TYPE', 'normal', 'SKIPME', 'yes']);
-    await eventually(() => warnings.length > 0, 10_000, 'the re-check after the reconnect');
-    expect(warnings[0]).toMatch(/^after a reconnect: EMQ_EVICTION_POLICY maxmemory-policy is allkeys-lru/);
+    await eventually(() => errors.length > 0, 10_000, 'the re-check after the reconnect');
+    expect(errors).toEqual([expect.stringMatching(/^EMQ_EVICTION_POLICY maxmemory-policy is now allkeys-lru \(was noeviction\): Valkey may evict any key/)]);
+    expect(conn.evictionPolicy).toMatchObject({ policies: ['allkeys-lru'], unsafe: true });
+    expect(warnings).toEqual([]);
+  });
+
+  it('checks periodically: allkeys-lru set at run time is logged once and exposed, work goes on, and the way back is logged once', async () => {
+    const { port, raw } = await server('noeviction');
+    const { conn, warnings, errors, changes } = await open({ port, evictionCheckMs: EVERY });
+    expect(conn.evictionPolicy).toEqual({ policies: ['noeviction'], unsafe: false, checkedAt: expect.any(Number) });
+    await raw.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    await eventually(() => errors.length > 0, WITHIN, 'the periodic check to log the evicting policy');
+    expect(errors[0]).toMatch(/^EMQ_EVICTION_POLICY maxmemory-policy is now allkeys-lru \(was noeviction\)/);
+    expect(errors[0]).toContain('EchoMQ keeps running');
+    expect(conn.evictionPolicy).toMatchObject({ policies: ['allkeys-lru'], unsafe: true });
+    // Not once per tick; and the connection still serves work.
+    await sleep(3 * EVERY);
+    expect(errors).toHaveLength(1);
+    expect(await new QueueService(conn).enqueue(randomQueue('risk'), { n: 1 })).toMatch(/^job/);
+    await raw.config('SET', 'maxmemory-policy', 'noeviction');
+    await eventually(() => warnings.length > 0, WITHIN, 'the periodic check to log the recovery');
+    await sleep(3 * EVERY);
+    expect(warnings).toEqual(['maxmemory-policy is noeviction again (was allkeys-lru): EchoMQ data is no longer at risk of eviction']);
+    expect(errors).toHaveLength(1);
+    expect(conn.evictionPolicy).toMatchObject({ policies: ['noeviction'], unsafe: false });
+    expect(changes.map((c) => [c.policies, c.unsafe])).toEqual([
+      [['allkeys-lru'], true],
+      [['noeviction'], false],
+    ]);
+    // Closed: no more checks.
+    await conn.close();
+    await raw.config('SET', 'maxmemory-policy', 'allkeys-lfu');
+    await sleep(3 * EVERY);
+    expect(errors).toHaveLength(1);
+  });
+
+  it('notices a server restarted with allkeys-* at the reconnect, and a server that is down costs no warnings', async () => {
+    const { port } = await server('noeviction');
+    // `onlyReconnect` has no periodic check: only its reconnect can notice; `ticking` checks every 100 ms.
+    const onlyReconnect = await open({ port, evictionCheckMs: 0 });
+    const ticking = await open({ port, evictionCheckMs: 100 });
+    await servers[0].stop();
+    await sleep(1000);
+    expect([ticking.warnings, ticking.errors, onlyReconnect.warnings, onlyReconnect.errors]).toEqual([[], [], [], []]);
+    servers.push(await startEmbeddedValkey({ port, args: ['--maxmemory-policy', 'allkeys-random', '--maxmemory', '64mb'] }));
+    await eventually(() => onlyReconnect.errors.length > 0, 15_000, 'the check after the reconnect to the restarted server');
+    expect(onlyReconnect.errors).toEqual([expect.stringMatching(/^EMQ_EVICTION_POLICY maxmemory-policy is now allkeys-random \(was noeviction\)/)]);
+    expect(onlyReconnect.conn.evictionPolicy?.unsafe).toBe(true);
+  });
+
+  it('checks every primary of a cluster client at run time', async () => {
+    const s = await startEmbeddedValkey({ cluster: true, args: ['--maxmemory', '64mb'] });
+    servers.push(s);
+    const raw = new Redis({ port: s.port });
+    raws.push(raw);
+    const { conn, errors } = await open({ cluster: [{ host: s.host, port: s.port }], evictionCheckMs: EVERY });
+    expect(conn.evictionPolicy).toMatchObject({ policies: ['noeviction'], unsafe: false });
+    await raw.config('SET', 'maxmemory-policy', 'allkeys-lfu');
+    await eventually(() => errors.length > 0, WITHIN, 'the periodic check of the cluster primary');
+    expect(errors[0]).toMatch(/^EMQ_EVICTION_POLICY maxmemory-policy is now allkeys-lfu/);
+  });
+
+  it('warns once, and never throws, when the periodic check cannot read INFO (no +info grant)', async () => {
+    const { port, raw } = await server('noeviction');
+    const user = await aclUser(raw, ['~*', '&*', '+@all', '-info']);
+    const { conn, warnings, errors } = await open({ port, username: user.username, password: user.password, evictionCheckMs: 100 });
+    await sleep(600);
+    expect(warnings).toEqual([expect.stringMatching(/^EchoMQ cannot read the server's maxmemory-policy \(EMQ_NOPERM .*\); grant \+info to check it$/)]);
+    expect(errors).toEqual([]);
+    expect(conn.evictionPolicy).toMatchObject({ policies: [], unsafe: false });
+  });
+
+  it.each([50, -1, 1.5, 3_600_001, '1000'])('refuses evictionCheckMs %p with EMQ_BAD_OPTION', (v) => {
+    const make = () => new EchoMqConnection({ port: 1, evictionCheckMs: v as number });
+    expect(make).toThrow(InvalidOptionError);
+    expect(make).toThrow(/connection\.evictionCheckMs must be 0 or an integer in 100\.\.3600000/);
   });
 
   /** Enqueues 300 jobs, then writes filler keys until about 4x maxmemory went in (or writes are refused). */
