@@ -1,53 +1,173 @@
--- bus-dead.lua: EchoMQ protocol v1. Operator actions on a topic's dead letters (written by
--- dead-letter.lua): `replay` appends each one's payload to the topic's log again as a new event
--- (`XADD <log> * p <payload>`, a new id; every group of the topic receives it, as any publish)
--- and deletes the dead letter; `purge` deletes dead letters. Bounded per call: the given dead
--- letter ids, or the oldest n.
+#!lua flags=allow-oom
+-- bus-dead.lua: EchoMQ protocol v1. Built from lua/src/bus-dead.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- Operator actions on a topic's dead letters (written by dead-letter.lua): `replay` appends each
+-- one's payload to the topic's log again as a new event (`XADD <log> * p <payload>`, a new id;
+-- every group of the topic receives it, as any publish) and deletes the dead letter; `purge`
+-- deletes dead letters. Bounded per call: the given dead letter ids, or the oldest n.
+-- Flag allow-oom: purge frees memory and is the operator's tool when the server is out of it;
+-- replay moves at most n (1..1000) entries from the dead log to the log, deleting each.
 --
--- KEYS[1]  emq:{t}:bus:meta  topic meta hash (version fence)
--- KEYS[2]  emq:{t}:bus:log   the event log (stream)
--- KEYS[3]  emq:{t}:bus:dead  the dead-letter log (stream)
--- ARGV[1]  protocol version ("1")
--- ARGV[2]  `replay` or `purge`
--- ARGV[3]  n (decimal integer 1..1000)
--- ARGV[4 .. 3+n]  optional: exactly n dead-letter stream ids (`<ms>-<seq>`); absent: the oldest n
--- Returns: { done, more }: the dead letters replayed (or purged), and 1 when (without ids given)
---          older dead letters than this call's remain. A given id that is not in the dead log is
---          skipped.
--- Errors:  EMQ_BAD_ARG (counts, keys of different topics, an unknown action, a malformed stream
---          id), EMQ_VERSION, EMQ_WRONGTYPE (meta not a hash, log or dead not a stream). Every
---          check and read comes before the first write.
-local V = '1'
-if #KEYS ~= 3 or #ARGV < 3 then return redis.error_reply('EMQ_BAD_ARG expected 3 keys and at least 3 arguments') end
-local base = string.match(KEYS[1], '^(emq:{[A-Za-z0-9_.-]+}:bus:)meta$')
-if not base or KEYS[2] ~= base .. 'log' or KEYS[3] ~= base .. 'dead' then
-  return redis.error_reply('EMQ_BAD_ARG keys must be the meta, log and dead keys of one topic')
+-- @key meta emq:{t}:bus:meta topic meta hash (version fence)
+-- @key log emq:{t}:bus:log the event log (stream)
+-- @key dead emq:{t}:bus:dead the dead-letter log (stream)
+-- @arg version version the protocol version
+-- @arg action replay|purge what to do
+-- @arg n 1..1000 how many dead letters (a decimal integer without leading zeros)
+-- @arg id* stream-id optional: exactly n dead-letter stream ids (`<ms>-<seq>`); absent: the oldest n
+-- @returns { done, more }: the dead letters replayed (or purged), and 1 when (without ids given)
+--   older dead letters than this call's remain. A given id that is not in the dead log is
+--   skipped.
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (counts, keys of different topics, an unknown action, a
+--   malformed stream id), EMQ_WRONGTYPE (meta not a hash, log or dead not a stream). Every check
+--   and read comes before the first write.
+-- @flags allow-oom
+-- @uses args keys types topic-meta
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '1'
+-- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
+-- version is refused, so a runtime of one version never half-applies a transition to another's.
+local DATA_VERSIONS = { ['1'] = true }
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function on_refusal(fn) refusal_hook = fn end
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- Refuses data of another protocol version than these scripts read (meta `v`, when present).
+local function need_data_version(v, key)
+  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
 end
-if ARGV[1] ~= V then
-  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
+local function int(s, lo, hi)
+  if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
+  local v = tonumber(s)
+  if v < lo or v > hi then return nil end
+  return v
 end
-local action = ARGV[2]
-if action ~= 'replay' and action ~= 'purge' then return redis.error_reply('EMQ_BAD_ARG the action must be replay or purge') end
-local s = ARGV[3]
-if type(s) ~= 'string' or #s > 4 or not string.match(s, '^[1-9]%d*$') or tonumber(s) > 1000 then
-  return redis.error_reply('EMQ_BAD_ARG n must be 1..1000')
+-- The argument reader: each takes the argument, its range and its name, and answers the value or
+-- refuses with EMQ_BAD_ARG naming the argument and what it must be.
+local function need_int(s, lo, hi, what)
+  local v = int(s, lo, hi)
+  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
+  return v
 end
-local n = tonumber(s)
-if #ARGV ~= 3 and #ARGV ~= 3 + n then return redis.error_reply('EMQ_BAD_ARG give n dead-letter ids, or none') end
-for i = 4, #ARGV do
-  if #ARGV[i] > 41 or not string.match(ARGV[i], '^%d+%-%d+$') then
-    return redis.error_reply('EMQ_BAD_ARG a dead-letter id must be a stream id <ms>-<seq>')
+-- A text argument of lo..hi bytes.
+local function need_bytes(s, lo, hi, what)
+  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
+  return s
+end
+-- One of a set of words, given as a table word -> true.
+local function need_word(s, words, what)
+  if not words[s] then
+    local list = {}
+    for w in pairs(words) do list[#list + 1] = w end
+    table.sort(list)
+    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
+  end
+  return s
+end
+-- A fencing token: decimal digits, at most 20.
+local function need_token(s)
+  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
+  return s
+end
+-- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
+-- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
+-- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
+local function queue_base(meta)
+  if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
+local function topic_base(meta)
+  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
+local function need_keys(keys, base, names, from)
+  for i = from or 2, #names do
+    if keys[i] ~= base .. names[i] then
+      fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
+    end
   end
 end
-local meta = redis.pcall('HGET', KEYS[1], 'v')
-if type(meta) == 'table' then return redis.error_reply('EMQ_WRONGTYPE the topic meta key is not a hash') end
-if meta and meta ~= V then
-  return redis.error_reply('EMQ_VERSION topic data is protocol ' .. meta .. ', script speaks ' .. V)
+-- A declared row key must be the row (`<prefix><id>`) of its own id.
+local function need_row(key, prefix, id)
+  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
 end
-for i = 2, 3 do
-  local t = redis.call('TYPE', KEYS[i])['ok']
-  if t ~= 'none' and t ~= 'stream' then return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[i] .. ' is a ' .. t .. ', not a stream') end
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
 end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- A Bus topic's meta hash (docs/protocol.md §2) carries its own data version `v` (next to the
+-- retention policy): read in the one command a script makes of the hash (HGET of `v`, or HMGET
+-- of `v` and the fields asked), WRONGTYPE checked, and refused when it is another version's.
+-- Answers { v, field1, … } (false for an absent field).
+local function topic_meta(key, ...)
+  local m
+  if select('#', ...) == 0 then m = { checked(redis.pcall('HGET', key, 'v'), key) }
+  else m = checked(redis.pcall('HMGET', key, 'v', ...), key) end
+  need_data_version(m[1], key)
+  return m
+end
+-- Stamps a topic's meta with this version on its first write (v absent).
+local function stamp_topic(key, v)
+  if not v then redis.call('HSET', key, 'v', PROTOCOL) end
+end
+local function main(KEYS, ARGV)
+need(#KEYS == 3 and #ARGV >= 3, 'expected 3 keys and at least 3 arguments')
+need_keys(KEYS, topic_base(KEYS[1]), { 'meta', 'log', 'dead' })
+local action = need_word(ARGV[2], { replay = true, purge = true }, 'the action')
+local s = ARGV[3]
+need(#s <= 4 and string.match(s, '^[1-9]%d*$') and tonumber(s) <= 1000, 'n must be 1..1000')
+local n = tonumber(s)
+need(#ARGV == 3 or #ARGV == 3 + n, 'give n dead-letter ids, or none')
+for i = 4, #ARGV do
+  need(#ARGV[i] <= 41 and string.match(ARGV[i], '^%d+%-%d+$'), 'a dead-letter id must be a stream id <ms>-<seq>')
+end
+topic_meta(KEYS[1])
+need_types({ KEYS[2], 'stream', KEYS[3], 'stream' })
 local entries, more = {}, 0
 if #ARGV == 3 then
   entries = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', n + 1)
@@ -70,3 +190,5 @@ for i = 1, #entries do
 end
 redis.call('XDEL', KEYS[3], unpack(ids))
 return { #ids, more }
+end
+return run(main)

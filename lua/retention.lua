@@ -1,15 +1,42 @@
--- retention.lua: EchoMQ protocol v1. Sets a Bus topic's retention policy (replacing the old one)
--- in the topic's meta hash, where every node's trimmer reads it.
+#!lua flags=allow-oom
+-- retention.lua: EchoMQ protocol v1. Built from lua/src/retention.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- Sets a Bus topic's retention policy (replacing the old one) in the topic's meta hash, where
+-- every node's trimmer (trim.lua) reads it. The meta gets `v` when it has none.
+-- Flag allow-oom: a bounded write (three policy fields of one hash) that lets an operator set a
+-- tighter policy for trim.lua to free memory with; as a legacy script under OOM it would delete
+-- the old policy (HDEL is not refused) and then be refused at its HSET, leaving no policy.
 --
--- KEYS[1]  emq:{t}:bus:meta   topic meta hash (`v` version, policy fields)
--- ARGV[1]  protocol version ("1")
--- ARGV[2]  maxLen: entries to keep in the live log (decimal integer 1..1000000000, "" = no length bound)
--- ARGV[3]  maxAgeMs: age bound of the live log (1..3153600000000, "" = no age bound)
--- ARGV[4]  archiveMaxAgeMs: age bound of the archive (1..3153600000000, "" = keep forever)
--- Returns: 1
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a key that is not a topic meta key),
---          EMQ_VERSION, EMQ_WRONGTYPE (the meta key is not a hash). Every check precedes the first write.
--- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+-- @key meta emq:{t}:bus:meta topic meta hash (`v` version, policy fields)
+-- @arg version version the protocol version
+-- @arg max-len ""|1..1000000000 maxLen: entries to keep in the live log ("" = no length bound)
+-- @arg max-age-ms ""|1..3153600000000 maxAgeMs: age bound of the live log ("" = no age bound)
+-- @arg archive-max-age-ms ""|1..3153600000000 archiveMaxAgeMs: age bound of the archive
+--   ("" = keep forever)
+-- @returns 1
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, a key that is not a topic meta
+--   key), EMQ_WRONGTYPE (the meta key is not a hash). Every check precedes the first write.
+-- @flags allow-oom
+-- @uses args keys types topic-meta
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '1'
+-- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
+-- version is refused, so a runtime of one version never half-applies a transition to another's.
+local DATA_VERSIONS = { ['1'] = true }
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function on_refusal(fn) refusal_hook = fn end
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- Refuses data of another protocol version than these scripts read (meta `v`, when present).
+local function need_data_version(v, key)
+  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
+end
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
 local function int(s, lo, hi)
   if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
@@ -17,35 +44,130 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
-if #KEYS ~= 1 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 1 key and 4 arguments') end
-if not string.match(KEYS[1], '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
-  return redis.error_reply('EMQ_BAD_ARG the key must be a topic meta key')
+-- The argument reader: each takes the argument, its range and its name, and answers the value or
+-- refuses with EMQ_BAD_ARG naming the argument and what it must be.
+local function need_int(s, lo, hi, what)
+  local v = int(s, lo, hi)
+  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
+  return v
 end
-local V = '1'
-if ARGV[1] ~= V then
-  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+-- A text argument of lo..hi bytes.
+local function need_bytes(s, lo, hi, what)
+  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
+  return s
 end
-local stored = redis.pcall('HGET', KEYS[1], 'v')
-if type(stored) == 'table' and stored.err then return redis.error_reply('EMQ_WRONGTYPE the topic meta key is not a hash') end
-if stored and stored ~= V then
-  return redis.error_reply('EMQ_VERSION topic data is protocol ' .. stored .. ', script speaks ' .. V)
+-- One of a set of words, given as a table word -> true.
+local function need_word(s, words, what)
+  if not words[s] then
+    local list = {}
+    for w in pairs(words) do list[#list + 1] = w end
+    table.sort(list)
+    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
+  end
+  return s
 end
+-- A fencing token: decimal digits, at most 20.
+local function need_token(s)
+  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
+  return s
+end
+-- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
+-- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
+-- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
+local function queue_base(meta)
+  if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
+local function topic_base(meta)
+  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
+local function need_keys(keys, base, names, from)
+  for i = from or 2, #names do
+    if keys[i] ~= base .. names[i] then
+      fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
+    end
+  end
+end
+-- A declared row key must be the row (`<prefix><id>`) of its own id.
+local function need_row(key, prefix, id)
+  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
+end
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
+end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- A Bus topic's meta hash (docs/protocol.md §2) carries its own data version `v` (next to the
+-- retention policy): read in the one command a script makes of the hash (HGET of `v`, or HMGET
+-- of `v` and the fields asked), WRONGTYPE checked, and refused when it is another version's.
+-- Answers { v, field1, … } (false for an absent field).
+local function topic_meta(key, ...)
+  local m
+  if select('#', ...) == 0 then m = { checked(redis.pcall('HGET', key, 'v'), key) }
+  else m = checked(redis.pcall('HMGET', key, 'v', ...), key) end
+  need_data_version(m[1], key)
+  return m
+end
+-- Stamps a topic's meta with this version on its first write (v absent).
+local function stamp_topic(key, v)
+  if not v then redis.call('HSET', key, 'v', PROTOCOL) end
+end
+local function main(KEYS, ARGV)
+need(#KEYS == 1 and #ARGV == 4, 'expected 1 key and 4 arguments')
+topic_base(KEYS[1])
+local stored = topic_meta(KEYS[1])[1]
 local names = { 'maxLen', 'maxAgeMs', 'archiveMaxAgeMs' }
 local limits = { 1000000000, 3153600000000, 3153600000000 }
 local set = {}
 for i = 1, 3 do
   local v = ARGV[i + 1]
   if v ~= '' then
-    local x = int(v, 1, limits[i])
-    if not x then
-      return redis.error_reply('EMQ_BAD_ARG ' .. names[i] .. ' must be an integer in 1..' .. limits[i])
-    end
     set[#set + 1] = names[i]
-    set[#set + 1] = string.format('%d', x)
+    set[#set + 1] = string.format('%d', need_int(v, 1, limits[i], names[i]))
   end
 end
 
 redis.call('HDEL', KEYS[1], 'maxLen', 'maxAgeMs', 'archiveMaxAgeMs')
-if not stored then redis.call('HSET', KEYS[1], 'v', V) end
+stamp_topic(KEYS[1], stored)
 if #set > 0 then redis.call('HSET', KEYS[1], unpack(set)) end
 return 1
+end
+return run(main)

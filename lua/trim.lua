@@ -1,27 +1,53 @@
--- trim.lua: EchoMQ protocol v1. Applies a topic's retention policy to its log without ever
--- dropping an entry a consumer group still needs: the safe cut is the policy cut (the entry at
--- position len - maxLen, and/or now - maxAgeMs on the server clock; an entry past either limit
--- is due) bounded by every group on the log (its oldest pending id, and its next undelivered
--- entry: nothing after its last-delivered-id goes). At most `limit` entries per call are copied
--- into one archive segment, a JSON array [[streamId, payload], ...] (payloads stay opaque
--- strings), indexed in the archive zset (member "<firstEvtId>-<lastEvtId>", score = first ms),
--- then the log is cut with XTRIM MINID exactly below the first kept entry. Segments whose last
--- entry is older than archiveMaxAgeMs are deleted.
+#!lua flags=allow-oom
+-- trim.lua: EchoMQ protocol v1. Built from lua/src/trim.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- Applies a topic's retention policy to its log without ever dropping an entry a consumer group
+-- still needs: the safe cut is the policy cut (the entry at position len - maxLen, and/or
+-- now - maxAgeMs on the server clock; an entry past either limit is due) bounded by every group
+-- on the log (its oldest pending id, and its next undelivered entry: nothing after its
+-- last-delivered-id goes). At most `limit` entries per call are copied into one archive segment,
+-- a JSON array [[streamId, payload], ...] (payloads stay opaque strings), indexed in the archive
+-- zset (member "<firstEvtId>-<lastEvtId>", score = first ms), then the log is cut with XTRIM
+-- MINID exactly below the first kept entry. Segments whose last entry is older than
+-- archiveMaxAgeMs are deleted.
+-- Flag allow-oom: trim frees memory (the segment it writes holds at most the entries it cuts
+-- from the log, bounded by the budget), so it must run when the server is out of memory.
 --
--- KEYS[1]  emq:{t}:bus:meta     topic meta hash (`v`; policy `maxLen`, `maxAgeMs`, `archiveMaxAgeMs`)
--- KEYS[2]  emq:{t}:bus:log      stream: the event log
--- KEYS[3]  emq:{t}:bus:archive  zset: segment index
--- KEYS[4]  emq:{t}:bus:seg:     prefix of segments (a segment is this prefix followed by its member)
--- ARGV[1]  protocol version ("1")
--- ARGV[2]  limit: the most entries to archive in this call (decimal integer, 1..1000)
--- ARGV[3]  segment budget: the most payload bytes in one segment (1..536870912; one entry always fits)
--- ARGV[4]  the most expired segments to delete in this call (0..1000)
--- Returns: { archived, trimmed, expired, more } where more = 1 when due entries remain.
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments, keys that are not one topic's, a corrupt
---          stored policy), EMQ_VERSION,
---          EMQ_WRONGTYPE (meta not a hash, log not a stream, archive not a zset),
---          EMQ_BAD_ID (an entry to archive has no branded form). Every check precedes the first write.
--- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+-- @key meta emq:{t}:bus:meta topic meta hash (`v`; policy `maxLen`, `maxAgeMs`, `archiveMaxAgeMs`)
+-- @key log emq:{t}:bus:log stream: the event log
+-- @key archive emq:{t}:bus:archive zset: segment index
+-- @key seg emq:{t}:bus:seg: prefix of segments (a segment is this prefix followed by its member)
+-- @arg version version the protocol version
+-- @arg limit 1..1000 the most entries to archive in this call
+-- @arg budget 1..536870912 segment budget: the most payload bytes in one segment (one entry
+--   always fits)
+-- @arg expire-limit 0..1000 the most expired segments to delete in this call
+-- @returns { archived, trimmed, expired, more } where more = 1 when due entries remain.
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, keys that are not one topic's,
+--   a corrupt stored policy), EMQ_WRONGTYPE (meta not a hash, log not a stream, archive not a
+--   zset), EMQ_BAD_ID (an entry to archive has no branded form). Every check precedes the first
+--   write.
+-- @flags allow-oom
+-- @uses args keys types clock topic-meta
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '1'
+-- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
+-- version is refused, so a runtime of one version never half-applies a transition to another's.
+local DATA_VERSIONS = { ['1'] = true }
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function on_refusal(fn) refusal_hook = fn end
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- Refuses data of another protocol version than these scripts read (meta `v`, when present).
+local function need_data_version(v, key)
+  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
+end
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
 local function int(s, lo, hi)
   if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
@@ -29,40 +55,141 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
-if #KEYS ~= 4 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 4 keys and 4 arguments') end
-local base = string.match(KEYS[1], '^(emq:{[A-Za-z0-9_.-]+}:bus:)meta$')
-if not base or KEYS[2] ~= base .. 'log' or KEYS[3] ~= base .. 'archive' or KEYS[4] ~= base .. 'seg:' then
-  return redis.error_reply('EMQ_BAD_ARG keys must be the meta, log, archive and segment-prefix keys of one topic')
+-- The argument reader: each takes the argument, its range and its name, and answers the value or
+-- refuses with EMQ_BAD_ARG naming the argument and what it must be.
+local function need_int(s, lo, hi, what)
+  local v = int(s, lo, hi)
+  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
+  return v
 end
-local V = '1'
-if ARGV[1] ~= V then
-  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+-- A text argument of lo..hi bytes.
+local function need_bytes(s, lo, hi, what)
+  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
+  return s
 end
-local policy = redis.pcall('HMGET', KEYS[1], 'v', 'maxLen', 'maxAgeMs', 'archiveMaxAgeMs')
-if policy.err then return redis.error_reply('EMQ_WRONGTYPE the topic meta key is not a hash') end
-local stored = policy[1]
-if stored and stored ~= V then
-  return redis.error_reply('EMQ_VERSION topic data is protocol ' .. stored .. ', script speaks ' .. V)
+-- One of a set of words, given as a table word -> true.
+local function need_word(s, words, what)
+  if not words[s] then
+    local list = {}
+    for w in pairs(words) do list[#list + 1] = w end
+    table.sort(list)
+    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
+  end
+  return s
 end
-local limit, budget, expireLimit = int(ARGV[2], 1, 1000), int(ARGV[3], 1, 536870912), int(ARGV[4], 0, 1000)
-if not limit then return redis.error_reply('EMQ_BAD_ARG limit must be an integer in 1..1000') end
-if not budget then return redis.error_reply('EMQ_BAD_ARG segment budget must be an integer in 1..536870912') end
-if not expireLimit then return redis.error_reply('EMQ_BAD_ARG expire limit must be an integer in 0..1000') end
+-- A fencing token: decimal digits, at most 20.
+local function need_token(s)
+  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
+  return s
+end
+-- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
+-- time, so a second TIME would answer the same; parts of a composed script share the read).
+local clock_memo = nil
+local function now_ms()
+  if not clock_memo then
+    local t = redis.call('TIME')
+    clock_memo = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return clock_memo
+end
+-- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
+-- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
+-- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
+local function queue_base(meta)
+  if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
+local function topic_base(meta)
+  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
+local function need_keys(keys, base, names, from)
+  for i = from or 2, #names do
+    if keys[i] ~= base .. names[i] then
+      fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
+    end
+  end
+end
+-- A declared row key must be the row (`<prefix><id>`) of its own id.
+local function need_row(key, prefix, id)
+  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
+end
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
+end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- A Bus topic's meta hash (docs/protocol.md §2) carries its own data version `v` (next to the
+-- retention policy): read in the one command a script makes of the hash (HGET of `v`, or HMGET
+-- of `v` and the fields asked), WRONGTYPE checked, and refused when it is another version's.
+-- Answers { v, field1, … } (false for an absent field).
+local function topic_meta(key, ...)
+  local m
+  if select('#', ...) == 0 then m = { checked(redis.pcall('HGET', key, 'v'), key) }
+  else m = checked(redis.pcall('HMGET', key, 'v', ...), key) end
+  need_data_version(m[1], key)
+  return m
+end
+-- Stamps a topic's meta with this version on its first write (v absent).
+local function stamp_topic(key, v)
+  if not v then redis.call('HSET', key, 'v', PROTOCOL) end
+end
+local function main(KEYS, ARGV)
+need(#KEYS == 4 and #ARGV == 4, 'expected 4 keys and 4 arguments')
+need_keys(KEYS, topic_base(KEYS[1]), { 'meta', 'log', 'archive', 'seg:' })
+local policy = topic_meta(KEYS[1], 'maxLen', 'maxAgeMs', 'archiveMaxAgeMs')
+local limit = need_int(ARGV[2], 1, 1000, 'limit')
+local budget = need_int(ARGV[3], 1, 536870912, 'segment budget')
+local expireLimit = need_int(ARGV[4], 0, 1000, 'expire limit')
 local bounds = { 1000000000, 3153600000000, 3153600000000 }
 for i = 1, 3 do
   local p = policy[i + 1]
   if p then
     policy[i + 1] = int(p, 1, bounds[i])
-    if not policy[i + 1] or string.sub(p, 1, 1) == '0' then
-      return redis.error_reply('EMQ_BAD_ARG stored retention policy is corrupt')
-    end
+    need(policy[i + 1] and string.sub(p, 1, 1) ~= '0', 'stored retention policy is corrupt')
   end
 end
 local maxLen, maxAge, archiveMaxAge = policy[2], policy[3], policy[4]
-local logKind = redis.call('TYPE', KEYS[2])['ok']
-local archKind = redis.call('TYPE', KEYS[3])['ok']
+local logKind, archKind = redis.call('TYPE', KEYS[2])['ok'], redis.call('TYPE', KEYS[3])['ok']
 if (logKind ~= 'stream' and logKind ~= 'none') or (archKind ~= 'zset' and archKind ~= 'none') then
-  return redis.error_reply('EMQ_WRONGTYPE the log or archive key holds the wrong type')
+  fail('WRONGTYPE', 'the log or archive key holds the wrong type')
 end
 
 local B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
@@ -107,9 +234,14 @@ local function evtMs(body)
   end
   return hi + EPOCH
 end
+-- The payload (field `p`) of a stream entry's field list, '' when it has none.
+local function payload(fields)
+  local p = ''
+  for j = 1, #fields, 2 do if fields[j] == 'p' then p = fields[j + 1] end end
+  return p
+end
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 
 -- Entries due and safe, from the head of the log.
 local k, more, entries, bytes = 0, 0, {}, 0
@@ -130,15 +262,13 @@ if logKind == 'stream' and (maxLen or maxAge) then
     for i = 1, math.min(#entries, limit) do
       local id = entries[i][1]
       local ms = parse(id)
-      local due = i <= excess or (ageCut and ms < ageCut)
-      local safe = due
+      local safe = i <= excess or (ageCut and ms < ageCut)
       for g = 1, #floors do
         local fl = floors[g]
         if cmp(id, fl.last) > 0 or (fl.pending and cmp(id, fl.pending) >= 0) then safe = false end
       end
       if not safe then break end
-      local fields, p = entries[i][2], ''
-      for j = 1, #fields, 2 do if fields[j] == 'p' then p = fields[j + 1] end end
+      local p = payload(entries[i][2])
       if k > 0 and bytes + #p > budget then more = 1; break end
       bytes = bytes + #p
       k = i
@@ -150,7 +280,7 @@ local first, last
 if k > 0 then
   first, last = evtId(entries[1][1]), evtId(entries[k][1])
   if not first or not last then
-    return redis.error_reply('EMQ_BAD_ID log entry ' .. entries[1][1] .. '..' .. entries[k][1] .. ' has no branded form')
+    fail('BAD_ID', 'log entry ' .. entries[1][1] .. '..' .. entries[k][1] .. ' has no branded form')
   end
 end
 
@@ -170,11 +300,7 @@ end
 local trimmed = 0
 if k > 0 then
   local seg = {}
-  for i = 1, k do
-    local fields, p = entries[i][2], ''
-    for j = 1, #fields, 2 do if fields[j] == 'p' then p = fields[j + 1] end end
-    seg[i] = { entries[i][1], p }
-  end
+  for i = 1, k do seg[i] = { entries[i][1], payload(entries[i][2]) } end
   local member = first .. '-' .. last
   redis.call('SET', KEYS[4] .. member, cjson.encode(seg))
   redis.call('ZADD', KEYS[3], string.match(entries[1][1], '^(%d+)-'), member)
@@ -188,3 +314,5 @@ if k > 0 then
   trimmed = redis.call('XTRIM', KEYS[2], 'MINID', cut)
 end
 return { k, trimmed, expired, more }
+end
+return run(main)
