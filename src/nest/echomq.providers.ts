@@ -46,7 +46,7 @@ export const ROOT_PROVIDERS: Provider[] = [
       const target: ValkeyConnectionOptions = embedded ? { url: embedded.url } : (o.connection as ValkeyConnectionOptions);
       const conn = new EchoMqConnection(target);
       const logger = new Logger('EchoMQ');
-      conn.logger = { warn: (m) => logger.warn(m) };
+      conn.logger = { warn: (m) => logger.warn(m), error: (m) => logger.error(m) };
       if (o.consumers === false) conn.openOnFirstUse();
       else await openAtBoot(conn, resolveBootRetry(target.retryAtBoot), (m) => logger.warn(m));
       return conn;
