@@ -1,37 +1,68 @@
--- cancel.lua: EchoMQ protocol v1. Cancels a job that has not started: a pending or scheduled
--- job moves to `cancelled` (kept in a bounded set). An active job is not interrupted here; its
--- row is flagged `cancel` = 1: the holder may observe it, and an attempt that ends without
--- completing (retry, reap, release) ends the job `cancelled` (a complete still completes it).
+#!lua flags=allow-oom
+-- cancel.lua: EchoMQ protocol v1. Built from lua/src/cancel.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- Cancels a job that has not started: a pending or scheduled job moves to `cancelled` (kept in a
+-- bounded set). An active job is not interrupted here; its row is flagged `cancel` = 1: the holder
+-- may observe it, and an attempt that ends without completing (retry, reap, release) ends the job
+-- `cancelled` (a complete still completes it).
 --
 -- Bounded cost whatever the backlog: a pending job's id is not searched for in `pending` (no
 -- LREM). It stays there as a ghost: its payload moves into its row (field `payload`), its `data`
 -- field becomes "" (so an enqueue of the same id is still refused) and meta `ghosts` counts it;
 -- claim drops the id when it pops it and puts the payload back into `data`.
 --
--- KEYS[1]  emq:{q}:meta       queue meta hash (`ghosts`: ghost ids in pending; `keepc`: the
---                             cancelled retention, recorded here for retry, reap and release)
--- KEYS[2]  emq:{q}:pending    list of pending ids (not touched: kept in the layout)
--- KEYS[3]  emq:{q}:scheduled  zset id -> run-at
--- KEYS[4]  emq:{q}:cancelled  zset id -> cancelled at (bounded retention)
--- KEYS[5]  emq:{q}:data       hash id -> payload ("" for a ghost)
--- KEYS[6]  emq:{q}:opts       hash id -> the job's own options (until its first claim)
--- KEYS[7]  emq:{q}:job:       prefix of job rows
--- KEYS[8]  emq:{q}:job:<id>   the job's row
--- KEYS[9]  emq:{q}:events     lifecycle events: sharded channel and bounded stream
--- KEYS[10] emq:{q}:outbox     (optional, with KEYS[11]; required when the row names a parent or
--- KEYS[11] emq:{q}:outdue     the job is a waiting flow parent): a cancelled job whose row names
---                             a parent writes its hand-off `d:<id>` = "d <queue> <parent id> <id>
---                             cancelled cancelled" to this queue's outbox, and a cancelled
---                             `waiting` parent one entry `x:<child>` = "x <queue> <child>" per
---                             child whose outcome has not arrived (docs/flows.md)
--- ARGV[1]  protocol version ("1")
--- ARGV[2]  id
--- ARGV[3]  cancelled retention: how many cancelled rows to keep (decimal integer, 1..1000000)
--- Returns: 1 cancelled (also a `waiting` flow parent); 2 active, flagged; 0 already finished;
---          -1 no such job (integers).
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments, KEYS[8] not the row of the id),
---          EMQ_VERSION, EMQ_BAD_ID, EMQ_WRONGTYPE. Every check comes before the first write.
--- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+-- Flows (docs/flows.md): a cancelled job whose row names a parent writes its hand-off `d:<id>` =
+-- "d <queue> <parent id> <id> cancelled cancelled" to this queue's outbox, and a cancelled
+-- `waiting` parent one entry `x:<child>` = "x <queue> <child>" per child whose outcome has not
+-- arrived.
+-- Flags: allow-oom. It frees memory (a scheduled entry, its options, the cancelled set's trim) or
+-- only flags a row; what it adds is bounded (a few fields, one outbox entry per child still out),
+-- and refusing a cancel under OOM would leave unwanted work to run.
+--
+-- @key meta emq:{q}:meta queue meta hash (`ghosts`: ghost ids in pending; `keepc`: the cancelled
+--   retention, recorded here for retry, reap and release)
+-- @key pending emq:{q}:pending list of pending ids (not touched: kept in the layout)
+-- @key scheduled emq:{q}:scheduled zset id -> run-at
+-- @key cancelled emq:{q}:cancelled zset id -> cancelled at (bounded retention)
+-- @key data emq:{q}:data hash id -> payload ("" for a ghost)
+-- @key opts emq:{q}:opts hash id -> the job's own options (until its first claim)
+-- @key rows emq:{q}:job: prefix of job rows
+-- @key row emq:{q}:job:<id> the job's row
+-- @key events emq:{q}:events lifecycle events: sharded channel and bounded stream
+-- @key outbox? emq:{q}:outbox with outdue; required when the row names a parent or the job is a
+--   waiting flow parent
+-- @key outdue? emq:{q}:outdue with outbox; required when the row names a parent or the job is a
+--   waiting flow parent
+-- @arg version version the protocol version ("1")
+-- @arg id id:job the job
+-- @arg keep 1..1000000 the cancelled retention: how many cancelled rows to keep
+-- @returns 1 cancelled (also a `waiting` flow parent); 2 active, flagged; 0 already finished; -1 no
+--   such job (integers).
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, a fixed key that is not the
+--   one the key grammar spells for the queue of KEYS[1], KEYS[8] not the row of the id, a flow
+--   job without the outbox keys), EMQ_BAD_ID, EMQ_WRONGTYPE. Every check comes before the first
+--   write.
+-- @flags allow-oom
+-- @uses args ids keys types meta events cancelled flow-child
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '1'
+-- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
+-- version is refused, so a runtime of one version never half-applies a transition to another's.
+local DATA_VERSIONS = { ['1'] = true }
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function on_refusal(fn) refusal_hook = fn end
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- Refuses data of another protocol version than these scripts read (meta `v`, when present).
+local function need_data_version(v, key)
+  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
+end
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
 local function int(s, lo, hi)
   if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
@@ -39,52 +70,52 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
-if (#KEYS ~= 9 and #KEYS ~= 11) or #ARGV ~= 3 then return redis.error_reply('EMQ_BAD_ARG expected 9 (or 11) keys and 3 arguments') end
-local V = '1'
-if ARGV[1] ~= V then
-  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+-- The argument reader: each takes the argument, its range and its name, and answers the value or
+-- refuses with EMQ_BAD_ARG naming the argument and what it must be.
+local function need_int(s, lo, hi, what)
+  local v = int(s, lo, hi)
+  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
+  return v
 end
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'keepc')
-if meta.err then return redis.error_reply('EMQ_WRONGTYPE the queue meta key is not a hash') end
-local stored, elog = meta[1], tonumber(meta[2]) or 0
-if stored and stored ~= V then
-  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
+-- A text argument of lo..hi bytes.
+local function need_bytes(s, lo, hi, what)
+  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
+  return s
 end
--- Refuses (EMQ_WRONGTYPE) unless each key is absent or of its type: checked before the first
--- write wherever a key's first touch would be a write that could fail midway.
-local function wrongType(list)
-  for i = 1, #list, 2 do
-    local t = redis.call('TYPE', list[i])['ok']
-    if t ~= 'none' and t ~= list[i + 1] then
-      return redis.error_reply('EMQ_WRONGTYPE ' .. list[i] .. ' is a ' .. t .. ', not a ' .. list[i + 1])
-    end
+-- One of a set of words, given as a table word -> true.
+local function need_word(s, words, what)
+  if not words[s] then
+    local list = {}
+    for w in pairs(words) do list[#list + 1] = w end
+    table.sort(list)
+    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
   end
+  return s
 end
--- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
--- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
-local function emit(key, elog, kind, ids, now)
-  if #ids == 0 then return end
-  -- Ids and kinds are validated base62 / fixed words: plain concatenation is valid JSON.
-  redis.call('SPUBLISH', key, '{"e":"' .. kind .. '","ids":["' .. table.concat(ids, '","') .. '"],"at":' .. now .. '}')
-  if elog > 0 then
-    redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
-  end
+-- A fencing token: decimal digits, at most 20.
+local function need_token(s)
+  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
+  return s
 end
--- The 14-byte gate: namespace `job`, 11 base62 digits, body at most 2^64-1. Compared byte by
--- byte: Lua's `>` on strings follows the server's collation locale, not byte order.
-local function badId(id)
-  if #id ~= 14 or not string.match(id, '^job[0-9A-Za-z]+$') then return true end
-  local max = 'LygHa16AHYF'
-  for i = 1, 11 do
-    local x, y = string.byte(id, i + 3), string.byte(max, i)
-    if x ~= y then return x > y end
+-- The cancelled set (docs/protocol.md §5): a job that ends `cancelled` keeps its row and its id in
+-- `cancelled` (id -> cancelled at), trimmed to the retention cancel.lua records in meta `keepc`.
+-- The retention of meta `keepc`, 1000 when unset or malformed.
+local function cancelled_keep(keepc)
+  return int(keepc, 1, 1000000) or 1000
+end
+-- Ends a job `cancelled` at now: its row (with the error text, when one is given) and the set.
+local function end_cancelled(row, set, id, now, err)
+  if err then
+    redis.call('HSET', row, 'status', 'cancelled', 'error', err, 'finished', now)
+  else
+    redis.call('HSET', row, 'status', 'cancelled', 'finished', now)
   end
-  return false
+  redis.call('ZADD', set, now, id)
 end
 -- Trims the cancelled set to `keep` (at most 1000 rows per call): the oldest rows and payloads
 -- go. A ghost's `data` marker stays, so claim still recognises its id (and an enqueue of it is
 -- still refused) until claim pops it.
-local function trimCancelled(set, data, prefix, keep)
+local function trim_cancelled(set, data, prefix, keep)
   local excess = math.min(redis.call('ZCARD', set) - keep, 1000)
   if excess <= 0 then return end
   local old = redis.call('ZPOPMIN', set, excess)
@@ -93,35 +124,173 @@ local function trimCancelled(set, data, prefix, keep)
     if redis.call('HGET', data, old[i]) ~= '' then redis.call('HDEL', data, old[i]) end
   end
 end
-local id, keep = ARGV[2], int(ARGV[3], 1, 1000000)
-if badId(id) then return redis.error_reply('EMQ_BAD_ID malformed job id') end
-if KEYS[8] ~= KEYS[7] .. id then return redis.error_reply('EMQ_BAD_ARG KEYS[8] is not the row of ' .. id) end
-if not keep then return redis.error_reply('EMQ_BAD_ARG retention must be an integer in 1..1000000') end
+-- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
+-- time, so a second TIME would answer the same; parts of a composed script share the read).
+local clock_memo = nil
+local function now_ms()
+  if not clock_memo then
+    local t = redis.call('TIME')
+    clock_memo = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return clock_memo
+end
+-- Lifecycle events (docs/protocol.md §5a): one sharded pub/sub message per call and kind on the
+-- queue's events channel, and, when its `elog` is above 0, one entry in the bounded events stream.
+local function emit(key, elog, kind, ids)
+  if #ids == 0 then return end
+  local now = now_ms()
+  -- Ids and kinds are validated base62 / fixed words: plain concatenation is valid JSON.
+  redis.call('SPUBLISH', key, '{"e":"' .. kind .. '","ids":["' .. table.concat(ids, '","') .. '"],"at":' .. now .. '}')
+  if elog > 0 then
+    redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
+  end
+end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- Flows' outbox (docs/protocol.md §10): the cross-queue hand-offs a transition owes, written in
+-- the same step to this queue's `outbox` (entry id -> text) and `outdue` (entry id -> due ms).
+-- The optional trailing pair of keys of the transitions that may finish a flow job: nil, nil when
+-- absent (i > #keys), else both checked against the grammar.
+local function outbox_keys(keys, i, base)
+  if keys[i] == nil then return nil, nil end
+  if keys[i] ~= base .. 'outbox' or keys[i + 1] ~= base .. 'outdue' or keys[i + 2] ~= nil then
+    fail('BAD_ARG', 'KEYS[' .. i .. '..' .. (i + 1) .. '] must be the outbox and outdue of the queue, last')
+  end
+  return keys[i], keys[i + 1]
+end
+-- The text of a `d:` entry: a finished job's outcome for its parent (`<queue> <id>`).
+local function delivery_text(parent, id, outcome, text)
+  return 'd ' .. parent .. ' ' .. id .. ' ' .. outcome .. ' ' .. text
+end
+-- Writes one entry, due at `at` (now for a relay to take; now + lease when leased to the caller).
+local function hand_off(box, due, eid, text, at)
+  redis.call('HSET', box, eid, text)
+  redis.call('ZADD', due, at, eid)
+end
+-- What a transition owes a flow (docs/flows.md): a job whose row names a parent and that ends
+-- without completing hands its outcome to the parent's queue through this queue's outbox.
+-- The outbox pair is required when a hand-off is owed (`why` says why); its types are checked.
+local function need_outbox(box, due, why)
+  if not box then fail('BAD_ARG', why .. ': the outbox and outdue keys are required') end
+  need_types({ box, 'hash', due, 'zset' })
+end
+-- The hand-off `d:<id>` = "d <parent> <id> <outcome> <text>", due now.
+local function tell_parent(box, due, parent, id, outcome, text)
+  hand_off(box, due, 'd:' .. id, delivery_text(parent, id, outcome, text), now_ms())
+end
+-- The 14-byte gate (docs/protocol.md §1): a 3-letter namespace, 11 base62 digits, the body at
+-- most 2^64-1 (`LygHa16AHYF`). Compared byte by byte: Lua's `>` on strings follows the server's
+-- collation locale, not byte order.
+local ID_MAX = 'LygHa16AHYF'
+local ID_PATTERN = { job = '^job[0-9A-Za-z]+$', evt = '^evt[0-9A-Za-z]+$', ver = '^ver[0-9A-Za-z]+$' }
+local function bad_id(id, ns)
+  if type(id) ~= 'string' or #id ~= 14 or not string.match(id, ID_PATTERN[ns or 'job']) then return true end
+  local first = string.byte(id, 4)
+  if first ~= 76 then return first > 76 end -- 'L', the first digit of the bound: most ids differ there
+  for i = 2, 11 do
+    local x, y = string.byte(id, i + 3), string.byte(ID_MAX, i)
+    if x ~= y then return x > y end
+  end
+  return false
+end
+-- An id of namespace ns (default `job`), or EMQ_BAD_ID.
+local function need_id(id, ns)
+  if bad_id(id, ns) then fail('BAD_ID', 'malformed ' .. (ns or 'job') .. ' id') end
+  return id
+end
+-- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
+-- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
+-- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
+local function queue_base(meta)
+  if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
+local function topic_base(meta)
+  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
+local function need_keys(keys, base, names, from)
+  for i = from or 2, #names do
+    if keys[i] ~= base .. names[i] then
+      fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
+    end
+  end
+end
+-- A declared row key must be the row (`<prefix><id>`) of its own id.
+local function need_row(key, prefix, id)
+  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
+end
+-- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
+-- uses (parts of a composed script share the read: no part writes a field another part reads),
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+local meta_memo = nil
+local function queue_meta(key)
+  if not meta_memo then
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    need_data_version(m[1], key)
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+  end
+  return meta_memo
+end
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
+end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+local function main(KEYS, ARGV)
+need((#KEYS == 9 or #KEYS == 11) and #ARGV == 3, 'expected 9 (or 11) keys and 3 arguments')
+local b, id = queue_base(KEYS[1]), ARGV[2]
+need_keys(KEYS, b, { 'meta', 'pending', 'scheduled', 'cancelled', 'data', 'opts', 'job:', 'job:' .. id, 'events' })
+local box, due = outbox_keys(KEYS, 10, b)
+local m = queue_meta(KEYS[1])
+need_id(id)
+local keep = need_int(ARGV[3], 1, 1000000, 'the retention')
 
-local box, due = KEYS[10], KEYS[11]
-local b = string.sub(KEYS[1], 1, -5)
-if box and (box ~= b .. 'outbox' or due ~= b .. 'outdue') then
-  return redis.error_reply('EMQ_BAD_ARG KEYS[10] and KEYS[11] must be the outbox and outdue of the queue')
-end
-local row = KEYS[8]
-local cur = redis.pcall('HMGET', row, 'status', 'parent')
-if cur.err then return redis.error_reply('EMQ_WRONGTYPE the job row is not a hash') end
+local row, scheduled, cancelled, data = KEYS[8], KEYS[3], KEYS[4], KEYS[5]
+local cur = checked(redis.pcall('HMGET', row, 'status', 'parent'), row)
 local status, parent = cur[1], cur[2]
-local err = wrongType({ KEYS[3], 'zset', KEYS[4], 'zset', KEYS[5], 'hash', KEYS[6], 'hash' })
-if err then return err end
-if (parent or status == 'waiting') and status ~= 'active' then
-  if not box then return redis.error_reply('EMQ_BAD_ARG a flow job: the outbox and outdue keys are required') end
-  err = wrongType({ box, 'hash', due, 'zset' })
-  if err then return err end
-end
-if elog > 0 then
-  err = wrongType({ KEYS[9], 'stream' })
-  if err then return err end
-end
-local payload = redis.call('HGET', KEYS[5], id)
+need_types({ scheduled, 'zset', cancelled, 'zset', data, 'hash', KEYS[6], 'hash' })
+if (parent or status == 'waiting') and status ~= 'active' then need_outbox(box, due, 'a flow job') end
+if m.elog > 0 then need_type(KEYS[9], 'stream') end
+local payload = redis.call('HGET', data, id)
 if not status then
   -- No row yet: a job that was never claimed is scheduled or pending.
-  if redis.call('ZSCORE', KEYS[3], id) then
+  if redis.call('ZSCORE', scheduled, id) then
     status = 'scheduled'
   elseif payload and payload ~= '' then -- "" is a ghost whose row left the retention
     status = 'pending'
@@ -129,37 +298,31 @@ if not status then
     return -1
   end
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function recordKeep()
-  if meta[3] ~= ARGV[3] then redis.call('HSET', KEYS[1], 'keepc', keep) end
+local now = now_ms()
+local function record_keep()
+  if m.keepc ~= ARGV[3] then redis.call('HSET', KEYS[1], 'keepc', keep) end
 end
 if status == 'active' then
-  recordKeep()
+  record_keep()
   redis.call('HSET', row, 'cancel', '1')
-  emit(KEYS[9], elog, 'cancel-requested', { id }, now)
+  emit(KEYS[9], m.elog, 'cancel-requested', { id })
   return 2
 end
 if status == 'pending' then
   -- The id stays in `pending` as a ghost (see the header): O(1) instead of an LREM.
   if payload and payload ~= '' then
     redis.call('HSET', row, 'payload', payload)
-    redis.call('HSET', KEYS[5], id, '')
+    redis.call('HSET', data, id, '')
     redis.call('HINCRBY', KEYS[1], 'ghosts', 1)
   end
 elseif status == 'scheduled' then
-  redis.call('ZREM', KEYS[3], id)
+  redis.call('ZREM', scheduled, id)
 elseif status ~= 'waiting' then
   return 0
 end
 -- Flow bookkeeping: the parent hears of the cancel; a waiting parent's children still out are
 -- cancelled in turn (each relayed like any outbox entry).
 local boxed = 0
-local function hand(eid, text)
-  redis.call('HSET', box, eid, text)
-  redis.call('ZADD', due, now, eid)
-  boxed = boxed + 1
-end
 if status == 'waiting' then
   redis.call('HINCRBY', KEYS[1], 'waits', -1) -- meta `waits` (flow-add.lua)
   local all = redis.call('HGETALL', row)
@@ -170,16 +333,21 @@ if status == 'waiting' then
   for i = 1, #all, 2 do
     local cid = string.sub(all[i], 3)
     if string.sub(all[i], 1, 2) == 'k:' and not have[cid] then
-      hand('x:' .. cid, 'x ' .. string.match(all[i + 1], '^[^ ]+') .. ' ' .. cid)
+      hand_off(box, due, 'x:' .. cid, 'x ' .. string.match(all[i + 1], '^[^ ]+') .. ' ' .. cid, now)
+      boxed = boxed + 1
     end
   end
 end
-if parent then hand('d:' .. id, 'd ' .. parent .. ' ' .. id .. ' cancelled cancelled') end
+if parent then
+  tell_parent(box, due, parent, id, 'cancelled', 'cancelled')
+  boxed = boxed + 1
+end
 if boxed > 0 then redis.call('SPUBLISH', box, boxed) end
-recordKeep()
-redis.call('HSET', row, 'status', 'cancelled', 'finished', now)
+record_keep()
+end_cancelled(row, cancelled, id, now)
 redis.call('HDEL', KEYS[6], id)
-redis.call('ZADD', KEYS[4], now, id)
-trimCancelled(KEYS[4], KEYS[5], KEYS[7], keep)
-emit(KEYS[9], elog, 'cancelled', { id }, now)
+trim_cancelled(cancelled, data, KEYS[7], keep)
+emit(KEYS[9], m.elog, 'cancelled', { id })
 return 1
+end
+return run(main)
