@@ -1,24 +1,50 @@
--- extend.lua: EchoMQ protocol v1. Extends the leases of one or many active jobs, each fenced by
--- its token: a job whose lease was lost (reaped, re-claimed, finished) is not extended.
+#!lua flags=allow-oom
+-- extend.lua: EchoMQ protocol v1. Built from lua/src/extend.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- Extends the leases of one or many active jobs, each fenced by its token: a job whose lease was
+-- lost (reaped, re-claimed, finished) is not extended. Every number is a decimal integer: no sign,
+-- fraction, exponent or blank.
+-- Flags: allow-oom. Its one write (ZADD XX) only updates the scores of members already in
+-- `active`: it cannot grow memory, and refusing it under OOM would lose leases of running jobs.
 --
--- KEYS[1]  emq:{q}:meta     queue meta hash
--- KEYS[2]  emq:{q}:active   zset id -> lease deadline
--- KEYS[3]  emq:{q}:job:     prefix of job rows
--- KEYS[3+i] emq:{q}:job:<id_i> the row of job i, for i = 1..n
--- ARGV[1]  protocol version ("1")
--- ARGV[2]  new lease in ms from now (1..86400000)
--- ARGV[3]  n, the number of jobs (1..1000)
--- ARGV[4+2(i-1)], ARGV[5+2(i-1)] per job i: id, token (decimal digits)
--- Every number is a decimal integer: no sign, fraction, exponent or blank.
--- Returns: an array of n integers: 1 = extended (deadline = server now + lease), 0 = lease lost,
---          2 = extended, and a cancel was requested (row `cancel` = 1): the holder should stop
---          its handler and end the attempt through retry.lua or release.lua (which end it
---          `cancelled`), not complete.lua.
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key that is not
---          the one the key grammar spells for the queue of KEYS[1], a row key that is not
---          the row of its id), EMQ_VERSION, EMQ_WRONGTYPE (a key holds another type), EMQ_BAD_ID,
---          EMQ_BATCH_TOO_LARGE. Every check comes before the first write.
--- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+-- @key meta emq:{q}:meta queue meta hash
+-- @key active emq:{q}:active zset id -> lease deadline
+-- @key rows emq:{q}:job: prefix of job rows
+-- @key row* emq:{q}:job:<id> the row of job i, KEYS[3+i] for i = 1..n
+-- @arg version version the protocol version ("1")
+-- @arg lease 1..86400000 the new lease in ms from now
+-- @arg n 1..1000 the number of jobs
+-- @arg id* id:job per job i, ARGV[4+2(i-1)]: its id
+-- @arg token* token per job i, ARGV[5+2(i-1)]: its fencing token (decimal digits)
+-- @returns an array of n integers: 1 = extended (deadline = server now + lease), 0 = lease lost, 2 =
+--   extended, and a cancel was requested (row `cancel` = 1): the holder should stop its handler
+--   and end the attempt through retry.lua or release.lua (which end it `cancelled`), not
+--   complete.lua.
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key
+--   that is not the one the key grammar spells for the queue of KEYS[1], a row key that is not the
+--   row of its id), EMQ_WRONGTYPE (a key holds another type), EMQ_BAD_ID, EMQ_BATCH_TOO_LARGE.
+--   Every check comes before the first write.
+-- @flags allow-oom
+-- @uses args ids keys types meta clock
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '1'
+-- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
+-- version is refused, so a runtime of one version never half-applies a transition to another's.
+local DATA_VERSIONS = { ['1'] = true }
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function on_refusal(fn) refusal_hook = fn end
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- Refuses data of another protocol version than these scripts read (meta `v`, when present).
+local function need_data_version(v, key)
+  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
+end
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
 local function int(s, lo, hi)
   if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
@@ -26,63 +52,159 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
--- The reply of a command run through redis.pcall, when it failed: WRONGTYPE becomes
--- EMQ_WRONGTYPE naming the key, any other error passes as it is; nil when it succeeded.
-local function refused(r, key)
-  if type(r) ~= 'table' or not r.err then return nil end
-  if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
-    return redis.error_reply('EMQ_WRONGTYPE ' .. key .. ' holds a value of another type than the protocol gives it')
+-- The argument reader: each takes the argument, its range and its name, and answers the value or
+-- refuses with EMQ_BAD_ARG naming the argument and what it must be.
+local function need_int(s, lo, hi, what)
+  local v = int(s, lo, hi)
+  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
+  return v
+end
+-- A text argument of lo..hi bytes.
+local function need_bytes(s, lo, hi, what)
+  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
+  return s
+end
+-- One of a set of words, given as a table word -> true.
+local function need_word(s, words, what)
+  if not words[s] then
+    local list = {}
+    for w in pairs(words) do list[#list + 1] = w end
+    table.sort(list)
+    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
   end
-  return r
+  return s
 end
-if #KEYS < 3 or #ARGV < 3 then return redis.error_reply('EMQ_BAD_ARG expected at least 3 keys and 3 arguments') end
-local V = '1'
-if ARGV[1] ~= V then
-  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+-- A fencing token: decimal digits, at most 20.
+local function need_token(s)
+  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
+  return s
 end
--- Every fixed key is the one the key grammar spells for the queue of KEYS[1] (§2 of
--- docs/protocol.md), in this order: meta, active, job:.
-local b = string.sub(KEYS[1], 1, -5)
-if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'active' or KEYS[3] ~= b .. 'job:' then
-  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, active, job: of one queue, in this order')
+-- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
+-- time, so a second TIME would answer the same; parts of a composed script share the read).
+local clock_memo = nil
+local function now_ms()
+  if not clock_memo then
+    local t = redis.call('TIME')
+    clock_memo = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return clock_memo
 end
-local stored = redis.pcall('HGET', KEYS[1], 'v')
-local e = refused(stored, KEYS[1])
-if e then return e end
-if stored and stored ~= V then
-  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
-end
--- The 14-byte gate: namespace `job`, 11 base62 digits, body at most 2^64-1. Compared byte by
--- byte: Lua's `>` on strings follows the server's collation locale, not byte order.
-local function badId(id)
-  if #id ~= 14 or not string.match(id, '^job[0-9A-Za-z]+$') then return true end
-  local max = 'LygHa16AHYF'
-  for i = 1, 11 do
-    local x, y = string.byte(id, i + 3), string.byte(max, i)
+-- The 14-byte gate (docs/protocol.md §1): a 3-letter namespace, 11 base62 digits, the body at
+-- most 2^64-1 (`LygHa16AHYF`). Compared byte by byte: Lua's `>` on strings follows the server's
+-- collation locale, not byte order.
+local ID_MAX = 'LygHa16AHYF'
+local ID_PATTERN = { job = '^job[0-9A-Za-z]+$', evt = '^evt[0-9A-Za-z]+$', ver = '^ver[0-9A-Za-z]+$' }
+local function bad_id(id, ns)
+  if type(id) ~= 'string' or #id ~= 14 or not string.match(id, ID_PATTERN[ns or 'job']) then return true end
+  local first = string.byte(id, 4)
+  if first ~= 76 then return first > 76 end -- 'L', the first digit of the bound: most ids differ there
+  for i = 2, 11 do
+    local x, y = string.byte(id, i + 3), string.byte(ID_MAX, i)
     if x ~= y then return x > y end
   end
   return false
 end
-local lease, n = int(ARGV[2], 1, 86400000), int(ARGV[3], 1, 1000000000)
-if not lease then return redis.error_reply('EMQ_BAD_ARG lease must be 1..86400000 ms') end
-if not n then return redis.error_reply('EMQ_BAD_ARG bad job count') end
-if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
-if #KEYS ~= 3 + n or #ARGV ~= 3 + 2 * n then return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (2 * n) .. ' job arguments') end
+-- An id of namespace ns (default `job`), or EMQ_BAD_ID.
+local function need_id(id, ns)
+  if bad_id(id, ns) then fail('BAD_ID', 'malformed ' .. (ns or 'job') .. ' id') end
+  return id
+end
+-- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
+-- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
+-- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
+local function queue_base(meta)
+  if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
+local function topic_base(meta)
+  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
+local function need_keys(keys, base, names, from)
+  for i = from or 2, #names do
+    if keys[i] ~= base .. names[i] then
+      fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
+    end
+  end
+end
+-- A declared row key must be the row (`<prefix><id>`) of its own id.
+local function need_row(key, prefix, id)
+  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
+end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
+-- uses (parts of a composed script share the read: no part writes a field another part reads),
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+local meta_memo = nil
+local function queue_meta(key)
+  if not meta_memo then
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    need_data_version(m[1], key)
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+  end
+  return meta_memo
+end
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
+end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+local function main(KEYS, ARGV)
+need(#KEYS >= 3 and #ARGV >= 3, 'expected at least 3 keys and 3 arguments')
+need_keys(KEYS, queue_base(KEYS[1]), { 'meta', 'active', 'job:' })
+queue_meta(KEYS[1])
+local lease = need_int(ARGV[2], 1, 86400000, 'the lease (ms)')
+local n = need_int(ARGV[3], 1, 1000000000, 'the job count')
+if n > 1000 then fail('BATCH_TOO_LARGE', 'at most 1000 jobs per call') end
+need(#KEYS == 3 + n and #ARGV == 3 + 2 * n, 'expected ' .. n .. ' rows and ' .. (2 * n) .. ' job arguments')
 for i = 1, n do
   local id = ARGV[4 + 2 * (i - 1)]
-  if badId(id) then return redis.error_reply('EMQ_BAD_ID job ' .. i .. ' has a malformed id') end
-  if KEYS[3 + i] ~= KEYS[3] .. id then return redis.error_reply('EMQ_BAD_ARG key ' .. (3 + i) .. ' is not the row of ' .. id) end
-  if not string.match(ARGV[5 + 2 * (i - 1)], '^%d+$') then return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad token') end
+  if bad_id(id) then fail('BAD_ID', 'job ' .. i .. ' has a malformed id') end
+  need_row(KEYS[3 + i], KEYS[3], id)
+  need(string.match(ARGV[5 + 2 * (i - 1)], '^%d+$'), 'job ' .. i .. ' has a bad token')
 end
 
-local t = redis.call('TIME')
-local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + lease
+local deadline = now_ms() + lease
 local out, zargs = {}, {}
 for i = 1, n do
   local id, token, row = ARGV[4 + 2 * (i - 1)], ARGV[5 + 2 * (i - 1)], KEYS[3 + i]
-  local cur = redis.pcall('HMGET', row, 'status', 'token', 'cancel')
-  e = refused(cur, row)
-  if e then return e end
+  local cur = checked(redis.pcall('HMGET', row, 'status', 'token', 'cancel'), row)
   if cur[1] == 'active' and cur[2] == token then
     zargs[#zargs + 1] = deadline
     zargs[#zargs + 1] = id
@@ -92,8 +214,7 @@ for i = 1, n do
   end
 end
 -- The only write, one command for the whole batch; refused with WRONGTYPE it changes nothing.
-if #zargs > 0 then
-  e = refused(redis.pcall('ZADD', KEYS[2], 'XX', unpack(zargs)), KEYS[2])
-  if e then return e end
-end
+if #zargs > 0 then checked(redis.pcall('ZADD', KEYS[2], 'XX', unpack(zargs)), KEYS[2]) end
 return out
+end
+return run(main)
