@@ -48,7 +48,8 @@ func testURL(t *testing.T) string {
 	return ""
 }
 
-func TestConformance(t *testing.T) {
+// loadScripts loads the scripts of ECHOMQ_LUA, or of the repository's lua/.
+func loadScripts(t *testing.T) *echomq.Scripts {
 	lua := os.Getenv("ECHOMQ_LUA")
 	if lua == "" {
 		lua = filepath.Join(root, "lua")
@@ -57,19 +58,29 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(root, "conformance", "scenarios")
-	names, err := SelectedFiles(dir, os.Getenv("ECHOMQ_CONFORMANCE"))
-	if err != nil || len(names) == 0 {
-		t.Fatalf("no scenario files selected in %s (%v)", dir, err)
-	}
+	return scripts
+}
+
+// connect opens a RESP2 client on the test Valkey, closed when the test ends.
+func connect(t *testing.T) *redis.Client {
 	opt, err := redis.ParseURL(testURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	opt.Protocol = 2 // RESP2: a Lua false is a nil reply, as for every runtime (protocol.md §9)
 	rdb := redis.NewClient(opt)
-	defer rdb.Close()
-	r := &Runner{RDB: rdb, Scripts: scripts}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+func TestConformance(t *testing.T) {
+	scripts := loadScripts(t)
+	dir := filepath.Join(root, "conformance", "scenarios")
+	names, err := SelectedFiles(dir, os.Getenv("ECHOMQ_CONFORMANCE"))
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no scenario files selected in %s (%v)", dir, err)
+	}
+	r := &Runner{RDB: connect(t), Scripts: scripts}
 	for _, f := range LoadFiles(dir, names, scripts) {
 		t.Run(f.Name, func(t *testing.T) {
 			if f.Err != nil {
