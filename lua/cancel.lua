@@ -42,7 +42,7 @@
 --   job without the outbox keys), EMQ_BAD_ID, EMQ_WRONGTYPE. Every check comes before the first
 --   write.
 -- @flags allow-oom
--- @uses args ids keys types meta events cancelled flow-child
+-- @uses args ids keys types meta events cancelled flow-child flow-parent
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
 local PROTOCOL = '1'
@@ -97,6 +97,19 @@ local function need_token(s)
   if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
   return s
 end
+-- Trimming a bounded set of finished jobs (the morgue, the cancelled set: id -> when): the oldest
+-- beyond `keep` go, with their rows and payloads, at most 1000 per call (bounded work). With
+-- `ghosts`, a payload of "" (a ghost's marker, cancel.lua) stays, so claim still recognises its
+-- id (and an enqueue of it is still refused) until claim pops it.
+local function trim_rows(set, data, prefix, keep, ghosts)
+  local excess = math.min(redis.call('ZCARD', set) - keep, 1000)
+  if excess <= 0 then return end
+  local old = redis.call('ZPOPMIN', set, excess)
+  for i = 1, #old, 2 do
+    redis.call('DEL', prefix .. old[i])
+    if not ghosts or redis.call('HGET', data, old[i]) ~= '' then redis.call('HDEL', data, old[i]) end
+  end
+end
 -- The cancelled set (docs/protocol.md §5): a job that ends `cancelled` keeps its row and its id in
 -- `cancelled` (id -> cancelled at), trimmed to the retention cancel.lua records in meta `keepc`.
 -- The retention of meta `keepc`, 1000 when unset or malformed.
@@ -112,17 +125,10 @@ local function end_cancelled(row, set, id, now, err)
   end
   redis.call('ZADD', set, now, id)
 end
--- Trims the cancelled set to `keep` (at most 1000 rows per call): the oldest rows and payloads
--- go. A ghost's `data` marker stays, so claim still recognises its id (and an enqueue of it is
--- still refused) until claim pops it.
+-- Trims the cancelled set to `keep` (bounded work per call): the oldest rows and payloads go,
+-- but a ghost's `data` marker stays (row-trim.lua).
 local function trim_cancelled(set, data, prefix, keep)
-  local excess = math.min(redis.call('ZCARD', set) - keep, 1000)
-  if excess <= 0 then return end
-  local old = redis.call('ZPOPMIN', set, excess)
-  for i = 1, #old, 2 do
-    redis.call('DEL', prefix .. old[i])
-    if redis.call('HGET', data, old[i]) ~= '' then redis.call('HDEL', data, old[i]) end
-  end
+  trim_rows(set, data, prefix, keep, true)
 end
 -- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
 -- time, so a second TIME would answer the same; parts of a composed script share the read).
@@ -194,6 +200,20 @@ end
 -- The hand-off `d:<id>` = "d <parent> <id> <outcome> <text>", due now.
 local function tell_parent(box, due, parent, id, outcome, text)
   hand_off(box, due, 'd:' .. id, delivery_text(parent, id, outcome, text), now_ms())
+end
+-- A waiting flow parent's children still out (docs/flows.md): its row holds `k:<child>` = "<queue>
+-- …" per child and `r:<child>` per outcome that arrived. Calls fn(child, queue) for each child
+-- without an outcome, in the row's field order (cancel.lua and flow-deliver.lua cancel them).
+local function each_child_out(row, fn)
+  local all = redis.call('HGETALL', row)
+  local have = {}
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 2) == 'r:' then have[string.sub(all[i], 3)] = true end
+  end
+  for i = 1, #all, 2 do
+    local cid = string.sub(all[i], 3)
+    if string.sub(all[i], 1, 2) == 'k:' and not have[cid] then fn(cid, string.match(all[i + 1], '^[^ ]+')) end
+  end
 end
 -- The 14-byte gate (docs/protocol.md §1): a 3-letter namespace, 11 base62 digits, the body at
 -- most 2^64-1 (`LygHa16AHYF`). Compared byte by byte: Lua's `>` on strings follows the server's
@@ -325,18 +345,10 @@ end
 local boxed = 0
 if status == 'waiting' then
   redis.call('HINCRBY', KEYS[1], 'waits', -1) -- meta `waits` (flow-add.lua)
-  local all = redis.call('HGETALL', row)
-  local have = {}
-  for i = 1, #all, 2 do
-    if string.sub(all[i], 1, 2) == 'r:' then have[string.sub(all[i], 3)] = true end
-  end
-  for i = 1, #all, 2 do
-    local cid = string.sub(all[i], 3)
-    if string.sub(all[i], 1, 2) == 'k:' and not have[cid] then
-      hand_off(box, due, 'x:' .. cid, 'x ' .. string.match(all[i + 1], '^[^ ]+') .. ' ' .. cid, now)
-      boxed = boxed + 1
-    end
-  end
+  each_child_out(row, function(cid, queue)
+    hand_off(box, due, 'x:' .. cid, 'x ' .. queue .. ' ' .. cid, now)
+    boxed = boxed + 1
+  end)
 end
 if parent then
   tell_parent(box, due, parent, id, 'cancelled', 'cancelled')

@@ -93,6 +93,19 @@ local function need_token(s)
   if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
   return s
 end
+-- Trimming a bounded set of finished jobs (the morgue, the cancelled set: id -> when): the oldest
+-- beyond `keep` go, with their rows and payloads, at most 1000 per call (bounded work). With
+-- `ghosts`, a payload of "" (a ghost's marker, cancel.lua) stays, so claim still recognises its
+-- id (and an enqueue of it is still refused) until claim pops it.
+local function trim_rows(set, data, prefix, keep, ghosts)
+  local excess = math.min(redis.call('ZCARD', set) - keep, 1000)
+  if excess <= 0 then return end
+  local old = redis.call('ZPOPMIN', set, excess)
+  for i = 1, #old, 2 do
+    redis.call('DEL', prefix .. old[i])
+    if not ghosts or redis.call('HGET', data, old[i]) ~= '' then redis.call('HDEL', data, old[i]) end
+  end
+end
 -- The cancelled set (docs/protocol.md §5): a job that ends `cancelled` keeps its row and its id in
 -- `cancelled` (id -> cancelled at), trimmed to the retention cancel.lua records in meta `keepc`.
 -- The retention of meta `keepc`, 1000 when unset or malformed.
@@ -108,17 +121,10 @@ local function end_cancelled(row, set, id, now, err)
   end
   redis.call('ZADD', set, now, id)
 end
--- Trims the cancelled set to `keep` (at most 1000 rows per call): the oldest rows and payloads
--- go. A ghost's `data` marker stays, so claim still recognises its id (and an enqueue of it is
--- still refused) until claim pops it.
+-- Trims the cancelled set to `keep` (bounded work per call): the oldest rows and payloads go,
+-- but a ghost's `data` marker stays (row-trim.lua).
 local function trim_cancelled(set, data, prefix, keep)
-  local excess = math.min(redis.call('ZCARD', set) - keep, 1000)
-  if excess <= 0 then return end
-  local old = redis.call('ZPOPMIN', set, excess)
-  for i = 1, #old, 2 do
-    redis.call('DEL', prefix .. old[i])
-    if redis.call('HGET', data, old[i]) ~= '' then redis.call('HDEL', data, old[i]) end
-  end
+  trim_rows(set, data, prefix, keep, true)
 end
 -- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
 -- time, so a second TIME would answer the same; parts of a composed script share the read).

@@ -1,4 +1,4 @@
--- @requires int
+-- @requires int row-trim
 -- The cancelled set (docs/protocol.md §5): a job that ends `cancelled` keeps its row and its id in
 -- `cancelled` (id -> cancelled at), trimmed to the retention cancel.lua records in meta `keepc`.
 -- The retention of meta `keepc`, 1000 when unset or malformed.
@@ -14,15 +14,8 @@ local function end_cancelled(row, set, id, now, err)
   end
   redis.call('ZADD', set, now, id)
 end
--- Trims the cancelled set to `keep` (at most 1000 rows per call): the oldest rows and payloads
--- go. A ghost's `data` marker stays, so claim still recognises its id (and an enqueue of it is
--- still refused) until claim pops it.
+-- Trims the cancelled set to `keep` (bounded work per call): the oldest rows and payloads go,
+-- but a ghost's `data` marker stays (row-trim.lua).
 local function trim_cancelled(set, data, prefix, keep)
-  local excess = math.min(redis.call('ZCARD', set) - keep, 1000)
-  if excess <= 0 then return end
-  local old = redis.call('ZPOPMIN', set, excess)
-  for i = 1, #old, 2 do
-    redis.call('DEL', prefix .. old[i])
-    if redis.call('HGET', data, old[i]) ~= '' then redis.call('HDEL', data, old[i]) end
-  end
+  trim_rows(set, data, prefix, keep, true)
 end

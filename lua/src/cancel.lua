@@ -40,7 +40,7 @@
 --   job without the outbox keys), EMQ_BAD_ID, EMQ_WRONGTYPE. Every check comes before the first
 --   write.
 -- @flags allow-oom
--- @uses args ids keys types meta events cancelled flow-child
+-- @uses args ids keys types meta events cancelled flow-child flow-parent
 need((#KEYS == 9 or #KEYS == 11) and #ARGV == 3, 'expected 9 (or 11) keys and 3 arguments')
 local b, id = queue_base(KEYS[1]), ARGV[2]
 need_keys(KEYS, b, { 'meta', 'pending', 'scheduled', 'cancelled', 'data', 'opts', 'job:', 'job:' .. id, 'events' })
@@ -93,18 +93,10 @@ end
 local boxed = 0
 if status == 'waiting' then
   redis.call('HINCRBY', KEYS[1], 'waits', -1) -- meta `waits` (flow-add.lua)
-  local all = redis.call('HGETALL', row)
-  local have = {}
-  for i = 1, #all, 2 do
-    if string.sub(all[i], 1, 2) == 'r:' then have[string.sub(all[i], 3)] = true end
-  end
-  for i = 1, #all, 2 do
-    local cid = string.sub(all[i], 3)
-    if string.sub(all[i], 1, 2) == 'k:' and not have[cid] then
-      hand_off(box, due, 'x:' .. cid, 'x ' .. string.match(all[i + 1], '^[^ ]+') .. ' ' .. cid, now)
-      boxed = boxed + 1
-    end
-  end
+  each_child_out(row, function(cid, queue)
+    hand_off(box, due, 'x:' .. cid, 'x ' .. queue .. ' ' .. cid, now)
+    boxed = boxed + 1
+  end)
 end
 if parent then
   tell_parent(box, due, parent, id, 'cancelled', 'cancelled')
