@@ -46,7 +46,7 @@
 --   long, a cap out of range), EMQ_BAD_ID, EMQ_WRONGTYPE, EMQ_BATCH_TOO_LARGE. Every check comes
 --   before the first write.
 -- @flags allow-oom
--- @uses args ids keys types meta clock events outbox morgue
+-- @uses args ids keys types meta clock events outbox morgue flow-parent
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
 local PROTOCOL = '1'
@@ -120,6 +120,20 @@ local function emit(key, elog, kind, ids)
   redis.call('SPUBLISH', key, '{"e":"' .. kind .. '","ids":["' .. table.concat(ids, '","') .. '"],"at":' .. now .. '}')
   if elog > 0 then
     redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
+  end
+end
+-- A waiting flow parent's children still out (docs/flows.md): its row holds `k:<child>` = "<queue>
+-- …" per child and `r:<child>` per outcome that arrived. Calls fn(child, queue) for each child
+-- without an outcome, in the row's field order (cancel.lua and flow-deliver.lua cancel them).
+local function each_child_out(row, fn)
+  local all = redis.call('HGETALL', row)
+  local have = {}
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 2) == 'r:' then have[string.sub(all[i], 3)] = true end
+  end
+  for i = 1, #all, 2 do
+    local cid = string.sub(all[i], 3)
+    if string.sub(all[i], 1, 2) == 'k:' and not have[cid] then fn(cid, string.match(all[i + 1], '^[^ ]+')) end
   end
 end
 -- The 14-byte gate (docs/protocol.md §1): a 3-letter namespace, 11 base62 digits, the body at
@@ -336,18 +350,7 @@ local function deliver(d)
   local err = 'child ' .. cid .. ' ' .. outcome .. ': ' .. text
   bury(row, KEYS[4], pid, err, now)
   redis.call('HINCRBY', KEYS[1], 'waits', -1)
-  local all = redis.call('HGETALL', row)
-  local have = {}
-  for i = 1, #all, 2 do
-    if string.sub(all[i], 1, 2) == 'r:' then have[string.sub(all[i], 3)] = true end
-  end
-  for i = 1, #all, 2 do
-    local f = all[i]
-    if string.sub(f, 1, 2) == 'k:' then
-      local sid = string.sub(f, 3)
-      if not have[sid] then box('x:' .. sid, 'x ' .. string.match(all[i + 1], '^[^ ]+') .. ' ' .. sid) end
-    end
-  end
+  each_child_out(row, function(sid, queue) box('x:' .. sid, 'x ' .. queue .. ' ' .. sid) end)
   if cur[3] then box('d:' .. pid, delivery_text(cur[3], pid, 'failed', err)) end
   trim_morgue(KEYS[4], KEYS[5], KEYS[6], cap)
   buried[#buried + 1] = pid

@@ -44,7 +44,7 @@
 --   long, a cap out of range), EMQ_BAD_ID, EMQ_WRONGTYPE, EMQ_BATCH_TOO_LARGE. Every check comes
 --   before the first write.
 -- @flags allow-oom
--- @uses args ids keys types meta clock events outbox morgue
+-- @uses args ids keys types meta clock events outbox morgue flow-parent
 need(#KEYS == 10 and #ARGV >= 6 and (#ARGV - 6) % 4 == 0, 'expected 10 keys and 6 arguments (and 4 more per further delivery)')
 if #ARGV > 6 + 4 * 999 then fail('BATCH_TOO_LARGE', 'at most 1000 deliveries per call') end
 local b = queue_base(KEYS[1])
@@ -119,18 +119,7 @@ local function deliver(d)
   local err = 'child ' .. cid .. ' ' .. outcome .. ': ' .. text
   bury(row, KEYS[4], pid, err, now)
   redis.call('HINCRBY', KEYS[1], 'waits', -1)
-  local all = redis.call('HGETALL', row)
-  local have = {}
-  for i = 1, #all, 2 do
-    if string.sub(all[i], 1, 2) == 'r:' then have[string.sub(all[i], 3)] = true end
-  end
-  for i = 1, #all, 2 do
-    local f = all[i]
-    if string.sub(f, 1, 2) == 'k:' then
-      local sid = string.sub(f, 3)
-      if not have[sid] then box('x:' .. sid, 'x ' .. string.match(all[i + 1], '^[^ ]+') .. ' ' .. sid) end
-    end
-  end
+  each_child_out(row, function(sid, queue) box('x:' .. sid, 'x ' .. queue .. ' ' .. sid) end)
   if cur[3] then box('d:' .. pid, delivery_text(cur[3], pid, 'failed', err)) end
   trim_morgue(KEYS[4], KEYS[5], KEYS[6], cap)
   buried[#buried + 1] = pid
