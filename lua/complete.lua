@@ -1,46 +1,74 @@
--- complete.lua: EchoMQ protocol v1. Completes one or many active jobs, each fenced by the token
--- its claim minted: a holder whose lease expired (the job was reaped or re-claimed) is refused
--- and changes nothing. A completed job is kept in the bounded `done` set, or deleted (row and
--- data) at once when the retention is 0. The done set is then trimmed towards the retention,
--- oldest first, in steps: a call trims only once the set holds more than retention + slack
--- (slack = floor(retention / 10)), and then back to the retention, at most (the jobs this call
--- added to it) + 100 + slack rows per call; so a steady stream pays the trim's commands once per
--- ~slack completions instead of on every call, and lowering the retention (even to 0) drains
--- older rows over the next completions at a bounded cost.
---
--- KEYS[1]  emq:{q}:meta     queue meta hash
--- KEYS[2]  emq:{q}:active   zset id -> lease deadline
--- KEYS[3]  emq:{q}:done     zset id -> finished at (ms), the bounded retention of done rows
--- KEYS[4]  emq:{q}:data     hash id -> payload
--- KEYS[5]  emq:{q}:job:     prefix of job rows (for rows trimmed out of the retention)
--- KEYS[6]  emq:{q}:events   lifecycle events: sharded channel and bounded stream
--- KEYS[6+i] emq:{q}:job:<id_i> the row of job i, for i = 1..n
--- KEYS[7+n] emq:{q}:outbox  (optional, with KEYS[8+n]; required when a job names a parent)
--- KEYS[8+n] emq:{q}:outdue  a completed job whose row names a parent (`parent` = "<queue> <id>",
---           a flow child) writes its hand-off `d:<id>` = "d <queue> <parent id> <id> done
---           <result>" to this queue's outbox in the same step (docs/flows.md)
--- ARGV[1]  protocol version ("1")
--- ARGV[2]  done retention: how many done rows to keep (0..1000000)
--- ARGV[3]  n, the number of jobs (1..1000)
--- ARGV[4+3(i-1) .. 6+3(i-1)] per job i: id, token (decimal digits), result (JSON text, "" for none)
--- ARGV[4+3n] optional (only with the outbox keys): a self-relay lease in ms (1..86400000). The
---          caller relays the hand-offs this call writes itself: they are written already taken
---          (due at now + lease, as outbox-take would leave them), no outbox signal is sent, and
---          the reply carries them. A caller that crashes before acknowledging them leaves them
---          to any live relay once the lease lapses (the repair rule, docs/flows.md).
+#!lua flags=allow-oom
+-- complete.lua: EchoMQ protocol v1. Built from lua/src/complete.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- Completes one or many active jobs, each fenced by the token its claim minted: a holder whose
+-- lease expired (the job was reaped or re-claimed) is refused and changes nothing. A completed
+-- job is kept in the bounded `done` set, or deleted (row and data) at once when the retention is
+-- 0. The done set is then trimmed towards the retention, oldest first, in steps: a call trims
+-- only once the set holds more than retention + slack (slack = floor(retention / 10)), and then
+-- back to the retention, at most (the jobs this call added to it) + 100 + slack rows per call;
+-- so a steady stream pays the trim's commands once per ~slack completions instead of on every
+-- call, and lowering the retention (even to 0) drains older rows over the next completions at a
+-- bounded cost.
+-- A completed job whose row names a parent (`parent` = "<queue> <id>", a flow child) writes its
+-- hand-off `d:<id>` = "d <queue> <parent id> <id> done <result>" to this queue's outbox in the
+-- same step (docs/flows.md); the outbox keys are then required.
 -- Group caps: once meta `gcap` is set (by a claim given a group policy with a cap), a call that
 -- completes a job whose row has a `group` pushes a marker on `emq:{q}:wake` (derived from
 -- KEYS[1], same slot) when it is empty: its group may be claimable again, without polling.
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
--- Returns: an array of n integers: 1 = completed, 0 = refused (stale token, not active, or the
---          same id earlier in this call). A call that completes nothing writes nothing. With a
---          self-relay lease, the n integers are followed by the hand-offs written, as bulk
---          strings { entry id, entry text, ... } (none when no completed job names a parent).
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key that is not
---          the one the key grammar spells for the queue of KEYS[1], a row key that is not
---          the row of its id), EMQ_VERSION, EMQ_WRONGTYPE (a key holds another type), EMQ_BAD_ID,
---          EMQ_BATCH_TOO_LARGE. Every check comes before the first write.
--- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+-- Flags: allow-oom: it moves work forward and frees memory (a job leaves `active`; done rows are
+-- trimmed to the retention): a consumer must be able to finish its jobs at the memory limit.
+--
+-- @key meta emq:{q}:meta queue meta hash
+-- @key active emq:{q}:active zset id -> lease deadline
+-- @key done emq:{q}:done zset id -> finished at (ms), the bounded retention of done rows
+-- @key data emq:{q}:data hash id -> payload
+-- @key rows emq:{q}:job: prefix of job rows (for rows trimmed out of the retention)
+-- @key events emq:{q}:events lifecycle events: sharded channel and bounded stream
+-- @key row* emq:{q}:job:<id> the row of job i, for i = 1..n (KEYS[6+i])
+-- @key outbox? emq:{q}:outbox (KEYS[7+n], with outdue; required when a job names a parent)
+-- @key outdue? emq:{q}:outdue (KEYS[8+n]) the outbox's due times
+-- @arg version version the protocol version
+-- @arg retention 0..1000000 how many done rows to keep
+-- @arg n 1..1000 the number of jobs (a larger decimal count is EMQ_BATCH_TOO_LARGE)
+-- @arg id* id:job per job i (ARGV[4+3(i-1)]): its id
+-- @arg token* token per job i (ARGV[5+3(i-1)]): the fencing token of its claim (decimal digits)
+-- @arg result* json per job i (ARGV[6+3(i-1)]): its result (JSON text, "" for none)
+-- @arg self-lease? 1..86400000 (ARGV[4+3n], only with the outbox keys) a self-relay lease in ms.
+--   The caller relays the hand-offs this call writes itself: they are written already taken
+--   (due at now + lease, as outbox-take would leave them), no outbox signal is sent, and the
+--   reply carries them. A caller that crashes before acknowledging them leaves them to any live
+--   relay once the lease lapses (the repair rule, docs/flows.md).
+-- @returns an array of n integers: 1 = completed, 0 = refused (stale token, not active, or the
+--   same id earlier in this call). A call that completes nothing writes nothing. With a
+--   self-relay lease, the n integers are followed by the hand-offs written, as bulk strings
+--   { entry id, entry text, ... } (none when no completed job names a parent).
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key
+--   that is not the one the key grammar spells for the queue of KEYS[1], a row key that is not
+--   the row of its id, a job naming a parent without the outbox keys), EMQ_WRONGTYPE (a key
+--   holds another type), EMQ_BAD_ID, EMQ_BATCH_TOO_LARGE. Every check comes before the first write.
+-- @flags allow-oom
+-- @uses args keys types meta ids events outbox
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '1'
+-- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
+-- version is refused, so a runtime of one version never half-applies a transition to another's.
+local DATA_VERSIONS = { ['1'] = true }
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function on_refusal(fn) refusal_hook = fn end
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- Refuses data of another protocol version than these scripts read (meta `v`, when present).
+local function need_data_version(v, key)
+  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
+end
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
 local function int(s, lo, hi)
   if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
@@ -48,101 +76,213 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
--- The reply of a command run through redis.pcall, when it failed: WRONGTYPE becomes
--- EMQ_WRONGTYPE naming the key, any other error passes as it is; nil when it succeeded.
-local function refused(r, key)
-  if type(r) ~= 'table' or not r.err then return nil end
-  if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
-    return redis.error_reply('EMQ_WRONGTYPE ' .. key .. ' holds a value of another type than the protocol gives it')
+-- The argument reader: each takes the argument, its range and its name, and answers the value or
+-- refuses with EMQ_BAD_ARG naming the argument and what it must be.
+local function need_int(s, lo, hi, what)
+  local v = int(s, lo, hi)
+  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
+  return v
+end
+-- A text argument of lo..hi bytes.
+local function need_bytes(s, lo, hi, what)
+  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
+  return s
+end
+-- One of a set of words, given as a table word -> true.
+local function need_word(s, words, what)
+  if not words[s] then
+    local list = {}
+    for w in pairs(words) do list[#list + 1] = w end
+    table.sort(list)
+    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
   end
-  return r
+  return s
 end
-if #KEYS < 6 or #ARGV < 3 then return redis.error_reply('EMQ_BAD_ARG expected at least 6 keys and 3 arguments') end
-local V = '1'
-if ARGV[1] ~= V then
-  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+-- A fencing token: decimal digits, at most 20.
+local function need_token(s)
+  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
+  return s
 end
--- Every fixed key is the one the key grammar spells for the queue of KEYS[1] (§2 of
--- docs/protocol.md), in this order: meta, active, done, data, job:, events.
-local b = string.sub(KEYS[1], 1, -5)
-if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'active' or KEYS[3] ~= b .. 'done'
-  or KEYS[4] ~= b .. 'data' or KEYS[5] ~= b .. 'job:' or KEYS[6] ~= b .. 'events' then
-  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, active, done, data, job:, events of one queue, in this order')
+-- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
+-- time, so a second TIME would answer the same; parts of a composed script share the read).
+local clock_memo = nil
+local function now_ms()
+  if not clock_memo then
+    local t = redis.call('TIME')
+    clock_memo = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return clock_memo
 end
--- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
--- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
-local function emit(key, elog, kind, ids, now)
+-- Lifecycle events (docs/protocol.md §5a): one sharded pub/sub message per call and kind on the
+-- queue's events channel, and, when its `elog` is above 0, one entry in the bounded events stream.
+local function emit(key, elog, kind, ids)
   if #ids == 0 then return end
+  local now = now_ms()
   -- Ids and kinds are validated base62 / fixed words: plain concatenation is valid JSON.
   redis.call('SPUBLISH', key, '{"e":"' .. kind .. '","ids":["' .. table.concat(ids, '","') .. '"],"at":' .. now .. '}')
   if elog > 0 then
     redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
   end
 end
--- The 14-byte gate: namespace `job`, 11 base62 digits, body at most 2^64-1. Compared byte by
--- byte: Lua's `>` on strings follows the server's collation locale, not byte order.
-local function badId(id)
-  if #id ~= 14 or not string.match(id, '^job[0-9A-Za-z]+$') then return true end
+-- The 14-byte gate (docs/protocol.md §1): a 3-letter namespace, 11 base62 digits, the body at
+-- most 2^64-1 (`LygHa16AHYF`). Compared byte by byte: Lua's `>` on strings follows the server's
+-- collation locale, not byte order.
+local ID_MAX = 'LygHa16AHYF'
+local ID_PATTERN = { job = '^job[0-9A-Za-z]+$', evt = '^evt[0-9A-Za-z]+$', ver = '^ver[0-9A-Za-z]+$' }
+local function bad_id(id, ns)
+  if type(id) ~= 'string' or #id ~= 14 or not string.match(id, ID_PATTERN[ns or 'job']) then return true end
   local first = string.byte(id, 4)
   if first ~= 76 then return first > 76 end -- 'L', the first digit of the bound: most ids differ there
-  local max = 'LygHa16AHYF'
   for i = 2, 11 do
-    local x, y = string.byte(id, i + 3), string.byte(max, i)
+    local x, y = string.byte(id, i + 3), string.byte(ID_MAX, i)
     if x ~= y then return x > y end
   end
   return false
 end
+-- An id of namespace ns (default `job`), or EMQ_BAD_ID.
+local function need_id(id, ns)
+  if bad_id(id, ns) then fail('BAD_ID', 'malformed ' .. (ns or 'job') .. ' id') end
+  return id
+end
+-- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
+-- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
+-- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
+local function queue_base(meta)
+  if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
+local function topic_base(meta)
+  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
+local function need_keys(keys, base, names, from)
+  for i = from or 2, #names do
+    if keys[i] ~= base .. names[i] then
+      fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
+    end
+  end
+end
+-- A declared row key must be the row (`<prefix><id>`) of its own id.
+local function need_row(key, prefix, id)
+  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
+end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
+-- uses (parts of a composed script share the read: no part writes a field another part reads),
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+local meta_memo = nil
+local function queue_meta(key)
+  if not meta_memo then
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    need_data_version(m[1], key)
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+  end
+  return meta_memo
+end
+-- Flows' outbox (docs/protocol.md §10): the cross-queue hand-offs a transition owes, written in
+-- the same step to this queue's `outbox` (entry id -> text) and `outdue` (entry id -> due ms).
+-- The optional trailing pair of keys of the transitions that may finish a flow job: nil, nil when
+-- absent (i > #keys), else both checked against the grammar.
+local function outbox_keys(keys, i, base)
+  if keys[i] == nil then return nil, nil end
+  if keys[i] ~= base .. 'outbox' or keys[i + 1] ~= base .. 'outdue' or keys[i + 2] ~= nil then
+    fail('BAD_ARG', 'KEYS[' .. i .. '..' .. (i + 1) .. '] must be the outbox and outdue of the queue, last')
+  end
+  return keys[i], keys[i + 1]
+end
+-- The text of a `d:` entry: a finished job's outcome for its parent (`<queue> <id>`).
+local function delivery_text(parent, id, outcome, text)
+  return 'd ' .. parent .. ' ' .. id .. ' ' .. outcome .. ' ' .. text
+end
+-- Writes one entry, due at `at` (now for a relay to take; now + lease when leased to the caller).
+local function hand_off(box, due, eid, text, at)
+  redis.call('HSET', box, eid, text)
+  redis.call('ZADD', due, at, eid)
+end
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
+end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+local function main(KEYS, ARGV)
+need(#KEYS >= 6 and #ARGV >= 3, 'expected at least 6 keys and 3 arguments')
+local b = queue_base(KEYS[1])
+need_keys(KEYS, b, { 'meta', 'active', 'done', 'data', 'job:', 'events' })
 -- Fast path (the valid call): one pattern over both joined by a space, at most 16 digits each,
 -- coercion by `+ 0`, the ranges: exactly what int() accepts; a miss falls back to int() per
--- argument for the message (as claim.lua does).
+-- argument for the message (as claim does).
 local keep, n
 if #ARGV[2] < 17 and #ARGV[3] < 17 and string.find(ARGV[2] .. ' ' .. ARGV[3], '^%d+ %d+$') then keep, n = ARGV[2] + 0, ARGV[3] + 0 end
 if not (keep and keep <= 1000000 and n >= 1 and n <= 1000000000) then
   keep, n = int(ARGV[2], 0, 1000000), int(ARGV[3], 1, 1000000000)
-  if not keep then return redis.error_reply('EMQ_BAD_ARG retention must be 0..1000000') end
-  if not n then return redis.error_reply('EMQ_BAD_ARG bad job count') end
+  need(keep, 'retention must be 0..1000000')
+  need(n, 'bad job count')
 end
-if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
+if n > 1000 then fail('BATCH_TOO_LARGE', 'at most 1000 jobs per call') end
 if (#KEYS ~= 6 + n and #KEYS ~= 8 + n) or (#ARGV ~= 3 + 3 * n and (#ARGV ~= 4 + 3 * n or #KEYS ~= 8 + n)) then
-  return redis.error_reply('EMQ_BAD_ARG expected ' .. n .. ' rows and ' .. (3 * n) .. ' job arguments (and a self-relay lease only with the outbox keys)')
+  fail('BAD_ARG', 'expected ' .. n .. ' rows and ' .. (3 * n) .. ' job arguments (and a self-relay lease only with the outbox keys)')
 end
-local box, due = KEYS[7 + n], KEYS[8 + n]
 local selfLease = nil
-if #ARGV == 4 + 3 * n then
-  selfLease = int(ARGV[4 + 3 * n], 1, 86400000)
-  if not selfLease then return redis.error_reply('EMQ_BAD_ARG self-relay lease must be 1..86400000 ms') end
-end
-if box and (box ~= b .. 'outbox' or due ~= b .. 'outdue') then
-  return redis.error_reply('EMQ_BAD_ARG the keys after the rows must be the outbox and outdue of the queue')
-end
+if #ARGV == 4 + 3 * n then selfLease = need_int(ARGV[4 + 3 * n], 1, 86400000, 'self-relay lease (ms)') end
+local box, due = outbox_keys(KEYS, 7 + n, b)
 for i = 1, n do
   local id = ARGV[4 + 3 * (i - 1)]
-  if badId(id) then return redis.error_reply('EMQ_BAD_ID job ' .. i .. ' has a malformed id') end
-  if KEYS[6 + i] ~= KEYS[5] .. id then return redis.error_reply('EMQ_BAD_ARG key ' .. (6 + i) .. ' is not the row of ' .. id) end
-  if not string.match(ARGV[5 + 3 * (i - 1)], '^%d+$') then return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad token') end
+  if bad_id(id) then fail('BAD_ID', 'job ' .. i .. ' has a malformed id') end
+  if KEYS[6 + i] ~= KEYS[5] .. id then need_row(KEYS[6 + i], KEYS[5], id) end
+  if not string.match(ARGV[5 + 3 * (i - 1)], '^%d+$') then fail('BAD_ARG', 'job ' .. i .. ' has a bad token') end
 end
 
 -- Reads first: every key this call writes is read (or is the first write) before anything is
--- written, so a key of the wrong type is refused with nothing changed.
--- (The same fields as claim.lua reads, in the same order: round.lua reads them once for both parts.)
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap')
-local e = nil
-if meta.err then return refused(meta, KEYS[1]) end -- a table reply: with `err` only to refuse
-local stored = meta[1]
-if stored and stored ~= V then
-  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
-end
-local elog = tonumber(meta[2]) or 0 -- written by enqueue, validated there
+-- written, so a key of the wrong type is refused with nothing changed. (A read's reply is
+-- checked inline: a refusal costs the call of checked(), a read that succeeds none.)
+local meta = queue_meta(KEYS[1])
+local elog = meta.elog
 -- seen (the ids completed so far, for a batch of two or more) and hand (flow hand-offs) are
 -- allocated only when they can be used: each table costs an allocation and GC work.
 local out, ids, rows, seen, hand = {}, {}, {}, n > 1 and {}, nil
 -- Group caps (meta `gcap`, set by a claim given a cap): completing a job of a group wakes an
 -- idle consumer, since its group may be claimable again (docs/protocol.md §5, Group policy).
-local gcap, grouped = meta[7] == '1', false
+local gcap, grouped = meta.gcap == '1', false
 for i = 1, n do
   local id, token, row = ARGV[4 + 3 * (i - 1)], ARGV[5 + 3 * (i - 1)], KEYS[6 + i]
   local cur = gcap and redis.pcall('HMGET', row, 'status', 'token', 'parent', 'group') or redis.pcall('HMGET', row, 'status', 'token', 'parent')
-  if cur.err then return refused(cur, row) end -- HMGET answers a table: with `err` only to refuse
+  if cur.err then checked(cur, row) end
   if (seen and seen[id]) or cur[1] ~= 'active' or cur[2] ~= token then
     out[i] = 0
   else
@@ -155,25 +295,23 @@ for i = 1, n do
     if cur[3] then
       hand = hand or {}
       hand[#hand + 1] = 'd:' .. id
-      hand[#hand + 1] = 'd ' .. cur[3] .. ' ' .. id .. ' done ' .. ARGV[6 + 3 * (i - 1)]
+      hand[#hand + 1] = delivery_text(cur[3], id, 'done', ARGV[6 + 3 * (i - 1)])
     end
   end
 end
 if #ids == 0 then return out end
 if hand then
-  if not box then return redis.error_reply('EMQ_BAD_ARG a job names a parent: the outbox and outdue keys are required') end
-  e = refused(redis.pcall('HLEN', box), box) or refused(redis.pcall('ZCARD', due), due)
-  if e then return e end
+  need(box, 'a job names a parent: the outbox and outdue keys are required')
+  checked(redis.pcall('HLEN', box), box)
+  checked(redis.pcall('ZCARD', due), due)
 end
 local wake, wakeLen = nil, 1
 if grouped then
   wake = b .. 'wake'
-  wakeLen = redis.pcall('LLEN', wake)
-  e = refused(wakeLen, wake)
-  if e then return e end
+  wakeLen = checked(redis.pcall('LLEN', wake), wake)
 end
 local card = redis.pcall('ZCARD', KEYS[3])
-if type(card) == 'table' then return refused(card, KEYS[3]) end -- an integer reply, else a refusal
+if type(card) == 'table' then checked(card, KEYS[3]) end
 local added = 0
 if keep > 0 then added = #ids end
 -- Trim in steps (see the header): the set may run up to `slack` rows beyond the retention, so the
@@ -181,22 +319,13 @@ if keep > 0 then added = #ids end
 local slack = math.floor(keep / 10)
 local excess = card + added - keep
 if excess <= slack then excess = 0 else excess = math.min(excess, added + 100 + slack) end
-if keep == 0 or excess > 0 then
-  local d = redis.pcall('HLEN', KEYS[4])
-  if type(d) == 'table' then return refused(d, KEYS[4]) end
-end
-if elog > 0 then
-  local kind = redis.call('TYPE', KEYS[6])['ok']
-  if kind ~= 'none' and kind ~= 'stream' then
-    return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[6] .. ' holds a ' .. kind .. ', not a stream')
-  end
-end
+if keep == 0 or excess > 0 then checked(redis.pcall('HLEN', KEYS[4]), KEYS[4]) end
+if elog > 0 then need_type(KEYS[6], 'stream') end
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 -- The first write is the type check of `active`: a write refused with WRONGTYPE changes nothing.
 local z = redis.pcall('ZREM', KEYS[2], unpack(ids))
-if type(z) == 'table' then return refused(z, KEYS[2]) end
+if type(z) == 'table' then checked(z, KEYS[2]) end
 if keep == 0 then
   local del = {}
   for j = 1, #rows do del[j] = KEYS[6 + rows[j]] end
@@ -225,6 +354,7 @@ if excess > 0 then
   end
 end
 if hand then
+  -- Every hand-off in one HSET and one ZADD (hand_off() writes one entry per call).
   local zd = {}
   for j = 1, #hand, 2 do
     zd[#zd + 1] = selfLease and now + selfLease or now
@@ -238,6 +368,8 @@ if hand then
     redis.call('SPUBLISH', box, #zd / 2)
   end
 end
-emit(KEYS[6], elog, 'completed', ids, now)
+emit(KEYS[6], elog, 'completed', ids)
 if wakeLen == 0 then redis.call('LPUSH', wake, '1') end
 return out
+end
+return run(main)

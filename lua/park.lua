@@ -1,50 +1,181 @@
--- park.lua: EchoMQ protocol v1. Registers an idle consumer as parked (docs/protocol.md §5,
--- "Parked consumers"): until the registration runs out, enqueue.lua may lease one plain job
--- straight to it, pushing the lease text to `inbox:<tag>` (the list the consumer blocks on, with
--- `wake`) instead of `pending`. A registration is used up by the lease it receives; the consumer removes
--- it (ZREM) when it wakes for any other reason. Registrations that ran out are dropped here.
---
--- KEYS[1]  emq:{q}:meta       queue meta hash (protocol version `v`)
--- KEYS[2]  emq:{q}:parked     zset "<lease ms>:<tag>" -> registration end (epoch ms, server clock)
--- ARGV[1]  protocol version ("1")
--- ARGV[2]  the lease in ms a job enqueue leases to it gets (1..86400000)
--- ARGV[3]  the consumer's tag (1..32 of A-Z a-z 0-9): its inbox is `emq:{q}:inbox:<tag>`
--- ARGV[4]  how long the registration holds, in ms (1..86400000)
+#!lua flags=allow-oom
+-- park.lua: EchoMQ protocol v1. Built from lua/src/park.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- Registers an idle consumer as parked (docs/protocol.md §5, "Parked consumers"): until the
+-- registration runs out, enqueue.lua may lease one plain job straight to it, pushing the lease
+-- text to `inbox:<tag>` (the list the consumer blocks on, with `wake`) instead of `pending`. A
+-- registration is used up by the lease it receives; the consumer removes it (ZREM) when it wakes
+-- for any other reason. Registrations that ran out are dropped here.
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
--- Returns: 1.
--- Errors:  EMQ_BAD_ARG (a wrong key or argument count, a key that is not the one the key grammar
---          spells for the queue of KEYS[1], a malformed argument), EMQ_VERSION, EMQ_WRONGTYPE.
---          Every check comes before the first write.
-if #KEYS ~= 2 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 2 keys and 4 arguments') end
-local V = '1'
-if ARGV[1] ~= V then
-  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+-- Flags: allow-oom: a registration replaces the consumer's earlier one (one member per consumer)
+-- and drops the ones that ran out, so it cannot grow memory without bound; a parked consumer
+-- must still be able to register while the server is at its memory limit.
+--
+-- @key meta emq:{q}:meta queue meta hash (protocol version `v`)
+-- @key parked emq:{q}:parked zset "<lease ms>:<tag>" -> registration end (epoch ms, server clock)
+-- @arg version version the protocol version
+-- @arg lease 1..86400000 the lease in ms a job enqueue leases to it gets
+-- @arg tag bytes:1..32 the consumer's tag (1..32 of A-Z a-z 0-9): its inbox is `emq:{q}:inbox:<tag>`
+-- @arg ttl 1..86400000 how long the registration holds, in ms
+-- @returns 1.
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (a wrong key or argument count, a key that is not the one the
+--   key grammar spells for the queue of KEYS[1], a malformed argument), EMQ_WRONGTYPE. Every
+--   check comes before the first write.
+-- @flags allow-oom
+-- @uses keys types meta args clock
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '1'
+-- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
+-- version is refused, so a runtime of one version never half-applies a transition to another's.
+local DATA_VERSIONS = { ['1'] = true }
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function on_refusal(fn) refusal_hook = fn end
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- Refuses data of another protocol version than these scripts read (meta `v`, when present).
+local function need_data_version(v, key)
+  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
 end
-local b = string.sub(KEYS[1], 1, -5)
-if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'parked' then
-  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, parked of one queue, in this order')
-end
-local function ms(s)
-  if type(s) ~= 'string' or #s > 8 or not string.match(s, '^%d+$') then return nil end
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
+local function int(s, lo, hi)
+  if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
   local v = tonumber(s)
-  return v >= 1 and v <= 86400000 and v or nil
+  if v < lo or v > hi then return nil end
+  return v
 end
-local lease, ttl, tag = ms(ARGV[2]), ms(ARGV[4]), ARGV[3]
-if not lease or not ttl then return redis.error_reply('EMQ_BAD_ARG the lease and the registration ms must be integers in 1..86400000') end
-if #tag == 0 or #tag > 32 or not string.match(tag, '^[A-Za-z0-9]+$') then
-  return redis.error_reply('EMQ_BAD_ARG the tag must be 1..32 of A-Z a-z 0-9')
+-- The argument reader: each takes the argument, its range and its name, and answers the value or
+-- refuses with EMQ_BAD_ARG naming the argument and what it must be.
+local function need_int(s, lo, hi, what)
+  local v = int(s, lo, hi)
+  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
+  return v
 end
-local meta = redis.pcall('HGET', KEYS[1], 'v')
-if type(meta) == 'table' then return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[1] .. ' is not a hash') end
-if meta and meta ~= V then
-  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. meta .. ', script speaks ' .. V)
+-- A text argument of lo..hi bytes.
+local function need_bytes(s, lo, hi, what)
+  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
+  return s
 end
+-- One of a set of words, given as a table word -> true.
+local function need_word(s, words, what)
+  if not words[s] then
+    local list = {}
+    for w in pairs(words) do list[#list + 1] = w end
+    table.sort(list)
+    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
+  end
+  return s
+end
+-- A fencing token: decimal digits, at most 20.
+local function need_token(s)
+  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
+  return s
+end
+-- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
+-- time, so a second TIME would answer the same; parts of a composed script share the read).
+local clock_memo = nil
+local function now_ms()
+  if not clock_memo then
+    local t = redis.call('TIME')
+    clock_memo = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return clock_memo
+end
+-- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
+-- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
+-- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
+local function queue_base(meta)
+  if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
+local function topic_base(meta)
+  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
+local function need_keys(keys, base, names, from)
+  for i = from or 2, #names do
+    if keys[i] ~= base .. names[i] then
+      fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
+    end
+  end
+end
+-- A declared row key must be the row (`<prefix><id>`) of its own id.
+local function need_row(key, prefix, id)
+  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
+end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
+-- uses (parts of a composed script share the read: no part writes a field another part reads),
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+local meta_memo = nil
+local function queue_meta(key)
+  if not meta_memo then
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    need_data_version(m[1], key)
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+  end
+  return meta_memo
+end
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
+end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+local function main(KEYS, ARGV)
+need(#KEYS == 2 and #ARGV == 4, 'expected 2 keys and 4 arguments')
+need_keys(KEYS, queue_base(KEYS[1]), { 'meta', 'parked' })
+local lease = int(ARGV[2], 1, 86400000)
+local ttl = int(ARGV[4], 1, 86400000)
+need(lease and ttl, 'the lease and the registration ms must be integers in 1..86400000')
+local tag = ARGV[3]
+need(#tag > 0 and #tag <= 32 and not string.find(tag, '[^A-Za-z0-9]'), 'the tag must be 1..32 of A-Z a-z 0-9')
+queue_meta(KEYS[1])
 local kind = redis.call('TYPE', KEYS[2])['ok']
-if kind ~= 'none' and kind ~= 'zset' then
-  return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[2] .. ' is a ' .. kind .. ', not a zset')
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if kind ~= 'none' and kind ~= 'zset' then fail('WRONGTYPE', KEYS[2] .. ' is a ' .. kind .. ', not a zset') end
+local now = now_ms()
 if kind == 'zset' then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. now) end
 redis.call('ZADD', KEYS[2], now + ttl, lease .. ':' .. tag)
 return 1
+end
+return run(main)
