@@ -1,64 +1,109 @@
--- enqueue.lua: EchoMQ protocol v1. Adds one or many jobs to a queue: each new job's payload
--- joins the queue's data hash and its id joins `pending` (the pending list) or `scheduled` (the
--- scheduled set, at its run-at instant on the server clock). A job whose id already has data is
--- left untouched, so an enqueue with a caller-chosen id is idempotent. The job row is created
--- by its first claim (or by cancel): a waiting job costs one hash field and one set entry.
+-- enqueue.lua: EchoMQ protocol v1. Built from lua/src/enqueue.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- Adds one or many jobs to a queue: each new job's payload joins the queue's data hash and its
+-- id joins `pending` (the pending list) or `scheduled` (the scheduled set, at its run-at instant
+-- on the server clock). A job whose id already has data is left untouched, so an enqueue with a
+-- caller-chosen id is idempotent. The job row is created by its first claim (or by cancel): a
+-- waiting job costs one hash field and one set entry. Every number is a decimal integer: no
+-- sign, fraction, exponent or blank. The jobs are written by lua/lib/job-write.lua, which
+-- tick.lua uses too; the argument checks are lua/lib/enqueue-args.lua, the lanes
+-- lua/lib/enqueue-lanes.lua, the lease to a parked consumer lua/lib/enqueue-parked.lua.
 --
--- KEYS[1]  emq:{q}:meta       queue meta hash (protocol version `v`)
--- KEYS[2]  emq:{q}:pending    list of pending ids (enqueue LPUSH, claim RPOP: FIFO)
--- KEYS[3]  emq:{q}:scheduled  zset id -> run-at (ms)
--- KEYS[4]  emq:{q}:wake       list that idle consumers block on
--- KEYS[5]  emq:{q}:data       hash id -> payload (JSON text)
--- KEYS[6]  emq:{q}:opts       hash id -> "<max attempts>|<backoff>" for jobs with their own options
--- KEYS[7]  emq:{q}:events     lifecycle events: sharded channel and bounded stream
--- ARGV[1]  protocol version ("1")
--- ARGV[2]  largest payload in bytes (1..536870912)
--- ARGV[3]  n, the number of jobs (1..1000)
--- ARGV[4]  the queue's lifecycle-log length to record in meta `elog` (0..1000000; "" = keep)
--- ARGV[5+6(i-1) .. 10+6(i-1)] per job i: id; payload (JSON text, 1..limit bytes); delay ms
---          (0..315360000000, ten 365-day years; 0 = none); run-at epoch ms on the server clock
---          (0..7258118400000, 2200-01-01T00:00:00Z; 0 = none); max attempts (1..1000, "" =
---          the consumer's default); backoff ("" = the consumer's default, "f:<ms>" fixed or
---          "e:<ms>" exponential, ms 0..86400000). A non-zero delay wins over the run-at. A job
---          whose instant (now + delay, or run-at) is not in the future goes straight to pending.
---          Compact form: ARGV[5+2(i-1) .. 6+2(i-1)] per job i, just the id and the payload (4 + 2n
---          arguments, or 5 + 2n with a dedup window), for jobs with no delay, run-at, options,
---          lane or extras: the same as six arguments with "0", "0", "", "".
--- KEYS[8..7+n] (business-key dedup, optional: all or none) emq:{q}:key:<key_i>, the dedup key
---          of job i (key: 1..256 bytes, no control characters), with one more argument after
---          the jobs: ARGV[5+6n] the dedup window in ms (1..2592000000, 30 days). A key held by
---          a job (enqueued within the window, by this call or before) adds nothing: the reply
---          entry is that job's id. A job added sets its key to its id for the window.
--- ARGV[5+6n .. 4+7n] optional, one per job (before the dedup window when both are given): its priority, 0..9 ("" = 0). A ready job of level
---          p >= 1 joins `<pending>:<p>` (derived from KEYS[2], same slot) and p joins
---          `emq:{q}:levels`; a delayed one keeps p as a third field of its opts
---          ("<max>|<backoff>|<p>"). Meta `lanes` is set to 1 the first time (claim then reads levels).
--- ARGV[5+7n .. 4+8n] optional, one per job, after the n lanes (so a call with extras sends the
---          lanes too, "" each when none): its extras, "" = none, else a JSON object text of
---          2..1024 bytes whose known members are checked: `t` the job's own timeout (an integer,
---          1..86400000 ms), `tp` a W3C traceparent (a string of 1..256 bytes); other members
---          are kept as they are. A job's extras ride in its opts (a fourth field,
---          "<max>|<backoff>|<lane>|<extras>") until its first claim moves them to its row's
---          `x`; claim returns them with every attempt. Meta `xtra` is set to 1 the first time.
--- Every number is a decimal integer: no sign, fraction, exponent or blank.
--- Parked consumers (docs/protocol.md §5): a call of one plain job in the compact form, ready now,
---          onto a queue with nothing pending, no lanes and no pause, whose id has no row, leases
---          it to the current registration of emq:{q}:parked with the latest end (the one
---          renewed last: a consumer that died parked renews nothing, so it comes last): `active`
---          (emq:{q}:active) gets the anchor and the id at now + the registration's lease, meta
---          `token` + 1, the row (emq:{q}:job:<id>) status/token/attempts 1; the registration is
---          removed and "<id> <token> <payload>" RPUSHed to emq:{q}:inbox:<tag> (PX the lease).
---          These keys are spelt from the base of KEYS[1] (same slot). Nothing goes to pending
---          or wake; the `claimed` event follows `enqueued`. Anything unusual takes the plain path.
--- Returns: an array of n integers: 1 = added, 0 = a job with this id already existed (or came
---          earlier in the same call); with dedup keys, a bulk string (the holding job's id) for
---          a job whose key was held. A wake marker is pushed (when `wake` is empty) only when a
---          job was added.
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key that is not
---          the one the key grammar spells for the queue of KEYS[1]), EMQ_VERSION,
---          EMQ_WRONGTYPE (a key holds another type), EMQ_BAD_ID, EMQ_PAYLOAD_TOO_LARGE,
---          EMQ_BATCH_TOO_LARGE. Every check comes before the first write.
--- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+-- No script flags: an enqueue grows memory without bound, so under OOM it is refused at its
+-- first write (a shebang without allow-oom would refuse it at its start instead).
+--
+-- Per job i, in the full form, six arguments ARGV[5+6(i-1) .. 10+6(i-1)]: id; payload (JSON
+--   text, 1..limit bytes); delay ms (0..315360000000, ten 365-day years; 0 = none); run-at
+--   epoch ms on the server clock (0..7258118400000, 2200-01-01T00:00:00Z; 0 = none); max
+--   attempts (1..1000, "" = the consumer's default); backoff ("" = the consumer's default,
+--   "f:<ms>" fixed or "e:<ms>" exponential, ms 0..86400000). A non-zero delay wins over the
+--   run-at. A job whose instant (now + delay, or run-at) is not in the future goes straight to
+--   pending.
+-- Parked consumers (docs/protocol.md §5): a call of one plain job in the compact form, ready
+--   now, onto a queue with nothing pending, no lanes and no pause, whose id has no row, leases
+--   it to the current registration of emq:{q}:parked with the latest end (the one renewed last:
+--   a consumer that died parked renews nothing, so it comes last): `active` (emq:{q}:active)
+--   gets the anchor and the id at now + the registration's lease, meta `token` + 1, the row
+--   (emq:{q}:job:<id>) status/token/attempts 1; the registration is removed and
+--   "<id> <token> <payload>" RPUSHed to emq:{q}:inbox:<tag> (PX the lease). These keys are
+--   spelt from the base of KEYS[1] (same slot). Nothing goes to pending or wake; the `claimed`
+--   event follows `enqueued`. Anything unusual takes the plain path.
+--
+-- @key meta emq:{q}:meta queue meta hash (protocol version `v`, `elog`, `lanes`, `xtra`)
+-- @key pending emq:{q}:pending list of pending ids (enqueue LPUSH, claim RPOP: FIFO)
+-- @key scheduled emq:{q}:scheduled zset id -> run-at (ms)
+-- @key wake emq:{q}:wake list that idle consumers block on
+-- @key data emq:{q}:data hash id -> payload (JSON text)
+-- @key opts emq:{q}:opts hash id -> "<max attempts>|<backoff>" for jobs with their own options
+-- @key events emq:{q}:events lifecycle events: sharded channel and bounded stream
+-- @key dedup* emq:{q}:key:<key> (dedup mode: all or none) the dedup key of job i (key: 1..256
+--   bytes, no control characters)
+-- @arg version version the protocol version
+-- @arg limit 1..536870912 largest payload in bytes
+-- @arg n 1..1000 the number of jobs (more is EMQ_BATCH_TOO_LARGE)
+-- @arg elog ""|0..1000000 the queue's lifecycle-log length to record in meta `elog` ("" = keep)
+-- @arg job* job per job i: six arguments (full form) or two (compact form), see the modes
+-- @arg lane* ""|0..9 (lanes mode) per job, after the jobs: its priority ("" = 0) or `g:<group>`
+-- @arg extras* json (extras mode) per job, after the lanes: its extras, "" = none
+-- @arg window? 1..2592000000 (dedup mode) the dedup window in ms (30 days at most), last
+-- @mode full 4 + 6n arguments: per job id, payload, delay, run-at, max attempts, backoff.
+-- @mode compact 4 + 2n arguments: per job just the id and the payload, for jobs with no delay,
+--   run-at, options, lane or extras: the same as six arguments with "0", "0", "", "".
+-- @mode lanes 4 + 7n arguments: the full form, then one per job (ARGV[5+6n .. 4+7n]): its
+--   priority, 0..9 ("" = 0), or `g:<group>` (a fair lane; group 1..100 of [A-Za-z0-9_.-]). A
+--   ready job of level p >= 1 joins `<pending>:<p>` (derived from KEYS[2], same slot) and p
+--   joins `emq:{q}:levels`; a ready job of group g joins `emq:{q}:group:<g>`; a delayed one keeps
+--   its lane as a third field of its opts ("<max>|<backoff>|<p or g:<group>>"). Meta `lanes` is
+--   set to 1 the first time (claim then reads levels and the ring `emq:{q}:groups`, which a lane
+--   list joins when it becomes non-empty, "" for `pending`).
+-- @mode extras 4 + 8n arguments: the lanes form (so a call with extras sends the lanes too, ""
+--   each when none), then one per job (ARGV[5+7n .. 4+8n]): its extras, "" = none, else a JSON
+--   object text of 2..1024 bytes whose known members are checked: `t` the job's own timeout (an
+--   integer, 1..86400000 ms), `tp` a W3C traceparent (a string of 1..256 bytes); other members
+--   are kept as they are. A job's extras ride in its opts (a fourth field,
+--   "<max>|<backoff>|<lane>|<extras>") until its first claim moves them to its row's `x`; claim
+--   returns them with every attempt. Meta `xtra` is set to 1 the first time.
+-- @mode dedup business-key dedup, with any form: KEYS[8..7+n] one dedup key per job, and one
+--   more argument after the jobs (and their lanes and extras): the window in ms. A key held by a
+--   job (enqueued within the window, by this call or before) adds nothing: the reply entry is
+--   that job's id. A job added sets its key to its id for the window.
+-- @returns an array of n integers: 1 = added, 0 = a job with this id already existed (or came
+--   earlier in the same call); with dedup keys, a bulk string (the holding job's id) for a job
+--   whose key was held. A wake marker is pushed (when `wake` is empty) only when a job was added.
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key
+--   that is not the one the key grammar spells for the queue of KEYS[1]), EMQ_WRONGTYPE (a key
+--   holds another type), EMQ_BAD_ID, EMQ_PAYLOAD_TOO_LARGE, EMQ_BATCH_TOO_LARGE. Every check
+--   comes before the first write.
+-- @uses keys types meta clock events job-write enqueue-args enqueue-lanes enqueue-parked
+-- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
+-- time, so a second TIME would answer the same; parts of a composed script share the read).
+local clock_memo = nil
+local function now_ms()
+  if not clock_memo then
+    local t = redis.call('TIME')
+    clock_memo = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return clock_memo
+end
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '1'
+-- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
+-- version is refused, so a runtime of one version never half-applies a transition to another's.
+local DATA_VERSIONS = { ['1'] = true }
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function on_refusal(fn) refusal_hook = fn end
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- Refuses data of another protocol version than these scripts read (meta `v`, when present).
+local function need_data_version(v, key)
+  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
+end
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
 local function int(s, lo, hi)
   if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
@@ -66,216 +111,185 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
--- The reply of a command run through redis.pcall, when it failed: WRONGTYPE becomes
--- EMQ_WRONGTYPE naming the key, any other error passes as it is; nil when it succeeded.
-local function refused(r, key)
-  if type(r) ~= 'table' or not r.err then return nil end
-  if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
-    return redis.error_reply('EMQ_WRONGTYPE ' .. key .. ' holds a value of another type than the protocol gives it')
-  end
-  return r
-end
-if #KEYS < 7 or #ARGV < 4 then return redis.error_reply('EMQ_BAD_ARG expected 7 keys and at least 4 arguments') end
-local V = '1'
--- The anchor of `active` (docs/protocol.md §2), as claim.lua adds it: a lease to a parked consumer writes it too.
-local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
-if ARGV[1] ~= V then
-  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
-end
--- Every fixed key is the one the key grammar spells for the queue of KEYS[1] (§2 of
--- docs/protocol.md), in this order: meta, pending, scheduled, wake, data, opts, events.
-local b = string.sub(KEYS[1], 1, -5)
-if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'pending'
-  or KEYS[3] ~= b .. 'scheduled' or KEYS[4] ~= b .. 'wake' or KEYS[5] ~= b .. 'data'
-  or KEYS[6] ~= b .. 'opts' or KEYS[7] ~= b .. 'events' then
-  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, pending, scheduled, wake, data, opts, events of one queue, in this order')
-end
--- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
--- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
-local function emit(key, elog, kind, ids, now)
-  if #ids == 0 then return end
-  -- Ids and kinds are validated base62 / fixed words: plain concatenation is valid JSON.
-  redis.call('SPUBLISH', key, '{"e":"' .. kind .. '","ids":["' .. table.concat(ids, '","') .. '"],"at":' .. now .. '}')
-  if elog > 0 then
-    redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
-  end
-end
--- The 14-byte gate: namespace `job`, 11 base62 digits, body at most 2^64-1. Compared byte by
--- byte: Lua's `>` on strings follows the server's collation locale, not byte order.
-local function badId(id)
-  if #id ~= 14 or not string.match(id, '^job[0-9A-Za-z]+$') then return true end
-  local max = 'LygHa16AHYF'
-  for i = 1, 11 do
-    local x, y = string.byte(id, i + 3), string.byte(max, i)
+-- The 14-byte gate (docs/protocol.md §1): a 3-letter namespace, 11 base62 digits, the body at
+-- most 2^64-1 (`LygHa16AHYF`). Compared byte by byte: Lua's `>` on strings follows the server's
+-- collation locale, not byte order.
+local ID_MAX = 'LygHa16AHYF'
+local ID_PATTERN = { job = '^job[0-9A-Za-z]+$', evt = '^evt[0-9A-Za-z]+$', ver = '^ver[0-9A-Za-z]+$' }
+local function bad_id(id, ns)
+  if type(id) ~= 'string' or #id ~= 14 or not string.match(id, ID_PATTERN[ns or 'job']) then return true end
+  local first = string.byte(id, 4)
+  if first ~= 76 then return first > 76 end -- 'L', the first digit of the bound: most ids differ there
+  for i = 2, 11 do
+    local x, y = string.byte(id, i + 3), string.byte(ID_MAX, i)
     if x ~= y then return x > y end
   end
   return false
 end
-local maxBytes, n = int(ARGV[2], 1, 536870912), int(ARGV[3], 1, 1000000000)
-if not maxBytes or not n then
-  return redis.error_reply('EMQ_BAD_ARG the payload limit must be an integer in 1..536870912 and the job count an integer >= 1')
+-- An id of namespace ns (default `job`), or EMQ_BAD_ID.
+local function need_id(id, ns)
+  if bad_id(id, ns) then fail('BAD_ID', 'malformed ' .. (ns or 'job') .. ' id') end
+  return id
 end
-if n > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 jobs per call') end
--- Business-key dedup: a branch taken only when keys are given, validated before any read.
-local keyed, window, taken, holders = #KEYS > 7, nil, nil, nil
-if keyed then
-  taken, holders = {}, {}
-  window = int(ARGV[#ARGV], 1, 2592000000)
-  if #KEYS ~= 7 + n or not window then
-    return redis.error_reply('EMQ_BAD_ARG dedup needs one key per job and a window of 1..2592000000 ms after the jobs')
+-- A new job's arguments, checked the same way by enqueue.lua, flow-add.lua and tick.lua. `noun`
+-- and `i` name the job in a refusal (`job 3`, `node 2`); the text is built only on a refusal.
+-- The payload: 1..limit bytes.
+local function need_payload(payload, limit, noun, i)
+  if #payload == 0 then fail('BAD_ARG', noun .. ' ' .. i .. ' has an empty payload') end
+  if #payload > limit then
+    fail('PAYLOAD_TOO_LARGE', noun .. ' ' .. i .. ' payload is ' .. #payload .. ' bytes, the limit is ' .. limit)
   end
+end
+-- A backoff: `f:<ms>` fixed or `e:<ms>` exponential, ms 0..86400000.
+local function good_backoff(s)
+  return int(string.match(s, '^[fe]:(%d+)$'), 0, 86400000) ~= nil
+end
+-- Its own options, each "" for the consumer's default: max attempts 1..1000, a backoff.
+local function need_job_opts(maxA, backoff, noun, i)
+  if maxA ~= '' and not int(maxA, 1, 1000) then fail('BAD_ARG', noun .. ' ' .. i .. ' has bad max attempts (1..1000)') end
+  if backoff ~= '' and not good_backoff(backoff) then
+    fail('BAD_ARG', noun .. ' ' .. i .. ' has a bad backoff (f:<ms> or e:<ms>, ms 0..86400000)')
+  end
+end
+-- A name of the key grammar (docs/protocol.md §2): a queue, a lane group, a schedule, a flow
+-- child's key: 1..100 bytes of `A-Za-z0-9_.-`. True when s is not one.
+local function bad_name(s)
+  return type(s) ~= 'string' or #s == 0 or #s > 100 or not string.match(s, '^[A-Za-z0-9_.-]+$')
+end
+-- enqueue.lua's arguments, all checked before its first read (docs/protocol.md §3). The forms
+-- differ in the arguments per job and what follows the jobs: full (6 per job), compact (2 per
+-- job: id, payload), lanes (full + one priority or group per job), extras (lanes + one extras
+-- text per job), and with dedup keys (KEYS[8..7+n]) the window last. The compact form's
+-- per-job check is the id and payload only.
+
+-- Dedup keys: one `emq:{q}:key:<key>` per job (key 1..256 bytes, no control characters) and a
+-- window of 1..2592000000 ms, the last argument.
+local function enqueue_dedup_args(K, A, b, n)
+  local window = int(A[#A], 1, 2592000000)
+  need(#K == 7 + n and window, 'dedup needs one key per job and a window of 1..2592000000 ms after the jobs')
   for i = 1, n do
-    local k = KEYS[7 + i]
+    local k = K[7 + i]
     local bk = string.sub(k, #b + 5)
     if string.sub(k, 1, #b + 4) ~= b .. 'key:' or #bk == 0 or #bk > 256 or string.find(bk, '%c') then
-      return redis.error_reply('EMQ_BAD_ARG key ' .. (7 + i) .. ' must be the queue\'s key: prefix and a dedup key of 1..256 bytes without control characters')
+      fail('BAD_ARG', 'key ' .. (7 + i) .. ' must be the queue\'s key: prefix and a dedup key of 1..256 bytes without control characters')
     end
   end
+  return window
 end
--- Priorities ride after the jobs (ARGV[5+6n .. 4+7n], one per job), so a plain call is unchanged.
-local tail = keyed and 1 or 0 -- the dedup window, last
-local xtra = #ARGV == 4 + 8 * n + tail -- extras (ARGV[5+7n .. 4+8n]) come after the lanes
-local prio = xtra or #ARGV == 4 + 7 * n + tail
--- The compact form: two arguments per job (id, payload), every other field its default.
-local S = #ARGV == 4 + 2 * n + tail and 2 or 6
-if #ARGV ~= 4 + 6 * n + tail and not prio and S ~= 2 then
-  return redis.error_reply('EMQ_BAD_ARG expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (2 * n) .. ' in the compact form, ' .. (7 * n) .. ' with priorities, ' .. (8 * n) .. ' with extras)' .. (keyed and ', then the dedup window' or ''))
-end
--- ext: each job's extras text, or nil ("" = none); checked before any read.
-local ext = nil
-if xtra then
-  ext = {}
+-- Extras (A[5+7n .. 4+8n]): each job's text, or nil for "": a JSON object of 2..1024 bytes,
+-- `t` an integer 1..86400000, `tp` a string of 1..256 bytes.
+local function enqueue_extras(A, n)
+  local ext = {}
   for i = 1, n do
-    local x = ARGV[4 + 7 * n + i]
+    local x = A[4 + 7 * n + i]
     if x ~= '' then
       local ok, v = false, nil
       if #x >= 2 and #x <= 1024 and string.sub(x, 1, 1) == '{' then ok, v = pcall(cjson.decode, x) end
       local tm, tp = ok and type(v) == 'table' and v.t, ok and type(v) == 'table' and v.tp
       if not ok or type(v) ~= 'table' or (tm ~= nil and (type(tm) ~= 'number' or tm ~= math.floor(tm) or tm < 1 or tm > 86400000))
         or (tp ~= nil and (type(tp) ~= 'string' or #tp == 0 or #tp > 256)) then
-        return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has bad extras (a JSON object of 2..1024 bytes; t 1..86400000, tp a string of 1..256 bytes)')
+        fail('BAD_ARG', 'job ' .. i .. ' has bad extras (a JSON object of 2..1024 bytes; t 1..86400000, tp a string of 1..256 bytes)')
       end
       ext[i] = x
     end
   end
+  return ext
 end
--- pri: each job's priority (0..9); grp: its group (a fair lane), or nil.
-local pri, grp
-if prio then
-  pri, grp = {}, {}
+-- Lanes (A[5+6n .. 4+7n]): each job's priority 0..9 ("" = 0), or `g:<group>` (a fair lane; its
+-- priority 0). Answers pri (job -> level) and grp (job -> group or nil).
+local function enqueue_lanes_args(A, n)
+  local pri, grp = {}, {}
   for i = 1, n do
-    local p = ARGV[4 + 6 * n + i]
+    local p = A[4 + 6 * n + i]
     local g = string.match(p, '^g:(.*)$')
     if g then
-      if #g == 0 or #g > 100 or not string.match(g, '^[A-Za-z0-9_.-]+$') then
-        return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad group (1..100 of A-Z a-z 0-9 _ . -)')
-      end
+      if bad_name(g) then fail('BAD_ARG', 'job ' .. i .. ' has a bad group (1..100 of A-Z a-z 0-9 _ . -)') end
       grp[i] = g
       pri[i] = 0
     else
       pri[i] = p == '' and 0 or int(p, 0, 9)
-      if not pri[i] then return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad priority (0..9, "" = 0) or group (g:<name>)') end
+      if not pri[i] then fail('BAD_ARG', 'job ' .. i .. ' has a bad priority (0..9, "" = 0) or group (g:<name>)') end
     end
   end
+  return pri, grp
 end
-local setLog = nil
-if ARGV[4] ~= '' then
-  setLog = int(ARGV[4], 0, 1000000)
-  if not setLog then return redis.error_reply('EMQ_BAD_ARG lifecycle-log length must be 0..1000000') end
-end
-local ids = {}
-for i = 1, n do
-  local b = 4 + S * (i - 1)
-  local id, payload = ARGV[b + 1], ARGV[b + 2]
-  if badId(id) then
-    return redis.error_reply('EMQ_BAD_ID job ' .. i .. ' has a malformed id')
+-- All of it, in the order the checks have always run. Answers a table: n, S (arguments per
+-- job: 2 compact, 6 otherwise), keyed, window, prio (lanes given), pri, grp, ext (extras given),
+-- setLog (the events log length to record, or nil), ids.
+local function enqueue_args(K, A, b)
+  local maxBytes, n = int(A[2], 1, 536870912), int(A[3], 1, 1000000000)
+  need(maxBytes and n, 'the payload limit must be an integer in 1..536870912 and the job count an integer >= 1')
+  if n > 1000 then fail('BATCH_TOO_LARGE', 'at most 1000 jobs per call') end
+  local c = { n = n, keyed = #K > 7 }
+  if c.keyed then c.window = enqueue_dedup_args(K, A, b, n) end
+  local tail = c.keyed and 1 or 0 -- the dedup window, last
+  local xtra = #A == 4 + 8 * n + tail -- extras come after the lanes
+  c.prio = xtra or #A == 4 + 7 * n + tail
+  -- The compact form: two arguments per job (id, payload), every other field its default.
+  local S = #A == 4 + 2 * n + tail and 2 or 6
+  if #A ~= 4 + 6 * n + tail and not c.prio and S ~= 2 then
+    fail('BAD_ARG', 'expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (2 * n) .. ' in the compact form, ' .. (7 * n) .. ' with priorities, ' .. (8 * n) .. ' with extras)' .. (c.keyed and ', then the dedup window' or ''))
   end
-  if #payload == 0 then return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has an empty payload') end
-  if #payload > maxBytes then
-    return redis.error_reply('EMQ_PAYLOAD_TOO_LARGE job ' .. i .. ' payload is ' .. #payload .. ' bytes, the limit is ' .. maxBytes)
+  c.S = S
+  if xtra then c.ext = enqueue_extras(A, n) end
+  if c.prio then c.pri, c.grp = enqueue_lanes_args(A, n) end
+  if A[4] ~= '' then
+    c.setLog = int(A[4], 0, 1000000)
+    need(c.setLog, 'lifecycle-log length must be 0..1000000')
   end
-  if S == 6 then
-    if not int(ARGV[b + 3], 0, 315360000000) or not int(ARGV[b + 4], 0, 7258118400000) then
-      return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad delay (0..315360000000 ms) or run-at (0..7258118400000)')
-    end
-    local maxA, backoff = ARGV[b + 5], ARGV[b + 6]
-    if maxA ~= '' and not int(maxA, 1, 1000) then
-      return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has bad max attempts (1..1000)')
-    end
-    if backoff ~= '' and not int(string.match(backoff, '^[fe]:(%d+)$'), 0, 86400000) then
-      return redis.error_reply('EMQ_BAD_ARG job ' .. i .. ' has a bad backoff (f:<ms> or e:<ms>, ms 0..86400000)')
-    end
-  end
-  ids[i] = id
-end
-
--- Reads first: every key this call writes is read (or is the first write) before anything is
--- written, so a key of the wrong type is refused with nothing changed.
-local meta
-meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'lanes', 'xtra', 'paused', 'token')
-local e = refused(meta, KEYS[1])
-if e then return e end
-local stored = meta[1]
-if stored and stored ~= V then
-  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
-end
-local elog = tonumber(meta[2]) or 0 -- written by enqueue, validated there
-local logged = elog
-local have = redis.pcall('HMGET', KEYS[5], unpack(ids))
-e = refused(have, KEYS[5])
-if e then return e end
-if keyed then
+  local ids = {}
   for i = 1, n do
-    holders[i] = redis.pcall('GET', KEYS[7 + i])
-    e = refused(holders[i], KEYS[7 + i])
-    if e then return e end
-  end
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local out, data, opts, queued, scheduled, zargs, seen = {}, {}, {}, {}, {}, {}, {}
-for i = 1, n do
-  local b = 4 + S * (i - 1)
-  local id = ids[i]
-  local held = keyed and (holders[i] or taken[KEYS[7 + i]])
-  if held then
-    out[i] = held
-  elseif have[i] or seen[id] then
-    out[i] = 0
-  else
-    if keyed then taken[KEYS[7 + i]] = id end
-    seen[id] = true
-    out[i] = 1
-    data[#data + 1] = id
-    data[#data + 1] = ARGV[b + 2]
-    local at = 0
+    local j = 4 + S * (i - 1)
+    local id = A[j + 1]
+    if bad_id(id) then fail('BAD_ID', 'job ' .. i .. ' has a malformed id') end
+    need_payload(A[j + 2], maxBytes, 'job', i)
     if S == 6 then
-      local delay = tonumber(ARGV[b + 3])
-      at = delay > 0 and now + delay or tonumber(ARGV[b + 4])
-      local maxA, backoff = ARGV[b + 5], ARGV[b + 6]
-      if maxA ~= '' or backoff ~= '' then
-        opts[#opts + 1] = id
-        opts[#opts + 1] = maxA .. '|' .. backoff
+      if not int(A[j + 3], 0, 315360000000) or not int(A[j + 4], 0, 7258118400000) then
+        fail('BAD_ARG', 'job ' .. i .. ' has a bad delay (0..315360000000 ms) or run-at (0..7258118400000)')
       end
+      need_job_opts(A[j + 5], A[j + 6], 'job', i)
     end
-    if at > now then
-      zargs[#zargs + 1] = at
-      zargs[#zargs + 1] = id
-      scheduled[#scheduled + 1] = id
-    else
-      queued[#queued + 1] = id
-    end
+    ids[i] = id
   end
+  c.ids = ids
+  return c
 end
--- Priorities and groups, in a second pass so that the plain loop above stays as it was.
--- plainQ: the queued ids of level 0 without a group (`pending`); byLevel: level 1..9 -> queued
--- ids; byGroup: group -> queued ids (groupOrder: the groups in order of first appearance).
-local plainQ, byLevel, byGroup, groupOrder, lanesOn, xtraOn = queued, nil, nil, nil, false, false
-if prio then
-  plainQ, byLevel, byGroup, groupOrder = {}, {}, {}, {}
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- enqueue.lua with lanes (docs/protocol.md §5, Priorities and Fair lanes): a ready job of level
+-- p >= 1 joins `<pending>:<p>` and p joins `levels`; a ready job of group g joins `group:<g>`;
+-- in lanes mode (meta `lanes`, or this call turns it on) a lane list that goes from empty to
+-- non-empty joins the ring `groups` ("" for `pending`), so claim rotates over it.
+
+-- The second pass over the jobs added (out[i] == 1), so the plain loop stays as it is: a
+-- delayed job's lane waits in opts (a third field: the priority, or g:<group>) for its promotion
+-- by claim, and a job's extras (a fourth field) for its first claim; a later field of one HSET
+-- wins over an earlier one. Answers plainQ (the queued ids of level 0 without a group), byLevel
+-- (level -> ids), byGroup (group -> ids), groupOrder (the groups in order of first appearance),
+-- lanesOn (a job of this call has a lane) and xtraOn (a job of this call has extras).
+local function enqueue_lanes_split(c, A, out, queued, scheduled, opts)
+  local pri, grp, ext, ids = c.pri, c.grp, c.ext, c.ids
+  local plainQ, byLevel, byGroup, groupOrder, lanesOn, xtraOn = {}, {}, {}, {}, false, false
   local lv, lg, delayed = {}, {}, {}
   for j = 1, #scheduled do delayed[scheduled[j]] = true end
-  for i = 1, n do
+  for i = 1, c.n do
     local p, g, id = pri[i], grp[i], ids[i]
     local x = ext and out[i] == 1 and ext[i]
     if out[i] == 1 and (p > 0 or g) then
@@ -284,12 +298,9 @@ if prio then
     end
     local lane = out[i] == 1 and delayed[id] and (p > 0 or g) and (g and ('g:' .. g) or p)
     if lane or x then
-      -- A delayed job's lane waits in opts (a third field: the priority, or g:<group>) for
-      -- its promotion by claim, and a job's extras (a fourth field) for its first claim; a
-      -- later field of one HSET wins over an earlier one.
-      local b = 4 + 6 * (i - 1)
+      local j = 4 + 6 * (i - 1)
       opts[#opts + 1] = id
-      opts[#opts + 1] = ARGV[b + 5] .. '|' .. ARGV[b + 6] .. '|' .. (lane or '') .. (x and ('|' .. x) or '')
+      opts[#opts + 1] = A[j + 5] .. '|' .. A[j + 6] .. '|' .. (lane or '') .. (x and ('|' .. x) or '')
       if x then xtraOn = true end
     end
   end
@@ -308,128 +319,276 @@ if prio then
       plainQ[#plainQ + 1] = id
     end
   end
+  return plainQ, byLevel, byGroup, groupOrder, lanesOn, xtraOn
 end
--- Lanes mode (meta `lanes`, or this call turns it on): a lane list that goes from empty to
--- non-empty joins the ring `groups` ("" for `pending`), so claim rotates over it.
-local lanesMode = lanesOn or meta[3] == '1'
-local ringKey, ringAdd = nil, nil
-if lanesMode then ringKey, ringAdd = b .. 'groups', {} end
-if setLog then elog = setLog end
--- Lease to a parked consumer (docs/protocol.md §5, "Parked consumers"): one plain job, ready
--- now, on a queue with nothing pending, no lanes and no pause, is leased here to the consumer of
--- the zset `parked` whose current registration ends last, as its claim would lease it, and
--- its lease text goes to that consumer's `inbox:<tag>`, which it blocks on: the job skips
--- `pending` and the consumer's claim call. Anything unusual (a key of another type, a row the id
--- already has, a malformed registration) is left to the claim path: no lease, no error.
-local hand = nil
-if n == 1 and S == 2 and #queued == 1 and not lanesMode and meta[5] ~= '1' and (not meta[6] or string.match(meta[6], '^%d+$')) then
+-- Before the first write: `levels`, the ring and every level or group list written are
+-- type-checked (byLevel and groupOrder nil when the call gave no lanes).
+local function enqueue_lanes_check(b, pending, byLevel, groupOrder)
+  checked(redis.pcall('ZCARD', b .. 'levels'), b .. 'levels')
+  checked(redis.pcall('LLEN', b .. 'groups'), b .. 'groups')
+  if not byLevel then return end
+  for p = 1, 9 do
+    if byLevel[p] then checked(redis.pcall('LLEN', pending .. ':' .. p), pending .. ':' .. p) end
+  end
+  for j = 1, #groupOrder do
+    local key = b .. 'group:' .. groupOrder[j]
+    checked(redis.pcall('LLEN', key), key)
+  end
+end
+-- The pushes onto the group and level lists; a group list that was empty is added to ringAdd.
+local function enqueue_lanes_push(b, pending, byLevel, byGroup, groupOrder, ringAdd)
+  for j = 1, #groupOrder do
+    local g = groupOrder[j]
+    if redis.call('LPUSH', b .. 'group:' .. g, unpack(byGroup[g])) == #byGroup[g] then ringAdd[#ringAdd + 1] = g end
+  end
+  for p = 1, 9 do
+    local l = byLevel[p]
+    if l then
+      redis.call('LPUSH', pending .. ':' .. p, unpack(l))
+      redis.call('ZADD', b .. 'levels', p, p)
+    end
+  end
+end
+-- After the pushes: the first lanes of the queue set meta `lanes` (and the jobs without a group
+-- enqueued before it: `pending` joins the ring too); the lanes that became non-empty join the ring.
+local function enqueue_lanes_ring(K, b, wasOn, lanesOn, plainQ, ringAdd)
+  if lanesOn and not wasOn then
+    redis.call('HSET', K[1], 'lanes', '1')
+    if ringAdd[1] ~= '' and redis.call('LLEN', K[2]) > #plainQ then table.insert(ringAdd, 1, '') end
+  end
+  if #ringAdd > 0 then redis.call('LPUSH', b .. 'groups', unpack(ringAdd)) end
+end
+-- The anchor of `active` (docs/protocol.md §2): a member at score +inf that keeps the zset in
+-- skiplist encoding. Every script that adds to `active` adds it with the job (claim.lua, and
+-- enqueue.lua's lease to a parked consumer); it is never a job.
+local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
+-- enqueue.lua's lease to a parked consumer (docs/protocol.md §5, "Parked consumers"): one plain
+-- job, ready now, on a queue with nothing pending, no lanes and no pause, is leased here to the
+-- consumer of the zset `parked` whose current registration ends last, as its claim would lease
+-- it, and its lease text goes to that consumer's `inbox:<tag>`, which it blocks on: the job
+-- skips `pending` and the consumer's claim call. Anything unusual (a key of another type, a row
+-- the id already has, a malformed registration) is left to the claim path: no lease, no error.
+
+-- The registration to lease job `id` to, or nil: reads only, every one through pcall.
+local function parked_target(b, pending, id, now)
   local parked = b .. 'parked'
   local reg = redis.pcall('ZRANGE', parked, '+inf', now, 'BYSCORE', 'REV', 'LIMIT', 0, 1)
   local lease, tag = nil, nil
   if not reg.err and reg[1] then lease, tag = string.match(reg[1], '^(%d+):([0-9A-Za-z]+)$') end
   lease = lease and #lease < 9 and tonumber(lease)
-  if lease and lease >= 1 and lease <= 86400000 and #tag <= 32 then
-    local inbox, row = b .. 'inbox:' .. tag, b .. 'job:' .. queued[1]
-    local pl, al = redis.pcall('LLEN', KEYS[2]), redis.pcall('ZCARD', b .. 'active')
-    local il, rx = redis.pcall('LLEN', inbox), redis.pcall('EXISTS', row)
-    if pl == 0 and type(al) == 'number' and il == 0 and rx == 0 then
-      hand = { member = reg[1], parked = parked, lease = lease, inbox = inbox, row = row }
+  if not (lease and lease >= 1 and lease <= 86400000 and #tag <= 32) then return nil end
+  local inbox, row = b .. 'inbox:' .. tag, b .. 'job:' .. id
+  local pl, al = redis.pcall('LLEN', pending), redis.pcall('ZCARD', b .. 'active')
+  local il, rx = redis.pcall('LLEN', inbox), redis.pcall('EXISTS', row)
+  if pl == 0 and type(al) == 'number' and il == 0 and rx == 0 then
+    return { member = reg[1], parked = parked, lease = lease, inbox = inbox, row = row }
+  end
+  return nil
+end
+-- The lease, as claim.lua writes a first claim's: `active` (with the anchor), a fenced token
+-- from meta `token`, the row; the registration is used up; "<id> <token> <payload>" goes to the
+-- inbox (the id is 14 bytes and the token digits, so the payload starts after the second space).
+local function parked_lease(meta, b, hand, id, payload, now)
+  redis.call('ZADD', b .. 'active', 'inf', ANCHOR, now + hand.lease, id)
+  local token = redis.call('HINCRBY', meta, 'token', 1)
+  redis.call('HSET', hand.row, 'status', 'active', 'token', token, 'attempts', 1)
+  redis.call('ZREM', hand.parked, hand.member)
+  redis.call('RPUSH', hand.inbox, id .. ' ' .. token .. ' ' .. payload)
+  redis.call('PEXPIRE', hand.inbox, hand.lease)
+end
+-- Lifecycle events (docs/protocol.md §5a): one sharded pub/sub message per call and kind on the
+-- queue's events channel, and, when its `elog` is above 0, one entry in the bounded events stream.
+local function emit(key, elog, kind, ids)
+  if #ids == 0 then return end
+  local now = now_ms()
+  -- Ids and kinds are validated base62 / fixed words: plain concatenation is valid JSON.
+  redis.call('SPUBLISH', key, '{"e":"' .. kind .. '","ids":["' .. table.concat(ids, '","') .. '"],"at":' .. now .. '}')
+  if elog > 0 then
+    redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
+  end
+end
+-- Writing new jobs (docs/protocol.md §3): enqueue.lua does it, and tick.lua writes its job exactly
+-- the same way, with the same keys K = enqueue's KEYS[1..7] (meta, pending, scheduled, wake, data,
+-- opts, events). A new job is its payload in `data`, its own options in `opts` (only when it has
+-- any), its id in `pending` (ready now) or in `scheduled` at its run-at; one wake marker when
+-- `wake` was empty, and the `enqueued` / `scheduled` lifecycle events. The row is made later, by
+-- the job's first claim.
+--
+-- The checks before the first write, of the keys written after it: `wake` (answers its length;
+-- 1, meaning no marker, when not read), `opts` when options are written, `scheduled` when it is
+-- written after a push onto `pending`, and the events stream when the queue logs events.
+local function check_new_jobs(K, elog, wake, opts, sched)
+  local wakeLen = 1
+  if wake then wakeLen = checked(redis.pcall('LLEN', K[4]), K[4]) end
+  if opts then checked(redis.pcall('HLEN', K[6]), K[6]) end
+  if sched then checked(redis.pcall('ZCARD', K[3]), K[3]) end
+  if elog > 0 then need_type(K[7], 'stream') end
+  return wakeLen
+end
+-- The first write is the type check of its own key (a write refused with WRONGTYPE changes
+-- nothing): the ready ids onto `pending` (answers its new length, or nil when none), then the
+-- run-at / id pairs into `scheduled`.
+local function push_new_jobs(K, ready, zargs)
+  local len = nil
+  if #ready > 0 then len = checked(redis.pcall('LPUSH', K[2], unpack(ready)), K[2]) end
+  if #zargs > 0 then checked(redis.pcall('ZADD', K[3], unpack(zargs)), K[3]) end
+  return len
+end
+-- Payloads (id, payload, …) and own options (id, "<max>|<backoff>[|…]", …).
+local function store_new_jobs(K, data, opts)
+  redis.call('HSET', K[5], unpack(data))
+  if #opts > 0 then redis.call('HSET', K[6], unpack(opts)) end
+end
+-- After the writes: the wake marker and the lifecycle events of the ids added.
+local function announce_new_jobs(K, elog, wakeLen, queued, scheduled)
+  if wakeLen == 0 then redis.call('LPUSH', K[4], '1') end
+  emit(K[7], elog, 'enqueued', queued)
+  emit(K[7], elog, 'scheduled', scheduled)
+end
+-- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
+-- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
+-- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
+local function queue_base(meta)
+  if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
+local function topic_base(meta)
+  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
+local function need_keys(keys, base, names, from)
+  for i = from or 2, #names do
+    if keys[i] ~= base .. names[i] then
+      fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
     end
   end
 end
-local wakeLen = 1
-if #data > 0 then
-  -- `wake` is written only on the plain path (a lease to a parked consumer pushes no marker).
-  if not hand then
-    wakeLen = redis.pcall('LLEN', KEYS[4])
-    e = refused(wakeLen, KEYS[4])
-    if e then return e end
+-- A declared row key must be the row (`<prefix><id>`) of its own id.
+local function need_row(key, prefix, id)
+  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
+end
+-- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
+-- uses (parts of a composed script share the read: no part writes a field another part reads),
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+local meta_memo = nil
+local function queue_meta(key)
+  if not meta_memo then
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    need_data_version(m[1], key)
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
   end
-  if #opts > 0 then
-    e = refused(redis.pcall('HLEN', KEYS[6]), KEYS[6])
-    if e then return e end
-  end
-  if #queued > 0 and #zargs > 0 then
-    e = refused(redis.pcall('ZCARD', KEYS[3]), KEYS[3])
-    if e then return e end
-  end
-  if elog > 0 then
-    local kind = redis.call('TYPE', KEYS[7])['ok']
-    if kind ~= 'none' and kind ~= 'stream' then
-      return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[7] .. ' holds a ' .. kind .. ', not a stream')
-    end
-  end
-  local levels = lanesMode and b .. 'levels'
-  if lanesMode then
-    -- The level and group lists, `levels` and the ring are type-checked before the first write.
-    e = refused(redis.pcall('ZCARD', levels), levels) or refused(redis.pcall('LLEN', ringKey), ringKey)
-    if prio then
-      for p = 1, 9 do
-        if not e and byLevel[p] then e = refused(redis.pcall('LLEN', KEYS[2] .. ':' .. p), KEYS[2] .. ':' .. p) end
-      end
-      for j = 1, #groupOrder do
-        local key = b .. 'group:' .. groupOrder[j]
-        if not e then e = refused(redis.pcall('LLEN', key), key) end
-      end
-    end
-    if e then return e end
-  end
-  -- The first write is the type check of its own key: a write refused with WRONGTYPE changes nothing.
-  if hand then
-    -- The lease, as claim.lua writes a first claim's: `active` (with the anchor, §2), a fenced
-    -- token from meta `token`, the row; the registration is used up.
-    redis.call('ZADD', b .. 'active', 'inf', ANCHOR, now + hand.lease, queued[1])
-    local token = redis.call('HINCRBY', KEYS[1], 'token', 1)
-    redis.call('HSET', hand.row, 'status', 'active', 'token', token, 'attempts', 1)
-    redis.call('ZREM', hand.parked, hand.member)
-    -- "<id> <token> <payload>": the id is 14 bytes and the token digits, so the payload starts
-    -- after the second space.
-    redis.call('RPUSH', hand.inbox, queued[1] .. ' ' .. token .. ' ' .. data[2])
-    redis.call('PEXPIRE', hand.inbox, hand.lease)
-  elseif #queued > 0 then
-    if #plainQ > 0 then
-      local len = redis.pcall('LPUSH', KEYS[2], unpack(plainQ))
-      e = refused(len, KEYS[2])
-      if e then return e end
-      if lanesMode and len == #plainQ then ringAdd[#ringAdd + 1] = '' end
-    end
-    if prio then
-      for j = 1, #groupOrder do
-        local g = groupOrder[j]
-        if redis.call('LPUSH', b .. 'group:' .. g, unpack(byGroup[g])) == #byGroup[g] then ringAdd[#ringAdd + 1] = g end
-      end
-      for p = 1, 9 do
-        local l = byLevel[p]
-        if l then
-          redis.call('LPUSH', KEYS[2] .. ':' .. p, unpack(l))
-          redis.call('ZADD', levels, p, p)
-        end
-      end
-    end
-    if #zargs > 0 then redis.call('ZADD', KEYS[3], unpack(zargs)) end
+  return meta_memo
+end
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
+end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+local function main(KEYS, ARGV)
+need(#KEYS >= 7 and #ARGV >= 4, 'expected 7 keys and at least 4 arguments')
+local b = queue_base(KEYS[1])
+need_keys(KEYS, b, { 'meta', 'pending', 'scheduled', 'wake', 'data', 'opts', 'events' })
+local c = enqueue_args(KEYS, ARGV, b)
+local n, S, keyed, ids = c.n, c.S, c.keyed, c.ids
+
+-- Reads first: every key this call writes is read (or is the first write) before anything is
+-- written, so a key of the wrong type is refused with nothing changed.
+local meta = queue_meta(KEYS[1])
+local elog = meta.elog
+local have = checked(redis.pcall('HMGET', KEYS[5], unpack(ids)), KEYS[5])
+local holders, taken = nil, nil
+if keyed then
+  holders, taken = {}, {}
+  for i = 1, n do holders[i] = checked(redis.pcall('GET', KEYS[7 + i]), KEYS[7 + i]) end
+end
+local now = now_ms()
+local out, data, opts, queued, scheduled, zargs, seen = {}, {}, {}, {}, {}, {}, {}
+for i = 1, n do
+  local j = 4 + S * (i - 1)
+  local id = ids[i]
+  local held = keyed and (holders[i] or taken[KEYS[7 + i]])
+  if held then
+    out[i] = held
+  elseif have[i] or seen[id] then
+    out[i] = 0
   else
-    e = refused(redis.pcall('ZADD', KEYS[3], unpack(zargs)), KEYS[3])
-    if e then return e end
+    if keyed then taken[KEYS[7 + i]] = id end
+    seen[id] = true
+    out[i] = 1
+    data[#data + 1] = id
+    data[#data + 1] = ARGV[j + 2]
+    local at = 0
+    if S == 6 then
+      local delay = tonumber(ARGV[j + 3])
+      at = delay > 0 and now + delay or tonumber(ARGV[j + 4])
+      local maxA, backoff = ARGV[j + 5], ARGV[j + 6]
+      if maxA ~= '' or backoff ~= '' then
+        opts[#opts + 1] = id
+        opts[#opts + 1] = maxA .. '|' .. backoff
+      end
+    end
+    if at > now then
+      zargs[#zargs + 1] = at
+      zargs[#zargs + 1] = id
+      scheduled[#scheduled + 1] = id
+    else
+      queued[#queued + 1] = id
+    end
   end
-  redis.call('HSET', KEYS[5], unpack(data))
+end
+local plainQ, byLevel, byGroup, groupOrder, lanesOn, xtraOn = queued, nil, nil, nil, false, false
+if c.prio then
+  plainQ, byLevel, byGroup, groupOrder, lanesOn, xtraOn = enqueue_lanes_split(c, ARGV, out, queued, scheduled, opts)
+end
+local lanesMode = lanesOn or meta.lanes == '1'
+if c.setLog then elog = c.setLog end
+local hand = nil
+if n == 1 and S == 2 and #queued == 1 and not lanesMode and meta.paused ~= '1' and (not meta.token or string.match(meta.token, '^%d+$')) then
+  hand = parked_target(b, KEYS[2], queued[1], now)
+end
+local wakeLen, ringAdd = 1, lanesMode and {} or nil
+if #data > 0 then
+  -- `wake` is read only on the plain path (a lease to a parked consumer pushes no marker).
+  wakeLen = check_new_jobs(KEYS, elog, not hand, #opts > 0, #queued > 0 and #zargs > 0)
+  if lanesMode then enqueue_lanes_check(b, KEYS[2], byLevel, groupOrder) end
+  if hand then
+    parked_lease(KEYS[1], b, hand, queued[1], data[2], now)
+  else
+    local len = push_new_jobs(KEYS, plainQ, zargs)
+    if lanesMode and len == #plainQ then ringAdd[#ringAdd + 1] = '' end
+    if byLevel then enqueue_lanes_push(b, KEYS[2], byLevel, byGroup, groupOrder, ringAdd) end
+  end
+  store_new_jobs(KEYS, data, opts)
   if keyed then
     for i = 1, n do
-      if out[i] == 1 then redis.call('SET', KEYS[7 + i], ids[i], 'PX', window) end
+      if out[i] == 1 then redis.call('SET', KEYS[7 + i], ids[i], 'PX', c.window) end
     end
   end
-  if #opts > 0 then redis.call('HSET', KEYS[6], unpack(opts)) end
 end
-if not stored then redis.call('HSET', KEYS[1], 'v', V) end
-if lanesOn and meta[3] ~= '1' then
-  redis.call('HSET', KEYS[1], 'lanes', '1')
-  -- Jobs without a group enqueued before lanes mode: their list joins the ring too.
-  if ringAdd[1] ~= '' and redis.call('LLEN', KEYS[2]) > #plainQ then table.insert(ringAdd, 1, '') end
-end
-if ringAdd and #ringAdd > 0 then redis.call('LPUSH', ringKey, unpack(ringAdd)) end
-if xtraOn and meta[4] ~= '1' then redis.call('HSET', KEYS[1], 'xtra', '1') end
-if setLog and setLog ~= logged then redis.call('HSET', KEYS[1], 'elog', setLog) end
-if wakeLen == 0 and not hand then redis.call('LPUSH', KEYS[4], '1') end
-emit(KEYS[7], elog, 'enqueued', queued, now)
-emit(KEYS[7], elog, 'scheduled', scheduled, now)
-if hand then emit(KEYS[7], elog, 'claimed', queued, now) end
+if not meta.v then redis.call('HSET', KEYS[1], 'v', PROTOCOL) end
+if lanesMode then enqueue_lanes_ring(KEYS, b, meta.lanes == '1', lanesOn, plainQ, ringAdd) end
+if xtraOn and meta.xtra ~= '1' then redis.call('HSET', KEYS[1], 'xtra', '1') end
+if c.setLog and c.setLog ~= meta.elog then redis.call('HSET', KEYS[1], 'elog', c.setLog) end
+announce_new_jobs(KEYS, elog, wakeLen, queued, scheduled)
+if hand then emit(KEYS[7], elog, 'claimed', queued) end
 return out
+end
+return run(main)
