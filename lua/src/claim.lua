@@ -1,0 +1,296 @@
+-- Promotes due scheduled jobs to pending, then claims up to n pending jobs for one consumer: each
+-- gets a lease on the server clock, a fencing token minted from the queue's monotonic counter,
+-- and one more counted attempt. The first claim of a job creates its row (and moves its own
+-- options, if any, into it). A claim that claims adds the anchor to `active` (docs/protocol.md
+-- §2: a member at score +inf that keeps the zset in skiplist encoding). Jobs are claimed oldest
+-- first: pending in FIFO order, then the jobs this call promoted.
+-- Priorities (meta `lanes` set): level p 1..9 waits in `<pending>:<p>` (derived from KEYS[2],
+-- same slot), `emq:{q}:levels` lists the levels with ids; claimed highest level first, FIFO
+-- within a level, at most ten lists read whatever the backlog; a due job joins the list of its
+-- level (its row's `prio`, else the third field of its opts) and a claimed one gets `prio` in
+-- its row. Level 0 runs fair lanes (groups; lua/lib/claim-fair.lua, claim-policy.lua).
+-- A paused queue (meta `paused` = 1, pause.lua) answers { -2 } and writes nothing.
+-- An id whose data is gone (deleted by hand) is dropped from pending, without a row; a ghost
+-- (data "", left by cancel.lua) is dropped too, its payload moved from its row back to `data`
+-- and meta `ghosts` decremented.
+-- Every number is a decimal integer: no sign, fraction, exponent or blank.
+-- Flags: allow-oom: it moves work forward (pending -> active) and writes at most a row per job
+-- it claims, so a consumer keeps draining the queue at the memory limit.
+--
+-- @mode plain 9 keys, 4 arguments (version, n, lease, promote).
+-- @mode rate 9 keys, 6 arguments: ARGV[5..6] a queue rate limit of ARGV[5] jobs
+--   (1..1000000) per ARGV[6] ms (1..86400000): a fixed window on the server clock counted in
+--   `emq:{q}:rate` (a string with PX); a limited call claims what the window has left, and when
+--   jobs remain its wait is the ms until the window ends (>= 1).
+-- @mode group-policy 9 keys, 7 arguments: ARGV[7] the group policy of fair lanes
+--   (docs/protocol.md §5, "Group policy"), ARGV[5..6] the rate limit or "" "" (none). Space-
+--   separated entries `<who>=<cap>,<weight>,<rate max>,<rate ms>`, who `*` (every group;
+--   required) or `g:<group>` (one group; at most 1000 entries, 65536 bytes): at most cap jobs of
+--   a group active at once (0 = no cap; 1..100000), weight jobs per turn of the rotation
+--   (1..1000), at most rate max jobs per rate ms window (0,0 = none; 1..1000000 per
+--   1..86400000). Read in lanes mode only; validated always.
+-- @mode parked 11 keys, 5 arguments: the claim a parked consumer sends ahead of its
+--   `BLPOP inbox:<tag> wake` (docs/protocol.md §5, "Parked consumers"), ARGV[5] the
+--   registration's ms (1..86400000), no rate limit. After claiming, when it claimed fewer than n
+--   jobs and the inbox is empty, it registers `<lease ms = ARGV[3]>:<tag>` in `parked` until now
+--   + ARGV[5] ms (dropping registrations that ran out), so that an enqueue may lease one job to
+--   the consumer; otherwise (no free slot left, or a lease already waiting) it removes that
+--   member, and pushes "" to an empty inbox (PX ARGV[5]) so that the BLPOP returns at once. A
+--   paused queue answers { -2 } and registers nothing.
+-- @key meta emq:{q}:meta queue meta hash (`v` version, `token` fencing counter)
+-- @key pending emq:{q}:pending list of pending ids
+-- @key scheduled emq:{q}:scheduled zset id -> run-at (ms)
+-- @key active emq:{q}:active zset id -> lease deadline (ms), and the anchor at +inf
+-- @key wake emq:{q}:wake list that idle consumers block on
+-- @key data emq:{q}:data hash id -> payload
+-- @key opts emq:{q}:opts hash id -> "<max attempts>|<backoff>" (until the first claim)
+-- @key rows emq:{q}:job: prefix of job rows (a row is this prefix followed by the id)
+-- @key events emq:{q}:events lifecycle events: sharded channel and bounded stream
+-- @key parked? emq:{q}:parked (mode parked) the zset of parked registrations
+-- @key inbox? emq:{q}:inbox:<tag> (mode parked) the inbox of the consumer that claims
+-- @arg version version the protocol version
+-- @arg n 0..1000 the most jobs to claim (0 only promotes)
+-- @arg lease 1..86400000 lease in ms
+-- @arg promote 0..10000 the most scheduled jobs to promote in this call, earliest run-at first
+-- @arg rate-max? ""|1..1000000 (modes rate, group-policy) the rate limit's jobs per window; in
+--   mode parked: the registration's ms (1..86400000)
+-- @arg rate-ms? ""|1..86400000 (modes rate, group-policy) the rate limit's window in ms
+-- @arg policy? policy (mode group-policy) the group policy
+-- @returns { wait, id_1, token_1, attempt_1, payload_1, extras_1, ..., id_k, ..., extras_k }
+--   (k <= n) where wait is -1 when jobs remain pending, else the ms until the next scheduled
+--   job is due (0 when one is due already; -2 when none is scheduled; at most 2^53-1).
+--   wait, token and attempt are integer replies; id, payload and extras bulk strings. extras is
+--   "" for a job enqueued without extras, else the JSON object text enqueue stored
+--   (docs/protocol.md §3, "Extras"): the first claim moves it from the fourth field of its opts
+--   to its row's `x`, later claims read it there (only once meta `xtra` is set: a queue that
+--   never had extras reads nothing more).
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key
+--   that is not the one the key grammar spells for the queue of KEYS[1]), EMQ_WRONGTYPE (a key,
+--   or meta `token`, holds another type). Every check and every read comes before the first
+--   write, but for one: fair lanes without a policy pop a lane's ids as they read them
+--   (pop-as-read), and a refusal after those pops pushes the popped ids back first
+--   (on_refusal), so a refused claim still changes nothing.
+-- @flags allow-oom
+-- @uses args keys types meta events claim-lanes claim-park claim-rate claim-rows
+need((#KEYS == 9 and (#ARGV == 4 or #ARGV == 6 or #ARGV == 7)) or (#KEYS == 11 and #ARGV == 5),
+  'expected 9 keys and 4 arguments (6 with a rate limit, 7 with a group policy), or 11 keys and 5 arguments (a parked registration)')
+local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
+local b = queue_base(KEYS[1])
+need_keys(KEYS, b, { 'meta', 'pending', 'scheduled', 'active', 'wake', 'data', 'opts', 'job:', 'events' })
+local park = #KEYS == 11 and claim_park(KEYS, ARGV, b) -- (its keys' types read here, before any write)
+-- Fast path (the valid call): one pattern over the three joined by spaces (exactly two spaces,
+-- so none inside an argument), at most 16 digits each (as int()), coercion by `+ 0` and the
+-- ranges: it accepts exactly what int() accepts, for about a third of the server instructions
+-- of three int() calls; a miss falls back to need_int() per argument for the message.
+local n, lease, promote
+if #ARGV[2] < 17 and #ARGV[3] < 17 and #ARGV[4] < 17 and string.find(ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4], '^%d+ %d+ %d+$') then
+  n, lease, promote = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
+end
+if not (n and n <= 1000 and lease >= 1 and lease <= 86400000 and promote <= 10000) then
+  n = need_int(ARGV[2], 0, 1000, 'claim count')
+  lease = need_int(ARGV[3], 1, 86400000, 'lease (ms)')
+  promote = need_int(ARGV[4], 0, 10000, 'promote limit')
+end
+local rate = nil
+if #ARGV >= 6 and not (#ARGV == 7 and ARGV[5] == '' and ARGV[6] == '') then
+  rate = claim_rate(ARGV, b)
+  n = math.min(n, math.max(0, rate.max - rate.used))
+end
+local pol, polCap = nil, false
+if #ARGV == 7 then pol, polCap = claim_policy(ARGV[7]) end
+
+-- Reads first: every key this call writes is read before anything is written, so a key of the
+-- wrong type is refused with nothing changed. (A reply is tested inline: a read that succeeds
+-- costs no call of checked().)
+local meta = queue_meta(KEYS[1])
+-- Paused: claim nothing, promote nothing; the consumer blocks on `wake` (resume pushes a marker).
+if meta.paused == '1' then return { -2 } end
+if meta.token and not string.match(meta.token, '^%d+$') then fail('WRONGTYPE', KEYS[1] .. ' field token is not an integer') end
+local elog = meta.elog
+-- Lanes (priorities, groups): a queue without them runs the plain path, command for command.
+local lanes = meta.lanes == '1'
+local xtra = meta.xtra == '1' -- extras (enqueue sets it): a retried job's are in its row
+local now = now_ms()
+local prefix = KEYS[8]
+local due = {}
+if promote > 0 then
+  due = redis.pcall('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, promote)
+  if due.err then checked(due, KEYS[3]) end
+end
+-- A retried job has a row (its status goes back to pending); a delayed job gets one at its first claim.
+local dueRow = #due > 0 and {} -- (no table when nothing is due: the common claim)
+for i = 1, #due do
+  dueRow[i] = checked(redis.pcall('HLEN', prefix .. due[i]), prefix .. due[i]) > 0
+end
+-- plen: the pending ids seen (n + 1 means "more than n"); take: the ids this call pops, in pop
+-- order; ln: the lanes state (lanes mode only: the plain path builds no table it does not use).
+local plen, tail, k, take, ln = 0, nil, 0, nil, nil
+if lanes then
+  ln = claim_lanes(KEYS, b, n, due, dueRow, pol)
+  take = ln.take
+  k = #take
+else
+  -- The oldest n + 1 pending ids (one more than wanted tells whether more remain), or, when
+  -- nothing is claimed, the length alone.
+  take = {}
+  if n > 0 then
+    tail = redis.pcall('LRANGE', KEYS[2], -(n + 1), -1)
+    if tail.err then checked(tail, KEYS[2]) end
+    plen = #tail
+  else
+    plen = redis.pcall('LLEN', KEYS[2])
+    if type(plen) == 'table' then checked(plen, KEYS[2]) end
+  end
+  -- The ids this call pops, in pop order: the tail of pending (oldest first), then the promoted
+  -- jobs (which join the head of pending) in run-at order.
+  k = math.min(n, plen + #due)
+  if k > 0 then
+    local fromPending = math.min(k, plen)
+    for i = #tail, #tail - fromPending + 1, -1 do take[#take + 1] = tail[i] end
+    for i = 1, k - fromPending do take[#take + 1] = due[i] end
+  end
+end
+local hasOpts = false -- most queues never set per-job options
+if k > 0 then hasOpts = checked(redis.pcall('HLEN', KEYS[7]), KEYS[7]) > 0 end
+-- The jobs to claim, as parallel arrays (no table per job): id, row, payload, attempt; own
+-- options (jopt) and extras (jx, once meta `xtra` is set) only when they can be used, ghosts on
+-- the first one (each table costs an allocation and GC work on the server).
+local jid, jrow, jpay, jatt, att = {}, {}, {}, {}, {}
+local jopt, jx, ghosts = hasOpts and {}, xtra and {}, nil
+local tlv, tgr = ln and ln.tlv, ln and ln.tgr
+local jlv, jgr = tlv and {}, tgr and {} -- lanes mode: each claimed job's level and group
+local pays = {} -- every payload in one read
+if #take > 0 then
+  pays = redis.pcall('HMGET', KEYS[6], unpack(take))
+  if pays.err then checked(pays, KEYS[6]) end
+end
+-- First claims (the common case) have no row yet: one EXISTS over the rows of two or more jobs
+-- replaces a read per row. A key that does not exist has no wrong type; when any row exists,
+-- each is read (and so type-checked) below.
+local trow, fresh = nil, false
+if #take > 1 then
+  trow = {}
+  for i = 1, #take do trow[i] = prefix .. take[i] end
+  fresh = redis.call('EXISTS', unpack(trow)) == 0
+end
+for i = 1, #take do
+  local id = take[i]
+  local row = trow and trow[i] or prefix .. id
+  local payload = pays[i]
+  if payload == '' then
+    -- A ghost (cancel.lua): its payload in its row, "" in `data`; dropped (claim_ghosts).
+    local p = redis.pcall('HGET', row, 'payload')
+    if type(p) == 'table' then checked(p, row) end
+    ghosts = ghosts or {}
+    ghosts[#ghosts + 1] = { id, p }
+    payload = false
+  end
+  if payload then -- data deleted by hand: the id is dropped, no row is half-created
+    local a, x = att[id], nil
+    if not a and fresh then
+      a = 0
+    elseif not a and xtra then
+      local cur = redis.pcall('HMGET', row, 'attempts', 'x')
+      if cur.err then checked(cur, row) end
+      a, x = tonumber(cur[1]) or 0, cur[2]
+    elseif not a then
+      local cur = redis.pcall('HGET', row, 'attempts')
+      if type(cur) == 'table' then checked(cur, row) end -- HGET answers a table only to refuse
+      a = tonumber(cur) or 0
+    end
+    a = a + 1
+    att[id] = a
+    local j = #jid + 1
+    jid[j], jrow[j], jpay[j], jatt[j] = id, row, payload, a
+    if jopt then jopt[j] = false end
+    if jx then jx[j] = x or '' end
+    if lanes then
+      local lv = tlv[i] -- (set for the jobs of a level only: fair lanes write no entry per job)
+      if lv then jlv[j] = lv end
+      jgr[j] = tgr[i]
+    end
+    if a == 1 and hasOpts then jopt[j] = redis.call('HGET', KEYS[7], id) end
+  end
+end
+local remaining = lanes and ln.lrem or plen + #due - k
+local wakeLen, nxt = 1, nil
+if remaining > 0 then
+  if #jid > 0 then
+    wakeLen = redis.pcall('LLEN', KEYS[5])
+    if type(wakeLen) == 'table' then checked(wakeLen, KEYS[5]) end
+  end
+else
+  -- The earliest scheduled job that this call does not promote.
+  nxt = redis.pcall('ZRANGE', KEYS[3], #due, #due, 'WITHSCORES')
+  if nxt.err then checked(nxt, KEYS[3]) end
+end
+if elog > 0 and #jid > 0 then need_type(KEYS[9], 'stream') end
+
+-- Writes. The first one is the type check of `active`: a write refused with WRONGTYPE changes
+-- nothing. Promotion goes in slices of 1000 ids (a command takes a bounded number of arguments).
+local deadline = now + lease
+if #jid > 0 then
+  -- The anchor (docs/protocol.md §2): a member longer than zset-max-listpack-value keeps `active`
+  -- a skiplist for good (an insert O(log n), not a listpack scan: 8x the server time at 50 jobs).
+  local zargs = { 'inf', ANCHOR }
+  for i = 1, #jid do
+    zargs[2 * i + 1] = deadline
+    zargs[2 * i + 2] = jid[i]
+  end
+  local z = redis.pcall('ZADD', KEYS[4], unpack(zargs))
+  if type(z) == 'table' then checked(z, KEYS[4]) end
+end
+for i = 1, #due, 1000 do
+  local j = math.min(i + 999, #due)
+  redis.call('ZREM', KEYS[3], unpack(due, i, j))
+  if not lanes then redis.call('LPUSH', KEYS[2], unpack(due, i, j)) end
+end
+for i = 1, #due do
+  if dueRow[i] then redis.call('HSET', prefix .. due[i], 'status', 'pending') end
+end
+if lanes then claim_lanes_write(ln, KEYS, polCap)
+elseif k > 0 then redis.call('LTRIM', KEYS[2], 0, -(k + 1)) end -- the k oldest (RPOP without its reply table)
+if ghosts then claim_ghosts(KEYS, ghosts) end
+local out = { -1 }
+if #jid > 0 then
+  local last = redis.call('HINCRBY', KEYS[1], 'token', #jid)
+  local moved = hasOpts and {}
+  for i = 1, #jid do
+    local id, a, o, L, G = jid[i], jatt[i], jopt and jopt[i], lanes and jlv[i], lanes and jgr[i]
+    local token = last - #jid + i
+    if G == '' then G = nil end
+    if G and not o then -- a job of a group (fair lanes), without its own options: one HSET, no table
+      redis.call('HSET', jrow[i], 'status', 'active', 'token', token, 'attempts', a, 'group', G)
+    elseif o or (L and L > 0) or G then
+      local x = claim_row(jrow[i], token, a, L, G, o)
+      if x then jx = jx or {}; jx[i] = x end
+      if o then moved[#moved + 1] = id end
+    else
+      redis.call('HSET', jrow[i], 'status', 'active', 'token', token, 'attempts', a)
+    end
+    out[5 * i - 3] = id
+    out[5 * i - 2] = token
+    out[5 * i - 1] = a
+    out[5 * i] = jpay[i]
+    out[5 * i + 1] = jx and jx[i] or ''
+  end
+  if moved and #moved > 0 then redis.call('HDEL', KEYS[7], unpack(moved)) end
+  emit(KEYS[9], elog, 'claimed', jid)
+end
+if rate and #jid > 0 then claim_rate_count(rate, #jid) end
+if remaining > 0 and rate and rate.used + #jid >= rate.max then
+  -- Limited: the consumer waits until the window ends (no chain wake-up, no busy polling).
+  out[1] = math.max(1, rate.used == 0 and rate.ms or rate.left)
+elseif remaining > 0 then
+  -- More work remains: make sure another idle consumer wakes up (chain wake-up).
+  if #jid > 0 and wakeLen == 0 then redis.call('LPUSH', KEYS[5], '1') end
+elseif nxt[2] then
+  out[1] = math.min(math.max(0, tonumber(nxt[2]) - now), 9007199254740991)
+else
+  out[1] = -2
+end
+-- Group policy: lanes blocked by their rate window wait for it (the soonest window end).
+local gp = ln and ln.gp
+if gp and gp.wait and out[1] ~= -1 then out[1] = out[1] == -2 and gp.wait or math.min(out[1], gp.wait) end
+if park then claim_park_end(park, KEYS, #jid < n, now) end
+return out
