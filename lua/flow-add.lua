@@ -1,59 +1,89 @@
--- flow-add.lua: EchoMQ protocol v1. Creates the nodes of one or many flows that live in ONE queue
--- (docs/flows.md): a node with children is written `waiting` (its row holds `deps`, the number of
--- children not yet finished, and one `k:<child>` field per child), a leaf is written `pending`
--- (its id joins `pending`). A node whose parent is in another queue names it in its row
--- (`parent` = "<queue> <id>"). A child in ANOTHER queue is not created here: its creation is
--- written to this queue's outbox (entry `c:<child id>`), relayed by any live node to that queue
--- with this same script, and acknowledged (outbox-ack.lua). Idempotent per tree: a tree of this
--- call (a node whose parent is not in this call, and its descendants in this call) of which any
--- node's id already holds data is skipped whole, so a replayed relay changes nothing.
+-- flow-add.lua: EchoMQ protocol v1. Built from lua/src/flow-add.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- Creates the nodes of one or many flows that live in ONE queue (docs/flows.md): a node with
+-- children is written `waiting` (its row holds `deps`, the number of children not yet finished,
+-- and one `k:<child>` field per child), a leaf is written `pending` (its id joins `pending`). A
+-- node whose parent is in another queue names it in its row (`parent` = "<queue> <id>"). A child
+-- in ANOTHER queue is not created here: its creation is written to this queue's outbox (entry
+-- `c:<child id>`), relayed by any live node to that queue with this same script, and
+-- acknowledged (outbox-ack.lua). Idempotent per tree: a tree of this call (a node whose parent
+-- is not in this call, and its descendants in this call) of which any node's id already holds
+-- data is skipped whole, so a replayed relay changes nothing. The nodes and edges are checked by
+-- lua/lib/flow-add-args.lua, the fan-out's fence and parent by lua/lib/flow-add-fanout.lua.
 --
--- Fan-out mode (11 keys): gives a RUNNING job children (docs/flows.md, "Fanning out from a
--- running job"). Fenced by the job's claim token, the job leaves `active` and becomes a `waiting`
--- parent (its attempt given back, `deps` raised by its new children, one `k:<child>` each; an
--- earlier fan-out's child ids and keys may not repeat); the new children are created as above.
--- A stale holder is refused and changes nothing, so a fan-out is never applied twice.
+-- No script flags: a flow-add creates jobs and outbox entries (memory grows), so under OOM it is
+-- refused at its first write (a shebang without allow-oom would refuse it at its start instead).
 --
--- KEYS[1]  emq:{q}:meta     queue meta hash
--- KEYS[2]  emq:{q}:pending  list of pending ids
--- KEYS[3]  emq:{q}:wake     list that idle consumers block on
--- KEYS[4]  emq:{q}:data     hash id -> payload
--- KEYS[5]  emq:{q}:opts     hash id -> "<max attempts>|<backoff>"
--- KEYS[6]  emq:{q}:job:     prefix of job rows
--- KEYS[7]  emq:{q}:events   lifecycle events: sharded channel and bounded stream
--- KEYS[8]  emq:{q}:outbox   hash entry id -> entry text (also the channel the relay listens on)
--- KEYS[9]  emq:{q}:outdue   zset entry id -> due at (ms): when a relay may take the entry
--- KEYS[10] emq:{q}:active   (fan-out mode only) zset id -> lease deadline
--- KEYS[11] emq:{q}:job:<id> (fan-out mode only) the running job's row
--- ARGV[1]  protocol version ("1")
--- ARGV[2]  largest payload in bytes (1..536870912)
--- ARGV[3]  outbox bound: the most entries the outbox may hold after this call (1..10000000)
--- ARGV[4]  n, the number of nodes (1..1000; fan-out mode 0..1000)
--- ARGV[5]  m, the number of child edges (0..1000; fan-out mode 1..1000)
--- ARGV[6], ARGV[7] (fan-out mode only) the running job's id and its fencing token; o = 2 in
---          fan-out mode, else 0, in the offsets below (a parent may then be the running job)
--- ARGV[6+o+5(i-1) .. 10+o+5(i-1)] per node i: id; payload (JSON text, 1..limit bytes); parent
---          ("" = none, "<other queue> <id>" = a parent in another queue, "<this queue> <id>" =
---          a node of this call); max attempts (1..1000 or ""); backoff ("f:<ms>"/"e:<ms>" or "")
--- then per edge j (6 arguments): parent id (a node of this call); child id; child queue (a
---          queue name); failure policy (`fail`, `ignore`, `continue`); key (1..100 of
---          [A-Za-z0-9_.-], unique among the parent's children); creation entry text ("" when
---          the child queue is this queue and the child a node of this call, else the relay's
---          text "c <child queue> <subtree JSON>", 1..limit bytes)
--- then, optionally, a self-relay lease in ms (1..86400000): the caller relays the creation
---          entries this call writes itself (it knows them: the entry texts of the edges of the
---          trees created); they are written already taken (due at now + lease, as outbox-take
---          would leave them) and no outbox signal is sent. If the caller dies first, any relay
---          takes them when the lease lapses.
--- Returns: an array of n integers: 1 = created, 0 = skipped (its tree already existed). Fan-out
---          mode: 1 = the job now waits for its new children, 0 = refused (not active under that
---          token; nothing written).
--- Errors:  EMQ_BAD_ARG (missing or malformed arguments, keys that are not this queue's, a node
---          whose parent is in this queue but not in this call, an edge that does not match its
---          child, a cycle, a repeated id), EMQ_VERSION, EMQ_WRONGTYPE, EMQ_BAD_ID,
---          EMQ_PAYLOAD_TOO_LARGE, EMQ_BATCH_TOO_LARGE, EMQ_FLOW_TOO_LARGE (the outbox would pass
---          its bound). Every check comes before the first write.
--- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+-- Arguments after the counts (o = 2 in fan-out mode, else 0): per node i, five arguments
+--   ARGV[6+o+5(i-1) .. 10+o+5(i-1)]: id; payload (JSON text, 1..limit bytes); parent ("" = none,
+--   "<other queue> <id>" = a parent in another queue, "<this queue> <id>" = a node of this
+--   call); max attempts (1..1000 or ""); backoff ("f:<ms>"/"e:<ms>" or ""). Then per edge j,
+--   six arguments: parent id (a node of this call, or the running job); child id; child queue
+--   (a queue name); failure policy (`fail`, `ignore`, `continue`); key (1..100 of
+--   [A-Za-z0-9_.-], unique among the parent's children); creation entry text ("" when the child
+--   queue is this queue and the child a node of this call, else the relay's text
+--   "c <child queue> <subtree JSON>", 1..limit bytes). Then, optionally, a self-relay lease in ms
+--   (1..86400000): the caller relays the creation entries this call writes itself (it knows
+--   them: the entry texts of the edges of the trees created); they are written already taken
+--   (due at now + lease, as outbox-take would leave them) and no outbox signal is sent. If the
+--   caller dies first, any relay takes them when the lease lapses.
+--
+-- @key meta emq:{q}:meta queue meta hash
+-- @key pending emq:{q}:pending list of pending ids
+-- @key wake emq:{q}:wake list that idle consumers block on
+-- @key data emq:{q}:data hash id -> payload
+-- @key opts emq:{q}:opts hash id -> "<max attempts>|<backoff>"
+-- @key job emq:{q}:job: prefix of job rows
+-- @key events emq:{q}:events lifecycle events: sharded channel and bounded stream
+-- @key outbox emq:{q}:outbox hash entry id -> entry text (also the channel the relay listens on)
+-- @key outdue emq:{q}:outdue zset entry id -> due at (ms): when a relay may take the entry
+-- @key active? emq:{q}:active (fan-out mode only) zset id -> lease deadline
+-- @key row? emq:{q}:job:<id> (fan-out mode only) the running job's row
+-- @arg version version the protocol version
+-- @arg limit 1..536870912 largest payload in bytes
+-- @arg cap 1..10000000 outbox bound: the most entries the outbox may hold after this call
+-- @arg n 0..1000 the number of nodes (1..1000; fan-out mode 0..1000)
+-- @arg m 0..1000 the number of child edges (0..1000; fan-out mode 1..1000)
+-- @arg jid? id:job (fan-out mode only) the running job's id
+-- @arg token? token (fan-out mode only) the running job's fencing token
+-- @arg node* node per node: five arguments, see above
+-- @arg edge* edge per edge: six arguments, see above
+-- @arg lease? 1..86400000 the self-relay lease in ms, optional, last
+-- @mode create 9 keys: creates the nodes and edges of the call.
+-- @mode fan-out 11 keys (and the running job's id and token as ARGV[6], ARGV[7]): gives a
+--   RUNNING job children (docs/flows.md, "Fanning out from a running job"). Fenced by the job's
+--   claim token, the job leaves `active` and becomes a `waiting` parent (its attempt given back,
+--   `deps` raised by its new children, one `k:<child>` each; an earlier fan-out's child ids and
+--   keys may not repeat); the new children are created as above. A stale holder is refused and
+--   changes nothing, so a fan-out is never applied twice.
+-- @returns an array of n integers: 1 = created, 0 = skipped (its tree already existed). Fan-out
+--   mode: 1 = the job now waits for its new children, 0 = refused (not active under that token;
+--   nothing written).
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, keys that are not this
+--   queue's, a node whose parent is in this queue but not in this call, an edge that does not
+--   match its child, a cycle, a repeated id), EMQ_WRONGTYPE, EMQ_BAD_ID, EMQ_PAYLOAD_TOO_LARGE,
+--   EMQ_BATCH_TOO_LARGE, EMQ_FLOW_TOO_LARGE (the outbox would pass its bound). Every check comes
+--   before the first write.
+-- @uses args keys types meta clock events flow-add-args flow-add-fanout
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '1'
+-- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
+-- version is refused, so a runtime of one version never half-applies a transition to another's.
+local DATA_VERSIONS = { ['1'] = true }
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function on_refusal(fn) refusal_hook = fn end
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- Refuses data of another protocol version than these scripts read (meta `v`, when present).
+local function need_data_version(v, key)
+  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
+end
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
 local function int(s, lo, hi)
   if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
@@ -61,194 +91,334 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
--- The reply of a command run through redis.pcall, when it failed: WRONGTYPE becomes
--- EMQ_WRONGTYPE naming the key, any other error passes as it is; nil when it succeeded.
-local function refused(r, key)
-  if type(r) ~= 'table' or not r.err then return nil end
-  if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
-    return redis.error_reply('EMQ_WRONGTYPE ' .. key .. ' holds a value of another type than the protocol gives it')
+-- The argument reader: each takes the argument, its range and its name, and answers the value or
+-- refuses with EMQ_BAD_ARG naming the argument and what it must be.
+local function need_int(s, lo, hi, what)
+  local v = int(s, lo, hi)
+  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
+  return v
+end
+-- A text argument of lo..hi bytes.
+local function need_bytes(s, lo, hi, what)
+  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
+  return s
+end
+-- One of a set of words, given as a table word -> true.
+local function need_word(s, words, what)
+  if not words[s] then
+    local list = {}
+    for w in pairs(words) do list[#list + 1] = w end
+    table.sort(list)
+    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
   end
-  return r
+  return s
 end
-if (#KEYS ~= 9 and #KEYS ~= 11) or #ARGV < 5 then return redis.error_reply('EMQ_BAD_ARG expected 9 (or 11) keys and at least 5 arguments') end
-local X = #KEYS == 11 -- fan-out mode: a running job gets children
-local V = '1'
-if ARGV[1] ~= V then
-  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+-- A fencing token: decimal digits, at most 20.
+local function need_token(s)
+  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
+  return s
 end
--- Every fixed key is the one the key grammar spells for the queue of KEYS[1] (§2 of
--- docs/protocol.md), in this order: meta, pending, wake, data, opts, job:, events, outbox, outdue.
-local b = string.sub(KEYS[1], 1, -5)
-if string.sub(KEYS[1], -5) ~= ':meta' or KEYS[2] ~= b .. 'pending' or KEYS[3] ~= b .. 'wake'
-  or KEYS[4] ~= b .. 'data' or KEYS[5] ~= b .. 'opts' or KEYS[6] ~= b .. 'job:'
-  or KEYS[7] ~= b .. 'events' or KEYS[8] ~= b .. 'outbox' or KEYS[9] ~= b .. 'outdue' then
-  return redis.error_reply('EMQ_BAD_ARG KEYS must be the keys meta, pending, wake, data, opts, job:, events, outbox, outdue of one queue, in this order')
+-- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
+-- time, so a second TIME would answer the same; parts of a composed script share the read).
+local clock_memo = nil
+local function now_ms()
+  if not clock_memo then
+    local t = redis.call('TIME')
+    clock_memo = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return clock_memo
 end
-if X and KEYS[10] ~= b .. 'active' then return redis.error_reply('EMQ_BAD_ARG KEYS[10] must be the active key of the queue') end
-local q = string.match(KEYS[1], '^emq:{([A-Za-z0-9_.-]+)}:meta$')
-if not q then return redis.error_reply('EMQ_BAD_ARG KEYS[1] is not the meta key of a queue') end
--- Lifecycle events: one sharded pub/sub message per call and kind on the events channel, and,
--- when the queue's `elog` (set by enqueue) is above 0, one entry in the bounded events stream.
-local function emit(key, elog, kind, ids, now)
+-- Lifecycle events (docs/protocol.md §5a): one sharded pub/sub message per call and kind on the
+-- queue's events channel, and, when its `elog` is above 0, one entry in the bounded events stream.
+local function emit(key, elog, kind, ids)
   if #ids == 0 then return end
+  local now = now_ms()
   -- Ids and kinds are validated base62 / fixed words: plain concatenation is valid JSON.
   redis.call('SPUBLISH', key, '{"e":"' .. kind .. '","ids":["' .. table.concat(ids, '","') .. '"],"at":' .. now .. '}')
   if elog > 0 then
     redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
   end
 end
--- The 14-byte gate: namespace `job`, 11 base62 digits, body at most 2^64-1. Compared byte by
--- byte: Lua's `>` on strings follows the server's collation locale, not byte order.
-local function badId(id)
-  if #id ~= 14 or not string.match(id, '^job[0-9A-Za-z]+$') then return true end
-  local max = 'LygHa16AHYF'
-  for i = 1, 11 do
-    local x, y = string.byte(id, i + 3), string.byte(max, i)
+-- The 14-byte gate (docs/protocol.md §1): a 3-letter namespace, 11 base62 digits, the body at
+-- most 2^64-1 (`LygHa16AHYF`). Compared byte by byte: Lua's `>` on strings follows the server's
+-- collation locale, not byte order.
+local ID_MAX = 'LygHa16AHYF'
+local ID_PATTERN = { job = '^job[0-9A-Za-z]+$', evt = '^evt[0-9A-Za-z]+$', ver = '^ver[0-9A-Za-z]+$' }
+local function bad_id(id, ns)
+  if type(id) ~= 'string' or #id ~= 14 or not string.match(id, ID_PATTERN[ns or 'job']) then return true end
+  local first = string.byte(id, 4)
+  if first ~= 76 then return first > 76 end -- 'L', the first digit of the bound: most ids differ there
+  for i = 2, 11 do
+    local x, y = string.byte(id, i + 3), string.byte(ID_MAX, i)
     if x ~= y then return x > y end
   end
   return false
 end
--- A queue name or child key of the grammar: 1..100 of [A-Za-z0-9_.-].
-local function badName(s)
+-- An id of namespace ns (default `job`), or EMQ_BAD_ID.
+local function need_id(id, ns)
+  if bad_id(id, ns) then fail('BAD_ID', 'malformed ' .. (ns or 'job') .. ' id') end
+  return id
+end
+-- A name of the key grammar (docs/protocol.md §2): a queue, a lane group, a schedule, a flow
+-- child's key: 1..100 bytes of `A-Za-z0-9_.-`. True when s is not one.
+local function bad_name(s)
   return type(s) ~= 'string' or #s == 0 or #s > 100 or not string.match(s, '^[A-Za-z0-9_.-]+$')
 end
-local maxBytes, cap = int(ARGV[2], 1, 536870912), int(ARGV[3], 1, 10000000)
-local n, m = int(ARGV[4], X and 0 or 1, 1000000000), int(ARGV[5], X and 1 or 0, 1000000000)
-if not maxBytes or not cap or not n or not m then
-  return redis.error_reply('EMQ_BAD_ARG payload limit (1..536870912), outbox bound (1..10000000), node count (>= 1; fan-out >= 0) and edge count (>= 0; fan-out >= 1) must be integers')
-end
-if n > 1000 or m > 1000 then return redis.error_reply('EMQ_BATCH_TOO_LARGE at most 1000 nodes and 1000 edges per call') end
-local o, jid, token = 0, nil, nil
-if X then
-  o, jid, token = 2, ARGV[6], ARGV[7]
-  if badId(jid) then return redis.error_reply('EMQ_BAD_ID the running job has a malformed id') end
-  if KEYS[11] ~= KEYS[6] .. jid then return redis.error_reply('EMQ_BAD_ARG KEYS[11] is not the row of ' .. jid) end
-  if type(token) ~= 'string' or #token > 20 or not string.match(token, '^%d+$') then return redis.error_reply('EMQ_BAD_ARG bad token') end
-end
-local selfLease = nil
-if #ARGV == 6 + o + 5 * n + 6 * m then
-  selfLease = int(ARGV[#ARGV], 1, 86400000)
-  if not selfLease then return redis.error_reply('EMQ_BAD_ARG self-relay lease must be 1..86400000 ms') end
-elseif #ARGV ~= 5 + o + 5 * n + 6 * m then
-  return redis.error_reply('EMQ_BAD_ARG expected ' .. (5 * n) .. ' node and ' .. (6 * m) .. ' edge arguments (and an optional self-relay lease)')
-end
--- Nodes: ids, payloads, parents, own options.
-local ids, index, up = {}, {}, {}
-for i = 1, n do
-  local a = 5 + o + 5 * (i - 1)
-  local id, payload, parent, maxA, backoff = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
-  if badId(id) then return redis.error_reply('EMQ_BAD_ID node ' .. i .. ' has a malformed id') end
-  if index[id] or id == jid then return redis.error_reply('EMQ_BAD_ARG node ' .. i .. ' repeats the id ' .. id) end
-  if #payload == 0 then return redis.error_reply('EMQ_BAD_ARG node ' .. i .. ' has an empty payload') end
-  if #payload > maxBytes then
-    return redis.error_reply('EMQ_PAYLOAD_TOO_LARGE node ' .. i .. ' payload is ' .. #payload .. ' bytes, the limit is ' .. maxBytes)
+-- A new job's arguments, checked the same way by enqueue.lua, flow-add.lua and tick.lua. `noun`
+-- and `i` name the job in a refusal (`job 3`, `node 2`); the text is built only on a refusal.
+-- The payload: 1..limit bytes.
+local function need_payload(payload, limit, noun, i)
+  if #payload == 0 then fail('BAD_ARG', noun .. ' ' .. i .. ' has an empty payload') end
+  if #payload > limit then
+    fail('PAYLOAD_TOO_LARGE', noun .. ' ' .. i .. ' payload is ' .. #payload .. ' bytes, the limit is ' .. limit)
   end
-  if parent ~= '' then
-    local pq, pid = string.match(parent, '^([^ ]+) ([^ ]+)$')
-    if not pq or badName(pq) or badId(pid) then
-      return redis.error_reply('EMQ_BAD_ARG node ' .. i .. ' has a malformed parent (expected "<queue> <id>")')
+end
+-- A backoff: `f:<ms>` fixed or `e:<ms>` exponential, ms 0..86400000.
+local function good_backoff(s)
+  return int(string.match(s, '^[fe]:(%d+)$'), 0, 86400000) ~= nil
+end
+-- Its own options, each "" for the consumer's default: max attempts 1..1000, a backoff.
+local function need_job_opts(maxA, backoff, noun, i)
+  if maxA ~= '' and not int(maxA, 1, 1000) then fail('BAD_ARG', noun .. ' ' .. i .. ' has bad max attempts (1..1000)') end
+  if backoff ~= '' and not good_backoff(backoff) then
+    fail('BAD_ARG', noun .. ' ' .. i .. ' has a bad backoff (f:<ms> or e:<ms>, ms 0..86400000)')
+  end
+end
+-- flow-add.lua's nodes and edges (docs/flows.md), all checked before its first read. `o` is the
+-- offset of the nodes (2 in fan-out mode: the running job's id and token come first), `jid` the
+-- running job's id in fan-out mode (a parent may then be the running job), `q` this queue's name.
+
+-- Nodes, five arguments each: id, payload, parent ("" = none, "<queue> <id>"), max attempts,
+-- backoff. Answers ids (i -> id), index (id -> i) and up (i -> the parent's id when the parent
+-- is in this queue).
+local function flow_nodes(A, n, o, maxBytes, q, jid)
+  local ids, index, up = {}, {}, {}
+  for i = 1, n do
+    local a = 5 + o + 5 * (i - 1)
+    local id, payload, parent = A[a + 1], A[a + 2], A[a + 3]
+    if bad_id(id) then fail('BAD_ID', 'node ' .. i .. ' has a malformed id') end
+    if index[id] or id == jid then fail('BAD_ARG', 'node ' .. i .. ' repeats the id ' .. id) end
+    need_payload(payload, maxBytes, 'node', i)
+    if parent ~= '' then
+      local pq, pid = string.match(parent, '^([^ ]+) ([^ ]+)$')
+      if not pq or bad_name(pq) or bad_id(pid) then
+        fail('BAD_ARG', 'node ' .. i .. ' has a malformed parent (expected "<queue> <id>")')
+      end
+      if pq == q then up[i] = pid end
     end
-    if pq == q then up[i] = pid end
+    need_job_opts(A[a + 4], A[a + 5], 'node', i)
+    ids[i], index[id] = id, i
   end
-  if maxA ~= '' and not int(maxA, 1, 1000) then
-    return redis.error_reply('EMQ_BAD_ARG node ' .. i .. ' has bad max attempts (1..1000)')
-  end
-  if backoff ~= '' and not int(string.match(backoff, '^[fe]:(%d+)$'), 0, 86400000) then
-    return redis.error_reply('EMQ_BAD_ARG node ' .. i .. ' has a bad backoff (f:<ms> or e:<ms>, ms 0..86400000)')
-  end
-  ids[i], index[id] = id, i
+  return ids, index, up
 end
--- Edges: each names a parent of this call; a same-queue child is a node of this call whose
--- parent field names that parent; a cross-queue child carries its creation entry.
-local kids, edgeOf, keys = {}, {}, {}
-local base = 5 + o + 5 * n
-for j = 1, m do
-  local a = base + 6 * (j - 1)
-  local pid, cid, cq, pol, key, text = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
-  local pi = index[pid]
-  if pid == jid then pi = 0 end -- fan-out mode: the running job (its kids count is kids[0])
-  if not pi then return redis.error_reply('EMQ_BAD_ARG edge ' .. j .. ' names a parent that is not a node of this call (or the running job)') end
-  if badId(cid) then return redis.error_reply('EMQ_BAD_ID edge ' .. j .. ' has a malformed child id') end
-  if badName(cq) then return redis.error_reply('EMQ_BAD_ARG edge ' .. j .. ' has a malformed child queue') end
-  if pol ~= 'fail' and pol ~= 'ignore' and pol ~= 'continue' then
-    return redis.error_reply('EMQ_BAD_ARG edge ' .. j .. ' has a bad policy (fail, ignore or continue)')
-  end
-  if badName(key) then return redis.error_reply('EMQ_BAD_ARG edge ' .. j .. ' has a malformed key') end
-  if keys[pid .. ' ' .. key] then return redis.error_reply('EMQ_BAD_ARG edge ' .. j .. ' repeats the key ' .. key) end
-  if edgeOf[cid] then return redis.error_reply('EMQ_BAD_ARG edge ' .. j .. ' repeats the child ' .. cid) end
-  keys[pid .. ' ' .. key] = true
-  if cq == q then
-    local ci = index[cid]
-    if not ci or up[ci] ~= pid or text ~= '' then
-      return redis.error_reply('EMQ_BAD_ARG edge ' .. j .. ': a child in this queue must be a node of this call naming its parent, without an entry')
+-- Edges, six arguments each from `base`: each names a parent of this call (or the running job);
+-- a same-queue child is a node of this call whose parent field names that parent; a cross-queue
+-- child carries its creation entry. Answers kids (parent index -> its new children, 0 = the
+-- running job), edgeOf (child id -> edge) and keys ("<parent> <key>" -> true).
+local function flow_edges(A, m, base, index, up, q, jid)
+  local kids, edgeOf, keys = {}, {}, {}
+  for j = 1, m do
+    local a = base + 6 * (j - 1)
+    local pid, cid, cq, pol, key, text = A[a + 1], A[a + 2], A[a + 3], A[a + 4], A[a + 5], A[a + 6]
+    local pi = index[pid]
+    if pid == jid then pi = 0 end
+    if not pi then fail('BAD_ARG', 'edge ' .. j .. ' names a parent that is not a node of this call (or the running job)') end
+    if bad_id(cid) then fail('BAD_ID', 'edge ' .. j .. ' has a malformed child id') end
+    if bad_name(cq) then fail('BAD_ARG', 'edge ' .. j .. ' has a malformed child queue') end
+    if pol ~= 'fail' and pol ~= 'ignore' and pol ~= 'continue' then
+      fail('BAD_ARG', 'edge ' .. j .. ' has a bad policy (fail, ignore or continue)')
     end
-  else
-    if index[cid] then return redis.error_reply('EMQ_BAD_ARG edge ' .. j .. ': a node of this call is in this queue') end
-    if #text == 0 or #text > 536870912 then return redis.error_reply('EMQ_BAD_ARG edge ' .. j .. ' has no creation entry') end
+    if bad_name(key) then fail('BAD_ARG', 'edge ' .. j .. ' has a malformed key') end
+    if keys[pid .. ' ' .. key] then fail('BAD_ARG', 'edge ' .. j .. ' repeats the key ' .. key) end
+    if edgeOf[cid] then fail('BAD_ARG', 'edge ' .. j .. ' repeats the child ' .. cid) end
+    keys[pid .. ' ' .. key] = true
+    if cq == q then
+      local ci = index[cid]
+      if not ci or up[ci] ~= pid or text ~= '' then
+        fail('BAD_ARG', 'edge ' .. j .. ': a child in this queue must be a node of this call naming its parent, without an entry')
+      end
+    else
+      if index[cid] then fail('BAD_ARG', 'edge ' .. j .. ': a node of this call is in this queue') end
+      if #text == 0 or #text > 536870912 then fail('BAD_ARG', 'edge ' .. j .. ' has no creation entry') end
+    end
+    edgeOf[cid] = j
+    kids[pi] = (kids[pi] or 0) + 1
   end
-  edgeOf[cid] = j
-  kids[pi] = (kids[pi] or 0) + 1
+  return kids, edgeOf, keys
 end
 -- Every same-queue parent reference is an edge; the tree of each node is the node whose parent
--- is not in this call (walks are bounded by n, so a cycle is refused).
-local root = {}
-for i = 1, n do
-  if up[i] then
-    if (not index[up[i]] and up[i] ~= jid) or not edgeOf[ids[i]] then
-      return redis.error_reply('EMQ_BAD_ARG node ' .. i .. ' names a parent in this queue that is not a node of this call')
+-- is not in this call (walks are bounded by n, so a cycle is refused). Answers root (i -> the
+-- index of its tree's root).
+local function flow_roots(n, ids, index, up, edgeOf, jid)
+  local root = {}
+  for i = 1, n do
+    if up[i] and ((not index[up[i]] and up[i] ~= jid) or not edgeOf[ids[i]]) then
+      fail('BAD_ARG', 'node ' .. i .. ' names a parent in this queue that is not a node of this call')
     end
+    local r, steps = i, 0
+    while up[r] and up[r] ~= jid do
+      r = index[up[r]]
+      steps = steps + 1
+      if steps > n then fail('BAD_ARG', 'the parent references of this call form a cycle') end
+    end
+    root[i] = r
   end
-  local r, steps = i, 0
-  while up[r] and up[r] ~= jid do
-    r = index[up[r]]
-    steps = steps + 1
-    if steps > n then return redis.error_reply('EMQ_BAD_ARG the parent references of this call form a cycle') end
-  end
-  root[i] = r
+  return root
 end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- flow-add.lua's fan-out mode (docs/flows.md, "Fanning out from a running job"): the running job
+-- `jid` (its row `row`, in `active`) gets children. Fenced by its claim token: a stale holder
+-- is refused and changes nothing, so a fan-out is never applied twice.
 
--- Reads first: every key this call writes is read before anything is written.
-local meta = redis.pcall('HMGET', KEYS[1], 'v', 'elog', 'lanes')
-local e = refused(meta, KEYS[1])
-if e then return e end
--- Lanes mode (meta `lanes`, docs/protocol.md §5 Fair lanes): `pending` joins the ring `groups`
--- when a push makes it non-empty; the ring is type-checked here, before any write.
-if meta[3] == '1' then
-  local t = redis.call('TYPE', b .. 'groups')['ok']
-  if t ~= 'none' and t ~= 'list' then return redis.error_reply('EMQ_WRONGTYPE ' .. b .. 'groups is a ' .. t .. ', not a list') end
-end
-local stored = meta[1]
-if stored and stored ~= V then
-  return redis.error_reply('EMQ_VERSION queue data is protocol ' .. stored .. ', script speaks ' .. V)
-end
-local elog = tonumber(meta[2]) or 0 -- written by enqueue, validated there
-local cur = {}
-if X then
-  -- The fence: only the holder of the running job's current claim may fan out.
-  cur = redis.pcall('HMGET', KEYS[11], 'status', 'token', 'deps')
-  e = refused(cur, KEYS[11]) or refused(redis.pcall('ZCARD', KEYS[10]), KEYS[10])
-  if e then return e end
-  if cur[1] ~= 'active' or cur[2] ~= token then return 0 end
+-- Before any write: the row and `active` are read; answers the row's status, token and deps
+-- (cur), or nil when the caller does not hold the job's current claim. The children of an
+-- earlier fan-out (`k:<child>` = "<queue> <policy> <key>") may not repeat in this call.
+local function fanout_fence(row, active, token, jid, edgeOf, keys)
+  local cur = checked(redis.pcall('HMGET', row, 'status', 'token', 'deps'), row)
+  checked(redis.pcall('ZCARD', active), active)
+  if cur[1] ~= 'active' or cur[2] ~= token then return nil end
   if cur[3] then
-    -- Children of an earlier fan-out: the new ones may not reuse their ids or keys.
-    local all = redis.call('HGETALL', KEYS[11])
+    local all = redis.call('HGETALL', row)
     for i = 1, #all, 2 do
       if string.sub(all[i], 1, 2) == 'k:' then
         local key = string.match(all[i + 1], '^[^ ]+ [^ ]+ (.*)$')
         if edgeOf[string.sub(all[i], 3)] or keys[jid .. ' ' .. key] then
-          return redis.error_reply('EMQ_BAD_ARG a new child repeats the id or key of an earlier child (' .. key .. ')')
+          fail('BAD_ARG', 'a new child repeats the id or key of an earlier child (' .. key .. ')')
         end
       end
     end
   end
+  return cur
+end
+-- The first writes: the running job becomes a waiting parent, out of `active`, its attempt
+-- given back, `deps` raised by its `added` new children.
+local function fanout_wait(row, active, jid, cur, added)
+  redis.call('ZREM', active, jid)
+  redis.call('HSET', row, 'status', 'waiting', 'deps', (tonumber(cur[3]) or 0) + added)
+  redis.call('HINCRBY', row, 'attempts', -1)
+end
+-- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
+-- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
+-- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
+local function queue_base(meta)
+  if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
+local function topic_base(meta)
+  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
+local function need_keys(keys, base, names, from)
+  for i = from or 2, #names do
+    if keys[i] ~= base .. names[i] then
+      fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
+    end
+  end
+end
+-- A declared row key must be the row (`<prefix><id>`) of its own id.
+local function need_row(key, prefix, id)
+  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
+end
+-- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
+-- uses (parts of a composed script share the read: no part writes a field another part reads),
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+local meta_memo = nil
+local function queue_meta(key)
+  if not meta_memo then
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    need_data_version(m[1], key)
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+  end
+  return meta_memo
+end
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
+end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+local function main(KEYS, ARGV)
+need((#KEYS == 9 or #KEYS == 11) and #ARGV >= 5, 'expected 9 (or 11) keys and at least 5 arguments')
+local X = #KEYS == 11 -- fan-out mode: a running job gets children
+local b = queue_base(KEYS[1])
+local names = { 'meta', 'pending', 'wake', 'data', 'opts', 'job:', 'events', 'outbox', 'outdue' }
+if X then names[10] = 'active' end
+need_keys(KEYS, b, names)
+local q = string.sub(b, 6, -3)
+local maxBytes, cap = int(ARGV[2], 1, 536870912), int(ARGV[3], 1, 10000000)
+local n, m = int(ARGV[4], X and 0 or 1, 1000000000), int(ARGV[5], X and 1 or 0, 1000000000)
+need(maxBytes and cap and n and m, 'payload limit (1..536870912), outbox bound (1..10000000), node count (>= 1; fan-out >= 0) and edge count (>= 0; fan-out >= 1) must be integers')
+if n > 1000 or m > 1000 then fail('BATCH_TOO_LARGE', 'at most 1000 nodes and 1000 edges per call') end
+local o, jid, token = 0, nil, nil
+if X then
+  o, jid = 2, ARGV[6]
+  if bad_id(jid) then fail('BAD_ID', 'the running job has a malformed id') end
+  need_row(KEYS[11], KEYS[6], jid)
+  token = need_token(ARGV[7])
+end
+local selfLease = nil
+if #ARGV == 6 + o + 5 * n + 6 * m then
+  selfLease = need_int(ARGV[#ARGV], 1, 86400000, 'the self-relay lease (ms)')
+else
+  need(#ARGV == 5 + o + 5 * n + 6 * m, 'expected ' .. (5 * n) .. ' node and ' .. (6 * m) .. ' edge arguments (and an optional self-relay lease)')
+end
+local ids, index, up = flow_nodes(ARGV, n, o, maxBytes, q, jid)
+local base = 5 + o + 5 * n
+local kids, edgeOf, keys = flow_edges(ARGV, m, base, index, up, q, jid)
+local root = flow_roots(n, ids, index, up, edgeOf, jid)
+
+-- Reads first: every key this call writes is read before anything is written.
+local meta = queue_meta(KEYS[1])
+-- Lanes mode (meta `lanes`, docs/protocol.md §5 Fair lanes): `pending` joins the ring `groups`
+-- when a push makes it non-empty; the ring is type-checked here, before any write.
+local lanes = meta.lanes == '1'
+if lanes then need_type(b .. 'groups', 'list') end
+local elog = meta.elog
+local cur = nil
+if X then
+  cur = fanout_fence(KEYS[11], KEYS[10], token, jid, edgeOf, keys)
+  if not cur then return 0 end
 end
 local skip = {}
 if n > 0 then
-  local have = redis.pcall('HMGET', KEYS[4], unpack(ids))
-  e = refused(have, KEYS[4])
-  if e then return e end
+  local have = checked(redis.pcall('HMGET', KEYS[4], unpack(ids)), KEYS[4])
   for i = 1, n do
-    if have[i] and X then return redis.error_reply('EMQ_BAD_ARG node ' .. i .. ' exists already (' .. ids[i] .. ')') end
+    if have[i] and X then fail('BAD_ARG', 'node ' .. i .. ' exists already (' .. ids[i] .. ')') end
     if have[i] then skip[root[i]] = true end
   end
 end
@@ -258,41 +428,27 @@ for j = 1, m do
   local a = base + 6 * (j - 1)
   if out[index[ARGV[a + 1]] or 0] == 1 and ARGV[a + 6] ~= '' then entries = entries + 1 end
 end
-for _, kr in ipairs({ { KEYS[2], 'LLEN' }, { KEYS[3], 'LLEN' }, { KEYS[5], 'HLEN' }, { KEYS[9], 'ZCARD' } }) do
-  e = refused(redis.pcall(kr[2], kr[1]), kr[1])
-  if e then return e end
-end
-local held = redis.pcall('HLEN', KEYS[8])
-e = refused(held, KEYS[8])
-if e then return e end
+checked(redis.pcall('LLEN', KEYS[2]), KEYS[2])
+checked(redis.pcall('LLEN', KEYS[3]), KEYS[3])
+checked(redis.pcall('HLEN', KEYS[5]), KEYS[5])
+checked(redis.pcall('ZCARD', KEYS[9]), KEYS[9])
+local held = checked(redis.pcall('HLEN', KEYS[8]), KEYS[8])
 if entries > 0 and held + entries > cap then
-  return redis.error_reply('EMQ_FLOW_TOO_LARGE the outbox of ' .. q .. ' holds ' .. held .. ' entries, its bound is ' .. cap .. ' (relays are behind)')
+  fail('FLOW_TOO_LARGE', 'the outbox of ' .. q .. ' holds ' .. held .. ' entries, its bound is ' .. cap .. ' (relays are behind)')
 end
 for i = 1, n do
-  if out[i] == 1 then
-    local r = redis.pcall('TYPE', KEYS[6] .. ids[i])['ok']
-    if r ~= 'none' and r ~= 'hash' then return redis.error_reply('EMQ_WRONGTYPE the row of ' .. ids[i] .. ' is a ' .. r) end
-  end
+  if out[i] == 1 then need_type(KEYS[6] .. ids[i], 'hash') end
 end
-if elog > 0 then
-  local kind = redis.call('TYPE', KEYS[7])['ok']
-  if kind ~= 'none' and kind ~= 'stream' then
-    return redis.error_reply('EMQ_WRONGTYPE ' .. KEYS[7] .. ' holds a ' .. kind .. ', not a stream')
-  end
-end
+if elog > 0 then need_type(KEYS[7], 'stream') end
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local queued, waiting, data, opts = {}, {}, {}, {}
 if X then
-  -- The running job becomes a waiting parent: out of `active`, its attempt given back.
-  redis.call('ZREM', KEYS[10], jid)
-  redis.call('HSET', KEYS[11], 'status', 'waiting', 'deps', (tonumber(cur[3]) or 0) + (kids[0] or 0))
-  redis.call('HINCRBY', KEYS[11], 'attempts', -1)
+  fanout_wait(KEYS[11], KEYS[10], jid, cur, kids[0] or 0)
   waiting[1] = jid
 end
--- Each row, and the outbox, is written with one command: the row's own fields, then one `k:<child>`
--- per edge whose parent it is.
+-- Each row, and the outbox, is written with one command: the row's own fields, then one
+-- `k:<child>` per edge whose parent it is.
 local rowOf = {}
 for i = 1, n do
   if out[i] == 1 then
@@ -345,17 +501,19 @@ if boxed > 0 then
 end
 if #data > 0 then
   redis.call('HSET', KEYS[4], unpack(data))
-  if not stored then redis.call('HSET', KEYS[1], 'v', V) end
+  if not meta.v then redis.call('HSET', KEYS[1], 'v', PROTOCOL) end
 end
 if #opts > 0 then redis.call('HSET', KEYS[5], unpack(opts)) end
 if #queued > 0 then
-  if redis.call('LPUSH', KEYS[2], unpack(queued)) == #queued and meta[3] == '1' then redis.call('LPUSH', b .. 'groups', '') end
+  if redis.call('LPUSH', KEYS[2], unpack(queued)) == #queued and lanes then redis.call('LPUSH', b .. 'groups', '') end
   if redis.call('LLEN', KEYS[3]) == 0 then redis.call('LPUSH', KEYS[3], '1') end
 end
 -- meta `waits`: how many jobs of the queue are `waiting` (counts, without a scan of the rows).
 if #waiting > 0 then redis.call('HINCRBY', KEYS[1], 'waits', #waiting) end
 if boxed > 0 and not selfLease then redis.call('SPUBLISH', KEYS[8], boxed) end
-emit(KEYS[7], elog, 'enqueued', queued, now)
-emit(KEYS[7], elog, 'waiting', waiting, now)
+emit(KEYS[7], elog, 'enqueued', queued)
+emit(KEYS[7], elog, 'waiting', waiting)
 if X then return 1 end
 return out
+end
+return run(main)
