@@ -41,7 +41,7 @@
 -- @arg n 1..1000 the number of jobs (more is EMQ_BATCH_TOO_LARGE)
 -- @arg elog ""|0..1000000 the queue's lifecycle-log length to record in meta `elog` ("" = keep)
 -- @arg job* job per job i: six arguments (full form) or two (compact form), see the modes
--- @arg lane* ""|0..9 (lanes mode) per job, after the jobs: its priority ("" = 0) or `g:<group>`
+-- @arg lane* lane (lanes mode) per job, after the jobs: its priority ("" = 0) or `g:<group>`
 -- @arg extras* json (extras mode) per job, after the lanes: its extras, "" = none
 -- @arg window? 1..2592000000 (dedup mode) the dedup window in ms (30 days at most), last
 -- @mode full 4 + 6n arguments: per job id, payload, delay, run-at, max attempts, backoff.
