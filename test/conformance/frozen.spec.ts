@@ -47,7 +47,7 @@ for (const dir of older) {
       for (const s of f.scenarios) {
         it(`${f.file} › ${s.name}`, async () => {
           if (f.error || s.error || !s.scenario) throw new Error(f.error ?? s.error);
-          await runner.run(f.file, asRefused(s.scenario));
+          await runner.run(f.file, asRefused(s.scenario, dir.slice(1)));
         });
       }
     }

@@ -16,16 +16,18 @@ const unbind = (s: string | number): string | number =>
   typeof s === 'string' ? s.replace(/\$([A-Za-z_][A-Za-z0-9_]*)/g, (m: string, name: string) => (KNOWN.test(name) ? m : '0')) : s;
 
 /** The calls of a step list, in order, nested repeats flattened (once each). */
-function calls(steps: readonly Step[]): Step[] {
+function calls(steps: readonly Step[], version: string): Step[] {
   const out: Step[] = [];
   for (const s of steps) {
-    if ('call' in s) out.push({ call: s.call, keys: s.keys.map((k) => unbind(k) as string), argv: s.argv.map(unbind), error: 'EMQ_VERSION' });
-    else if ('repeat' in s) out.push(...calls(s.steps));
+    // Only a caller of that version's calls: one sending another version on purpose (a v1
+    // scenario testing the fence with "2") says nothing about the bump.
+    if ('call' in s && String(s.argv[0]) === version) out.push({ call: s.call, keys: s.keys.map((k) => unbind(k) as string), argv: s.argv.map(unbind), error: 'EMQ_VERSION' });
+    else if ('repeat' in s) out.push(...calls(s.steps, version));
   }
   return out;
 }
 
-/** The scenario of an older version as the refusal check above. */
-export function asRefused(s: Scenario): Scenario {
-  return { ...s, steps: [{ snapshot: 'frozen' }, ...calls(s.steps), { unchanged: 'frozen' }] } as Scenario;
+/** The scenario of an older `version` as the refusal check above (its calls with ARGV[1] = version). */
+export function asRefused(s: Scenario, version: string): Scenario {
+  return { ...s, steps: [{ snapshot: 'frozen' }, ...calls(s.steps, version), { unchanged: 'frozen' }] } as Scenario;
 }

@@ -61,7 +61,7 @@ func newObj(kv ...any) *Obj {
 
 // refusedCalls are the call steps of a step list, in order, nested repeats flattened (each call
 // once), each expecting EMQ_VERSION, with its keys and arguments unbound.
-func refusedCalls(steps []any) []any {
+func refusedCalls(steps []any, version string) []any {
 	out := []any{}
 	for _, st := range steps {
 		s, ok := st.(*Obj)
@@ -72,6 +72,11 @@ func refusedCalls(steps []any) []any {
 		case s.Has("call"):
 			keys, _ := s.Get("keys").([]any)
 			argv, _ := s.Get("argv").([]any)
+			// Only the calls of a caller of that version: a call that sends another version on
+			// purpose (a v1 scenario testing the fence with "2") says nothing about the bump.
+			if len(argv) == 0 || fmt.Sprint(argv[0]) != version {
+				continue
+			}
 			k := make([]any, len(keys))
 			for i, x := range keys {
 				k[i] = unbind(x)
@@ -83,22 +88,23 @@ func refusedCalls(steps []any) []any {
 			out = append(out, newObj("call", s.Get("call"), "keys", k, "argv", a, "error", "EMQ_VERSION"))
 		case s.Has("repeat"):
 			inner, _ := s.Get("steps").([]any)
-			out = append(out, refusedCalls(inner)...)
+			out = append(out, refusedCalls(inner, version)...)
 		}
 	}
 	return out
 }
 
 // AsRefused is the scenario of an older version as the refusal check: one snapshot, each of its
-// calls (repeats once) expecting EMQ_VERSION, nothing changed. Its other keys (name, note) stay.
-func AsRefused(sc *Obj) *Obj {
+// calls made as a caller of that version (ARGV[1] = version; repeats once) expecting EMQ_VERSION,
+// nothing changed. Its other keys (name, note) stay.
+func AsRefused(sc *Obj, version string) *Obj {
 	out := &Obj{Keys: slices.Clone(sc.Keys), Vals: maps.Clone(sc.Vals)}
 	if !out.Has("steps") {
 		out.Keys = append(out.Keys, "steps")
 	}
 	src, _ := sc.Get("steps").([]any)
 	steps := []any{newObj("snapshot", "frozen")}
-	steps = append(steps, refusedCalls(src)...)
+	steps = append(steps, refusedCalls(src, version)...)
 	steps = append(steps, newObj("unchanged", "frozen"))
 	out.Vals["steps"] = steps
 	return out
