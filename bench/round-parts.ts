@@ -32,18 +32,21 @@ export interface RoundParts {
 
 const MARK = '__T[#__T + 1] = math.floor(__c() * 1e7)';
 
-/** round.lua with checkpoints; fails loudly when the generator's layout changed. */
+/** round.lua with checkpoints; fails loudly when the build's layout (scripts/lua/build.ts) changed. */
 function instrumented(source: string): string {
   const anchors = ['local function complete_part(KEYS, ARGV)\n', 'local function claim_part(KEYS, ARGV)\n'];
-  let s = source;
+  // The shebang (`#!lua flags=…`) must stay the first line; the checkpoints go after it.
+  const shebang = /^#!lua[^\n]*\n/.exec(source)?.[0] ?? '';
+  let s = source.slice(shebang.length);
   for (const a of anchors) {
     if (!s.includes(a)) throw new Error(`round-parts: round.lua has no "${a.trim()}"`);
     s = s.replace(a, `${a}${MARK}\n`);
   }
-  const tail = /\nreturn out\s*$/;
-  if (!tail.test(s)) throw new Error('round-parts: round.lua does not end in "return out"');
-  s = s.replace(tail, `\n${MARK}\nout[3] = __T\nreturn out\n`);
-  return `local __T, __c = {}, os.clock\n${MARK}\n${s}`;
+  // The driver is the body of main; its last line answers both parts.
+  const tail = /\nreturn out\nend\nreturn run\(main\)\s*$/;
+  if (!tail.test(s)) throw new Error('round-parts: round.lua does not end in "return out", "end", "return run(main)"');
+  s = s.replace(tail, `\n${MARK}\nout[3] = __T\nreturn out\nend\nreturn run(main)\n`);
+  return `${shebang}local __T, __c = {}, os.clock\n${MARK}\n${s}`;
 }
 
 /** The commandstats µs and calls of every command but the ones named, and EVALSHA's µs per call. */

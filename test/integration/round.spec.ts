@@ -49,6 +49,32 @@ describe('round.lua through the client (complete + claim in one call)', () => {
     expect(await f.raw.lrange(k.pending, 0, -1)).toEqual([b]);
   });
 
+  /** Script-called commands since the last CONFIG RESETSTAT (INFO commandstats; the script calls and INFO itself left out). */
+  async function commandCounts(): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    for (const line of (await f.raw.info('commandstats')).split('\r\n')) {
+      const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line);
+      if (m && !/^(eval|evalsha|info|config|script)/.test(m[1])) out[m[1]] = Number(m[2]);
+    }
+    return out;
+  }
+
+  it('reads the meta and the clock once per round call: the two scripts called apart, less one HMGET and one TIME', async () => {
+    const apart = await oneHeld();
+    const together = await oneHeld();
+    await f.raw.config('RESETSTAT');
+    await wire.complete(f.conn.scriptClient, apart.k, 1000, [{ id: apart.a, token: apart.held.token, result: '' }]);
+    await wire.claim(f.conn.scriptClient, apart.k, 1, 30000);
+    const separate = await commandCounts();
+    await f.raw.config('RESETSTAT');
+    const r = await runRound<number[], ClaimReply>(f.conn.scriptClient, calls.complete(together.k, 1000, [{ id: together.a, token: together.held.token, result: '' }]), calls.claim(together.k, 1, 30000));
+    expect(r.claim?.status === 'fulfilled' && r.claim.value.jobs.map((j) => j.id)).toEqual([together.b]);
+    const round = await commandCounts();
+    expect(separate.time).toBe(2);
+    expect(round.time).toBe(1);
+    expect(round).toEqual({ ...separate, hmget: separate.hmget - 1, time: 1 });
+  });
+
   it('refuses to compose anything but complete + claim', () => {
     const k = queueKeys('x');
     expect(() => roundCall(calls.claim(k, 1, 1000), calls.claim(k, 1, 1000))).toThrow(/complete \+ claim/);
