@@ -32,7 +32,7 @@
 --   waiting flow parent
 -- @key outdue? emq:{q}:outdue with outbox; required when the row names a parent or the job is a
 --   waiting flow parent
--- @arg version version the protocol version ("1")
+-- @arg version version the protocol version
 -- @arg id id:job the job
 -- @arg keep 1..1000000 the cancelled retention: how many cancelled rows to keep
 -- @returns 1 cancelled (also a `waiting` flow parent); 2 active, flagged; 0 already finished; -1 no

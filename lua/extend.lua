@@ -10,7 +10,7 @@
 -- @key active emq:{q}:active zset id -> lease deadline
 -- @key rows emq:{q}:job: prefix of job rows
 -- @key row* emq:{q}:job:<id> the row of job i, KEYS[3+i] for i = 1..n
--- @arg version version the protocol version ("1")
+-- @arg version version the protocol version
 -- @arg lease 1..86400000 the new lease in ms from now
 -- @arg n 1..1000 the number of jobs
 -- @arg id* id:job per job i, ARGV[4+2(i-1)]: its id

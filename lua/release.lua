@@ -27,7 +27,7 @@
 -- @key row* emq:{q}:job:<id> the row of job i, KEYS[8+i] for i = 1..n
 -- @key outbox? emq:{q}:outbox KEYS[9+n], with outdue; required when a flagged row names a parent
 -- @key outdue? emq:{q}:outdue KEYS[10+n], with outbox; required when a flagged row names a parent
--- @arg version version the protocol version ("1")
+-- @arg version version the protocol version
 -- @arg n 1..1000 the number of jobs
 -- @arg id* id:job per job i, ARGV[3+2(i-1)]: its id
 -- @arg token* token per job i, ARGV[4+2(i-1)]: its fencing token (decimal digits)

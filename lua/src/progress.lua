@@ -9,7 +9,7 @@
 -- @key meta emq:{q}:meta queue meta hash
 -- @key rows emq:{q}:job: prefix of job rows
 -- @key row emq:{q}:job:<id> the job's row
--- @arg version version the protocol version ("1")
+-- @arg version version the protocol version
 -- @arg id id:job the job
 -- @arg token token the fencing token (decimal digits)
 -- @arg what c|p|l "c" checkpoint, "p" progress, "l" log line

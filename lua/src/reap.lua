@@ -24,7 +24,7 @@
 -- @key cancelled emq:{q}:cancelled zset id -> cancelled at (for jobs flagged by cancel)
 -- @key outbox? emq:{q}:outbox with outdue; required when a reaped row names a parent
 -- @key outdue? emq:{q}:outdue with outbox; required when a reaped row names a parent
--- @arg version version the protocol version ("1")
+-- @arg version version the protocol version
 -- @arg limit 1..1000 the most jobs to reap in this call
 -- @arg max-attempts 1..1000 default max attempts, used when the row has none
 -- @arg morgue-cap 1..1000000 the morgue cap

@@ -21,7 +21,7 @@
 -- @key cancelled emq:{q}:cancelled zset id -> cancelled at (for a job flagged by cancel)
 -- @key outbox? emq:{q}:outbox with outdue; required when the row names a parent
 -- @key outdue? emq:{q}:outdue with outbox; required when the row names a parent
--- @arg version version the protocol version ("1")
+-- @arg version version the protocol version
 -- @arg id id:job the job
 -- @arg token token the fencing token (decimal digits)
 -- @arg error bytes:0..65536 the error text (at most 65536 bytes)
