@@ -19,42 +19,13 @@
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
 local PROTOCOL = '1'
--- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
--- version is refused, so a runtime of one version never half-applies a transition to another's.
-local DATA_VERSIONS = { ['1'] = true }
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
 local refusal_hook = nil
-local function on_refusal(fn) refusal_hook = fn end
 local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
 -- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
 local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
--- Refuses data of another protocol version than these scripts read (meta `v`, when present).
-local function need_data_version(v, key)
-  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
-end
--- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
--- fractions, exponents, `+`, hex and blanks.
-local function int(s, lo, hi)
-  if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
-  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
-  local v = tonumber(s)
-  if v < lo or v > hi then return nil end
-  return v
-end
--- The argument reader: each takes the argument, its range and its name, and answers the value or
--- refuses with EMQ_BAD_ARG naming the argument and what it must be.
-local function need_int(s, lo, hi, what)
-  local v = int(s, lo, hi)
-  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
-  return v
-end
--- A text argument of lo..hi bytes.
-local function need_bytes(s, lo, hi, what)
-  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
-  return s
-end
 -- One of a set of words, given as a table word -> true.
 local function need_word(s, words, what)
   if not words[s] then
@@ -63,11 +34,6 @@ local function need_word(s, words, what)
     table.sort(list)
     fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
   end
-  return s
-end
--- A fencing token: decimal digits, at most 20.
-local function need_token(s)
-  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
   return s
 end
 -- The runner every built script ends with (`return run(main)`): the version is checked before
@@ -92,19 +58,6 @@ end
 local function need_type(key, want)
   local t = redis.call('TYPE', key)['ok']
   if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
-end
--- Several at once: a flat list key, type, key, type, …
-local function need_types(list)
-  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
-end
--- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
--- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
-local function checked(r, key)
-  if type(r) == 'table' and r.err then
-    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
-    error(r.err, 0)
-  end
-  return r
 end
 local function main(KEYS, ARGV)
 need(#KEYS == 1 and #ARGV >= 3 and #ARGV <= 1002, 'expected 1 key and 3..1002 arguments')

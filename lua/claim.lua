@@ -108,35 +108,11 @@ local function need_int(s, lo, hi, what)
   if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
   return v
 end
--- A text argument of lo..hi bytes.
-local function need_bytes(s, lo, hi, what)
-  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
-  return s
-end
--- One of a set of words, given as a table word -> true.
-local function need_word(s, words, what)
-  if not words[s] then
-    local list = {}
-    for w in pairs(words) do list[#list + 1] = w end
-    table.sort(list)
-    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
-  end
-  return s
-end
--- A fencing token: decimal digits, at most 20.
-local function need_token(s)
-  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
-  return s
-end
 -- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
 -- before the first write (Valkey does not roll a script back).
 local function need_type(key, want)
   local t = redis.call('TYPE', key)['ok']
   if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
-end
--- Several at once: a flat list key, type, key, type, …
-local function need_types(list)
-  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
 end
 -- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
 -- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
@@ -701,13 +677,6 @@ local function queue_base(meta)
   end
   return string.sub(meta, 1, -5)
 end
--- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
-local function topic_base(meta)
-  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
-    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
-  end
-  return string.sub(meta, 1, -5)
-end
 -- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
 local function need_keys(keys, base, names, from)
   for i = from or 2, #names do
@@ -715,10 +684,6 @@ local function need_keys(keys, base, names, from)
       fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
     end
   end
-end
--- A declared row key must be the row (`<prefix><id>`) of its own id.
-local function need_row(key, prefix, id)
-  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
 end
 -- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
 -- uses (parts of a composed script share the read: no part writes a field another part reads),

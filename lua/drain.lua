@@ -38,7 +38,6 @@ local DATA_VERSIONS = { ['1'] = true }
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
 local refusal_hook = nil
-local function on_refusal(fn) refusal_hook = fn end
 local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
 -- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
 local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
@@ -75,17 +74,6 @@ local function now_ms()
   end
   return clock_memo
 end
--- Flows' outbox (docs/protocol.md §10): the cross-queue hand-offs a transition owes, written in
--- the same step to this queue's `outbox` (entry id -> text) and `outdue` (entry id -> due ms).
--- The optional trailing pair of keys of the transitions that may finish a flow job: nil, nil when
--- absent (i > #keys), else both checked against the grammar.
-local function outbox_keys(keys, i, base)
-  if keys[i] == nil then return nil, nil end
-  if keys[i] ~= base .. 'outbox' or keys[i + 1] ~= base .. 'outdue' or keys[i + 2] ~= nil then
-    fail('BAD_ARG', 'KEYS[' .. i .. '..' .. (i + 1) .. '] must be the outbox and outdue of the queue, last')
-  end
-  return keys[i], keys[i + 1]
-end
 -- The text of a `d:` entry: a finished job's outcome for its parent (`<queue> <id>`).
 local function delivery_text(parent, id, outcome, text)
   return 'd ' .. parent .. ' ' .. id .. ' ' .. outcome .. ' ' .. text
@@ -94,13 +82,6 @@ end
 local function hand_off(box, due, eid, text, at)
   redis.call('HSET', box, eid, text)
   redis.call('ZADD', due, at, eid)
-end
--- What a transition owes a flow (docs/flows.md): a job whose row names a parent and that ends
--- without completing hands its outcome to the parent's queue through this queue's outbox.
--- The outbox pair is required when a hand-off is owed (`why` says why); its types are checked.
-local function need_outbox(box, due, why)
-  if not box then fail('BAD_ARG', why .. ': the outbox and outdue keys are required') end
-  need_types({ box, 'hash', due, 'zset' })
 end
 -- The hand-off `d:<id>` = "d <parent> <id> <outcome> <text>", due now.
 local function tell_parent(box, due, parent, id, outcome, text)
@@ -115,13 +96,6 @@ local function queue_base(meta)
   end
   return string.sub(meta, 1, -5)
 end
--- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
-local function topic_base(meta)
-  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
-    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
-  end
-  return string.sub(meta, 1, -5)
-end
 -- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
 local function need_keys(keys, base, names, from)
   for i = from or 2, #names do
@@ -129,10 +103,6 @@ local function need_keys(keys, base, names, from)
       fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
     end
   end
-end
--- A declared row key must be the row (`<prefix><id>`) of its own id.
-local function need_row(key, prefix, id)
-  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
 end
 -- The bound of an operator's bulk call (drain, revive all): 1..1000 in canonical decimal (no
 -- sign, no leading zero, at most 4 digits), or EMQ_BAD_ARG.

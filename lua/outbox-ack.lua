@@ -28,7 +28,6 @@ local DATA_VERSIONS = { ['1'] = true }
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
 local refusal_hook = nil
-local function on_refusal(fn) refusal_hook = fn end
 local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
 -- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
 local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
@@ -52,26 +51,6 @@ local function need_int(s, lo, hi, what)
   if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
   return v
 end
--- A text argument of lo..hi bytes.
-local function need_bytes(s, lo, hi, what)
-  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
-  return s
-end
--- One of a set of words, given as a table word -> true.
-local function need_word(s, words, what)
-  if not words[s] then
-    local list = {}
-    for w in pairs(words) do list[#list + 1] = w end
-    table.sort(list)
-    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
-  end
-  return s
-end
--- A fencing token: decimal digits, at most 20.
-local function need_token(s)
-  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
-  return s
-end
 -- The 14-byte gate (docs/protocol.md §1): a 3-letter namespace, 11 base62 digits, the body at
 -- most 2^64-1 (`LygHa16AHYF`). Compared byte by byte: Lua's `>` on strings follows the server's
 -- collation locale, not byte order.
@@ -87,24 +66,12 @@ local function bad_id(id, ns)
   end
   return false
 end
--- An id of namespace ns (default `job`), or EMQ_BAD_ID.
-local function need_id(id, ns)
-  if bad_id(id, ns) then fail('BAD_ID', 'malformed ' .. (ns or 'job') .. ' id') end
-  return id
-end
 -- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
 -- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
 -- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
 local function queue_base(meta)
   if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
     fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
-  end
-  return string.sub(meta, 1, -5)
-end
--- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
-local function topic_base(meta)
-  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
-    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
   end
   return string.sub(meta, 1, -5)
 end
@@ -116,19 +83,11 @@ local function need_keys(keys, base, names, from)
     end
   end
 end
--- A declared row key must be the row (`<prefix><id>`) of its own id.
-local function need_row(key, prefix, id)
-  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
-end
 -- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
 -- before the first write (Valkey does not roll a script back).
 local function need_type(key, want)
   local t = redis.call('TYPE', key)['ok']
   if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
-end
--- Several at once: a flat list key, type, key, type, …
-local function need_types(list)
-  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
 end
 -- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
 -- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.

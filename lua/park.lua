@@ -32,7 +32,6 @@ local DATA_VERSIONS = { ['1'] = true }
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
 local refusal_hook = nil
-local function on_refusal(fn) refusal_hook = fn end
 local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
 -- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
 local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
@@ -48,33 +47,6 @@ local function int(s, lo, hi)
   local v = tonumber(s)
   if v < lo or v > hi then return nil end
   return v
-end
--- The argument reader: each takes the argument, its range and its name, and answers the value or
--- refuses with EMQ_BAD_ARG naming the argument and what it must be.
-local function need_int(s, lo, hi, what)
-  local v = int(s, lo, hi)
-  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
-  return v
-end
--- A text argument of lo..hi bytes.
-local function need_bytes(s, lo, hi, what)
-  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
-  return s
-end
--- One of a set of words, given as a table word -> true.
-local function need_word(s, words, what)
-  if not words[s] then
-    local list = {}
-    for w in pairs(words) do list[#list + 1] = w end
-    table.sort(list)
-    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
-  end
-  return s
-end
--- A fencing token: decimal digits, at most 20.
-local function need_token(s)
-  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
-  return s
 end
 -- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
 -- time, so a second TIME would answer the same; parts of a composed script share the read).
@@ -95,13 +67,6 @@ local function queue_base(meta)
   end
   return string.sub(meta, 1, -5)
 end
--- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
-local function topic_base(meta)
-  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
-    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
-  end
-  return string.sub(meta, 1, -5)
-end
 -- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
 local function need_keys(keys, base, names, from)
   for i = from or 2, #names do
@@ -109,20 +74,6 @@ local function need_keys(keys, base, names, from)
       fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
     end
   end
-end
--- A declared row key must be the row (`<prefix><id>`) of its own id.
-local function need_row(key, prefix, id)
-  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
-end
--- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
--- before the first write (Valkey does not roll a script back).
-local function need_type(key, want)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
-end
--- Several at once: a flat list key, type, key, type, …
-local function need_types(list)
-  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
 end
 -- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
 -- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.

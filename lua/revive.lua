@@ -37,34 +37,12 @@ local DATA_VERSIONS = { ['1'] = true }
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
 local refusal_hook = nil
-local function on_refusal(fn) refusal_hook = fn end
 local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
 -- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
 local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
 -- Refuses data of another protocol version than these scripts read (meta `v`, when present).
 local function need_data_version(v, key)
   if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
-end
--- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
--- fractions, exponents, `+`, hex and blanks.
-local function int(s, lo, hi)
-  if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
-  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
-  local v = tonumber(s)
-  if v < lo or v > hi then return nil end
-  return v
-end
--- The argument reader: each takes the argument, its range and its name, and answers the value or
--- refuses with EMQ_BAD_ARG naming the argument and what it must be.
-local function need_int(s, lo, hi, what)
-  local v = int(s, lo, hi)
-  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
-  return v
-end
--- A text argument of lo..hi bytes.
-local function need_bytes(s, lo, hi, what)
-  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
-  return s
 end
 -- One of a set of words, given as a table word -> true.
 local function need_word(s, words, what)
@@ -74,11 +52,6 @@ local function need_word(s, words, what)
     table.sort(list)
     fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
   end
-  return s
-end
--- A fencing token: decimal digits, at most 20.
-local function need_token(s)
-  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
   return s
 end
 -- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
@@ -117,13 +90,6 @@ end
 local function queue_base(meta)
   if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
     fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
-  end
-  return string.sub(meta, 1, -5)
-end
--- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
-local function topic_base(meta)
-  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
-    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
   end
   return string.sub(meta, 1, -5)
 end

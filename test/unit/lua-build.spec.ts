@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SCRIPT_NAMES } from '../../src/protocol/index.js';
 import { luaDir } from '../../src/protocol/scripts.js';
-import { build, parseFragment, resolveFragments, type Manifest } from '../../scripts/lua/build.js';
+import { build, definitions, parseFragment, resolveFragments, usedDefinitions, type Manifest } from '../../scripts/lua/build.js';
 import { parseHeader, parseSpec } from '../../scripts/lua/header.js';
 import { freshBuild, readLuaFolder } from '../../scripts/lua-build.js';
 
@@ -58,15 +58,24 @@ describe('the Lua build (lua/src + lua/lib -> lua/*.lua, lua/manifest.json)', ()
     const part = (body: string) => `-- P.\n-- @arg version version v\n-- @returns 1\n-- @uses a\n${body}\n`;
     const out = build({
       sources: new Map([
-        ['p', part('return 1')],
-        ['q', part('return 2')],
+        ['p', part('return a()')],
+        ['q', part('return a() + 1')],
         ['pq', '-- Both.\n-- @arg version version v\n-- @returns 1\n-- @compose p q\nreturn p_part(KEYS, ARGV) + q_part(KEYS, ARGV)\n'],
       ]),
       fragments: new Map([['version', "local PROTOCOL = '1'"], ['run', 'local function run(m) end'], ['a', 'local function a() end']]),
     });
     const text = out.scripts.get('pq')!;
     expect(text.split('local function a()')).toHaveLength(2);
-    expect(text).toContain('local function p_part(KEYS, ARGV)\nreturn 1\nend\nlocal function q_part(KEYS, ARGV)\nreturn 2\nend\n');
+    expect(text).toContain('local function p_part(KEYS, ARGV)\nreturn a()\nend\nlocal function q_part(KEYS, ARGV)\nreturn a() + 1\nend\n');
+  });
+
+  it('carries only the definitions a script uses, directly or through another (Lua makes a closure of each at every call)', () => {
+    const lib = parseFragment('lib', '-- The lib.\nlocal memo = nil\n-- Uses memo.\nlocal function used()\n  memo = 1\n  return helper()\nend\nlocal function helper() return 2 end\n-- Never called.\nlocal function unused()\nend');
+    const { text, fragments } = usedDefinitions([lib], ['return used()']);
+    expect(text).toBe('-- The lib.\nlocal memo = nil\n-- Uses memo.\nlocal function used()\n  memo = 1\n  return helper()\nend\nlocal function helper() return 2 end');
+    expect(fragments).toEqual(['lib']);
+    expect(usedDefinitions([lib], ['return 1'])).toEqual({ text: '', fragments: [] });
+    expect(() => definitions(parseFragment('bad', 'x = 1\nlocal function f() end'))).toThrow(/code before its first definition/);
   });
 
   it('refuses a header without the version first, an unknown tag, a fragment cycle', () => {
