@@ -874,7 +874,7 @@ if #ARGV == 7 then pol, polCap = claim_policy(ARGV[7]) end
 -- costs no call of checked().)
 local meta = queue_meta(KEYS[1])
 -- Paused: claim nothing, promote nothing; the consumer blocks on `wake` (resume pushes a marker).
-if meta.paused == '1' then return { -2 } end
+if meta.paused == '1' then return { -2, 6 } end
 if meta.token and not string.match(meta.token, '^%d+$') then fail('WRONGTYPE', KEYS[1] .. ' field token is not an integer') end
 local elog = meta.elog
 -- Lanes (priorities, groups): a queue without them runs the plain path, command for command.
@@ -926,6 +926,8 @@ if k > 0 then hasOpts = checked(redis.pcall('HLEN', KEYS[7]), KEYS[7]) > 0 end
 -- options (jopt) and extras (jx, once meta `xtra` is set) only when they can be used, ghosts on
 -- the first one (each table costs an allocation and GC work on the server).
 local jid, jrow, jpay, jatt, att = {}, {}, {}, {}, {}
+-- Flow flags ("c", "p", "pc"): per id (jfl) and per claimed job (jflow), only once one has one.
+local jfl, jflow = nil, nil
 local jopt, jx, ghosts = hasOpts and {}, xtra and {}, nil
 local tlv, tgr = ln and ln.tlv, ln and ln.tgr
 local jlv, jgr = tlv and {}, tgr and {} -- lanes mode: each claimed job's level and group
@@ -956,22 +958,24 @@ for i = 1, #take do
     payload = false
   end
   if payload then -- data deleted by hand: the id is dropped, no row is half-created
-    local a, x = att[id], nil
-    if not a and fresh then
+    local a, x, f = att[id], nil, nil
+    if a then
+      f = jfl and jfl[id]
+    elseif fresh then
       a = 0
-    elseif not a and xtra then
-      local cur = redis.pcall('HMGET', row, 'attempts', 'x')
+    else
+      -- The row's attempts, its flow fields (a child names its `parent`, a released parent has
+      -- `deps`) and, once meta `xtra` is set, its extras: one read per job that may have a row.
+      local cur = xtra and redis.pcall('HMGET', row, 'attempts', 'parent', 'deps', 'x') or redis.pcall('HMGET', row, 'attempts', 'parent', 'deps')
       if cur.err then checked(cur, row) end
-      a, x = tonumber(cur[1]) or 0, cur[2]
-    elseif not a then
-      local cur = redis.pcall('HGET', row, 'attempts')
-      if type(cur) == 'table' then checked(cur, row) end -- HGET answers a table only to refuse
-      a = tonumber(cur) or 0
+      a, x = tonumber(cur[1]) or 0, cur[4]
+      f = cur[2] and (cur[3] and 'pc' or 'c') or (cur[3] and 'p') or nil
     end
     a = a + 1
     att[id] = a
     local j = #jid + 1
     jid[j], jrow[j], jpay[j], jatt[j] = id, row, payload, a
+    if f then jfl = jfl or {}; jflow = jflow or {}; jfl[id], jflow[j] = f, f end
     if jopt then jopt[j] = false end
     if jx then jx[j] = x or '' end
     if lanes then
@@ -1021,7 +1025,7 @@ end
 if lanes then claim_lanes_write(ln, KEYS, polCap)
 elseif k > 0 then redis.call('LTRIM', KEYS[2], 0, -(k + 1)) end -- the k oldest (RPOP without its reply table)
 if ghosts then claim_ghosts(KEYS, ghosts) end
-local out = { -1 }
+local out = { -1, 6 } -- wait, then the width: the fields per job
 if #jid > 0 then
   local last = redis.call('HINCRBY', KEYS[1], 'token', #jid)
   local moved = hasOpts and {}
@@ -1038,11 +1042,12 @@ if #jid > 0 then
     else
       redis.call('HSET', jrow[i], 'status', 'active', 'token', token, 'attempts', a)
     end
-    out[5 * i - 3] = id
-    out[5 * i - 2] = token
-    out[5 * i - 1] = a
-    out[5 * i] = jpay[i]
-    out[5 * i + 1] = jx and jx[i] or ''
+    out[6 * i - 3] = id
+    out[6 * i - 2] = token
+    out[6 * i - 1] = a
+    out[6 * i] = jpay[i]
+    out[6 * i + 1] = jx and jx[i] or ''
+    out[6 * i + 2] = jflow and jflow[i] or ''
   end
   if moved and #moved > 0 then redis.call('HDEL', KEYS[7], unpack(moved)) end
   emit(KEYS[9], elog, 'claimed', jid)

@@ -28,7 +28,7 @@ func (w *Worker) run(c Claimed) {
 	stop := make(chan struct{})
 	var cancelled atomic.Bool
 	go w.extend(hctx, c, lost, &cancelled, stop)
-	job := Job{Queue: w.q.Name, ID: c.ID, Payload: c.Payload, Attempt: c.Attempt, Token: c.Token}
+	job := Job{Queue: w.q.Name, ID: c.ID, Payload: c.Payload, Attempt: c.Attempt, Token: c.Token, Flow: c.Flow}
 	result, herr := w.safe(hctx, job)
 	close(stop)
 	timedOut := errors.Is(hctx.Err(), context.DeadlineExceeded)

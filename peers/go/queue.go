@@ -64,11 +64,17 @@ type Claimed struct {
 	Attempt int64 // attempts started, this one included
 	Payload string
 	Extras  string // "" for a plain job, else a JSON object: "t" its own timeout in ms, "tp" a traceparent
+	Flow    string // "" a plain job, "c" a flow child, "p" a flow parent its children released, "pc" both
 }
+
+// claimWidth is the fields per job this peer reads from claim's reply; a reply declares its own
+// width (>= this), and the fields beyond these are skipped (docs/protocol.md §9).
+const claimWidth = 6
 
 // Claim promotes up to promote due scheduled jobs and claims up to n pending jobs with a lease
 // of leaseMs. wait is -1 when jobs remain pending, -2 when none is scheduled, else the ms until
-// the next scheduled job is due.
+// the next scheduled job is due. The queue's rate limit and group policy are the stored ones
+// (policy.lua writes them; claim.lua reads meta `rate` and `gpol`): a claim sends no limits.
 func (q *Queue) Claim(ctx context.Context, n int, leaseMs int64, promote int) (wait int64, jobs []Claimed, err error) {
 	k := q.Keys
 	v, err := q.scripts.Run(ctx, q.rdb, "claim", []string{k.Meta, k.Pending, k.Scheduled, k.Active, k.Wake, k.Data, k.Opts, k.RowPrefix, k.Events},
@@ -76,18 +82,30 @@ func (q *Queue) Claim(ctx context.Context, n int, leaseMs int64, promote int) (w
 	if err != nil {
 		return 0, nil, err
 	}
+	return parseClaim(v)
+}
+
+// parseClaim reads claim's reply { wait, width, <width fields per job>... }: per job id, token,
+// attempt, payload, extras, flow, then any fields a later version appends (skipped).
+func parseClaim(v any) (wait int64, jobs []Claimed, err error) {
 	a, ok := v.([]any)
-	if !ok || len(a) == 0 || (len(a)-1)%5 != 0 {
+	if !ok || len(a) < 2 {
 		return 0, nil, fmt.Errorf("echomq: claim replied %v", v)
 	}
-	wait, _ = a[0].(int64)
-	for i := 1; i < len(a); i += 5 {
+	wait, ok1 := a[0].(int64)
+	width, ok2 := a[1].(int64)
+	if !ok1 || !ok2 || width < claimWidth || (int64(len(a))-2)%width != 0 {
+		return 0, nil, fmt.Errorf("echomq: claim replied %v (expected wait, a width >= %d, then width fields per job)", v, claimWidth)
+	}
+	w := int(width)
+	for i := 2; i < len(a); i += w {
 		id, _ := a[i].(string)
 		tok, _ := a[i+1].(int64)
 		att, _ := a[i+2].(int64)
 		p, _ := a[i+3].(string)
 		x, _ := a[i+4].(string)
-		jobs = append(jobs, Claimed{ID: id, Token: tok, Attempt: att, Payload: p, Extras: x})
+		f, _ := a[i+5].(string)
+		jobs = append(jobs, Claimed{ID: id, Token: tok, Attempt: att, Payload: p, Extras: x, Flow: f})
 	}
 	return wait, jobs, nil
 }

@@ -25,7 +25,7 @@ export { fromReplyError } from './errors.js';
 export { wire } from './wire.js';
 export { adminWire, busAdminWire } from './admin-wire.js';
 export type { AdminReply, RegistryKind } from './admin-wire.js';
-export type { WireJob, WireClaim, WireCompletion, ClaimReply, ReapReply, ReapedJob, ClaimLimits } from './wire.js';
+export type { WireJob, WireClaim, ClaimFlow, WireCompletion, ClaimReply, ReapReply, ReapedJob, ClaimLimits } from './wire.js';
 export { encodeExtras, decodeExtras, MAX_EXTRAS_BYTES } from './extras.js';
 export type { JobExtras } from './extras.js';
 export { busWire, BUS_BATCH_LIMIT } from '../bus/bus-wire.js';

@@ -58,5 +58,5 @@ export function parseInboxLease(text: string): WireClaim | undefined {
   if (sp < 0) return undefined;
   const token = text.slice(ID_LENGTH + 1, sp);
   if (!/^\d+$/.test(token)) return undefined;
-  return { id: text.slice(0, ID_LENGTH), token, attempt: 1, payload: text.slice(sp + 1), extras: '' };
+  return { id: text.slice(0, ID_LENGTH), token, attempt: 1, payload: text.slice(sp + 1), extras: '', flow: '' };
 }
