@@ -19,26 +19,24 @@
 -- Flags: allow-oom: it moves work forward (pending -> active) and writes at most a row per job
 -- it claims, so a consumer keeps draining the queue at the memory limit.
 --
+-- Rate limit and group policy: the queue's stored ones (policy.lua writes meta `rate` and
+--   `gpol`; docs/protocol.md §5, "Rate limits" and "Group policy"), read in the one meta read
+--   (queue_meta): a claim carries no limits, so every claim of every runtime enforces the same
+--   rule. Rate `<max> <ms>`: a fixed window on the server clock counted in `emq:{q}:rate` (a
+--   string with PX); a limited call claims what the window has left, and when jobs remain its
+--   wait is the ms until the window ends (>= 1). Group policy: read in lanes mode only, its text
+--   validated always (policy_groups, lua/lib/policy-text.lua).
 -- @mode plain 9 keys, 4 arguments (version, n, lease, promote).
--- @mode rate 9 keys, 6 arguments: ARGV[5..6] a queue rate limit of ARGV[5] jobs
---   (1..1000000) per ARGV[6] ms (1..86400000): a fixed window on the server clock counted in
---   `emq:{q}:rate` (a string with PX); a limited call claims what the window has left, and when
---   jobs remain its wait is the ms until the window ends (>= 1).
--- @mode group-policy 9 keys, 7 arguments: ARGV[7] the group policy of fair lanes
---   (docs/protocol.md §5, "Group policy"), ARGV[5..6] the rate limit or "" "" (none). Space-
---   separated entries `<who>=<cap>,<weight>,<rate max>,<rate ms>`, who `*` (every group;
---   required) or `g:<group>` (one group; at most 1000 entries, 65536 bytes): at most cap jobs of
---   a group active at once (0 = no cap; 1..100000), weight jobs per turn of the rotation
---   (1..1000), at most rate max jobs per rate ms window (0,0 = none; 1..1000000 per
---   1..86400000). Read in lanes mode only; validated always.
 -- @mode parked 11 keys, 5 arguments: the claim a parked consumer sends ahead of its
 --   `BLPOP inbox:<tag> wake` (docs/protocol.md §5, "Parked consumers"), ARGV[5] the
---   registration's ms (1..86400000), no rate limit. After claiming, when it claimed fewer than n
---   jobs and the inbox is empty, it registers `<lease ms = ARGV[3]>:<tag>` in `parked` until now
---   + ARGV[5] ms (dropping registrations that ran out), so that an enqueue may lease one job to
---   the consumer; otherwise (no free slot left, or a lease already waiting) it removes that
---   member, and pushes "" to an empty inbox (PX ARGV[5]) so that the BLPOP returns at once. A
---   paused queue answers { -2 } and registers nothing.
+--   registration's ms (1..86400000). After claiming, when it claimed fewer than n jobs and the
+--   inbox is empty, it registers `<lease ms = ARGV[3]>:<tag>` in `parked` until now + ARGV[5] ms
+--   (dropping registrations that ran out), so that an enqueue may lease one job to the
+--   consumer; otherwise (no free slot left, or a lease already waiting) it removes that member,
+--   and pushes "" to an empty inbox (PX ARGV[5]) so that the BLPOP returns at once. A paused
+--   queue answers { -2, 6 } and registers nothing. A queue with a stored rate limit or group
+--   policy (meta `rate` or `gpol`) is claimed as in mode plain: nothing is registered and
+--   nothing pushed to the inbox (the consumer's BLPOP waits on `wake`, as a plain wait does).
 -- @key meta emq:{q}:meta queue meta hash (`v` version, `token` fencing counter)
 -- @key pending emq:{q}:pending list of pending ids
 -- @key scheduled emq:{q}:scheduled zset id -> run-at (ms)
@@ -54,10 +52,7 @@
 -- @arg n 0..1000 the most jobs to claim (0 only promotes)
 -- @arg lease 1..86400000 lease in ms
 -- @arg promote 0..10000 the most scheduled jobs to promote in this call, earliest run-at first
--- @arg rate-max? ""|1..1000000 (modes rate, group-policy) the rate limit's jobs per window; in
---   mode parked: the registration's ms (1..86400000)
--- @arg rate-ms? ""|1..86400000 (modes rate, group-policy) the rate limit's window in ms
--- @arg policy? policy (mode group-policy) the group policy
+-- @arg registration? 1..86400000 (mode parked) the registration's ms
 -- @returns { wait, width, id_1, token_1, attempt_1, payload_1, extras_1, flow_1, ..., id_k, ...,
 --   flow_k } (k <= n): width = 6, the fields per job (a reader takes the width from the reply
 --   and skips the fields beyond those it knows: fields are appended only where the reply
@@ -74,13 +69,14 @@
 --   has `deps` (a flow parent released by its children: their `r:<child>` results are in its
 --   row), "pc" both; read in the row read the claim makes anyway (no command added).
 -- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key
---   that is not the one the key grammar spells for the queue of KEYS[1]), EMQ_WRONGTYPE (a key,
---   or meta `token`, holds another type). Every check and every read comes before the first
+--   that is not the one the key grammar spells for the queue of KEYS[1], a stored group policy
+--   that policy.lua would refuse), EMQ_WRONGTYPE (a key, or meta `token`, holds another type;
+--   meta `rate` is not "<max> <ms>" in range). Every check and every read comes before the first
 --   write, but for one: fair lanes without a policy pop a lane's ids as they read them
 --   (pop-as-read), and a refusal after those pops pushes the popped ids back first
 --   (on_refusal), so a refused claim still changes nothing.
 -- @flags allow-oom
--- @uses args keys types meta events claim-lanes claim-park claim-rate claim-rows
+-- @uses args keys types meta events policy-text claim-lanes claim-park claim-rate claim-rows
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
 local PROTOCOL = '1'
@@ -278,28 +274,9 @@ local function claim_fair_lanes(st, KEYS, b)
   end
   st.lrem, st.ringPop, st.need = lrem, ringPop, need
 end
--- Claim's group policy of fair lanes (docs/protocol.md §5, "Group policy"): ARGV[7], read in
--- lanes mode only, validated always.
--- claim_policy(spec): the policy as pol[group] (or pol['*']) = { cap, weight, rate max, rate ms },
--- and whether any entry has a cap. Space-separated entries `<who>=<cap>,<weight>,<rate max>,<rate ms>`,
--- who `*` (every group; required) or `g:<group>` (one group; at most 1000 entries, 65536 bytes).
-local function claim_policy(spec)
-  local pol, polCap, cnt = {}, false, 0
-  need(#spec <= 65536, 'group policy is at most 65536 bytes')
-  for tok in string.gmatch(spec, '%S+') do
-    cnt = cnt + 1
-    local who, c, w, r, ms = string.match(tok, '^([^=]+)=([^,]*),([^,]*),([^,]*),([^,]*)$')
-    c, w, r, ms = int(c, 0, 100000), int(w, 1, 1000), int(r, 0, 1000000), int(ms, 0, 86400000)
-    local g = who and (who == '*' and '*' or string.match(who, '^g:([A-Za-z0-9_.-]+)$'))
-    if cnt > 1001 or not g or #g > 100 or not c or not w or not r or not ms or (r == 0) ~= (ms == 0) or pol[g] then
-      fail('BAD_ARG', 'group policy entry ' .. cnt .. ' must be <*|g:group>=<cap 0..100000>,<weight 1..1000>,<rate max 0..1000000>,<rate ms 0..86400000> (rate 0,0 = none; each group once)')
-    end
-    pol[g] = { c, w, r, ms }
-    if c > 0 then polCap = true end
-  end
-  need(pol['*'], 'group policy needs the entry *=<cap>,<weight>,<rate max>,<rate ms>')
-  return pol, polCap
-end
+-- Claim's group policy of fair lanes (docs/protocol.md §5, "Group policy"): the stored policy
+-- (meta `gpol`, written by policy.lua; parsed by policy_groups, lua/lib/policy-text.lua), read in
+-- lanes mode only.
 -- Level 0 under a group policy. The ring is walked from its RPOP end: a group at its cap (its
 -- live members of `gactive:<g>`, ids still in `active`) or out of its rate window (`grate:<g>`)
 -- is blocked: it goes to the back of the ring without a job and its work does not count as
@@ -538,7 +515,7 @@ local function claim_lanes(KEYS, b, n, due, dueRow, pol)
   return st
 end
 -- The lanes' writes (after the claim's ZADD to `active` and the promotion's ZREM).
-local function claim_lanes_write(st, KEYS, polCap)
+local function claim_lanes_write(st, KEYS)
   -- A lane list: its due ids pushed (in slices of 1000), then its `pop` oldest ids removed
   -- (LTRIM, not RPOP with a count: the same list, without the removed ids as a reply table).
   local function land(key, d, pop)
@@ -569,7 +546,6 @@ local function claim_lanes_write(st, KEYS, polCap)
       end
     end
     if gp.turn then redis.call('SET', gp.turnKey, gp.turn) elseif gp.turnWas then redis.call('DEL', gp.turnKey) end
-    if polCap and redis.call('HGET', KEYS[1], 'gcap') ~= '1' then redis.call('HSET', KEYS[1], 'gcap', '1') end
   end
 end
 -- A parked consumer's claim (claim's KEYS[10..11] `parked`, `inbox:<tag>`, ARGV[5] the
@@ -606,14 +582,13 @@ local function claim_park_end(park, KEYS, slot, now)
     end
   end
 end
--- Claim's queue rate limit (ARGV[5] jobs per ARGV[6] ms): a fixed window on the server clock,
+-- Claim's queue rate limit (meta `rate` = "<max> <ms>", written by policy.lua: at most max jobs
+-- per ms, all consumers together): a fixed window on the server clock,
 -- counted in `emq:{q}:rate` (a string with a PX of the window). A claim takes at most what the
 -- window has left; a limited claim's wait reply is the ms until the window ends.
 -- claim_rate reads the window: { max, ms, key, used, left (its PTTL; 0 when no window is open) }.
-local function claim_rate(ARGV, b)
-  local rt = { key = b .. 'rate', used = 0, left = 0 }
-  rt.max, rt.ms = int(ARGV[5], 1, 1000000), int(ARGV[6], 1, 86400000)
-  need(rt.max and rt.ms, 'rate limit must be 1..1000000 jobs per 1..86400000 ms')
+local function claim_rate(max, ms, b)
+  local rt = { key = b .. 'rate', used = 0, left = 0, max = max, ms = ms }
   rt.used = tonumber(checked(redis.pcall('GET', rt.key), rt.key)) or 0
   if rt.used > 0 then rt.left = redis.call('PTTL', rt.key) end
   if rt.left < 0 then rt.used, rt.left = 0, 0 end -- no PX: a new window
@@ -694,15 +669,49 @@ local function need_keys(keys, base, names, from)
 end
 -- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
--- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
+-- stored rate limit "<max> <ms>"), gpol (its stored group policy; both written by policy.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10] }
   end
   return meta_memo
+end
+-- A queue's policy as policy.lua validates it and claim reads it (docs/protocol.md §5, "Rate
+-- limits" and "Group policy"): one parser for both, so the stored text is exactly what a claim
+-- enforces.
+-- policy_rate(max, ms): a rate limit of max jobs (1..1000000) per ms (1..86400000), or 0, 0 for
+-- none; answers max, ms, or nil when the pair is out of range (or only one of them is 0).
+local function policy_rate(max, ms)
+  local m, w = int(max, 0, 1000000), int(ms, 0, 86400000)
+  if not m or not w or (m == 0) ~= (w == 0) then return nil end
+  return m, w
+end
+-- policy_groups(spec): the group policy as pol[group] (or pol['*']) = { cap, weight, rate max,
+-- rate ms }, and whether any entry has a cap. Space-separated entries
+-- `<who>=<cap>,<weight>,<rate max>,<rate ms>`, who `*` (every group; required) or `g:<group>`
+-- (one group; at most 1000 entries, 65536 bytes): at most cap jobs of a group active at once
+-- (0 = no cap; 1..100000), weight jobs per turn of the rotation (1..1000), at most rate max jobs
+-- per rate ms window (0,0 = none; 1..1000000 per 1..86400000). EMQ_BAD_ARG otherwise.
+local function policy_groups(spec)
+  local pol, polCap, cnt = {}, false, 0
+  need(#spec <= 65536, 'group policy is at most 65536 bytes')
+  for tok in string.gmatch(spec, '%S+') do
+    cnt = cnt + 1
+    local who, c, w, r, ms = string.match(tok, '^([^=]+)=([^,]*),([^,]*),([^,]*),([^,]*)$')
+    c, w, r, ms = int(c, 0, 100000), int(w, 1, 1000), int(r, 0, 1000000), int(ms, 0, 86400000)
+    local g = who and (who == '*' and '*' or string.match(who, '^g:([A-Za-z0-9_.-]+)$'))
+    if cnt > 1001 or not g or #g > 100 or not c or not w or not r or not ms or (r == 0) ~= (ms == 0) or pol[g] then
+      fail('BAD_ARG', 'group policy entry ' .. cnt .. ' must be <*|g:group>=<cap 0..100000>,<weight 1..1000>,<rate max 0..1000000>,<rate ms 0..86400000> (rate 0,0 = none; each group once)')
+    end
+    pol[g] = { c, w, r, ms }
+    if c > 0 then polCap = true end
+  end
+  need(pol['*'], 'group policy needs the entry *=<cap>,<weight>,<rate max>,<rate ms>')
+  return pol, polCap
 end
 -- The runner every built script ends with (`return run(main)`): the version is checked before
 -- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
@@ -722,8 +731,8 @@ local function run(main)
   return refusal(r)
 end
 local function main(KEYS, ARGV)
-need((#KEYS == 9 and (#ARGV == 4 or #ARGV == 6 or #ARGV == 7)) or (#KEYS == 11 and #ARGV == 5),
-  'expected 9 keys and 4 arguments (6 with a rate limit, 7 with a group policy), or 11 keys and 5 arguments (a parked registration)')
+need((#KEYS == 9 and #ARGV == 4) or (#KEYS == 11 and #ARGV == 5),
+  'expected 9 keys and 4 arguments, or 11 keys and 5 arguments (a parked registration)')
 local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
 local b = queue_base(KEYS[1])
 need_keys(KEYS, b, { 'meta', 'pending', 'scheduled', 'active', 'wake', 'data', 'opts', 'job:', 'events' })
@@ -741,13 +750,6 @@ if not (n and n <= 1000 and lease >= 1 and lease <= 86400000 and promote <= 1000
   lease = need_int(ARGV[3], 1, 86400000, 'lease (ms)')
   promote = need_int(ARGV[4], 0, 10000, 'promote limit')
 end
-local rate = nil
-if #ARGV >= 6 and not (#ARGV == 7 and ARGV[5] == '' and ARGV[6] == '') then
-  rate = claim_rate(ARGV, b)
-  n = math.min(n, math.max(0, rate.max - rate.used))
-end
-local pol, polCap = nil, false
-if #ARGV == 7 then pol, polCap = claim_policy(ARGV[7]) end
 
 -- Reads first: every key this call writes is read before anything is written, so a key of the
 -- wrong type is refused with nothing changed. (A reply is tested inline: a read that succeeds
@@ -756,6 +758,16 @@ local meta = queue_meta(KEYS[1])
 -- Paused: claim nothing, promote nothing; the consumer blocks on `wake` (resume pushes a marker).
 if meta.paused == '1' then return { -2, 6 } end
 if meta.token and not string.match(meta.token, '^%d+$') then fail('WRONGTYPE', KEYS[1] .. ' field token is not an integer') end
+-- The stored policy (policy.lua): a queue without one reads nothing more.
+local rate, pol = nil, nil
+if meta.rate then
+  local rmax, rms = policy_rate(string.match(meta.rate, '^(%d+) (%d+)$'))
+  if not rmax or rmax == 0 then fail('WRONGTYPE', KEYS[1] .. ' field rate is not "<max 1..1000000> <ms 1..86400000>"') end
+  rate = claim_rate(rmax, rms, b)
+  n = math.min(n, math.max(0, rate.max - rate.used))
+end
+if meta.gpol then pol = policy_groups(meta.gpol) end
+if park and (rate or pol) then park = nil end -- a limited queue: a plain claim, no registration
 local elog = meta.elog
 -- Lanes (priorities, groups): a queue without them runs the plain path, command for command.
 local lanes = meta.lanes == '1'
@@ -902,7 +914,7 @@ end
 for i = 1, #due do
   if dueRow[i] then redis.call('HSET', prefix .. due[i], 'status', 'pending') end
 end
-if lanes then claim_lanes_write(ln, KEYS, polCap)
+if lanes then claim_lanes_write(ln, KEYS)
 elseif k > 0 then redis.call('LTRIM', KEYS[2], 0, -(k + 1)) end -- the k oldest (RPOP without its reply table)
 if ghosts then claim_ghosts(KEYS, ghosts) end
 local out = { -1, 6 } -- wait, then the width: the fields per job

@@ -19,7 +19,8 @@
 --   run-at. A job whose instant (now + delay, or run-at) is not in the future goes straight to
 --   pending.
 -- Parked consumers (docs/protocol.md §5): a call of one plain job in the compact form, ready
---   now, onto a queue with nothing pending, no lanes and no pause, whose id has no row, leases
+--   now, onto a queue with nothing pending, no lanes, no pause and no stored rate limit or group
+--   policy (meta `rate`, `gpol`: claim enforces those), whose id has no row, leases
 --   it to the current registration of emq:{q}:parked with the latest end (the one renewed last:
 --   a consumer that died parked renews nothing, so it comes last): `active` (emq:{q}:active)
 --   gets the anchor and the id at now + the registration's lease, meta `token` + 1, the row
@@ -28,7 +29,7 @@
 --   spelt from the base of KEYS[1] (same slot). Nothing goes to pending or wake; the `claimed`
 --   event follows `enqueued`. Anything unusual takes the plain path.
 --
--- @key meta emq:{q}:meta queue meta hash (protocol version `v`, `elog`, `lanes`, `xtra`)
+-- @key meta emq:{q}:meta queue meta hash (protocol version `v`, `elog`, `lanes`, `xtra`, `rate`, `gpol`)
 -- @key pending emq:{q}:pending list of pending ids (enqueue LPUSH, claim RPOP: FIFO)
 -- @key scheduled emq:{q}:scheduled zset id -> run-at (ms)
 -- @key wake emq:{q}:wake list that idle consumers block on
@@ -454,13 +455,14 @@ local function need_keys(keys, base, names, from)
 end
 -- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
--- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
+-- stored rate limit "<max> <ms>"), gpol (its stored group policy; both written by policy.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10] }
   end
   return meta_memo
 end
@@ -540,7 +542,7 @@ end
 local lanesMode = lanesOn or meta.lanes == '1'
 if c.setLog then elog = c.setLog end
 local hand = nil
-if n == 1 and S == 2 and #queued == 1 and not lanesMode and meta.paused ~= '1' and (not meta.token or string.match(meta.token, '^%d+$')) then
+if n == 1 and S == 2 and #queued == 1 and not lanesMode and meta.paused ~= '1' and not meta.rate and not meta.gpol and (not meta.token or string.match(meta.token, '^%d+$')) then
   hand = parked_target(b, KEYS[2], queued[1], now)
 end
 local wakeLen, ringAdd = 1, lanesMode and {} or nil

@@ -49,7 +49,6 @@ local DATA_VERSIONS = { ['1'] = true }
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
 local refusal_hook = nil
-local function on_refusal(fn) refusal_hook = fn end
 local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
 -- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
 local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
@@ -72,21 +71,6 @@ local function need_int(s, lo, hi, what)
   local v = int(s, lo, hi)
   if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
   return v
-end
--- A text argument of lo..hi bytes.
-local function need_bytes(s, lo, hi, what)
-  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
-  return s
-end
--- One of a set of words, given as a table word -> true.
-local function need_word(s, words, what)
-  if not words[s] then
-    local list = {}
-    for w in pairs(words) do list[#list + 1] = w end
-    table.sort(list)
-    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
-  end
-  return s
 end
 -- A fencing token: decimal digits, at most 20.
 local function need_token(s)
@@ -212,24 +196,12 @@ local function bad_id(id, ns)
   end
   return false
 end
--- An id of namespace ns (default `job`), or EMQ_BAD_ID.
-local function need_id(id, ns)
-  if bad_id(id, ns) then fail('BAD_ID', 'malformed ' .. (ns or 'job') .. ' id') end
-  return id
-end
 -- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
 -- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
 -- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
 local function queue_base(meta)
   if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
     fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
-  end
-  return string.sub(meta, 1, -5)
-end
--- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
-local function topic_base(meta)
-  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
-    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
   end
   return string.sub(meta, 1, -5)
 end
@@ -267,13 +239,14 @@ local function back_in_line(lanes, base, pending, id, p, g)
 end
 -- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
--- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
+-- stored rate limit "<max> <ms>"), gpol (its stored group policy; both written by policy.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10] }
   end
   return meta_memo
 end

@@ -50,7 +50,6 @@ local DATA_VERSIONS = { ['1'] = true }
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
 local refusal_hook = nil
-local function on_refusal(fn) refusal_hook = fn end
 local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
 -- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
 local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
@@ -227,13 +226,6 @@ local function queue_base(meta)
   end
   return string.sub(meta, 1, -5)
 end
--- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
-local function topic_base(meta)
-  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
-    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
-  end
-  return string.sub(meta, 1, -5)
-end
 -- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
 local function need_keys(keys, base, names, from)
   for i = from or 2, #names do
@@ -242,19 +234,16 @@ local function need_keys(keys, base, names, from)
     end
   end
 end
--- A declared row key must be the row (`<prefix><id>`) of its own id.
-local function need_row(key, prefix, id)
-  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
-end
 -- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
--- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
+-- stored rate limit "<max> <ms>"), gpol (its stored group policy; both written by policy.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10] }
   end
   return meta_memo
 end

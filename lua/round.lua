@@ -232,28 +232,9 @@ local function claim_fair_lanes(st, KEYS, b)
   end
   st.lrem, st.ringPop, st.need = lrem, ringPop, need
 end
--- Claim's group policy of fair lanes (docs/protocol.md §5, "Group policy"): ARGV[7], read in
--- lanes mode only, validated always.
--- claim_policy(spec): the policy as pol[group] (or pol['*']) = { cap, weight, rate max, rate ms },
--- and whether any entry has a cap. Space-separated entries `<who>=<cap>,<weight>,<rate max>,<rate ms>`,
--- who `*` (every group; required) or `g:<group>` (one group; at most 1000 entries, 65536 bytes).
-local function claim_policy(spec)
-  local pol, polCap, cnt = {}, false, 0
-  need(#spec <= 65536, 'group policy is at most 65536 bytes')
-  for tok in string.gmatch(spec, '%S+') do
-    cnt = cnt + 1
-    local who, c, w, r, ms = string.match(tok, '^([^=]+)=([^,]*),([^,]*),([^,]*),([^,]*)$')
-    c, w, r, ms = int(c, 0, 100000), int(w, 1, 1000), int(r, 0, 1000000), int(ms, 0, 86400000)
-    local g = who and (who == '*' and '*' or string.match(who, '^g:([A-Za-z0-9_.-]+)$'))
-    if cnt > 1001 or not g or #g > 100 or not c or not w or not r or not ms or (r == 0) ~= (ms == 0) or pol[g] then
-      fail('BAD_ARG', 'group policy entry ' .. cnt .. ' must be <*|g:group>=<cap 0..100000>,<weight 1..1000>,<rate max 0..1000000>,<rate ms 0..86400000> (rate 0,0 = none; each group once)')
-    end
-    pol[g] = { c, w, r, ms }
-    if c > 0 then polCap = true end
-  end
-  need(pol['*'], 'group policy needs the entry *=<cap>,<weight>,<rate max>,<rate ms>')
-  return pol, polCap
-end
+-- Claim's group policy of fair lanes (docs/protocol.md §5, "Group policy"): the stored policy
+-- (meta `gpol`, written by policy.lua; parsed by policy_groups, lua/lib/policy-text.lua), read in
+-- lanes mode only.
 -- Level 0 under a group policy. The ring is walked from its RPOP end: a group at its cap (its
 -- live members of `gactive:<g>`, ids still in `active`) or out of its rate window (`grate:<g>`)
 -- is blocked: it goes to the back of the ring without a job and its work does not count as
@@ -492,7 +473,7 @@ local function claim_lanes(KEYS, b, n, due, dueRow, pol)
   return st
 end
 -- The lanes' writes (after the claim's ZADD to `active` and the promotion's ZREM).
-local function claim_lanes_write(st, KEYS, polCap)
+local function claim_lanes_write(st, KEYS)
   -- A lane list: its due ids pushed (in slices of 1000), then its `pop` oldest ids removed
   -- (LTRIM, not RPOP with a count: the same list, without the removed ids as a reply table).
   local function land(key, d, pop)
@@ -523,7 +504,6 @@ local function claim_lanes_write(st, KEYS, polCap)
       end
     end
     if gp.turn then redis.call('SET', gp.turnKey, gp.turn) elseif gp.turnWas then redis.call('DEL', gp.turnKey) end
-    if polCap and redis.call('HGET', KEYS[1], 'gcap') ~= '1' then redis.call('HSET', KEYS[1], 'gcap', '1') end
   end
 end
 -- A parked consumer's claim (claim's KEYS[10..11] `parked`, `inbox:<tag>`, ARGV[5] the
@@ -560,14 +540,13 @@ local function claim_park_end(park, KEYS, slot, now)
     end
   end
 end
--- Claim's queue rate limit (ARGV[5] jobs per ARGV[6] ms): a fixed window on the server clock,
+-- Claim's queue rate limit (meta `rate` = "<max> <ms>", written by policy.lua: at most max jobs
+-- per ms, all consumers together): a fixed window on the server clock,
 -- counted in `emq:{q}:rate` (a string with a PX of the window). A claim takes at most what the
 -- window has left; a limited claim's wait reply is the ms until the window ends.
 -- claim_rate reads the window: { max, ms, key, used, left (its PTTL; 0 when no window is open) }.
-local function claim_rate(ARGV, b)
-  local rt = { key = b .. 'rate', used = 0, left = 0 }
-  rt.max, rt.ms = int(ARGV[5], 1, 1000000), int(ARGV[6], 1, 86400000)
-  need(rt.max and rt.ms, 'rate limit must be 1..1000000 jobs per 1..86400000 ms')
+local function claim_rate(max, ms, b)
+  local rt = { key = b .. 'rate', used = 0, left = 0, max = max, ms = ms }
   rt.used = tonumber(checked(redis.pcall('GET', rt.key), rt.key)) or 0
   if rt.used > 0 then rt.left = redis.call('PTTL', rt.key) end
   if rt.left < 0 then rt.used, rt.left = 0, 0 end -- no PX: a new window
@@ -667,13 +646,14 @@ local function need_row(key, prefix, id)
 end
 -- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
--- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
+-- stored rate limit "<max> <ms>"), gpol (its stored group policy; both written by policy.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10] }
   end
   return meta_memo
 end
@@ -691,6 +671,39 @@ end
 -- The text of a `d:` entry: a finished job's outcome for its parent (`<queue> <id>`).
 local function delivery_text(parent, id, outcome, text)
   return 'd ' .. parent .. ' ' .. id .. ' ' .. outcome .. ' ' .. text
+end
+-- A queue's policy as policy.lua validates it and claim reads it (docs/protocol.md §5, "Rate
+-- limits" and "Group policy"): one parser for both, so the stored text is exactly what a claim
+-- enforces.
+-- policy_rate(max, ms): a rate limit of max jobs (1..1000000) per ms (1..86400000), or 0, 0 for
+-- none; answers max, ms, or nil when the pair is out of range (or only one of them is 0).
+local function policy_rate(max, ms)
+  local m, w = int(max, 0, 1000000), int(ms, 0, 86400000)
+  if not m or not w or (m == 0) ~= (w == 0) then return nil end
+  return m, w
+end
+-- policy_groups(spec): the group policy as pol[group] (or pol['*']) = { cap, weight, rate max,
+-- rate ms }, and whether any entry has a cap. Space-separated entries
+-- `<who>=<cap>,<weight>,<rate max>,<rate ms>`, who `*` (every group; required) or `g:<group>`
+-- (one group; at most 1000 entries, 65536 bytes): at most cap jobs of a group active at once
+-- (0 = no cap; 1..100000), weight jobs per turn of the rotation (1..1000), at most rate max jobs
+-- per rate ms window (0,0 = none; 1..1000000 per 1..86400000). EMQ_BAD_ARG otherwise.
+local function policy_groups(spec)
+  local pol, polCap, cnt = {}, false, 0
+  need(#spec <= 65536, 'group policy is at most 65536 bytes')
+  for tok in string.gmatch(spec, '%S+') do
+    cnt = cnt + 1
+    local who, c, w, r, ms = string.match(tok, '^([^=]+)=([^,]*),([^,]*),([^,]*),([^,]*)$')
+    c, w, r, ms = int(c, 0, 100000), int(w, 1, 1000), int(r, 0, 1000000), int(ms, 0, 86400000)
+    local g = who and (who == '*' and '*' or string.match(who, '^g:([A-Za-z0-9_.-]+)$'))
+    if cnt > 1001 or not g or #g > 100 or not c or not w or not r or not ms or (r == 0) ~= (ms == 0) or pol[g] then
+      fail('BAD_ARG', 'group policy entry ' .. cnt .. ' must be <*|g:group>=<cap 0..100000>,<weight 1..1000>,<rate max 0..1000000>,<rate ms 0..86400000> (rate 0,0 = none; each group once)')
+    end
+    pol[g] = { c, w, r, ms }
+    if c > 0 then polCap = true end
+  end
+  need(pol['*'], 'group policy needs the entry *=<cap>,<weight>,<rate max>,<rate ms>')
+  return pol, polCap
 end
 -- The runner every built script ends with (`return run(main)`): the version is checked before
 -- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
@@ -842,8 +855,8 @@ if wakeLen == 0 then redis.call('LPUSH', wake, '1') end
 return out
 end
 local function claim_part(KEYS, ARGV)
-need((#KEYS == 9 and (#ARGV == 4 or #ARGV == 6 or #ARGV == 7)) or (#KEYS == 11 and #ARGV == 5),
-  'expected 9 keys and 4 arguments (6 with a rate limit, 7 with a group policy), or 11 keys and 5 arguments (a parked registration)')
+need((#KEYS == 9 and #ARGV == 4) or (#KEYS == 11 and #ARGV == 5),
+  'expected 9 keys and 4 arguments, or 11 keys and 5 arguments (a parked registration)')
 local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
 local b = queue_base(KEYS[1])
 need_keys(KEYS, b, { 'meta', 'pending', 'scheduled', 'active', 'wake', 'data', 'opts', 'job:', 'events' })
@@ -861,13 +874,6 @@ if not (n and n <= 1000 and lease >= 1 and lease <= 86400000 and promote <= 1000
   lease = need_int(ARGV[3], 1, 86400000, 'lease (ms)')
   promote = need_int(ARGV[4], 0, 10000, 'promote limit')
 end
-local rate = nil
-if #ARGV >= 6 and not (#ARGV == 7 and ARGV[5] == '' and ARGV[6] == '') then
-  rate = claim_rate(ARGV, b)
-  n = math.min(n, math.max(0, rate.max - rate.used))
-end
-local pol, polCap = nil, false
-if #ARGV == 7 then pol, polCap = claim_policy(ARGV[7]) end
 
 -- Reads first: every key this call writes is read before anything is written, so a key of the
 -- wrong type is refused with nothing changed. (A reply is tested inline: a read that succeeds
@@ -876,6 +882,16 @@ local meta = queue_meta(KEYS[1])
 -- Paused: claim nothing, promote nothing; the consumer blocks on `wake` (resume pushes a marker).
 if meta.paused == '1' then return { -2, 6 } end
 if meta.token and not string.match(meta.token, '^%d+$') then fail('WRONGTYPE', KEYS[1] .. ' field token is not an integer') end
+-- The stored policy (policy.lua): a queue without one reads nothing more.
+local rate, pol = nil, nil
+if meta.rate then
+  local rmax, rms = policy_rate(string.match(meta.rate, '^(%d+) (%d+)$'))
+  if not rmax or rmax == 0 then fail('WRONGTYPE', KEYS[1] .. ' field rate is not "<max 1..1000000> <ms 1..86400000>"') end
+  rate = claim_rate(rmax, rms, b)
+  n = math.min(n, math.max(0, rate.max - rate.used))
+end
+if meta.gpol then pol = policy_groups(meta.gpol) end
+if park and (rate or pol) then park = nil end -- a limited queue: a plain claim, no registration
 local elog = meta.elog
 -- Lanes (priorities, groups): a queue without them runs the plain path, command for command.
 local lanes = meta.lanes == '1'
@@ -1022,7 +1038,7 @@ end
 for i = 1, #due do
   if dueRow[i] then redis.call('HSET', prefix .. due[i], 'status', 'pending') end
 end
-if lanes then claim_lanes_write(ln, KEYS, polCap)
+if lanes then claim_lanes_write(ln, KEYS)
 elseif k > 0 then redis.call('LTRIM', KEYS[2], 0, -(k + 1)) end -- the k oldest (RPOP without its reply table)
 if ghosts then claim_ghosts(KEYS, ghosts) end
 local out = { -1, 6 } -- wait, then the width: the fields per job

@@ -77,7 +77,7 @@ local function claim_lanes(KEYS, b, n, due, dueRow, pol)
   return st
 end
 -- The lanes' writes (after the claim's ZADD to `active` and the promotion's ZREM).
-local function claim_lanes_write(st, KEYS, polCap)
+local function claim_lanes_write(st, KEYS)
   -- A lane list: its due ids pushed (in slices of 1000), then its `pop` oldest ids removed
   -- (LTRIM, not RPOP with a count: the same list, without the removed ids as a reply table).
   local function land(key, d, pop)
@@ -108,6 +108,5 @@ local function claim_lanes_write(st, KEYS, polCap)
       end
     end
     if gp.turn then redis.call('SET', gp.turnKey, gp.turn) elseif gp.turnWas then redis.call('DEL', gp.turnKey) end
-    if polCap and redis.call('HGET', KEYS[1], 'gcap') ~= '1' then redis.call('HSET', KEYS[1], 'gcap', '1') end
   end
 end

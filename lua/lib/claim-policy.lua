@@ -1,26 +1,7 @@
 -- @requires fail int types
--- Claim's group policy of fair lanes (docs/protocol.md §5, "Group policy"): ARGV[7], read in
--- lanes mode only, validated always.
--- claim_policy(spec): the policy as pol[group] (or pol['*']) = { cap, weight, rate max, rate ms },
--- and whether any entry has a cap. Space-separated entries `<who>=<cap>,<weight>,<rate max>,<rate ms>`,
--- who `*` (every group; required) or `g:<group>` (one group; at most 1000 entries, 65536 bytes).
-local function claim_policy(spec)
-  local pol, polCap, cnt = {}, false, 0
-  need(#spec <= 65536, 'group policy is at most 65536 bytes')
-  for tok in string.gmatch(spec, '%S+') do
-    cnt = cnt + 1
-    local who, c, w, r, ms = string.match(tok, '^([^=]+)=([^,]*),([^,]*),([^,]*),([^,]*)$')
-    c, w, r, ms = int(c, 0, 100000), int(w, 1, 1000), int(r, 0, 1000000), int(ms, 0, 86400000)
-    local g = who and (who == '*' and '*' or string.match(who, '^g:([A-Za-z0-9_.-]+)$'))
-    if cnt > 1001 or not g or #g > 100 or not c or not w or not r or not ms or (r == 0) ~= (ms == 0) or pol[g] then
-      fail('BAD_ARG', 'group policy entry ' .. cnt .. ' must be <*|g:group>=<cap 0..100000>,<weight 1..1000>,<rate max 0..1000000>,<rate ms 0..86400000> (rate 0,0 = none; each group once)')
-    end
-    pol[g] = { c, w, r, ms }
-    if c > 0 then polCap = true end
-  end
-  need(pol['*'], 'group policy needs the entry *=<cap>,<weight>,<rate max>,<rate ms>')
-  return pol, polCap
-end
+-- Claim's group policy of fair lanes (docs/protocol.md §5, "Group policy"): the stored policy
+-- (meta `gpol`, written by policy.lua; parsed by policy_groups, lua/lib/policy-text.lua), read in
+-- lanes mode only.
 -- Level 0 under a group policy. The ring is walked from its RPOP end: a group at its cap (its
 -- live members of `gactive:<g>`, ids still in `active`) or out of its rate window (`grate:<g>`)
 -- is blocked: it goes to the back of the ring without a job and its work does not count as

@@ -17,26 +17,24 @@
 -- Flags: allow-oom: it moves work forward (pending -> active) and writes at most a row per job
 -- it claims, so a consumer keeps draining the queue at the memory limit.
 --
+-- Rate limit and group policy: the queue's stored ones (policy.lua writes meta `rate` and
+--   `gpol`; docs/protocol.md §5, "Rate limits" and "Group policy"), read in the one meta read
+--   (queue_meta): a claim carries no limits, so every claim of every runtime enforces the same
+--   rule. Rate `<max> <ms>`: a fixed window on the server clock counted in `emq:{q}:rate` (a
+--   string with PX); a limited call claims what the window has left, and when jobs remain its
+--   wait is the ms until the window ends (>= 1). Group policy: read in lanes mode only, its text
+--   validated always (policy_groups, lua/lib/policy-text.lua).
 -- @mode plain 9 keys, 4 arguments (version, n, lease, promote).
--- @mode rate 9 keys, 6 arguments: ARGV[5..6] a queue rate limit of ARGV[5] jobs
---   (1..1000000) per ARGV[6] ms (1..86400000): a fixed window on the server clock counted in
---   `emq:{q}:rate` (a string with PX); a limited call claims what the window has left, and when
---   jobs remain its wait is the ms until the window ends (>= 1).
--- @mode group-policy 9 keys, 7 arguments: ARGV[7] the group policy of fair lanes
---   (docs/protocol.md §5, "Group policy"), ARGV[5..6] the rate limit or "" "" (none). Space-
---   separated entries `<who>=<cap>,<weight>,<rate max>,<rate ms>`, who `*` (every group;
---   required) or `g:<group>` (one group; at most 1000 entries, 65536 bytes): at most cap jobs of
---   a group active at once (0 = no cap; 1..100000), weight jobs per turn of the rotation
---   (1..1000), at most rate max jobs per rate ms window (0,0 = none; 1..1000000 per
---   1..86400000). Read in lanes mode only; validated always.
 -- @mode parked 11 keys, 5 arguments: the claim a parked consumer sends ahead of its
 --   `BLPOP inbox:<tag> wake` (docs/protocol.md §5, "Parked consumers"), ARGV[5] the
---   registration's ms (1..86400000), no rate limit. After claiming, when it claimed fewer than n
---   jobs and the inbox is empty, it registers `<lease ms = ARGV[3]>:<tag>` in `parked` until now
---   + ARGV[5] ms (dropping registrations that ran out), so that an enqueue may lease one job to
---   the consumer; otherwise (no free slot left, or a lease already waiting) it removes that
---   member, and pushes "" to an empty inbox (PX ARGV[5]) so that the BLPOP returns at once. A
---   paused queue answers { -2 } and registers nothing.
+--   registration's ms (1..86400000). After claiming, when it claimed fewer than n jobs and the
+--   inbox is empty, it registers `<lease ms = ARGV[3]>:<tag>` in `parked` until now + ARGV[5] ms
+--   (dropping registrations that ran out), so that an enqueue may lease one job to the
+--   consumer; otherwise (no free slot left, or a lease already waiting) it removes that member,
+--   and pushes "" to an empty inbox (PX ARGV[5]) so that the BLPOP returns at once. A paused
+--   queue answers { -2, 6 } and registers nothing. A queue with a stored rate limit or group
+--   policy (meta `rate` or `gpol`) is claimed as in mode plain: nothing is registered and
+--   nothing pushed to the inbox (the consumer's BLPOP waits on `wake`, as a plain wait does).
 -- @key meta emq:{q}:meta queue meta hash (`v` version, `token` fencing counter)
 -- @key pending emq:{q}:pending list of pending ids
 -- @key scheduled emq:{q}:scheduled zset id -> run-at (ms)
@@ -52,10 +50,7 @@
 -- @arg n 0..1000 the most jobs to claim (0 only promotes)
 -- @arg lease 1..86400000 lease in ms
 -- @arg promote 0..10000 the most scheduled jobs to promote in this call, earliest run-at first
--- @arg rate-max? ""|1..1000000 (modes rate, group-policy) the rate limit's jobs per window; in
---   mode parked: the registration's ms (1..86400000)
--- @arg rate-ms? ""|1..86400000 (modes rate, group-policy) the rate limit's window in ms
--- @arg policy? policy (mode group-policy) the group policy
+-- @arg registration? 1..86400000 (mode parked) the registration's ms
 -- @returns { wait, width, id_1, token_1, attempt_1, payload_1, extras_1, flow_1, ..., id_k, ...,
 --   flow_k } (k <= n): width = 6, the fields per job (a reader takes the width from the reply
 --   and skips the fields beyond those it knows: fields are appended only where the reply
@@ -72,15 +67,16 @@
 --   has `deps` (a flow parent released by its children: their `r:<child>` results are in its
 --   row), "pc" both; read in the row read the claim makes anyway (no command added).
 -- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key
---   that is not the one the key grammar spells for the queue of KEYS[1]), EMQ_WRONGTYPE (a key,
---   or meta `token`, holds another type). Every check and every read comes before the first
+--   that is not the one the key grammar spells for the queue of KEYS[1], a stored group policy
+--   that policy.lua would refuse), EMQ_WRONGTYPE (a key, or meta `token`, holds another type;
+--   meta `rate` is not "<max> <ms>" in range). Every check and every read comes before the first
 --   write, but for one: fair lanes without a policy pop a lane's ids as they read them
 --   (pop-as-read), and a refusal after those pops pushes the popped ids back first
 --   (on_refusal), so a refused claim still changes nothing.
 -- @flags allow-oom
--- @uses args keys types meta events claim-lanes claim-park claim-rate claim-rows
-need((#KEYS == 9 and (#ARGV == 4 or #ARGV == 6 or #ARGV == 7)) or (#KEYS == 11 and #ARGV == 5),
-  'expected 9 keys and 4 arguments (6 with a rate limit, 7 with a group policy), or 11 keys and 5 arguments (a parked registration)')
+-- @uses args keys types meta events policy-text claim-lanes claim-park claim-rate claim-rows
+need((#KEYS == 9 and #ARGV == 4) or (#KEYS == 11 and #ARGV == 5),
+  'expected 9 keys and 4 arguments, or 11 keys and 5 arguments (a parked registration)')
 local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
 local b = queue_base(KEYS[1])
 need_keys(KEYS, b, { 'meta', 'pending', 'scheduled', 'active', 'wake', 'data', 'opts', 'job:', 'events' })
@@ -98,13 +94,6 @@ if not (n and n <= 1000 and lease >= 1 and lease <= 86400000 and promote <= 1000
   lease = need_int(ARGV[3], 1, 86400000, 'lease (ms)')
   promote = need_int(ARGV[4], 0, 10000, 'promote limit')
 end
-local rate = nil
-if #ARGV >= 6 and not (#ARGV == 7 and ARGV[5] == '' and ARGV[6] == '') then
-  rate = claim_rate(ARGV, b)
-  n = math.min(n, math.max(0, rate.max - rate.used))
-end
-local pol, polCap = nil, false
-if #ARGV == 7 then pol, polCap = claim_policy(ARGV[7]) end
 
 -- Reads first: every key this call writes is read before anything is written, so a key of the
 -- wrong type is refused with nothing changed. (A reply is tested inline: a read that succeeds
@@ -113,6 +102,16 @@ local meta = queue_meta(KEYS[1])
 -- Paused: claim nothing, promote nothing; the consumer blocks on `wake` (resume pushes a marker).
 if meta.paused == '1' then return { -2, 6 } end
 if meta.token and not string.match(meta.token, '^%d+$') then fail('WRONGTYPE', KEYS[1] .. ' field token is not an integer') end
+-- The stored policy (policy.lua): a queue without one reads nothing more.
+local rate, pol = nil, nil
+if meta.rate then
+  local rmax, rms = policy_rate(string.match(meta.rate, '^(%d+) (%d+)$'))
+  if not rmax or rmax == 0 then fail('WRONGTYPE', KEYS[1] .. ' field rate is not "<max 1..1000000> <ms 1..86400000>"') end
+  rate = claim_rate(rmax, rms, b)
+  n = math.min(n, math.max(0, rate.max - rate.used))
+end
+if meta.gpol then pol = policy_groups(meta.gpol) end
+if park and (rate or pol) then park = nil end -- a limited queue: a plain claim, no registration
 local elog = meta.elog
 -- Lanes (priorities, groups): a queue without them runs the plain path, command for command.
 local lanes = meta.lanes == '1'
@@ -259,7 +258,7 @@ end
 for i = 1, #due do
   if dueRow[i] then redis.call('HSET', prefix .. due[i], 'status', 'pending') end
 end
-if lanes then claim_lanes_write(ln, KEYS, polCap)
+if lanes then claim_lanes_write(ln, KEYS)
 elseif k > 0 then redis.call('LTRIM', KEYS[2], 0, -(k + 1)) end -- the k oldest (RPOP without its reply table)
 if ghosts then claim_ghosts(KEYS, ghosts) end
 local out = { -1, 6 } -- wait, then the width: the fields per job

@@ -18,7 +18,8 @@
 --   run-at. A job whose instant (now + delay, or run-at) is not in the future goes straight to
 --   pending.
 -- Parked consumers (docs/protocol.md §5): a call of one plain job in the compact form, ready
---   now, onto a queue with nothing pending, no lanes and no pause, whose id has no row, leases
+--   now, onto a queue with nothing pending, no lanes, no pause and no stored rate limit or group
+--   policy (meta `rate`, `gpol`: claim enforces those), whose id has no row, leases
 --   it to the current registration of emq:{q}:parked with the latest end (the one renewed last:
 --   a consumer that died parked renews nothing, so it comes last): `active` (emq:{q}:active)
 --   gets the anchor and the id at now + the registration's lease, meta `token` + 1, the row
@@ -27,7 +28,7 @@
 --   spelt from the base of KEYS[1] (same slot). Nothing goes to pending or wake; the `claimed`
 --   event follows `enqueued`. Anything unusual takes the plain path.
 --
--- @key meta emq:{q}:meta queue meta hash (protocol version `v`, `elog`, `lanes`, `xtra`)
+-- @key meta emq:{q}:meta queue meta hash (protocol version `v`, `elog`, `lanes`, `xtra`, `rate`, `gpol`)
 -- @key pending emq:{q}:pending list of pending ids (enqueue LPUSH, claim RPOP: FIFO)
 -- @key scheduled emq:{q}:scheduled zset id -> run-at (ms)
 -- @key wake emq:{q}:wake list that idle consumers block on
@@ -131,7 +132,7 @@ end
 local lanesMode = lanesOn or meta.lanes == '1'
 if c.setLog then elog = c.setLog end
 local hand = nil
-if n == 1 and S == 2 and #queued == 1 and not lanesMode and meta.paused ~= '1' and (not meta.token or string.match(meta.token, '^%d+$')) then
+if n == 1 and S == 2 and #queued == 1 and not lanesMode and meta.paused ~= '1' and not meta.rate and not meta.gpol and (not meta.token or string.match(meta.token, '^%d+$')) then
   hand = parked_target(b, KEYS[2], queued[1], now)
 end
 local wakeLen, ringAdd = 1, lanesMode and {} or nil

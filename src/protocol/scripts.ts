@@ -8,7 +8,7 @@ import { EchoMqError, fromReplyError } from './errors.js';
 export const PROTOCOL_VERSION = '1';
 
 /** The names of the scripts in `lua/`, one per transition. */
-export const SCRIPT_NAMES = ['enqueue', 'claim', 'complete', 'retry', 'extend', 'reap', 'release', 'cancel', 'peek', 'node', 'publish', 'trim', 'retention', 'dead-letter', 'cache-announce', 'cache-set', 'cache-invalidate', 'cache-lease', 'cache-get', 'cache-tag', 'flow-add', 'flow-deliver', 'outbox-take', 'outbox-ack', 'schedule', 'tick', 'progress', 'pause', 'drain', 'revive', 'promote', 'remove', 'purge', 'announce', 'bus-dead', 'round', 'park'] as const;
+export const SCRIPT_NAMES = ['enqueue', 'claim', 'complete', 'retry', 'extend', 'reap', 'release', 'cancel', 'peek', 'node', 'publish', 'trim', 'retention', 'dead-letter', 'cache-announce', 'cache-set', 'cache-invalidate', 'cache-lease', 'cache-get', 'cache-tag', 'flow-add', 'flow-deliver', 'outbox-take', 'outbox-ack', 'schedule', 'tick', 'progress', 'pause', 'drain', 'revive', 'promote', 'remove', 'purge', 'announce', 'bus-dead', 'round', 'park', 'policy'] as const;
 /** A script name. */
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
