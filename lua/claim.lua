@@ -11,21 +11,17 @@
 -- within a level, at most ten lists read whatever the backlog; a due job joins the list of its
 -- level (its row's `prio`, else the third field of its opts) and a claimed one gets `prio` in
 -- its row. Level 0 runs fair lanes (groups; lua/lib/claim-fair.lua, claim-policy.lua).
--- A paused queue (meta `paused` = 1, pause.lua) answers { -2 } and writes nothing.
+-- A paused queue (meta `paused` = 1, pause.lua) answers { -2, 6 } and writes nothing.
 -- An id whose data is gone (deleted by hand) is dropped from pending, without a row; a ghost
 -- (data "", left by cancel.lua) is dropped too, its payload moved from its row back to `data`
 -- and meta `ghosts` decremented.
 -- Every number is a decimal integer: no sign, fraction, exponent or blank.
--- Flags: allow-oom: it moves work forward (pending -> active) and writes at most a row per job
--- it claims, so a consumer keeps draining the queue at the memory limit.
+-- Flags: allow-oom: it moves work forward and writes at most a row per job it claims.
 --
--- Rate limit and group policy: the queue's stored ones (policy.lua writes meta `rate` and
---   `gpol`; docs/protocol.md §5, "Rate limits" and "Group policy"), read in the one meta read
---   (queue_meta): a claim carries no limits, so every claim of every runtime enforces the same
---   rule. Rate `<max> <ms>`: a fixed window on the server clock counted in `emq:{q}:rate` (a
---   string with PX); a limited call claims what the window has left, and when jobs remain its
---   wait is the ms until the window ends (>= 1). Group policy: read in lanes mode only, its text
---   validated always (policy_groups, lua/lib/policy-text.lua).
+-- Rate limit and group policy: the stored ones (policy.lua: meta `rate` "<max> <ms>", a fixed
+--   window counted in `emq:{q}:rate` with PX, a limited call's wait the ms until it ends; meta
+--   `gpol`, read in lanes mode, validated always), read in the one meta read: a claim carries no
+--   limits, so every claim of every runtime enforces the same rule.
 -- @mode plain 9 keys, 4 arguments (version, n, lease, promote).
 -- @mode parked 11 keys, 5 arguments: the claim a parked consumer sends ahead of its
 --   `BLPOP inbox:<tag> wake` (docs/protocol.md §5, "Parked consumers"), ARGV[5] the
@@ -34,9 +30,8 @@
 --   (dropping registrations that ran out), so that an enqueue may lease one job to the
 --   consumer; otherwise (no free slot left, or a lease already waiting) it removes that member,
 --   and pushes "" to an empty inbox (PX ARGV[5]) so that the BLPOP returns at once. A paused
---   queue answers { -2, 6 } and registers nothing. A queue with a stored rate limit or group
---   policy (meta `rate` or `gpol`) is claimed as in mode plain: nothing is registered and
---   nothing pushed to the inbox (the consumer's BLPOP waits on `wake`, as a plain wait does).
+--   queue answers { -2, 6 }; a queue with a stored policy (meta `rate`/`gpol`) is claimed as in
+--   mode plain. Neither registers nor pushes "" (the BLPOP waits on `wake`, as a plain wait).
 -- @key meta emq:{q}:meta queue meta hash (`v` version, `token` fencing counter)
 -- @key pending emq:{q}:pending list of pending ids
 -- @key scheduled emq:{q}:scheduled zset id -> run-at (ms)
@@ -737,10 +732,9 @@ local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +in
 local b = queue_base(KEYS[1])
 need_keys(KEYS, b, { 'meta', 'pending', 'scheduled', 'active', 'wake', 'data', 'opts', 'job:', 'events' })
 local park = #KEYS == 11 and claim_park(KEYS, ARGV, b) -- (its keys' types read here, before any write)
--- Fast path (the valid call): one pattern over the three joined by spaces (exactly two spaces,
--- so none inside an argument), at most 16 digits each (as int()), coercion by `+ 0` and the
--- ranges: it accepts exactly what int() accepts, for about a third of the server instructions
--- of three int() calls; a miss falls back to need_int() per argument for the message.
+-- Fast path (the valid call): one pattern over the three joined by spaces, at most 16 digits
+-- each (as int()), coercion by `+ 0` and the ranges: exactly what int() accepts, for about a
+-- third of the server instructions; a miss falls back to need_int() per argument.
 local n, lease, promote
 if #ARGV[2] < 17 and #ARGV[3] < 17 and #ARGV[4] < 17 and string.find(ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4], '^%d+ %d+ %d+$') then
   n, lease, promote = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
@@ -818,8 +812,7 @@ if k > 0 then hasOpts = checked(redis.pcall('HLEN', KEYS[7]), KEYS[7]) > 0 end
 -- options (jopt) and extras (jx, once meta `xtra` is set) only when they can be used, ghosts on
 -- the first one (each table costs an allocation and GC work on the server).
 local jid, jrow, jpay, jatt, att = {}, {}, {}, {}, {}
--- Flow flags ("c", "p", "pc"): per id (jfl) and per claimed job (jflow), only once one has one.
-local jfl, jflow = nil, nil
+local jfl, jflow = nil, nil -- flow flags per id and per claimed job, only once one has one
 local jopt, jx, ghosts = hasOpts and {}, xtra and {}, nil
 local tlv, tgr = ln and ln.tlv, ln and ln.tgr
 local jlv, jgr = tlv and {}, tgr and {} -- lanes mode: each claimed job's level and group
@@ -842,8 +835,7 @@ for i = 1, #take do
   local row = trow and trow[i] or prefix .. id
   local payload = pays[i]
   if payload == '' then
-    -- A ghost (cancel.lua): its payload in its row, "" in `data`; dropped (claim_ghosts).
-    local p = redis.pcall('HGET', row, 'payload')
+      local p = redis.pcall('HGET', row, 'payload')
     if type(p) == 'table' then checked(p, row) end
     ghosts = ghosts or {}
     ghosts[#ghosts + 1] = { id, p }
@@ -856,8 +848,7 @@ for i = 1, #take do
     elseif fresh then
       a = 0
     else
-      -- The row's attempts, its flow fields (a child names its `parent`, a released parent has
-      -- `deps`) and, once meta `xtra` is set, its extras: one read per job that may have a row.
+      -- Its attempts, flow fields (`parent`, `deps`) and, once meta `xtra` is set, extras.
       local cur = xtra and redis.pcall('HMGET', row, 'attempts', 'parent', 'deps', 'x') or redis.pcall('HMGET', row, 'attempts', 'parent', 'deps')
       if cur.err then checked(cur, row) end
       a, x = tonumber(cur[1]) or 0, cur[4]

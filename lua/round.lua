@@ -861,10 +861,9 @@ local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +in
 local b = queue_base(KEYS[1])
 need_keys(KEYS, b, { 'meta', 'pending', 'scheduled', 'active', 'wake', 'data', 'opts', 'job:', 'events' })
 local park = #KEYS == 11 and claim_park(KEYS, ARGV, b) -- (its keys' types read here, before any write)
--- Fast path (the valid call): one pattern over the three joined by spaces (exactly two spaces,
--- so none inside an argument), at most 16 digits each (as int()), coercion by `+ 0` and the
--- ranges: it accepts exactly what int() accepts, for about a third of the server instructions
--- of three int() calls; a miss falls back to need_int() per argument for the message.
+-- Fast path (the valid call): one pattern over the three joined by spaces, at most 16 digits
+-- each (as int()), coercion by `+ 0` and the ranges: exactly what int() accepts, for about a
+-- third of the server instructions; a miss falls back to need_int() per argument.
 local n, lease, promote
 if #ARGV[2] < 17 and #ARGV[3] < 17 and #ARGV[4] < 17 and string.find(ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4], '^%d+ %d+ %d+$') then
   n, lease, promote = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
@@ -942,8 +941,7 @@ if k > 0 then hasOpts = checked(redis.pcall('HLEN', KEYS[7]), KEYS[7]) > 0 end
 -- options (jopt) and extras (jx, once meta `xtra` is set) only when they can be used, ghosts on
 -- the first one (each table costs an allocation and GC work on the server).
 local jid, jrow, jpay, jatt, att = {}, {}, {}, {}, {}
--- Flow flags ("c", "p", "pc"): per id (jfl) and per claimed job (jflow), only once one has one.
-local jfl, jflow = nil, nil
+local jfl, jflow = nil, nil -- flow flags per id and per claimed job, only once one has one
 local jopt, jx, ghosts = hasOpts and {}, xtra and {}, nil
 local tlv, tgr = ln and ln.tlv, ln and ln.tgr
 local jlv, jgr = tlv and {}, tgr and {} -- lanes mode: each claimed job's level and group
@@ -966,8 +964,7 @@ for i = 1, #take do
   local row = trow and trow[i] or prefix .. id
   local payload = pays[i]
   if payload == '' then
-    -- A ghost (cancel.lua): its payload in its row, "" in `data`; dropped (claim_ghosts).
-    local p = redis.pcall('HGET', row, 'payload')
+      local p = redis.pcall('HGET', row, 'payload')
     if type(p) == 'table' then checked(p, row) end
     ghosts = ghosts or {}
     ghosts[#ghosts + 1] = { id, p }
@@ -980,8 +977,7 @@ for i = 1, #take do
     elseif fresh then
       a = 0
     else
-      -- The row's attempts, its flow fields (a child names its `parent`, a released parent has
-      -- `deps`) and, once meta `xtra` is set, its extras: one read per job that may have a row.
+      -- Its attempts, flow fields (`parent`, `deps`) and, once meta `xtra` is set, extras.
       local cur = xtra and redis.pcall('HMGET', row, 'attempts', 'parent', 'deps', 'x') or redis.pcall('HMGET', row, 'attempts', 'parent', 'deps')
       if cur.err then checked(cur, row) end
       a, x = tonumber(cur[1]) or 0, cur[4]

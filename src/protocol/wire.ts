@@ -74,12 +74,43 @@ export interface ClaimReply {
   readonly waitMs: number;
 }
 
-/** What bounds a claim beyond its count: the queue's rate limit and its group policy. */
+/**
+ * A queue's stored policy (policy.lua; meta `rate` and `gpol`): claim.lua reads it and enforces it
+ * on every claim, whichever runtime sends it (a claim carries no limits).
+ */
 export interface ClaimLimits {
-  /** claim.lua ARGV[5..6]: at most `max` jobs per `intervalMs`, all consumers together. */
+  /** At most `max` jobs per `intervalMs`, all consumers together. */
   readonly rateLimit?: { readonly max: number; readonly intervalMs: number };
-  /** claim.lua ARGV[7]: the group policy text (`groupPolicyWire`). */
+  /** The group policy text (`groupPolicyWire`). */
   readonly groupPolicy?: string;
+}
+
+/** policy.lua's reply: whether it wrote anything, and the policy stored before. */
+export interface PolicyReply {
+  readonly changed: boolean;
+  readonly previous: ClaimLimits;
+}
+
+/** A stored rate text ("<max> <ms>") and group policy text ("" or absent: none) as a policy. */
+export function decodePolicy(rate: string | null | undefined, groups: string | null | undefined): ClaimLimits {
+  const m = rate ? /^(\d+) (\d+)$/.exec(rate) : null;
+  return {
+    ...(m ? { rateLimit: { max: Number(m[1]), intervalMs: Number(m[2]) } } : {}),
+    ...(groups ? { groupPolicy: groups } : {}),
+  };
+}
+
+/** True when two policies are the same rule. */
+export function samePolicy(a: ClaimLimits, b: ClaimLimits): boolean {
+  return (a.rateLimit?.max ?? 0) === (b.rateLimit?.max ?? 0) && (a.rateLimit?.intervalMs ?? 0) === (b.rateLimit?.intervalMs ?? 0) && (a.groupPolicy ?? '') === (b.groupPolicy ?? '');
+}
+
+/** A policy as one line of text (logs). */
+export function describePolicy(p: ClaimLimits): string {
+  const parts: string[] = [];
+  if (p.rateLimit) parts.push(`rate ${p.rateLimit.max}/${p.rateLimit.intervalMs} ms`);
+  if (p.groupPolicy) parts.push(`groups "${p.groupPolicy}"`);
+  return parts.length > 0 ? parts.join(', ') : 'none';
 }
 
 /** A fenced completion. */
@@ -106,12 +137,9 @@ export interface ReapReply {
 
 /** Script calls that are also sent together in one pipeline (the consumer's round). */
 export const calls = {
-  /** `limits`: the queue's rate limit (claim.lua ARGV[5..6]) and group policy (ARGV[7]), when it has them. */
-  claim(k: QueueKeys, n: number, leaseMs: number, promote = 1000, limits?: ClaimLimits): ScriptCall<ClaimReply> {
-    const rate = limits?.rateLimit;
+  /** The queue's rate limit and group policy are the stored ones (policy.lua): a claim carries none. */
+  claim(k: QueueKeys, n: number, leaseMs: number, promote = 1000): ScriptCall<ClaimReply> {
     const args: (string | number)[] = [PROTOCOL_VERSION, n, leaseMs, promote];
-    if (limits?.groupPolicy) args.push(rate?.max ?? '', rate?.intervalMs ?? '', limits.groupPolicy);
-    else if (rate) args.push(rate.max, rate.intervalMs);
     return {
       name: 'claim',
       keys: [k.meta, k.pending, k.scheduled, k.active, k.wake, k.data, k.opts, k.jobPrefix, k.events],
@@ -197,8 +225,14 @@ export const wire = {
     return (await runScript(c, 'enqueue', keys, args)) as (number | string)[];
   },
 
-  claim(c: ScriptClient, k: QueueKeys, n: number, leaseMs: number, promote = 1000, limits?: ClaimLimits): Promise<ClaimReply> {
-    return call(c, calls.claim(k, n, leaseMs, promote, limits));
+  claim(c: ScriptClient, k: QueueKeys, n: number, leaseMs: number, promote = 1000): Promise<ClaimReply> {
+    return call(c, calls.claim(k, n, leaseMs, promote));
+  },
+
+  /** policy.lua: stores `p` as the queue's policy (absent parts: none); answers the previous one. */
+  async policy(c: ScriptClient, k: QueueKeys, p: ClaimLimits): Promise<PolicyReply> {
+    const r = (await runScript(c, 'policy', [k.meta, k.wake], [PROTOCOL_VERSION, 'set', p.rateLimit?.max ?? 0, p.rateLimit?.intervalMs ?? 0, p.groupPolicy ?? ''])) as [number, string, string];
+    return { changed: Number(r[0]) === 1, previous: decodePolicy(r[1], r[2]) };
   },
 
   complete(c: ScriptClient, k: QueueKeys, keepDone: number, done: readonly WireCompletion[]): Promise<number[]> {
@@ -312,3 +346,14 @@ export const wire = {
     )) as number;
   },
 };
+
+/** The client surface `readPolicy` needs (iovalkey's Redis and Cluster fit). */
+export interface HashReader {
+  hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
+}
+
+/** A queue's stored policy (meta `rate`, `gpol`: what every claim enforces), decoded. */
+export async function readPolicy(c: HashReader, k: QueueKeys): Promise<ClaimLimits> {
+  const [rate, groups] = await c.hmget(k.meta, 'rate', 'gpol');
+  return decodePolicy(rate, groups);
+}

@@ -1,7 +1,7 @@
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { describeError } from '../protocol/errors.js';
 import type { QueueKeys } from '../protocol/keys.js';
-import { wire } from '../protocol/wire.js';
+import { describePolicy, readPolicy, samePolicy, wire, type ClaimLimits } from '../protocol/wire.js';
 import type { ConsumerConfig, ConsumerLogger } from './consumer.js';
 import { describeReap, reportFailure } from './failure-log.js';
 import type { Held, JobRunner } from './job-runner.js';
@@ -13,6 +13,9 @@ import type { Held, JobRunner } from './job-runner.js';
  * and the lease it concerns is left to expire.
  */
 export class ConsumerUpkeep {
+  /** The stored policy last seen that differs from the declared one (warned once per change). */
+  private warnedPolicy?: ClaimLimits;
+
   constructor(
     private readonly conn: EchoMqConnection,
     private readonly k: QueueKeys,
@@ -20,6 +23,45 @@ export class ConsumerUpkeep {
     private readonly runner: JobRunner,
     private readonly log: ConsumerLogger,
   ) {}
+
+  /** The policy this process declares for the queue (its rateLimit / groups options), if any. */
+  private declared(): ClaimLimits | undefined {
+    const { rateLimit, groupPolicy } = this.cfg;
+    return rateLimit === undefined && groupPolicy === undefined ? undefined : { rateLimit, groupPolicy };
+  }
+
+  /**
+   * Writes the declared policy as the queue's stored one (policy.lua), which every claim of every
+   * runtime enforces: one rule, the stored one. Replacing a different stored policy is a warning
+   * naming both, never a silent mix. Nothing declared: nothing written (the stored policy holds).
+   */
+  async declarePolicy(): Promise<void> {
+    const mine = this.declared();
+    if (!mine) return;
+    const r = await wire.policy(this.conn.scriptClient, this.k, mine);
+    const before = r.previous;
+    if (r.changed && (before.rateLimit !== undefined || before.groupPolicy !== undefined)) {
+      this.log.warn(`consumer ${this.cfg.queue}: its policy (${describePolicy(mine)}) replaced the queue's stored policy (${describePolicy(before)}); every claim now enforces the new one`);
+    }
+    this.warnedPolicy = undefined;
+  }
+
+  /**
+   * Upkeep's check of the stored policy: when it differs from the declared one (another process
+   * declared another), a warning once per change; every claim enforces the stored one.
+   */
+  async checkPolicy(): Promise<void> {
+    const mine = this.declared();
+    if (!mine) return;
+    const stored = await readPolicy(this.conn.client, this.k);
+    if (samePolicy(stored, mine)) {
+      this.warnedPolicy = undefined;
+      return;
+    }
+    if (this.warnedPolicy && samePolicy(stored, this.warnedPolicy)) return;
+    this.warnedPolicy = stored;
+    this.log.warn(`consumer ${this.cfg.queue}: the queue's stored policy (${describePolicy(stored)}) differs from the one this process declared (${describePolicy(mine)}); every claim enforces the stored one`);
+  }
 
   /** Hands jobs back to the front of pending, their attempt given back (in calls of 1000). */
   async release(held: readonly { id: string; token: string }[]): Promise<void> {
@@ -63,6 +105,7 @@ export class ConsumerUpkeep {
         });
       }
       if (stopping) return false;
+      await this.checkPolicy();
       const r = await wire.reap(c, this.k, 100, this.cfg.attempts, this.cfg.deadCap);
       if (r.requeued + r.buried + r.cancelled > 0) this.cfg.listener?.reaped(r);
       for (const j of r.jobs) this.log[j.outcome === 'buried' ? 'error' : 'warn'](describeReap(this.cfg.queue, j));

@@ -12,7 +12,7 @@ import { ConsumerUpkeep } from './consumer-upkeep.js';
 import { JobControls } from './job-controls.js';
 import type { ResolvedConsumerOptions } from './queue.options.js';
 import { WakeWaiter } from './wake-waiter.js';
-import { ParkedWait, consumerTag, parkable } from './parked-wait.js';
+import { ParkedWait, consumerTag } from './parked-wait.js';
 import { parkSpot } from '../protocol/park-wire.js';
 import { RoundSizer } from './round-sizer.js';
 import { announce } from '../admin/registry.js';
@@ -106,7 +106,9 @@ export class Consumer {
         if (!this.stopping) this.supervise(err, what);
       },
       orphaned: (claimed) => this.upkeep.release(claimed.jobs),
-    }, parkable(cfg) ? new ParkedWait(conn, this.k, parkSpot(this.k, consumerTag(), cfg.leaseMs)) : undefined);
+      // Every consumer sends the parked claim: claim.lua decides (a queue with a stored rate limit
+      // or group policy is claimed plainly, and nothing is registered).
+    }, new ParkedWait(conn, this.k, parkSpot(this.k, consumerTag(), cfg.leaseMs)));
     this.capacity = cfg.concurrency + (cfg.prefetch ?? cfg.concurrency);
     // Rounds in flight keep both the client and Valkey busy: while one round's scripts run, the
     // jobs of another run their handlers. The sizer picks how many claims share the capacity;
@@ -129,6 +131,7 @@ export class Consumer {
   /** Starts claiming. */
   async start(): Promise<void> {
     announce(this.conn, 'queues', this.cfg.queue); // the registry of known queues
+    await this.upkeep.declarePolicy();
     await this.waiter.open();
     const every = Math.max(100, Math.min(Math.floor(this.cfg.leaseMs / 3), 5000));
     this.maintTimer = setInterval(() => void this.maintain(), every);
@@ -196,7 +199,7 @@ export class Consumer {
     const handoff = this.cfg.handoff;
     const complete = done.length === 0 ? undefined
       : handoff ? calls.completeRelaying(this.k, this.cfg.keepDone, done, handoff.leaseMs) : calls.complete(this.k, this.cfg.keepDone, done);
-    const claim = n > 0 ? calls.claim(this.k, n, this.cfg.leaseMs, 1000, this.cfg) : undefined;
+    const claim = n > 0 ? calls.claim(this.k, n, this.cfg.leaseMs, 1000) : undefined;
     let failure: unknown;
     let got = 0;
     try {
@@ -260,7 +263,7 @@ export class Consumer {
     const maxIdle = this.cfg.maxIdleMs ?? 5000;
     this.waitAsk = free;
     this.reserved += free;
-    this.waiter.wait(this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle)), calls.claim(this.k, free, this.cfg.leaseMs, 1000, this.cfg));
+    this.waiter.wait(this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle)), calls.claim(this.k, free, this.cfg.leaseMs, 1000));
   }
 
   /** The wait ended: its claim slots are no longer reserved. Returns how many it asked for. */

@@ -2,16 +2,8 @@ import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
 import { parkedClaimCall, parseInboxLease, type ParkSpot } from '../protocol/park-wire.js';
 import type { QueueKeys } from '../protocol/keys.js';
 import { isNoScript, scripts, type ScriptCall } from '../protocol/scripts.js';
-import { calls, type ClaimLimits, type ClaimReply } from '../protocol/wire.js';
+import { calls, type ClaimReply } from '../protocol/wire.js';
 import { randomBytes } from 'node:crypto';
-
-/**
- * A consumer enqueue may lease jobs to: one without a rate limit or a group policy (enqueue's lease
- * knows neither; their jobs go through the claim, which applies them).
- */
-export function parkable(limits: ClaimLimits): boolean {
-  return limits.rateLimit === undefined && limits.groupPolicy === undefined;
-}
 
 /** A fresh consumer tag: 16 random base62 characters (its inbox's name). */
 export function consumerTag(): string {

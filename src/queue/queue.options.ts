@@ -113,13 +113,24 @@ export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefault
   intIn(d.maxPayloadBytes, 1, 64 * 1024 * 1024, 'maxPayloadBytes');
   intIn(d.eventsLog, 0, 1_000_000, 'eventsLog');
   intIn(d.dedupWindowMs, 1, 2_592_000_000, 'dedupWindowMs');
+  checkPolicyOptions(d);
+  return d;
+}
+
+/** A queue's policy as `QueueService.setPolicy` takes it: the `rateLimit` and `groups` options. */
+export interface PolicyOptions {
+  readonly rateLimit?: RateLimit;
+  readonly groups?: GroupOptions;
+}
+
+/** Checks a policy's options as the queue options are checked (InvalidOptionError). */
+export function checkPolicyOptions(d: PolicyOptions): void {
   if (d.rateLimit !== undefined) {
     if (typeof d.rateLimit !== 'object' || d.rateLimit === null) throw new InvalidOptionError('rateLimit must be { max, intervalMs }');
     intIn(d.rateLimit.max, 1, 1_000_000, 'rateLimit.max');
     intIn(d.rateLimit.intervalMs, 1, 86_400_000, 'rateLimit.intervalMs');
   }
   if (d.groups !== undefined) checkGroupOptions(d.groups);
-  return d;
 }
 
 /**
@@ -271,9 +282,9 @@ export interface ResolvedConsumerOptions {
   readonly maxResultBytes: number;
   /** Handler timeout in ms (absent: none). */
   readonly timeoutMs?: number;
-  /** The queue's rate limit, sent with every claim. */
+  /** The queue's rate limit this process declares: written as the queue's stored policy at start. */
   readonly rateLimit?: RateLimit;
-  /** The queue's group policy in its wire form (claim.lua ARGV[7]), sent with every claim. */
+  /** The group policy this process declares, in its wire form (policy.lua): written at start. */
   readonly groupPolicy?: string;
 }
 

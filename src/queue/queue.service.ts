@@ -4,7 +4,7 @@ import { BatchTooLargeError, IdCollisionError, InvalidOptionError } from '../pro
 import { CoalescerPool } from '../protocol/coalescer.js';
 import { assertBrandedId, parseId } from '../protocol/ids.js';
 import { queueKeys } from '../protocol/keys.js';
-import { wire, type WireJob } from '../protocol/wire.js';
+import { readPolicy, wire, type ClaimLimits, type WireJob } from '../protocol/wire.js';
 import { encodeExtras } from '../protocol/extras.js';
 import { map, type Observable } from 'rxjs';
 import { SignalHub } from '../protocol/signal-hub.js';
@@ -24,11 +24,14 @@ import {
   checkAttempts,
   checkPriority,
   checkGroup,
+  checkPolicyOptions,
   resolveDefaults,
   scheduleWire,
   type EnqueueOptions,
+  type PolicyOptions,
   type QueueDefaults,
 } from './queue.options.js';
+import { groupPolicyWire } from './group-policy.js';
 
 /** The priority levels whose lists `counts` reads (docs/protocol.md §5, Priorities). */
 
@@ -108,6 +111,22 @@ export class QueueService {
 
   private get scheduleStore(): ScheduleService {
     return (this.scheduleService ??= new ScheduleService(this.conn, (q) => this.settings(q)));
+  }
+
+  /**
+   * Stores `p` as the queue's policy (policy.lua): the rate limit and group policy that every
+   * claim of every consumer and runtime enforces (absent parts: none). Validated as the queue
+   * options are (InvalidOptionError). Answers the policy stored before.
+   */
+  async setPolicy(queue: string, p: PolicyOptions): Promise<ClaimLimits> {
+    checkPolicyOptions(p);
+    const r = await wire.policy(this.conn.scriptClient, queueKeys(queue), { rateLimit: p.rateLimit, groupPolicy: p.groups === undefined ? undefined : groupPolicyWire(p.groups) });
+    return r.previous;
+  }
+
+  /** The queue's stored policy (meta `rate`, `gpol`), decoded: the group policy as its wire text. */
+  policy(queue: string): Promise<ClaimLimits> {
+    return readPolicy(this.conn.client, queueKeys(queue));
   }
 
   /**

@@ -292,7 +292,7 @@ describe('parked consumers: enqueue leases a job straight to an idle consumer', 
     const spot = parkSpot(k, 'race1', 30_000);
     const wait = new ParkedWait(f.conn, k, spot);
     const lease = (text: string): [Error | null, unknown][] => [[null, 7], [null, [-2]], [null, [spot.inbox, text]]];
-    expect(wait.popped(lease('job00000000002 6 {}'), 1500)).toEqual({ jobs: [{ id: 'job00000000002', token: '6', attempt: 1, payload: '{}', extras: '' }], waitMs: 1500 });
+    expect(wait.popped(lease('job00000000002 6 {}'), 1500)).toEqual({ jobs: [{ id: 'job00000000002', token: '6', attempt: 1, payload: '{}', extras: '', flow: '' }], waitMs: 1500 });
     // The empty entry a full claim pushed, a wake-up, a block that ran out, a failed wait: no job.
     expect(wait.popped(lease(''), -2)).toBeUndefined();
     expect(wait.popped([[null, 7], [null, [-2]], [null, [k.wake, '1']]], -2)).toBeUndefined();
@@ -328,7 +328,7 @@ describe('parked consumers: enqueue leases a job straight to an idle consumer', 
     expect(await f.raw.llen(dead.inbox)).toBe(0);
   });
 
-  it('a consumer with a rate limit or a group policy never parks (its jobs go through the claim)', async () => {
+  it('on a queue with a stored rate limit (here: the one the consumer declared) claim.lua never registers a consumer: its jobs go through the claim', async () => {
     const q = randomQueue('park');
     let ran = 0;
     const { consumer } = await startConsumer(f.conn, q, () => {

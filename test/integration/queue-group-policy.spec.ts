@@ -72,7 +72,8 @@ describe('per-group concurrency caps', () => {
     const k = queueKeys(q);
     const groupPolicy = groupPolicyWire({ concurrency: 1 });
     const [first, second] = await fill(q, ['t'], 2);
-    const held = (await wire.claim(f.conn.scriptClient, k, 1, 30_000, 1000, { groupPolicy })).jobs;
+    await wire.policy(f.conn.scriptClient, k, { groupPolicy });
+    const held = (await wire.claim(f.conn.scriptClient, k, 1, 30_000, 1000)).jobs;
     expect(held.map((j) => j.id)).toEqual([first]);
     const started: { id: string; at: number }[] = [];
     const c = await startConsumer(f.conn, q, (job) => void started.push({ id: job.id, at: Date.now() }), { concurrency: 4, groupPolicy, maxIdleMs: 5000 });
@@ -95,8 +96,9 @@ describe('weights', () => {
     const k = queueKeys(q);
     await fill(q, ['vip', 'a', 'b'], 30);
     const groupPolicy = groupPolicyWire({ overrides: { vip: { weight: 3 } } });
+    await wire.policy(f.conn.scriptClient, k, { groupPolicy });
     const claimed = async (n: number) => {
-      const r = await wire.claim(f.conn.scriptClient, k, n, 30_000, 1000, { groupPolicy });
+      const r = await wire.claim(f.conn.scriptClient, k, n, 30_000, 1000);
       return r.jobs.map((j) => (JSON.parse(j.payload) as { g: string }).g);
     };
     const ones: string[] = [];
@@ -171,7 +173,7 @@ describe('bad group settings', () => {
     await fill(q, ['a'], 2);
     const bad = [' ', 'g:a=1,1,0,0', '*=1,0,0,0', '*=1,1,5,0', '*=1,1,0,5', '*=-1,1,0,0', '*=1.5,1,0,0', '*=1,1,0,0 *=2,1,0,0', '*=1,1,0,0 g:a=1,1,0,0 g:a=2,1,0,0', '*=1,1,0,0 g:a{b}=1,1,0,0', '*=100001,1,0,0'];
     for (const groupPolicy of bad) {
-      await refusedUnchanged(f.raw, q, 'EMQ_BAD_ARG', () => wire.claim(f.conn.scriptClient, k, 1, 1000, 1000, { groupPolicy }));
+      await refusedUnchanged(f.raw, q, 'EMQ_BAD_ARG', () => wire.policy(f.conn.scriptClient, k, { groupPolicy }));
     }
   });
 });

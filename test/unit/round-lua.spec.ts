@@ -30,7 +30,7 @@ describe('lua/round.lua (built from lua/src/round.lua: @compose complete claim)'
   it('holds every fragment once, the shared per-call memos (meta, clock) among them', () => {
     const defs = [...round.matchAll(/^local function (\w+)\(/gm)].map((m) => m[1]);
     expect(defs.filter((d, i) => defs.indexOf(d) !== i)).toEqual([]);
-    for (const f of ['queue_meta', 'now_ms', 'claim_lanes', 'claim_fair_lanes', 'claim_policy', 'emit', 'checked', 'run']) expect(defs).toContain(f);
+    for (const f of ['queue_meta', 'now_ms', 'claim_lanes', 'claim_fair_lanes', 'policy_groups', 'emit', 'checked', 'run']) expect(defs).toContain(f);
     // One meta HMGET and one TIME in the whole file: both parts read through the memos.
     expect(count(round, "redis.pcall('HMGET', key, 'v'")).toBe(1);
     expect(count(round, "redis.call('TIME')")).toBe(1);
