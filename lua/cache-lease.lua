@@ -1,18 +1,33 @@
--- cache-lease.lua: EchoMQ protocol v1. The cross-process fill lease of one cache key: among the
--- nodes that miss the same cold key at once, the one that takes the lease loads; the others
--- poll the entry briefly (or serve stale) instead of stampeding the origin. The lease expires by
--- itself, so a crashed loader only delays the others by the lease time.
+-- cache-lease.lua: EchoMQ protocol v1. Built from lua/src/cache-lease.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- The cross-process fill lease of one cache key: among the nodes that miss the same cold key at
+-- once, the one that takes the lease loads; the others poll the entry briefly (or serve stale)
+-- instead of stampeding the origin. The lease expires by itself, so a crashed loader only delays
+-- the others by the lease time.
+-- No script flag: `take` writes a new key, so under OOM it is refused at its SET, as a legacy
+-- script; `drop` (a DEL) still runs then.
 --
--- KEYS[1]  emq:{c:<ns>:<key>}:lease   string: the holder's token (same slot as the entry)
--- ARGV[1]  protocol version ("1")
--- ARGV[2]  operation: "take" (set with PX when absent) or "drop" (delete only if held by this token)
--- ARGV[3]  the holder's token: 1..64 characters [0-9A-Za-z_-]
--- ARGV[4]  lease ms (1..600000; ignored by "drop", still validated)
--- Returns: 1 taken / dropped, 0 held by another token / not ours.
--- Errors:  EMQ_BAD_ARG (a wrong key or argument count, a bad operation or token, lease ms not a
---          decimal integer in range), EMQ_VERSION, EMQ_WRONGTYPE (the lease is not a string).
---          The lease is read before any write: a refusal writes nothing.
--- A decimal integer in [lo, hi], or nil: refuses NaN, inf, fractions, exponents and blanks.
+-- @key lease emq:{c:<ns>:<key>}:lease string: the holder's token (same slot as the entry)
+-- @arg version version the protocol version
+-- @arg op take|drop "take" (set with PX when absent) or "drop" (delete only if held by this token)
+-- @arg token bytes:1..64 the holder's token: characters [0-9A-Za-z_-]
+-- @arg ms 1..600000 lease ms (ignored by "drop", still validated)
+-- @returns 1 taken / dropped, 0 held by another token / not ours.
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (a wrong key or argument count, a key that is not a lease key,
+--   a bad operation or token, lease ms not a decimal integer in range), EMQ_WRONGTYPE (the lease
+--   is not a string). The lease is read before any write: a refusal writes nothing.
+-- @uses args types cache-keys
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '1'
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
 local function int(s, lo, hi)
   if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
   if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
@@ -20,23 +35,73 @@ local function int(s, lo, hi)
   if v < lo or v > hi then return nil end
   return v
 end
-local V = '1'
-if #KEYS ~= 1 or #ARGV ~= 4 then return redis.error_reply('EMQ_BAD_ARG expected 1 key and 4 arguments') end
-if ARGV[1] ~= V then
-  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. V .. ', caller speaks ' .. tostring(ARGV[1]))
+-- The argument reader: each takes the argument, its range and its name, and answers the value or
+-- refuses with EMQ_BAD_ARG naming the argument and what it must be.
+local function need_int(s, lo, hi, what)
+  local v = int(s, lo, hi)
+  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
+  return v
 end
-local op, token = ARGV[2], ARGV[3]
-if op ~= 'take' and op ~= 'drop' then return redis.error_reply('EMQ_BAD_ARG operation must be take or drop') end
-if #token < 1 or #token > 64 or not string.match(token, '^[0-9A-Za-z_-]+$') then
-  return redis.error_reply('EMQ_BAD_ARG token must be 1..64 characters [0-9A-Za-z_-]')
+-- One of a set of words, given as a table word -> true.
+local function need_word(s, words, what)
+  if not words[s] then
+    local list = {}
+    for w in pairs(words) do list[#list + 1] = w end
+    table.sort(list)
+    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
+  end
+  return s
 end
-local ms = int(ARGV[4], 1, 600000)
-if not ms then return redis.error_reply('EMQ_BAD_ARG lease ms must be an integer in 1..600000') end
-local held = redis.pcall('GET', KEYS[1])
-if type(held) == 'table' and held.err then
-  if string.find(held.err, 'WRONGTYPE', 1, true) then return redis.error_reply('EMQ_WRONGTYPE the fill lease is not a string') end
-  return redis.error_reply(held.err)
+-- The cache's key grammar (docs/protocol.md §2): a namespace is a name (1..100 bytes of
+-- `A-Za-z0-9_.-`); a cache key or tag is 1..512 bytes of printable ASCII without space and braces
+-- (0x21..0x7a, `|`, `~`: the runtimes' assertCacheKey). An entry and its fill lease carry the
+-- key's own hash tag, `emq:{c:<ns>:<key>}:entry|lease`; a namespace's keys share
+-- `emq:{<ns>}:cache:` (`log`, `signal`, `tag:<tag>`, `mark:<tag>`).
+local function cache_key_ok(s)
+  return type(s) == 'string' and #s >= 1 and #s <= 512 and string.find(s, '^[!-z|~]+$') ~= nil
 end
+-- The hash tag `c:<ns>:<key>` of an entry (kind `entry`) or lease (`lease`) key, or EMQ_BAD_ARG.
+local function need_entry_key(k, kind, i)
+  local ns, key = string.match(type(k) == 'string' and k or '', '^emq:{c:([A-Za-z0-9_.%-]+):([^{}]+)}:' .. kind .. '$')
+  if not ns or #ns > 100 or not cache_key_ok(key) then
+    fail('BAD_ARG', 'KEYS[' .. i .. '] must be a cache ' .. kind .. ' key emq:{c:<ns>:<key>}:' .. kind)
+  end
+  return 'c:' .. ns .. ':' .. key
+end
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
+end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+local function main(KEYS, ARGV)
+need(#KEYS == 1 and #ARGV == 4, 'expected 1 key and 4 arguments')
+need_entry_key(KEYS[1], 'lease', 1)
+local op = need_word(ARGV[2], { take = true, drop = true }, 'operation')
+local token = ARGV[3]
+need(#token >= 1 and #token <= 64 and string.match(token, '^[0-9A-Za-z_-]+$'), 'token must be 1..64 characters [0-9A-Za-z_-]')
+local ms = need_int(ARGV[4], 1, 600000, 'lease ms')
+local held = checked(redis.pcall('GET', KEYS[1]), KEYS[1])
 
 if op == 'take' then
   if held then return 0 end
@@ -48,3 +113,5 @@ if held == token then
   return 1
 end
 return 0
+end
+return run(main)
