@@ -29,7 +29,15 @@ func (w *Worker) run(c Claimed) {
 	var cancelled atomic.Bool
 	go w.extend(hctx, c, lost, &cancelled, stop)
 	job := Job{Queue: w.q.Name, ID: c.ID, Payload: c.Payload, Attempt: c.Attempt, Token: c.Token, Flow: c.Flow}
-	result, herr := w.safe(hctx, job)
+	var result string
+	var herr error
+	if IsReleasedParent(c.Flow) {
+		// A released flow parent: its children's outcomes are its row's r:<child> fields.
+		job.ChildResults, herr = w.childResults(hctx, c.ID)
+	}
+	if herr == nil {
+		result, herr = w.safe(hctx, job)
+	}
 	close(stop)
 	timedOut := errors.Is(hctx.Err(), context.DeadlineExceeded)
 	if hctx.Err() != nil && !cancelled.Load() && !timedOut {
@@ -44,7 +52,7 @@ func (w *Worker) run(c Claimed) {
 	}
 	settle := func(ctx context.Context) error {
 		if herr == nil {
-			_, err := w.q.Complete(ctx, w.o.KeepDone, []Done{{ID: c.ID, Token: c.Token, Result: result}})
+			_, err := w.q.Complete(ctx, w.o.KeepDone, []Done{{ID: c.ID, Token: c.Token, Result: result, Child: IsChild(c.Flow)}})
 			return err
 		}
 		var fe *FatalError
@@ -52,7 +60,7 @@ func (w *Worker) run(c Claimed) {
 		if len(text) > maxErrorText {
 			text = text[:maxErrorText]
 		}
-		_, err := w.q.Retry(ctx, c.ID, c.Token, text, errors.As(herr, &fe), w.o.MaxAttempts, w.o.Backoff, w.o.DeadCap)
+		_, err := w.q.Retry(ctx, Held{ID: c.ID, Token: c.Token, Child: IsChild(c.Flow)}, text, errors.As(herr, &fe), w.o.MaxAttempts, w.o.Backoff, w.o.DeadCap)
 		return err
 	}
 	until := time.Now().Add(time.Duration(w.o.LeaseMs) * time.Millisecond)
@@ -64,6 +72,24 @@ func (w *Worker) run(c Claimed) {
 		}
 		w.report(fmt.Errorf("settle %s: %w", c.ID, err))
 		time.Sleep(pause)
+	}
+}
+
+// childResults reads a released parent's children from its row (peek.lua), retrying a failed
+// read for a while; a read that keeps failing fails the attempt.
+func (w *Worker) childResults(ctx context.Context, id string) ([]ChildResult, error) {
+	pause := 100 * time.Millisecond
+	for i := 0; ; i++ {
+		row, err := w.q.Peek(ctx, id)
+		if err == nil {
+			return ChildResults(row), nil
+		}
+		if i == 4 || ErrorCode(err) != "" || ctx.Err() != nil {
+			return nil, fmt.Errorf("reading the children's results: %w", err)
+		}
+		w.report(fmt.Errorf("peek %s: %w", id, err))
+		sleepCtx(ctx, pause)
+		pause *= 2
 	}
 }
 

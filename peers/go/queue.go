@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -110,11 +111,14 @@ func parseClaim(v any) (wait int64, jobs []Claimed, err error) {
 	return wait, jobs, nil
 }
 
-// Done is one completion: the job, its token, and its JSON result ("" for none).
+// Done is one completion: the job, its token, and its JSON result ("" for none). Child marks a
+// flow child (claim's flow flag holds "c"): its completion writes its parent's hand-off, so the
+// call carries the queue's outbox keys.
 type Done struct {
 	ID     string
 	Token  int64
 	Result string
+	Child  bool
 }
 
 // Complete completes jobs (1..1000), keeping keepDone done rows; ok[i] is false when refused
@@ -127,7 +131,9 @@ func (q *Queue) Complete(ctx context.Context, keepDone int, done []Done) ([]bool
 		keys = append(keys, k.Row(d.ID))
 		args = append(args, d.ID, strconv.FormatInt(d.Token, 10), d.Result)
 	}
-	keys = append(keys, k.Outbox, k.OutDue) // a flow child's hand-off
+	if anyChild(done, func(d Done) bool { return d.Child }) {
+		keys = append(keys, k.Outbox, k.OutDue) // a flow child's hand-off
+	}
 	v, err := q.scripts.Run(ctx, q.rdb, "complete", keys, args...)
 	if err != nil {
 		return nil, err
@@ -135,21 +141,44 @@ func (q *Queue) Complete(ctx context.Context, keepDone int, done []Done) ([]bool
 	return flags(v, len(done), "complete")
 }
 
-// RetryOutcome is what retry.lua did: 0 refused, 1 scheduled again at At, 2 buried at At.
+// anyChild reports whether a settle batch holds a flow child (the call then needs the outbox keys).
+func anyChild[T any](xs []T, child func(T) bool) bool {
+	for _, x := range xs {
+		if child(x) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsChild reports whether claim's flow flag marks a flow child ("c" or "pc").
+func IsChild(flow string) bool { return strings.Contains(flow, "c") }
+
+// IsReleasedParent reports whether claim's flow flag marks a released flow parent ("p" or "pc").
+func IsReleasedParent(flow string) bool { return strings.Contains(flow, "p") }
+
+// RetryOutcome is what retry.lua did: 0 refused, 1 scheduled again at At, 2 buried at At, 3
+// cancelled at At (a cancel was requested while it ran).
 type RetryOutcome struct {
 	Kind int64
 	At   int64
 }
 
-// Retry schedules the job after its backoff or buries it (last attempt, or fatal).
-func (q *Queue) Retry(ctx context.Context, id string, token int64, errText string, fatal bool, defMax int, defBackoff string, deadCap int) (RetryOutcome, error) {
+// Retry schedules the job after its backoff or buries it (last attempt, or fatal). h.Child marks
+// a flow child (claim's flow flag holds "c"): a bury or cancel writes its parent's hand-off, so
+// the call carries the queue's outbox keys.
+func (q *Queue) Retry(ctx context.Context, h Held, errText string, fatal bool, defMax int, defBackoff string, deadCap int) (RetryOutcome, error) {
 	k := q.Keys
 	f := "0"
 	if fatal {
 		f = "1"
 	}
-	v, err := q.scripts.Run(ctx, q.rdb, "retry", []string{k.Meta, k.Active, k.Scheduled, k.Dead, k.Wake, k.Data, k.RowPrefix, k.Row(id), k.Events, k.Cancelled, k.Outbox, k.OutDue},
-		ProtocolVersion, id, strconv.FormatInt(token, 10), errText, f, defMax, defBackoff, deadCap)
+	keys := []string{k.Meta, k.Active, k.Scheduled, k.Dead, k.Wake, k.Data, k.RowPrefix, k.Row(h.ID), k.Events, k.Cancelled}
+	if h.Child {
+		keys = append(keys, k.Outbox, k.OutDue)
+	}
+	v, err := q.scripts.Run(ctx, q.rdb, "retry", keys,
+		ProtocolVersion, h.ID, strconv.FormatInt(h.Token, 10), errText, f, defMax, defBackoff, deadCap)
 	if err != nil {
 		return RetryOutcome{}, err
 	}
@@ -165,10 +194,13 @@ func (q *Queue) Retry(ctx context.Context, id string, token int64, errText strin
 	return out, nil
 }
 
-// Held is a job held under a token (for Extend and Release).
+// Held is a job held under a token (for Extend, Retry and Release). Child marks a flow child
+// (claim's flow flag holds "c"): Retry and Release then pass the queue's outbox keys, which the
+// scripts require when they end a flow child (a bury, or a cancel of a flagged job).
 type Held struct {
 	ID    string
 	Token int64
+	Child bool
 }
 
 // Extend answers of extend.lua, per job.
@@ -216,7 +248,9 @@ func (q *Queue) Release(ctx context.Context, held []Held) ([]bool, error) {
 		keys = append(keys, k.Row(h.ID))
 		args = append(args, h.ID, strconv.FormatInt(h.Token, 10))
 	}
-	keys = append(keys, k.Outbox, k.OutDue)
+	if anyChild(held, func(h Held) bool { return h.Child }) {
+		keys = append(keys, k.Outbox, k.OutDue) // a flagged flow child ends cancelled: its hand-off
+	}
 	v, err := q.scripts.Run(ctx, q.rdb, "release", keys, args...)
 	if err != nil {
 		return nil, err
@@ -225,7 +259,8 @@ func (q *Queue) Release(ctx context.Context, held []Held) ([]bool, error) {
 }
 
 // Reap moves up to limit expired leases back to pending (or to the morgue when spent; a job
-// flagged by cancel ends cancelled, counted in neither).
+// flagged by cancel ends cancelled, counted in neither). It always passes the outbox keys: it
+// cannot know whether an expired job is a flow child.
 func (q *Queue) Reap(ctx context.Context, limit, defMax, deadCap int) (requeued, buried int64, err error) {
 	k := q.Keys
 	v, err := q.scripts.Run(ctx, q.rdb, "reap", []string{k.Meta, k.Active, k.Pending, k.Dead, k.Wake, k.Data, k.RowPrefix, k.Events, k.Cancelled, k.Outbox, k.OutDue},

@@ -22,6 +22,10 @@ type Job struct {
 	// settle owes the parent a hand-off through the outbox), "p" a flow parent released by its
 	// children (their results are its row's r:<child> fields), "pc" both.
 	Flow string
+	// ChildResults are a released flow parent's children (Flow holds "p"), read from its row
+	// before the handler runs, sorted by key: each child's queue, policy, key, and its outcome
+	// (done, failed, cancelled) with the result JSON or error text.
+	ChildResults []ChildResult
 }
 
 // Handler runs one job and returns its result as JSON text ("" for none). An error schedules a
