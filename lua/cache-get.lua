@@ -28,21 +28,17 @@ local refusal_hook = nil
 local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
 -- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
 local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
--- The cache's key grammar (docs/protocol.md §2): a namespace is a name (1..100 bytes of
--- `A-Za-z0-9_.-`); a cache key or tag is 1..512 bytes of printable ASCII without space and braces
--- (0x21..0x7a, `|`, `~`: the runtimes' assertCacheKey). An entry and its fill lease carry the
--- key's own hash tag, `emq:{c:<ns>:<key>}:entry|lease`; a namespace's keys share
--- `emq:{<ns>}:cache:` (`log`, `signal`, `tag:<tag>`, `mark:<tag>`).
-local function cache_key_ok(s)
-  return type(s) == 'string' and #s >= 1 and #s <= 512 and string.find(s, '^[!-z|~]+$') ~= nil
-end
 -- The hash tag `c:<ns>:<key>` of an entry (kind `entry`) or lease (`lease`) key, or EMQ_BAD_ARG.
+-- One match (the key's class already excludes the braces), on cache-get's hot path.
+local ENTRY_KEY = { entry = '^emq:{c:[A-Za-z0-9_.%-]+:[!-z|~]+}:entry$', lease = '^emq:{c:[A-Za-z0-9_.%-]+:[!-z|~]+}:lease$' }
 local function need_entry_key(k, kind, i)
-  local ns, key = string.match(type(k) == 'string' and k or '', '^emq:{c:([A-Za-z0-9_.%-]+):([^{}]+)}:' .. kind .. '$')
-  if not ns or #ns > 100 or not cache_key_ok(key) then
-    fail('BAD_ARG', 'KEYS[' .. i .. '] must be a cache ' .. kind .. ' key emq:{c:<ns>:<key>}:' .. kind)
+  local tag = type(k) == 'string' and string.find(k, ENTRY_KEY[kind]) and string.sub(k, 6, -#kind - 3)
+  if tag and #tag > 104 then -- shorter, neither the namespace (100) nor the key (512) can be too long
+    local ns = #string.match(tag, '^c:([^:]*)')
+    if ns > 100 or #tag - 3 - ns > 512 then tag = nil end
   end
-  return 'c:' .. ns .. ':' .. key
+  if not tag then fail('BAD_ARG', 'KEYS[' .. i .. '] must be a cache ' .. kind .. ' key emq:{c:<ns>:<key>}:' .. kind) end
+  return tag
 end
 -- The runner every built script ends with (`return run(main)`): the version is checked before
 -- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
