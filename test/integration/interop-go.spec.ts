@@ -5,6 +5,12 @@
  * (b) a Go producer (echomq-produce, ids minted on its own leased node number) and a TS
  *     `@Processor`: every job done exactly once, results read back from Go with peek.lua.
  * Every tenth job fails its first attempt on the consuming side and is retried after its backoff.
+ * Flows across the runtimes (docs/protocol.md §10):
+ * (c) a TS flow whose children a Go worker runs, every hand-off relayed by the Go relay (no TS
+ *     relay): the TS parent runs once, with every child's result;
+ * (d) a Go-consumed parent whose children a TS consumer runs, relayed by TS: the Go parent is
+ *     released and sees its children's results.
+ * (e) a group cap stored by TS (setPolicy) holds for a Go worker of concurrency 10.
  * The Go binaries come from dist/go (scripts/build-go.sh, run by `npm test`), built here if missing.
  */
 import 'reflect-metadata';
@@ -16,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { EchoMqModule, Processor, QueueService, type Job } from '../../src/index.js';
+import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
 
@@ -38,6 +45,8 @@ interface GoProcess {
 }
 
 const children: GoProcess[] = [];
+/** Closers of the running test (relays), run after it. */
+const afterThis: (() => Promise<void>)[] = [];
 
 /** Script calls served so far (EVALSHA + EVAL), from INFO commandstats. */
 async function scriptCalls(raw: { info(section: string): Promise<string> }): Promise<number> {
@@ -78,6 +87,9 @@ class TsConsumer {
 describe('interop with the Go peer', () => {
   const f = queueFixture();
   beforeAll(() => ensureBinaries(), 180_000);
+  afterEach(async () => {
+    for (const close of afterThis.splice(0)) await close();
+  });
   afterEach(async () => {
     for (const c of children.splice(0)) {
       if (c.proc.exitCode === null) c.proc.kill('SIGTERM');
@@ -146,4 +158,110 @@ describe('interop with the Go peer', () => {
       await app.close();
     }
   }, 120_000);
+
+  test('a TS flow whose children a Go worker runs and the Go relay relays: the TS parent runs with every result', async () => {
+    const parentQ = randomQueue('flow-ts-parent');
+    const kidsQ = randomQueue('flow-go-kids');
+    // A producer whose relay is closed: flow-add's creation entries are signalled, not self-relayed,
+    // and no TS relay watches either queue. Every hand-off goes through the Go relay.
+    const producer = new QueueService(f.conn);
+    await producer.flows.close();
+    const worker = runGo('echomq-worker', ['-queue', kidsQ, '-concurrency', '8', '-backoff', 'f:50', '-relay', `${parentQ},${kidsQ}`]);
+    await eventually(() => worker.lines.includes(`ready ${kidsQ}`), 10_000, 'the Go worker to start');
+    const parentRuns: { id: string; results: unknown[] }[] = [];
+    const { consumer } = await startConsumer(f.conn, parentQ, async (job) => {
+      const kids = await producer.flows.children<{ by: string; attempt: number; payload: { i: number } }>(parentQ, job.id);
+      parentRuns.push({ id: job.id, results: kids.list.map((k) => k.result ?? k.error) });
+      return { sum: kids.list.reduce((s, k) => s + (k.result?.payload.i ?? 0), 0), n: kids.list.length };
+    }, { concurrency: 2, attempts: 1 });
+    f.consumers.push(consumer);
+    const children = Array.from({ length: 20 }, (_, i) => ({
+      queue: kidsQ,
+      key: `k${i}`,
+      payload: { i, failOnce: i % 5 === 0, fatal: i === 7 },
+      onFailure: i === 7 ? ('continue' as const) : ('fail' as const),
+    }));
+    const flow = await producer.flow({ queue: parentQ, payload: { root: true }, children });
+    await eventually(async () => (await f.queues.getJob(parentQ, flow.id))?.status === 'done', 20_000, `the TS parent to finish (Go stderr: ${worker.stderr.slice(-3).join(' | ')})`);
+    expect(parentRuns).toHaveLength(1);
+    const parent = await f.queues.getJob<unknown, { sum: number; n: number }>(parentQ, flow.id);
+    expect(parent?.result).toEqual({ sum: 190 - 7, n: 20 });
+    const byKey = new Map(parent?.children?.map((c) => [c.key, c]));
+    for (let i = 0; i < 20; i++) {
+      const c = byKey.get(`k${i}`);
+      if (i === 7) expect(c).toMatchObject({ outcome: 'failed', error: 'Error: fatal on purpose' });
+      else expect(c).toMatchObject({ outcome: 'done', result: { by: 'go', attempt: i % 5 === 0 ? 2 : 1, flow: 'c', payload: children[i].payload } });
+    }
+    // The children were run by Go only, each once per attempt, and every outbox was drained.
+    const ran = worker.lines.filter((l) => l.startsWith('ran '));
+    expect(ran).toHaveLength(20 + 4);
+    for (const q of [parentQ, kidsQ]) await eventually(async () => (await f.raw.hlen(`emq:{${q}}:outbox`)) === 0, 5000, `the outbox of ${q} to drain`);
+  }, 60_000);
+
+  test('a Go-consumed parent whose children a TS consumer runs (TS relay): the Go parent sees every result', async () => {
+    const parentQ = randomQueue('flow-go-parent');
+    const kidsQ = randomQueue('flow-ts-kids');
+    const worker = runGo('echomq-worker', ['-queue', parentQ, '-concurrency', '4']);
+    await eventually(() => worker.lines.includes(`ready ${parentQ}`), 10_000, 'the Go worker to start');
+    const { consumer } = await startConsumer(f.conn, kidsQ, (job) => {
+      const p = job.payload as { i: number };
+      if (p.i === 3) throw new Error('three is not welcome');
+      return { doubled: p.i * 2 };
+    }, { concurrency: 8, attempts: 1 });
+    f.consumers.push(consumer);
+    const producer = new QueueService(f.conn); // its relay watches both queues of the flow
+    afterThis.push(() => producer.flows.close());
+    const flow = await producer.flow({
+      queue: parentQ,
+      payload: { root: true },
+      children: Array.from({ length: 10 }, (_, i) => ({ queue: kidsQ, key: `k${i}`, payload: { i }, onFailure: i === 3 ? ('ignore' as const) : ('fail' as const) })),
+    });
+    await eventually(async () => (await f.queues.getJob(parentQ, flow.id))?.status === 'done', 20_000, `the Go parent to finish (Go stderr: ${worker.stderr.slice(-3).join(' | ')})`);
+    const parent = await f.queues.getJob<unknown, { by: string; flow: string; children: { id: string; key: string; queue: string; outcome: string; result?: unknown; error?: string }[] }>(parentQ, flow.id);
+    expect(parent?.result?.by).toBe('go');
+    expect(parent?.result?.flow).toBe('p');
+    const kids = parent?.result?.children ?? [];
+    expect(kids.map((k) => k.key)).toEqual(Array.from({ length: 10 }, (_, i) => `k${i}`));
+    kids.forEach((k, i) => {
+      expect(k.id).toBe(flow.children[i].id);
+      expect(k.queue).toBe(kidsQ);
+      if (i === 3) expect(k).toMatchObject({ outcome: 'failed', error: 'Error: three is not welcome' });
+      else expect(k).toMatchObject({ outcome: 'done', result: { doubled: i * 2 } });
+    });
+    expect(worker.lines.filter((l) => l.startsWith(`ran ${flow.id} `))).toEqual([`ran ${flow.id} 1 ok`]);
+  }, 60_000);
+
+  test('a group cap declared from TS holds for a Go worker of concurrency 10', async () => {
+    const q = randomQueue('go-gcap');
+    const CAP = 2;
+    await f.queues.setPolicy(q, { groups: { concurrency: CAP } });
+    await f.queues.enqueueMany(q, [
+      ...Array.from({ length: 24 }, (_, i) => ({ payload: { i, g: 'capped' }, opts: { group: 'capped' } })),
+      ...Array.from({ length: 24 }, (_, i) => ({ payload: { i, g: 'other' }, opts: { group: 'other' } })),
+      ...Array.from({ length: 24 }, (_, i) => ({ payload: { i } })),
+    ]);
+    const worker = runGo('echomq-worker', ['-queue', q, '-concurrency', '10', '-events', '-sleep-ms', '40']);
+    await eventually(() => worker.lines.filter((l) => l.startsWith('ran ')).length === 72, 30_000, `every job to run (Go stderr: ${worker.stderr.slice(-3).join(' | ')})`);
+    // In flight per group, replayed from the handler's start/end lines (printed in order).
+    const now = new Map<string, number>();
+    const peak = new Map<string, number>();
+    let all = 0;
+    let peakAll = 0;
+    for (const l of worker.lines) {
+      const [what, , g] = l.split(' ');
+      if (what !== 'start' && what !== 'end') continue;
+      const d = what === 'start' ? 1 : -1;
+      now.set(g, (now.get(g) ?? 0) + d);
+      all += d;
+      peak.set(g, Math.max(peak.get(g) ?? 0, now.get(g) ?? 0));
+      peakAll = Math.max(peakAll, all);
+    }
+    expect(peak.get('capped')).toBeLessThanOrEqual(CAP);
+    expect(peak.get('other')).toBeLessThanOrEqual(CAP);
+    expect(peak.get('capped')).toBeGreaterThanOrEqual(1);
+    expect(peakAll).toBeGreaterThan(CAP); // the worker does run more at once: the cap is per group
+    expect(peakAll).toBeLessThanOrEqual(10);
+    await eventually(async () => (await f.queues.counts(q)).done === 72, 5000, 'every job done');
+    expect(await f.queues.counts(q)).toMatchObject({ pending: 0, active: 0, dead: 0, done: 72 });
+  }, 60_000);
 });
