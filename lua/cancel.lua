@@ -53,7 +53,6 @@ local DATA_VERSIONS = { ['1'] = true }
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
 local refusal_hook = nil
-local function on_refusal(fn) refusal_hook = fn end
 local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
 -- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
 local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
@@ -77,26 +76,6 @@ local function need_int(s, lo, hi, what)
   if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
   return v
 end
--- A text argument of lo..hi bytes.
-local function need_bytes(s, lo, hi, what)
-  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
-  return s
-end
--- One of a set of words, given as a table word -> true.
-local function need_word(s, words, what)
-  if not words[s] then
-    local list = {}
-    for w in pairs(words) do list[#list + 1] = w end
-    table.sort(list)
-    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
-  end
-  return s
-end
--- A fencing token: decimal digits, at most 20.
-local function need_token(s)
-  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
-  return s
-end
 -- Trimming a bounded set of finished jobs (the morgue, the cancelled set: id -> when): the oldest
 -- beyond `keep` go, with their rows and payloads, at most 1000 per call (bounded work). With
 -- `ghosts`, a payload of "" (a ghost's marker, cancel.lua) stays, so claim still recognises its
@@ -109,12 +88,6 @@ local function trim_rows(set, data, prefix, keep, ghosts)
     redis.call('DEL', prefix .. old[i])
     if not ghosts or redis.call('HGET', data, old[i]) ~= '' then redis.call('HDEL', data, old[i]) end
   end
-end
--- The cancelled set (docs/protocol.md §5): a job that ends `cancelled` keeps its row and its id in
--- `cancelled` (id -> cancelled at), trimmed to the retention cancel.lua records in meta `keepc`.
--- The retention of meta `keepc`, 1000 when unset or malformed.
-local function cancelled_keep(keepc)
-  return int(keepc, 1, 1000000) or 1000
 end
 -- Ends a job `cancelled` at now: its row (with the error text, when one is given) and the set.
 local function end_cancelled(row, set, id, now, err)
@@ -244,13 +217,6 @@ local function queue_base(meta)
   end
   return string.sub(meta, 1, -5)
 end
--- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
-local function topic_base(meta)
-  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
-    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
-  end
-  return string.sub(meta, 1, -5)
-end
 -- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
 local function need_keys(keys, base, names, from)
   for i = from or 2, #names do
@@ -259,19 +225,16 @@ local function need_keys(keys, base, names, from)
     end
   end
 end
--- A declared row key must be the row (`<prefix><id>`) of its own id.
-local function need_row(key, prefix, id)
-  if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
-end
 -- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
--- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
+-- stored rate limit "<max> <ms>"), gpol (its stored group policy; both written by policy.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10] }
   end
   return meta_memo
 end

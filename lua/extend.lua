@@ -35,7 +35,6 @@ local DATA_VERSIONS = { ['1'] = true }
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
 local refusal_hook = nil
-local function on_refusal(fn) refusal_hook = fn end
 local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
 -- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
 local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
@@ -58,26 +57,6 @@ local function need_int(s, lo, hi, what)
   local v = int(s, lo, hi)
   if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
   return v
-end
--- A text argument of lo..hi bytes.
-local function need_bytes(s, lo, hi, what)
-  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
-  return s
-end
--- One of a set of words, given as a table word -> true.
-local function need_word(s, words, what)
-  if not words[s] then
-    local list = {}
-    for w in pairs(words) do list[#list + 1] = w end
-    table.sort(list)
-    fail('BAD_ARG', what .. ' must be one of ' .. table.concat(list, ', '))
-  end
-  return s
-end
--- A fencing token: decimal digits, at most 20.
-local function need_token(s)
-  if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
-  return s
 end
 -- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
 -- time, so a second TIME would answer the same; parts of a composed script share the read).
@@ -104,24 +83,12 @@ local function bad_id(id, ns)
   end
   return false
 end
--- An id of namespace ns (default `job`), or EMQ_BAD_ID.
-local function need_id(id, ns)
-  if bad_id(id, ns) then fail('BAD_ID', 'malformed ' .. (ns or 'job') .. ' id') end
-  return id
-end
 -- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
 -- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
 -- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
 local function queue_base(meta)
   if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
     fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
-  end
-  return string.sub(meta, 1, -5)
-end
--- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
-local function topic_base(meta)
-  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
-    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
   end
   return string.sub(meta, 1, -5)
 end
@@ -137,16 +104,6 @@ end
 local function need_row(key, prefix, id)
   if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
 end
--- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
--- before the first write (Valkey does not roll a script back).
-local function need_type(key, want)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
-end
--- Several at once: a flat list key, type, key, type, …
-local function need_types(list)
-  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
-end
 -- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
 -- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
 local function checked(r, key)
@@ -158,13 +115,14 @@ local function checked(r, key)
 end
 -- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
--- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
+-- stored rate limit "<max> <ms>"), gpol (its stored group policy; both written by policy.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10] }
   end
   return meta_memo
 end

@@ -33,7 +33,6 @@ local DATA_VERSIONS = { ['1'] = true }
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
 local refusal_hook = nil
-local function on_refusal(fn) refusal_hook = fn end
 local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
 -- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
 local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
@@ -56,11 +55,6 @@ local function need_int(s, lo, hi, what)
   local v = int(s, lo, hi)
   if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
   return v
-end
--- A text argument of lo..hi bytes.
-local function need_bytes(s, lo, hi, what)
-  if type(s) ~= 'string' or #s < lo or #s > hi then fail('BAD_ARG', what .. ' must be ' .. lo .. '..' .. hi .. ' bytes') end
-  return s
 end
 -- One of a set of words, given as a table word -> true.
 local function need_word(s, words, what)
@@ -106,13 +100,6 @@ local function queue_base(meta)
   end
   return string.sub(meta, 1, -5)
 end
--- The base `emq:{<t>}:bus:` of a Bus topic's keys, from its meta key (KEYS[1]).
-local function topic_base(meta)
-  if type(meta) ~= 'string' or #meta > 114 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:bus:meta$') then
-    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<topic>}:bus:meta of a topic')
-  end
-  return string.sub(meta, 1, -5)
-end
 -- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
 local function need_keys(keys, base, names, from)
   for i = from or 2, #names do
@@ -125,16 +112,6 @@ end
 local function need_row(key, prefix, id)
   if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
 end
--- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
--- before the first write (Valkey does not roll a script back).
-local function need_type(key, want)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
-end
--- Several at once: a flat list key, type, key, type, …
-local function need_types(list)
-  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
-end
 -- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
 -- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
 local function checked(r, key)
@@ -146,13 +123,14 @@ local function checked(r, key)
 end
 -- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
--- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc.
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
+-- stored rate limit "<max> <ms>"), gpol (its stored group policy; both written by policy.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10] }
   end
   return meta_memo
 end

@@ -69,6 +69,18 @@ describe('SHA1 agrees with Valkey', () => {
     expect(got).toBe(scripts().get(name)!.sha);
     expect(await raw.script('EXISTS', got as string)).toEqual([1]);
   });
+
+  // docs/protocol.md §12: the version comes first, before any count, key or argument.
+  it.each([...SCRIPT_NAMES])('lua/%s.lua answers EMQ_VERSION to another version with no keys or arguments, or to nothing at all', async (name: ScriptName) => {
+    const other = String(Number(PROTOCOL_VERSION) + 8);
+    for (const args of [[other], [String(Number(PROTOCOL_VERSION) - 1)], []]) {
+      const err = await raw.evalsha(scripts().get(name)!.sha, 0, ...args).then(
+        () => undefined,
+        (e: Error) => e.message,
+      );
+      expect([args, err?.split(' ')[0]]).toEqual([args, 'EMQ_VERSION']);
+    }
+  });
 });
 
 describe('docs/protocol.md records every script SHA', () => {
