@@ -10,7 +10,8 @@
  *     relay): the TS parent runs once, with every child's result;
  * (d) a Go-consumed parent whose children a TS consumer runs, relayed by TS: the Go parent is
  *     released and sees its children's results.
- * (e) a group cap stored by TS (setPolicy) holds for a Go worker of concurrency 10.
+ * (e) a group cap stored by TS (setPolicy) holds for a Go worker of concurrency 10;
+ * (f) a Go Bus consumer-group member (echomq-bus) reads a topic a TS BusService publishes to.
  * The Go binaries come from dist/go (scripts/build-go.sh, run by `npm test`), built here if missing.
  */
 import 'reflect-metadata';
@@ -21,7 +22,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { EchoMqModule, Processor, QueueService, type Job } from '../../src/index.js';
+import { BusService, EchoMqModule, Processor, QueueService, type Job } from '../../src/index.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
@@ -32,7 +33,7 @@ const N = 2000;
 const GO_TO_TS = randomQueue('interop-ts');
 
 function ensureBinaries(): void {
-  if (existsSync(join(BIN, 'echomq-worker')) && existsSync(join(BIN, 'echomq-produce'))) return;
+  if (['echomq-worker', 'echomq-produce', 'echomq-bus'].every((b) => existsSync(join(BIN, b)))) return;
   const r = spawnSync('bash', [join(ROOT, 'scripts', 'build-go.sh')], { stdio: 'inherit' });
   if (r.status !== 0) throw new Error('scripts/build-go.sh failed: the Go peer did not build');
 }
@@ -263,5 +264,34 @@ describe('interop with the Go peer', () => {
     expect(peakAll).toBeLessThanOrEqual(10);
     await eventually(async () => (await f.queues.counts(q)).done === 72, 5000, 'every job done');
     expect(await f.queues.counts(q)).toMatchObject({ pending: 0, active: 0, dead: 0, done: 72 });
+  }, 60_000);
+
+  test('a Go consumer group reads what TS publishes: acked once, a failed event re-delivered, a poison one dead-lettered', async () => {
+    const topic = randomQueue('bus-go');
+    const bus = new BusService(f.conn, { trimIntervalMs: 0 });
+    afterThis.push(() => bus.close());
+    const payloads = Array.from({ length: 40 }, (_, i) => ({ i, failOnce: i % 10 === 3, poison: i === 17 }));
+    const ids = await bus.publishMany(topic, payloads);
+    const reader = runGo('echomq-bus', ['-topic', topic, '-group', 'go-readers', '-consumer', 'go-1', '-concurrency', '4', '-max-deliveries', '3', '-ack-timeout-ms', '300']);
+    await eventually(
+      () => reader.lines.some((l) => l.startsWith('dead ')) && reader.lines.filter((l) => l.endsWith(' ok')).length === 39,
+      15_000,
+      `the Go member to handle every event (stderr: ${reader.stderr.slice(-3).join(' | ')})`,
+    );
+    expect(reader.lines.filter((l) => l.startsWith('dead '))).toEqual([`dead ${ids[17]} 3`]);
+    const runs = new Map<string, string[]>();
+    for (const l of reader.lines.filter((x) => x.startsWith('got '))) {
+      const [, id, n, outcome] = l.split(' ');
+      runs.set(id, [...(runs.get(id) ?? []), `${n} ${outcome}`]);
+    }
+    ids.forEach((id, i) => {
+      const want = i === 17 ? ['1 failed', '2 failed', '3 failed'] : i % 10 === 3 ? ['1 failed', '2 ok'] : ['1 ok'];
+      expect([i, runs.get(id)]).toEqual([i, want]);
+    });
+    const dead = await bus.deadLetters(topic);
+    expect(dead).toHaveLength(1);
+    expect(dead[0]).toMatchObject({ id: ids[17], group: 'go-readers', consumer: 'go-1', deliveries: 3, error: 'Error: poison', payload: payloads[17] });
+    const [pendingCount] = (await f.raw.xpending(`emq:{${topic}}:bus:log`, 'go-readers')) as [number];
+    expect(pendingCount).toBe(0);
   }, 60_000);
 });

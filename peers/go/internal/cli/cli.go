@@ -49,20 +49,10 @@ func defaultLua() string {
 // Open connects as emq:<role>:go-<pid> (RESP2, so a Lua false reads as nil, as every runtime sees it) and loads the
 // scripts and the queue.
 func (c *Common) Open(ctx context.Context, role string) (*redis.Client, *echomq.Scripts, *echomq.Queue, error) {
-	if c.URL == "" || c.Queue == "" {
+	if c.Queue == "" {
 		return nil, nil, nil, fmt.Errorf("-url and -queue are required")
 	}
-	opt, err := redis.ParseURL(c.URL)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	opt.Protocol = 2
-	opt.ClientName = fmt.Sprintf("emq:%s:go-%d", role, os.Getpid()) // CLIENT SETNAME, for CLIENT LIST
-	rdb := redis.NewClient(opt)
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return nil, nil, nil, err
-	}
-	scripts, err := echomq.LoadScripts(c.Lua)
+	rdb, scripts, err := c.Connect(ctx, role)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -71,6 +61,28 @@ func (c *Common) Open(ctx context.Context, role string) (*redis.Client, *echomq.
 		return nil, nil, nil, err
 	}
 	return rdb, scripts, q, nil
+}
+
+// Connect connects as emq:<role>:go-<pid> (RESP2) and loads the scripts; -queue is not needed.
+func (c *Common) Connect(ctx context.Context, role string) (*redis.Client, *echomq.Scripts, error) {
+	if c.URL == "" {
+		return nil, nil, fmt.Errorf("-url is required")
+	}
+	opt, err := redis.ParseURL(c.URL)
+	if err != nil {
+		return nil, nil, err
+	}
+	opt.Protocol = 2
+	opt.ClientName = fmt.Sprintf("emq:%s:go-%d", role, os.Getpid()) // CLIENT SETNAME, for CLIENT LIST
+	rdb := redis.NewClient(opt)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return nil, nil, err
+	}
+	scripts, err := echomq.LoadScripts(c.Lua)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rdb, scripts, nil
 }
 
 // Fail prints err and exits 1.
