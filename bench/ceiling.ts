@@ -10,7 +10,7 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { queueKeys, scripts } from '../src/protocol/index.js';
+import { PROTOCOL_VERSION, queueKeys, scripts } from '../src/protocol/index.js';
 import { inBatches, payload100, randomQueue } from './common.js';
 import { EchoMqDriver, ECHOMQ_KEEP_DONE } from './echomq.js';
 import type { PhaseCost, Probe } from './probe.js';
@@ -64,10 +64,10 @@ local function complete(KEYS, ARGV)
 ${body(complete)}
 end
 local K, A = KEYS, ARGV
-local r = claim({ K[1], K[2], K[3], K[4], K[5], K[6], K[7], K[8], K[9] }, { '1', A[1], A[2], A[3] })
+local r = claim({ K[1], K[2], K[3], K[4], K[5], K[6], K[7], K[8], K[9] }, { '${PROTOCOL_VERSION}', A[1], A[2], A[3] })
 if r.err then return r end
-local ck, ca, k = { K[1], K[4], K[10], K[6], K[8], K[9] }, { '1', A[4], '0' }, 0
-for i = 2, #r, 5 do -- claim: id, token, attempt, payload, extras per job
+local ck, ca, k = { K[1], K[4], K[10], K[6], K[8], K[9] }, { '${PROTOCOL_VERSION}', A[4], '0' }, 0
+for i = 3, #r, r[2] do -- claim: {wait, width, id, token, attempt, payload, extras, flow, ...}
   k = k + 1
   ck[#ck + 1] = K[8] .. r[i]
   ca[#ca + 1] = r[i]

@@ -5,6 +5,7 @@
 import { Redis } from 'iovalkey';
 import { checkScenario, type Scenario } from './format.js';
 import { ConformanceRunner, loadScripts } from './runner.js';
+import { PROTOCOL_VERSION } from '../../src/protocol/scripts.js';
 
 const scripts = loadScripts();
 const names = new Set(scripts.keys());
@@ -24,7 +25,7 @@ const run = (steps: unknown[]) => runner.run('self.json', scenario(steps));
 const enqueue = (id: string) => ({
   call: 'enqueue',
   keys: ['@meta', '@pending', '@scheduled', '@wake', '@data', '@opts', '@events'],
-  argv: ['1', 1024, 1, '', id, '{}', 0, 0, '', ''],
+  argv: [PROTOCOL_VERSION, 1024, 1, '', id, '{}', 0, 0, '', ''],
 });
 
 describe('the format refuses typos', () => {

@@ -3,6 +3,7 @@ import { QueueAdmin, QueueService, type JobCursor } from '../../src/index.js';
 import { adminWire, encodeBody, queueKeys, runScript, type EchoMqConnection } from '../../src/protocol/index.js';
 import { codeOf, refusedUnchanged as refusedUnchangedIn, sent } from '../helpers/refusals.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
+import { PROTOCOL_VERSION } from '../../src/protocol/scripts.js';
 
 let raw: Redis, conn: EchoMqConnection, queues: QueueService, admin: QueueAdmin;
 beforeAll(async () => {
@@ -19,8 +20,8 @@ async function seeded(): Promise<{ q: string; dead: string }> {
   const q = randomQueue('adm-bad');
   const dead = await queues.enqueue(q, { d: 1 });
   const k = queueKeys(q);
-  const claimed = (await runScript(conn.scriptClient, 'claim', [k.meta, k.pending, k.scheduled, k.active, k.wake, k.data, k.opts, k.jobPrefix, k.events], ['1', 1, 30_000, 10])) as (string | number)[];
-  await runScript(conn.scriptClient, 'retry', [k.meta, k.active, k.scheduled, k.dead, k.wake, k.data, k.jobPrefix, k.job(dead), k.events, k.cancelled, k.outbox, k.outdue], ['1', dead, String(claimed[2]), 'Error: x', '1', 3, 'f:50', 1000]);
+  const claimed = (await runScript(conn.scriptClient, 'claim', [k.meta, k.pending, k.scheduled, k.active, k.wake, k.data, k.opts, k.jobPrefix, k.events], [PROTOCOL_VERSION, 1, 30_000, 10])) as (string | number)[];
+  await runScript(conn.scriptClient, 'retry', [k.meta, k.active, k.scheduled, k.dead, k.wake, k.data, k.jobPrefix, k.job(dead), k.events, k.cancelled, k.outbox, k.outdue], [PROTOCOL_VERSION, dead, String(claimed[3]), 'Error: x', '1', 3, 'f:50', 1000]);
   await queues.enqueue(q, { p: 1 });
   await queues.enqueue(q, { s: 1 }, { delay: 600_000 });
   return { q, dead };

@@ -3,6 +3,7 @@ import { BusAdmin, BusService, CacheAdmin, CacheService } from '../../src/index.
 import { eventIdOf, globalKeys, runScript, topicKeys, type EchoMqConnection } from '../../src/protocol/index.js';
 import { codeOf, refusedUnchanged } from '../helpers/refusals.js';
 import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
+import { PROTOCOL_VERSION } from '../../src/protocol/scripts.js';
 
 let raw: Redis, conn: EchoMqConnection, bus: BusService, cache: CacheService, busAdmin: BusAdmin, cacheAdmin: CacheAdmin;
 beforeAll(async () => {
@@ -25,7 +26,7 @@ async function withDeadLetters(): Promise<{ t: string; events: string[] }> {
   const events = await bus.publishMany(t, [{ n: 1 }, { n: 2 }, { n: 3 }]);
   await raw.xgroup('CREATE', k.log, 'g', '0');
   const read = (await raw.xreadgroup('GROUP', 'g', 'c1', 'COUNT', 2, 'STREAMS', k.log, '>')) as [string, [string, string[]][]][];
-  for (const [sid] of read[0][1]) await runScript(conn.scriptClient, 'dead-letter', [k.meta, k.log, k.dead], ['1', 'g', 'c1', sid, eventIdOf(sid), 'Error: bad', '0', '1000']);
+  for (const [sid] of read[0][1]) await runScript(conn.scriptClient, 'dead-letter', [k.meta, k.log, k.dead], [PROTOCOL_VERSION, 'g', 'c1', sid, eventIdOf(sid), 'Error: bad', '0', '1000']);
   return { t, events };
 }
 

@@ -3,6 +3,7 @@ import { eventIdOf, globalKeys, queueKeys, runScript, topicKeys, wire } from '..
 import { runCli } from '../helpers/cli.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
+import { PROTOCOL_VERSION } from '../../src/protocol/scripts.js';
 
 const f = queueFixture();
 /** Each run is a fresh node process (about 0.5 s, several seconds on a loaded machine). */
@@ -94,7 +95,7 @@ describe('the echomq CLI, as a subprocess', () => {
       await f.raw.xgroup('CREATE', k.log, 'billing', '0');
       const read = (await f.raw.xreadgroup('GROUP', 'billing', 'c1', 'COUNT', 1, 'STREAMS', k.log, '>')) as [string, [string, string[]][]][];
       const sid = read[0][1][0][0];
-      await runScript(f.conn.scriptClient, 'dead-letter', [k.meta, k.log, k.dead], ['1', 'billing', 'c1', sid, eventIdOf(sid), 'Error: card declined', '0', '1000']);
+      await runScript(f.conn.scriptClient, 'dead-letter', [k.meta, k.log, k.dead], [PROTOCOL_VERSION, 'billing', 'c1', sid, eventIdOf(sid), 'Error: card declined', '0', '1000']);
       await eventually(async () => (await f.raw.zscore(globalKeys.topics, t)) !== null, 5000, 'announced');
       const topics = await cli('topics', '--after', t.slice(0, -1), '--limit', '5');
       expect(topics.stdout).toMatch(new RegExp(`│ ${t}\\s+│ 2\\s+│ evt\\w{11}\\s+│ 1\\s+│ 1\\s+│\\s+│`));

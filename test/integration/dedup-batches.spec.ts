@@ -14,6 +14,7 @@ import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { refusedUnchanged, sent } from '../helpers/refusals.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';
+import { PROTOCOL_VERSION } from '../../src/protocol/scripts.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -79,7 +80,7 @@ describe('business-key dedup', () => {
     const keys = [...call.keys];
     const run = (ks: string[], args: (string | number)[]) => () => runScript(f.conn.scriptClient, 'enqueue', ks, args);
     const id = f.queues.mintId();
-    const args = ['1', 1024, 1, '', id, '1', 0, 0, '', ''];
+    const args = [PROTOCOL_VERSION, 1024, 1, '', id, '1', 0, 0, '', ''];
     for (const bad of [k.dedup('ok').slice(0, -2) + '\x01', `emq:{${q}}:key:`, `emq:{${q}}:kex:ok`, `emq:{${q}}:key:${'y'.repeat(257)}`]) {
       await refusedUnchanged(f.raw, q, 'EMQ_BAD_ARG', run([...keys.slice(0, 7), bad], [...args, 1000]));
     }

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { luaDir } from '../../src/protocol/scripts.js';
 import { rawClient, testUrl } from '../helpers/valkey.js';
+import { PROTOCOL_VERSION } from '../../src/protocol/scripts.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -123,7 +124,7 @@ describe('node numbers are leased, never shared by two live processes', () => {
       // A live owner holds its number in the shared hash.
       const held = Number(await call([globalKeys.nodeSeq, globalKeys.nodes], '1', 'live', 60_000, ''));
       const before = [await raw.dbsize(), await raw.hgetall(globalKeys.nodes), await raw.get(globalKeys.nodeSeq)];
-      for (const argv of [['1', 'stale', 60_000, ''], ['1', 'stale', 60_000, held], ['1', 'live', 0, held]] as const) {
+      for (const argv of [[PROTOCOL_VERSION, 'stale', 60_000, ''], [PROTOCOL_VERSION, 'stale', 60_000, held], [PROTOCOL_VERSION, 'live', 0, held]] as const) {
         await expect(call([globalKeys.nodeSeq, '{emq}:node:'], ...argv)).rejects.toThrow(/^EMQ_BAD_ARG /);
         await expect(call(['{emq}:node-seq:x', globalKeys.nodes], ...argv)).rejects.toThrow(/^EMQ_BAD_ARG /);
         await expect(call([globalKeys.nodes, globalKeys.nodeSeq], ...argv)).rejects.toThrow(/^EMQ_BAD_ARG /);

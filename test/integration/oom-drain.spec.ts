@@ -58,7 +58,7 @@ describe('at maxmemory under noeviction', () => {
       try {
         await eventually(() => done >= Math.ceil(n * 0.9), 20_000, `90% of ${n} jobs done under OOM (done ${done})`);
       } finally {
-        await consumer.stop();
+        await consumer.stop(5_000);
       }
       // Still full: producers are still refused.
       const again = await queues.enqueue(q, payload).then(() => undefined, (e: unknown) => e);

@@ -11,6 +11,7 @@ import { QueueService } from '../../src/index.js';
 import type { EchoMqConnection, QueueKeys, ScriptName } from '../../src/protocol/index.js';
 import { codeOf, refusedUnchanged, rerun, sent, wireJob, type SentCall } from '../helpers/refusals.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
+import { PROTOCOL_VERSION } from '../../src/protocol/scripts.js';
 
 let raw: Redis, conn: EchoMqConnection, queues: QueueService;
 beforeAll(async () => {
@@ -99,7 +100,7 @@ describe('numbers that are not decimal integers (NaN, inf, fractions, exponents,
     });
     const { keys } = await calls.claim(s);
     const before = await read();
-    expect(await codeOf(() => run('claim', { keys, args: ['1', '1', 'NaN', '1000'] }))).toBe('EMQ_BAD_ARG');
+    expect(await codeOf(() => run('claim', { keys, args: [PROTOCOL_VERSION, '1', 'NaN', '1000'] }))).toBe('EMQ_BAD_ARG');
     expect(await read()).toEqual(before);
     expect(before.pending).toHaveLength(3);
   });
