@@ -1,4 +1,4 @@
--- announce.lua: EchoMQ protocol v1. Built from lua/src/announce.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- announce.lua: EchoMQ protocol v2. Built from lua/src/announce.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- The registry of known queues, topics and cache namespaces: a process announces a name as it
 -- starts using it (a producer at its first enqueue or publish, a consumer as it starts), so
 -- operators list them without a SCAN of the keyspace. Each registry is a zset of names, all at
@@ -18,7 +18,7 @@
 -- @uses args types
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

@@ -1,5 +1,5 @@
 #!lua flags=allow-oom
--- cache-announce.lua: EchoMQ protocol v1. Built from lua/src/cache-announce.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- cache-announce.lua: EchoMQ protocol v2. Built from lua/src/cache-announce.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Announces that keys of one cache namespace were invalidated at a version: appends ONE entry to
 -- the namespace's bounded invalidation log (all the keys of the call, in order) and signals it on
 -- the namespace's sharded channel as a wake-up hint. Nodes follow the log from their own position
@@ -28,7 +28,7 @@
 -- @uses args ids types cache-keys
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

@@ -1,5 +1,5 @@
 #!lua flags=no-writes
--- cache-get.lua: EchoMQ protocol v1. Built from lua/src/cache-get.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- cache-get.lua: EchoMQ protocol v2. Built from lua/src/cache-get.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Reads 1..N cache entries atomically (read-only): each one's fields and its remaining life on
 -- the server clock, in one command. A call of N > 1 entries touches N hash tags: it is legal only
 -- where every key is on one node (a standalone Valkey); a cluster client reads one entry per call.
@@ -20,7 +20,7 @@
 -- @uses fail types cache-keys
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

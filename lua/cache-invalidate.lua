@@ -1,5 +1,5 @@
 #!lua flags=allow-oom
--- cache-invalidate.lua: EchoMQ protocol v1. Built from lua/src/cache-invalidate.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- cache-invalidate.lua: EchoMQ protocol v2. Built from lua/src/cache-invalidate.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Invalidates one L2 cache entry: replaces it with a tombstone {v = version, x = 1} kept for the
 -- tombstone window, so a loader that began before the invalidation (its version is older) cannot
 -- write its old value back (cache-set.lua refuses it). An entry already holding a NEWER version
@@ -21,7 +21,7 @@
 -- @uses args ids cache-keys cache-versions
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

@@ -1,4 +1,4 @@
--- cache-lease.lua: EchoMQ protocol v1. Built from lua/src/cache-lease.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- cache-lease.lua: EchoMQ protocol v2. Built from lua/src/cache-lease.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- The cross-process fill lease of one cache key: among the nodes that miss the same cold key at
 -- once, the one that takes the lease loads; the others poll the entry briefly (or serve stale)
 -- instead of stampeding the origin. The lease expires by itself, so a crashed loader only delays
@@ -18,7 +18,7 @@
 -- @uses args types cache-keys
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

@@ -1,4 +1,4 @@
--- cache-set.lua: EchoMQ protocol v1. Built from lua/src/cache-set.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- cache-set.lua: EchoMQ protocol v2. Built from lua/src/cache-set.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Writes one L2 cache entry, fenced by its version: the write lands only when the entry holds no
 -- version, or an OLDER one (live value or tombstone). A loader that began before an invalidation
 -- carries an older version than the tombstone, so it can never write its old value back. Newer
@@ -25,7 +25,7 @@
 -- @uses args ids cache-keys cache-versions
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

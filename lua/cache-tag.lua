@@ -1,4 +1,4 @@
--- cache-tag.lua: EchoMQ protocol v1. Built from lua/src/cache-tag.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- cache-tag.lua: EchoMQ protocol v2. Built from lua/src/cache-tag.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- The tag index of one cache namespace, in the namespace's slot (never in one script with an
 -- entry, which has its own slot). Two operations:
 --
@@ -43,7 +43,7 @@
 -- @uses args ids types clock cache-keys cache-versions
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

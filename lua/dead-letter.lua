@@ -1,5 +1,5 @@
 #!lua flags=allow-oom
--- dead-letter.lua: EchoMQ protocol v1. Built from lua/src/dead-letter.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- dead-letter.lua: EchoMQ protocol v2. Built from lua/src/dead-letter.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Moves one pending entry of a consumer group to the topic's dead-letter log and acknowledges it,
 -- atomically: either both happen or neither. Used when the entry's delivery count reached the
 -- group's limit. Only an entry still pending in the group and idle for at least `min idle` ms is
@@ -31,10 +31,11 @@
 -- @uses args ids keys types clock topic-meta
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
 -- version is refused, so a runtime of one version never half-applies a transition to another's.
-local DATA_VERSIONS = { ['1'] = true }
+-- v2 reads v1's data unchanged (the layout did not change; docs/wire-changelog.md).
+local DATA_VERSIONS = { ['1'] = true, ['2'] = true }
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

@@ -1,5 +1,5 @@
 #!lua flags=allow-oom
--- drain.lua: EchoMQ protocol v1. Built from lua/src/drain.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- drain.lua: EchoMQ protocol v2. Built from lua/src/drain.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Drops waiting jobs: the oldest `limit` ids of the queue's pending lists (the priority levels
 -- highest first, then the group lanes of the ring, then `pending`) are popped and each job is
 -- removed with its row, payload and own options. A flow child's parent is told the child ended
@@ -30,10 +30,11 @@
 -- @uses keys types meta flow-child limit
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
 -- version is refused, so a runtime of one version never half-applies a transition to another's.
-local DATA_VERSIONS = { ['1'] = true }
+-- v2 reads v1's data unchanged (the layout did not change; docs/wire-changelog.md).
+local DATA_VERSIONS = { ['1'] = true, ['2'] = true }
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

@@ -1,4 +1,4 @@
--- enqueue.lua: EchoMQ protocol v1. Built from lua/src/enqueue.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- enqueue.lua: EchoMQ protocol v2. Built from lua/src/enqueue.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Adds one or many jobs to a queue: each new job's payload joins the queue's data hash and its
 -- id joins `pending` (the pending list) or `scheduled` (the scheduled set, at its run-at instant
 -- on the server clock). A job whose id already has data is left untouched, so an enqueue with a
@@ -87,10 +87,17 @@ local function now_ms()
 end
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
 -- version is refused, so a runtime of one version never half-applies a transition to another's.
-local DATA_VERSIONS = { ['1'] = true }
+-- v2 reads v1's data unchanged (the layout did not change; docs/wire-changelog.md).
+local DATA_VERSIONS = { ['1'] = true, ['2'] = true }
+-- A producer's write moves a queue's (or topic's) data to this version: `v` absent or older
+-- becomes PROTOCOL, after which runtimes of an older version are refused by the data check (a v1
+-- consumer would ignore the stored policy v2 enforces: one rule, never a silent mix).
+local function stamp_version(key, v)
+  if v ~= PROTOCOL then redis.call('HSET', key, 'v', PROTOCOL) end
+end
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
@@ -564,7 +571,7 @@ if #data > 0 then
     end
   end
 end
-if not meta.v then redis.call('HSET', KEYS[1], 'v', PROTOCOL) end
+stamp_version(KEYS[1], meta.v)
 if lanesMode then enqueue_lanes_ring(KEYS, b, meta.lanes == '1', lanesOn, plainQ, ringAdd) end
 if xtraOn and meta.xtra ~= '1' then redis.call('HSET', KEYS[1], 'xtra', '1') end
 if c.setLog and c.setLog ~= meta.elog then redis.call('HSET', KEYS[1], 'elog', c.setLog) end

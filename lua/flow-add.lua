@@ -1,4 +1,4 @@
--- flow-add.lua: EchoMQ protocol v1. Built from lua/src/flow-add.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- flow-add.lua: EchoMQ protocol v2. Built from lua/src/flow-add.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Creates the nodes of one or many flows that live in ONE queue (docs/flows.md): a node with
 -- children is written `waiting` (its row holds `deps`, the number of children not yet finished,
 -- and one `k:<child>` field per child), a leaf is written `pending` (its id joins `pending`). A
@@ -66,10 +66,17 @@
 -- @uses args keys types meta clock events flow-add-args flow-add-fanout
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
 -- version is refused, so a runtime of one version never half-applies a transition to another's.
-local DATA_VERSIONS = { ['1'] = true }
+-- v2 reads v1's data unchanged (the layout did not change; docs/wire-changelog.md).
+local DATA_VERSIONS = { ['1'] = true, ['2'] = true }
+-- A producer's write moves a queue's (or topic's) data to this version: `v` absent or older
+-- becomes PROTOCOL, after which runtimes of an older version are refused by the data check (a v1
+-- consumer would ignore the stored policy v2 enforces: one rule, never a silent mix).
+local function stamp_version(key, v)
+  if v ~= PROTOCOL then redis.call('HSET', key, 'v', PROTOCOL) end
+end
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
@@ -470,7 +477,7 @@ if boxed > 0 then
 end
 if #data > 0 then
   redis.call('HSET', KEYS[4], unpack(data))
-  if not meta.v then redis.call('HSET', KEYS[1], 'v', PROTOCOL) end
+  stamp_version(KEYS[1], meta.v)
 end
 if #opts > 0 then redis.call('HSET', KEYS[5], unpack(opts)) end
 if #queued > 0 then

@@ -1,5 +1,5 @@
 #!lua flags=allow-oom
--- node.lua: EchoMQ protocol v1. Built from lua/src/node.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- node.lua: EchoMQ protocol v2. Built from lua/src/node.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Claims, renews or releases a node number (0..1023) for one process, as a lease on the server
 -- clock, so two live processes never mint snowflakes with the same node number. Leases live in
 -- one hash without a TTL (`{emq}:nodes`), so no eviction policy can drop one (volatile-* policies
@@ -32,7 +32,7 @@
 -- @uses args types clock
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

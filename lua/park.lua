@@ -1,5 +1,5 @@
 #!lua flags=allow-oom
--- park.lua: EchoMQ protocol v1. Built from lua/src/park.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- park.lua: EchoMQ protocol v2. Built from lua/src/park.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Registers an idle consumer as parked (docs/protocol.md §5, "Parked consumers"): until the
 -- registration runs out, enqueue.lua may lease one plain job straight to it, pushing the lease
 -- text to `inbox:<tag>` (the list the consumer blocks on, with `wake`) instead of `pending`. A
@@ -24,10 +24,11 @@
 -- @uses keys types meta args clock
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
 -- version is refused, so a runtime of one version never half-applies a transition to another's.
-local DATA_VERSIONS = { ['1'] = true }
+-- v2 reads v1's data unchanged (the layout did not change; docs/wire-changelog.md).
+local DATA_VERSIONS = { ['1'] = true, ['2'] = true }
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

@@ -1,5 +1,5 @@
 #!lua flags=allow-oom
--- pause.lua: EchoMQ protocol v1. Built from lua/src/pause.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- pause.lua: EchoMQ protocol v2. Built from lua/src/pause.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Pauses or resumes a queue fleet-wide. A paused queue's meta holds `paused` = 1; claim.lua reads
 -- it in the meta read it already makes and, while it is set, claims and promotes nothing and
 -- answers { -2 }: every consumer blocks on `wake` from its next claim on. Resume removes the field
@@ -18,10 +18,11 @@
 -- @uses args keys types meta
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
 -- version is refused, so a runtime of one version never half-applies a transition to another's.
-local DATA_VERSIONS = { ['1'] = true }
+-- v2 reads v1's data unchanged (the layout did not change; docs/wire-changelog.md).
+local DATA_VERSIONS = { ['1'] = true, ['2'] = true }
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

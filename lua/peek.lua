@@ -1,5 +1,5 @@
 #!lua flags=no-writes
--- peek.lua: EchoMQ protocol v1. Built from lua/src/peek.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- peek.lua: EchoMQ protocol v2. Built from lua/src/peek.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Reads one job atomically (read-only): its row, its payload and, for a job never claimed (no row
 -- yet), its status derived from where its id waits and its own options.
 -- Flag no-writes: it never writes, so Valkey runs it on a replica and under OOM.
@@ -24,10 +24,11 @@
 -- @uses ids keys types meta
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
 -- version is refused, so a runtime of one version never half-applies a transition to another's.
-local DATA_VERSIONS = { ['1'] = true }
+-- v2 reads v1's data unchanged (the layout did not change; docs/wire-changelog.md).
+local DATA_VERSIONS = { ['1'] = true, ['2'] = true }
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

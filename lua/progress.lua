@@ -1,4 +1,4 @@
--- progress.lua: EchoMQ protocol v1. Built from lua/src/progress.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- progress.lua: EchoMQ protocol v2. Built from lua/src/progress.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- A running handler's checkpoint, progress or log line, fenced by its claim token: a holder whose
 -- lease was lost (reaped, re-claimed, finished) is refused and writes nothing. Each lands in the
 -- job's row, so it lives and goes with the row: `ckpt` (the checkpoint: JSON text the next attempt
@@ -25,10 +25,11 @@
 -- @uses args ids keys types meta
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
 -- version is refused, so a runtime of one version never half-applies a transition to another's.
-local DATA_VERSIONS = { ['1'] = true }
+-- v2 reads v1's data unchanged (the layout did not change; docs/wire-changelog.md).
+local DATA_VERSIONS = { ['1'] = true, ['2'] = true }
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

@@ -1,4 +1,4 @@
--- publish.lua: EchoMQ protocol v1. Built from lua/src/publish.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- publish.lua: EchoMQ protocol v2. Built from lua/src/publish.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Appends one or many events to a topic's retained log, in one atomic call: every entry is
 -- `XADD <log> * p <payload>`, its id minted by the server clock (all entries of one call share
 -- the call's millisecond, in order). Payloads are opaque JSON text. Retention is not applied here
@@ -22,10 +22,17 @@
 -- @uses args keys types topic-meta
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
 -- version is refused, so a runtime of one version never half-applies a transition to another's.
-local DATA_VERSIONS = { ['1'] = true }
+-- v2 reads v1's data unchanged (the layout did not change; docs/wire-changelog.md).
+local DATA_VERSIONS = { ['1'] = true, ['2'] = true }
+-- A producer's write moves a queue's (or topic's) data to this version: `v` absent or older
+-- becomes PROTOCOL, after which runtimes of an older version are refused by the data check (a v1
+-- consumer would ignore the stored policy v2 enforces: one rule, never a silent mix).
+local function stamp_version(key, v)
+  if v ~= PROTOCOL then redis.call('HSET', key, 'v', PROTOCOL) end
+end
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
@@ -104,10 +111,8 @@ local function topic_meta(key, ...)
   need_data_version(m[1], key)
   return m
 end
--- Stamps a topic's meta with this version on its first write (v absent).
-local function stamp_topic(key, v)
-  if not v then redis.call('HSET', key, 'v', PROTOCOL) end
-end
+-- Stamps a topic's meta with this version on a write (v absent or older: stamp_version).
+local function stamp_topic(key, v) stamp_version(key, v) end
 local function main(KEYS, ARGV)
 need(#KEYS == 2 and #ARGV >= 4, 'expected 2 keys and at least 4 arguments')
 local base = topic_base(KEYS[1])

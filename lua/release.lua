@@ -1,5 +1,5 @@
 #!lua flags=allow-oom
--- release.lua: EchoMQ protocol v1. Built from lua/src/release.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- release.lua: EchoMQ protocol v2. Built from lua/src/release.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Hands active jobs back unstarted or unfinished, each fenced by its token: the job returns to the
 -- front of `pending` at once (instead of waiting for its lease to expire) and the attempt its
 -- claim counted is given back. Used for prefetched jobs a consumer never started and for handlers
@@ -41,10 +41,11 @@
 -- @uses args ids keys types meta events cancelled lanes-back flow-child
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
 -- version is refused, so a runtime of one version never half-applies a transition to another's.
-local DATA_VERSIONS = { ['1'] = true }
+-- v2 reads v1's data unchanged (the layout did not change; docs/wire-changelog.md).
+local DATA_VERSIONS = { ['1'] = true, ['2'] = true }
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

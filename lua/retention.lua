@@ -1,5 +1,5 @@
 #!lua flags=allow-oom
--- retention.lua: EchoMQ protocol v1. Built from lua/src/retention.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- retention.lua: EchoMQ protocol v2. Built from lua/src/retention.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Sets a Bus topic's retention policy (replacing the old one) in the topic's meta hash, where
 -- every node's trimmer (trim.lua) reads it. The meta gets `v` when it has none.
 -- Flag allow-oom: a bounded write (three policy fields of one hash) that lets an operator set a
@@ -19,10 +19,17 @@
 -- @uses args keys types topic-meta
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
 -- version is refused, so a runtime of one version never half-applies a transition to another's.
-local DATA_VERSIONS = { ['1'] = true }
+-- v2 reads v1's data unchanged (the layout did not change; docs/wire-changelog.md).
+local DATA_VERSIONS = { ['1'] = true, ['2'] = true }
+-- A producer's write moves a queue's (or topic's) data to this version: `v` absent or older
+-- becomes PROTOCOL, after which runtimes of an older version are refused by the data check (a v1
+-- consumer would ignore the stored policy v2 enforces: one rule, never a silent mix).
+local function stamp_version(key, v)
+  if v ~= PROTOCOL then redis.call('HSET', key, 'v', PROTOCOL) end
+end
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
@@ -94,10 +101,8 @@ local function topic_meta(key, ...)
   need_data_version(m[1], key)
   return m
 end
--- Stamps a topic's meta with this version on its first write (v absent).
-local function stamp_topic(key, v)
-  if not v then redis.call('HSET', key, 'v', PROTOCOL) end
-end
+-- Stamps a topic's meta with this version on a write (v absent or older: stamp_version).
+local function stamp_topic(key, v) stamp_version(key, v) end
 local function main(KEYS, ARGV)
 need(#KEYS == 1 and #ARGV == 4, 'expected 1 key and 4 arguments')
 topic_base(KEYS[1])

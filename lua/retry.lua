@@ -1,5 +1,5 @@
 #!lua flags=allow-oom
--- retry.lua: EchoMQ protocol v1. Built from lua/src/retry.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- retry.lua: EchoMQ protocol v2. Built from lua/src/retry.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Retry-or-bury for one active job, fenced by its token. The job is scheduled again after its
 -- backoff (computed here, on the server clock), or moved to the morgue (`dead`) when it has used
 -- its last attempt or the error is fatal. The morgue is capped: its oldest rows beyond the cap are
@@ -42,10 +42,11 @@
 -- @uses args ids keys types meta events cancelled morgue flow-child
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
 -- version is refused, so a runtime of one version never half-applies a transition to another's.
-local DATA_VERSIONS = { ['1'] = true }
+-- v2 reads v1's data unchanged (the layout did not change; docs/wire-changelog.md).
+local DATA_VERSIONS = { ['1'] = true, ['2'] = true }
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.

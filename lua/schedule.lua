@@ -1,4 +1,4 @@
--- schedule.lua: EchoMQ protocol v1. Built from lua/src/schedule.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- schedule.lua: EchoMQ protocol v2. Built from lua/src/schedule.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Upserts or removes one recurring schedule of a queue, by name. A schedule is its spec text in
 -- `schedules` and its next tick in `ticks`; tick.lua turns a due tick into one job. An upsert of
 -- the very spec text already stored changes nothing (every app instance may declare the same
@@ -30,10 +30,17 @@
 -- @uses args keys types meta names
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
 -- version is refused, so a runtime of one version never half-applies a transition to another's.
-local DATA_VERSIONS = { ['1'] = true }
+-- v2 reads v1's data unchanged (the layout did not change; docs/wire-changelog.md).
+local DATA_VERSIONS = { ['1'] = true, ['2'] = true }
+-- A producer's write moves a queue's (or topic's) data to this version: `v` absent or older
+-- becomes PROTOCOL, after which runtimes of an older version are refused by the data check (a v1
+-- consumer would ignore the stored policy v2 enforces: one rule, never a silent mix).
+local function stamp_version(key, v)
+  if v ~= PROTOCOL then redis.call('HSET', key, 'v', PROTOCOL) end
+end
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
@@ -157,7 +164,7 @@ if op == 'del' then
   redis.call('ZREM', KEYS[3], name)
   return 1
 end
-if not stored_v then redis.call('HSET', KEYS[1], 'v', PROTOCOL) end
+stamp_version(KEYS[1], stored_v)
 if stored == spec then
   if not tick then redis.call('ZADD', KEYS[3], first, name) end
   return 0

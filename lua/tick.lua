@@ -1,4 +1,4 @@
--- tick.lua: EchoMQ protocol v1. Built from lua/src/tick.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- tick.lua: EchoMQ protocol v2. Built from lua/src/tick.lua and lua/lib/ by `npm run lua:build`; do not edit.
 -- Turns one due tick of a schedule into (at most) one job, and advances the schedule's next
 -- tick, in one atomic step. Compare-and-set: the call names the tick it computed from (`due`)
 -- and the SHA1 of the spec text it read; when the stored next tick or spec differ (another
@@ -42,10 +42,17 @@
 -- @uses keys ids types meta names job-args job-write
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
-local PROTOCOL = '1'
+local PROTOCOL = '2'
 -- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
 -- version is refused, so a runtime of one version never half-applies a transition to another's.
-local DATA_VERSIONS = { ['1'] = true }
+-- v2 reads v1's data unchanged (the layout did not change; docs/wire-changelog.md).
+local DATA_VERSIONS = { ['1'] = true, ['2'] = true }
+-- A producer's write moves a queue's (or topic's) data to this version: `v` absent or older
+-- becomes PROTOCOL, after which runtimes of an older version are refused by the data check (a v1
+-- consumer would ignore the stored policy v2 enforces: one rule, never a silent mix).
+local function stamp_version(key, v)
+  if v ~= PROTOCOL then redis.call('HSET', key, 'v', PROTOCOL) end
+end
 -- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
 -- the text); run() answers it as the error reply. A script that must write before its last check
 -- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
@@ -255,7 +262,7 @@ local wakeLen = check_new_jobs(KEYS, meta.elog, true, own, false)
 local queued, scheduled = later and {} or { id }, later and { id } or {}
 push_new_jobs(KEYS, queued, later and { runAt, id } or {})
 store_new_jobs(KEYS, { id, s.payload }, own and { id, (maxA and string.format('%d', maxA) or '') .. '|' .. (backoff or '') } or {})
-if not meta.v then redis.call('HSET', KEYS[1], 'v', PROTOCOL) end
+stamp_version(KEYS[1], meta.v)
 if next == 0 then redis.call('ZREM', KEYS[9], name) else redis.call('ZADD', KEYS[9], next, name) end
 announce_new_jobs(KEYS, meta.elog, wakeLen, queued, scheduled)
 return 1

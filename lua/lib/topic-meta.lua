@@ -10,7 +10,5 @@ local function topic_meta(key, ...)
   need_data_version(m[1], key)
   return m
 end
--- Stamps a topic's meta with this version on its first write (v absent).
-local function stamp_topic(key, v)
-  if not v then redis.call('HSET', key, 'v', PROTOCOL) end
-end
+-- Stamps a topic's meta with this version on a write (v absent or older: stamp_version).
+local function stamp_topic(key, v) stamp_version(key, v) end

@@ -191,7 +191,7 @@ if boxed > 0 then
 end
 if #data > 0 then
   redis.call('HSET', KEYS[4], unpack(data))
-  if not meta.v then redis.call('HSET', KEYS[1], 'v', PROTOCOL) end
+  stamp_version(KEYS[1], meta.v)
 end
 if #opts > 0 then redis.call('HSET', KEYS[5], unpack(opts)) end
 if #queued > 0 then

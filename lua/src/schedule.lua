@@ -58,7 +58,7 @@ if op == 'del' then
   redis.call('ZREM', KEYS[3], name)
   return 1
 end
-if not stored_v then redis.call('HSET', KEYS[1], 'v', PROTOCOL) end
+stamp_version(KEYS[1], stored_v)
 if stored == spec then
   if not tick then redis.call('ZADD', KEYS[3], first, name) end
   return 0

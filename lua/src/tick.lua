@@ -77,7 +77,7 @@ local wakeLen = check_new_jobs(KEYS, meta.elog, true, own, false)
 local queued, scheduled = later and {} or { id }, later and { id } or {}
 push_new_jobs(KEYS, queued, later and { runAt, id } or {})
 store_new_jobs(KEYS, { id, s.payload }, own and { id, (maxA and string.format('%d', maxA) or '') .. '|' .. (backoff or '') } or {})
-if not meta.v then redis.call('HSET', KEYS[1], 'v', PROTOCOL) end
+stamp_version(KEYS[1], meta.v)
 if next == 0 then redis.call('ZREM', KEYS[9], name) else redis.call('ZADD', KEYS[9], next, name) end
 announce_new_jobs(KEYS, meta.elog, wakeLen, queued, scheduled)
 return 1

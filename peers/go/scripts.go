@@ -17,7 +17,7 @@ import (
 )
 
 // ProtocolVersion is the wire version every script checks in ARGV[1].
-const ProtocolVersion = "1"
+const ProtocolVersion = "2"
 
 // Script is one lua/ file: its exact bytes and their SHA1.
 type Script struct {

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { EchoMqError, fromReplyError } from './errors.js';
 
 /** The protocol version every script checks (`ARGV[1]`). */
-export const PROTOCOL_VERSION = '1';
+export const PROTOCOL_VERSION = '2';
 
 /** The names of the scripts in `lua/`, one per transition. */
 export const SCRIPT_NAMES = ['enqueue', 'claim', 'complete', 'retry', 'extend', 'reap', 'release', 'cancel', 'peek', 'node', 'publish', 'trim', 'retention', 'dead-letter', 'cache-announce', 'cache-set', 'cache-invalidate', 'cache-lease', 'cache-get', 'cache-tag', 'flow-add', 'flow-deliver', 'outbox-take', 'outbox-ack', 'schedule', 'tick', 'progress', 'pause', 'drain', 'revive', 'promote', 'remove', 'purge', 'announce', 'bus-dead', 'round', 'park', 'policy'] as const;

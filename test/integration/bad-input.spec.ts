@@ -153,7 +153,7 @@ describe('bad options (EMQ_BAD_OPTION)', () => {
 });
 
 describe('protocol version (EMQ_VERSION)', () => {
-  it.each(['2', '', '1.0', '0'])('scripts called with protocol %j refuse and write nothing', async (v) => {
+  it.each(['3', '1', '', '2.0', '0'])('scripts called with protocol %j refuse and write nothing', async (v) => {
     const q = randomQueue('ver');
     const enq = await enqueueCall(q, jobId(7n));
     await refusedUnchanged(q, 'EMQ_VERSION', () => runScript(conn.scriptClient, 'enqueue', enq.keys, withArgs(enq.args, { 0: v })));
@@ -162,10 +162,10 @@ describe('protocol version (EMQ_VERSION)', () => {
     expect(await queueKeysIn(raw, q)).toEqual([]);
   });
 
-  it('a queue whose data is protocol v2 refuses v1 enqueue, claim, cancel and reap, writing nothing', async () => {
+  it('a queue whose data is protocol v3 refuses v2 enqueue, claim, cancel and reap, writing nothing', async () => {
     const q = await seeded();
     const k = queueKeys(q);
-    await raw.hset(k.meta, 'v', '2');
+    await raw.hset(k.meta, 'v', '3');
     await refusedUnchanged(q, 'EMQ_VERSION', () => queues.enqueue(q, { a: 1 }));
     await refusedUnchanged(q, 'EMQ_VERSION', () => wire.claim(conn.scriptClient, k, 10, 1000));
     const [seedId] = await raw.lrange(k.pending, 0, 0);

@@ -104,8 +104,8 @@ describe('payloads and batches', () => {
     await refusedUnchanged(t, 'EMQ_BAD_ARG', () => busWire.publish(sc, k, 100, [{ p: '1', tp: 'x'.repeat(257) }]));
     await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'publish', [k.meta, k.log], [PROTOCOL_VERSION, 100, 3, '1', '2']));
     await refusedUnchanged(t, 'EMQ_BAD_ARG', () => runScript(sc, 'publish', [k.meta, k.log], [PROTOCOL_VERSION, 0, 1, '1']));
-    await refusedUnchanged(t, 'EMQ_VERSION', () => runScript(sc, 'publish', [k.meta, k.log], ['2', 100, 1, '1']));
-    await raw.hset(k.meta, 'v', '2');
+    await refusedUnchanged(t, 'EMQ_VERSION', () => runScript(sc, 'publish', [k.meta, k.log], ['3', 100, 1, '1']));
+    await raw.hset(k.meta, 'v', '3');
     await refusedUnchanged(t, 'EMQ_VERSION', () => bus.publish(t, 1));
     await refusedUnchanged(t, 'EMQ_VERSION', () => bus.trim(t));
     await refusedUnchanged(t, 'EMQ_VERSION', () => bus.setRetention(t, { maxLen: 5 }));

@@ -98,7 +98,7 @@ describe('the cache scripts gate their arguments', () => {
     ]);
 
   it('refuses malformed arguments before writing', async () => {
-    await refused('EMQ_VERSION', () => set('ver0000000000Z', { version: '2' }));
+    await refused('EMQ_VERSION', () => set('ver0000000000Z', { version: '3' }));
     await refused('EMQ_BAD_ID', () => set('job0000000000Z'));
     await refused('EMQ_BAD_ID', () => set('verzzzzzzzzzzz'));
     await refused('EMQ_BAD_ARG', () => set('ver0000000000Z', { ttl: '0' }));
