@@ -1,4 +1,4 @@
-import { eventIdOf, eventInstant, streamIdOf, topicKeys } from '../../src/protocol/index.js';
+import { PROTOCOL_VERSION, eventIdOf, eventInstant, streamIdOf, topicKeys } from '../../src/protocol/index.js';
 import { randomQueue } from '../helpers/valkey.js';
 import { busFixture, collect, pastMs, serverMs } from './bus-core.helpers.js';
 
@@ -23,7 +23,7 @@ describe('publish', () => {
     const ms = new Set(many.map(eventInstant));
     expect(ms.size).toBe(1);
     expect(many.map((id) => Number(streamIdOf(id).split('-')[1]))).toEqual([0, 1, 2, 3, 4].map((i) => i + Number(streamIdOf(many[0]).split('-')[1])));
-    expect(await f.raw.hget(topicKeys(t).meta, 'v')).toBe('1');
+    expect(await f.raw.hget(topicKeys(t).meta, 'v')).toBe(PROTOCOL_VERSION);
   });
 
   it('publishMany of 1000 is one call; an empty batch writes nothing', async () => {

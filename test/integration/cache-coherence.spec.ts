@@ -251,7 +251,7 @@ describe('coherence: bad input', () => {
     const fail = (keys: string[], args: (string | number)[]): Promise<unknown> => run(keys, args).then(() => undefined, (e: unknown) => e);
     const keys = [k.log, k.signal];
     const cases: [Promise<unknown>, EchoMqErrorCode, RegExp][] = [
-      [fail(keys, ['2', 100, v, 'a']), 'EMQ_VERSION', /protocol/],
+      [fail(keys, ['3', 100, v, 'a']), 'EMQ_VERSION', /protocol/],
       [fail([k.log], [PROTOCOL_VERSION, 100, v, 'a']), 'EMQ_BAD_ARG', /2 keys/],
       [fail([k.log, new CacheKeys('other').signal], [PROTOCOL_VERSION, 100, v, 'a']), 'EMQ_BAD_ARG', /signal channel/],
       [fail(['emq:{x}:bus:log', k.signal], [PROTOCOL_VERSION, 100, v, 'a']), 'EMQ_BAD_ARG', /namespace log/],

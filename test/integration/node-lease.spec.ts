@@ -122,7 +122,7 @@ describe('node numbers are leased, never shared by two live processes', () => {
     const call = (keys: string[], ...argv: (string | number)[]) => raw.eval(text, keys.length, ...keys, ...argv);
     try {
       // A live owner holds its number in the shared hash.
-      const held = Number(await call([globalKeys.nodeSeq, globalKeys.nodes], '1', 'live', 60_000, ''));
+      const held = Number(await call([globalKeys.nodeSeq, globalKeys.nodes], PROTOCOL_VERSION, 'live', 60_000, ''));
       const before = [await raw.dbsize(), await raw.hgetall(globalKeys.nodes), await raw.get(globalKeys.nodeSeq)];
       for (const argv of [[PROTOCOL_VERSION, 'stale', 60_000, ''], [PROTOCOL_VERSION, 'stale', 60_000, held], [PROTOCOL_VERSION, 'live', 0, held]] as const) {
         await expect(call([globalKeys.nodeSeq, '{emq}:node:'], ...argv)).rejects.toThrow(/^EMQ_BAD_ARG /);
@@ -132,7 +132,7 @@ describe('node numbers are leased, never shared by two live processes', () => {
       expect(await raw.exists('{emq}:node:')).toBe(0);
       expect([await raw.dbsize(), await raw.hgetall(globalKeys.nodes), await raw.get(globalKeys.nodeSeq)]).toEqual(before);
       // The number stays the live owner's: a second owner cannot take it through the shared hash.
-      expect(await call([globalKeys.nodeSeq, globalKeys.nodes], '1', 'stale', 60_000, held)).toBe(-1);
+      expect(await call([globalKeys.nodeSeq, globalKeys.nodes], PROTOCOL_VERSION, 'stale', 60_000, held)).toBe(-1);
     } finally {
       raw.disconnect();
       await v.stop();
