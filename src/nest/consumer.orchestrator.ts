@@ -1,12 +1,15 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { EchoMqConnection } from '../protocol/connection.js';
 import { resolveConsumerOptions } from '../queue/queue.options.js';
+import { groupPolicyWire } from '../queue/group-policy.js';
+import { describePolicy, samePolicy } from '../protocol/wire.js';
 import { Consumer } from '../queue/consumer.js';
 import { failureLog } from '../queue/failure-log.js';
 import { QueueService } from '../queue/queue.service.js';
 import { ECHOMQ_OPTIONS } from './echomq.constants.js';
 import type { EchoMqModuleOptions } from './echomq.options.js';
 import { ProcessorExplorer } from './processor.explorer.js';
+import { QueueRegistry } from './queue.registry.js';
 import { flowHandler } from './flow.decorator.js';
 import { batchHandler, type BatchHandler } from '../queue/batch.handler.js';
 import { EchoMqTelemetry } from '../telemetry/telemetry.js';
@@ -27,9 +30,11 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
     private readonly queues: QueueService,
     private readonly explorer: ProcessorExplorer,
     private readonly telemetry: EchoMqTelemetry,
+    private readonly registry: QueueRegistry,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
+    await this.declarePolicies();
     if (this.options.consumers === false) return;
     // Failed attempts (warn) and buried jobs (error), logged once per transition.
     const onFailure = failureLog(this.conn, this.logger);
@@ -58,6 +63,25 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
       // Flow hand-offs written by this queue's transitions are relayed by this process too.
       relay?.watch(p.queue);
       this.logger.log(`${p.name} ${p.flow ? 'runs the flow step of' : 'consumes'} "${p.queue}" (concurrency ${p.options.concurrency ?? 1})`);
+    }
+  }
+
+  /**
+   * Writes the stored policy (docs/protocol.md §5, "Policy lives in the data") of each queue the
+   * options declare one for (`queues`, `forFeature`) and no `@Processor` of this app consumes:
+   * a producer-only app declares it too. A consumer writes its own at start. Replacing a
+   * different stored policy is a warning naming both.
+   */
+  private async declarePolicies(): Promise<void> {
+    const consumed = new Set(this.options.consumers === false ? [] : this.explorer.processors.map((p) => p.queue));
+    for (const queue of Object.keys(this.registry.overrides)) {
+      const { rateLimit, groups } = this.queues.settings(queue);
+      if (consumed.has(queue) || (rateLimit === undefined && groups === undefined)) continue;
+      const before = await this.queues.setPolicy(queue, { rateLimit, groups });
+      const mine = { rateLimit, groupPolicy: groups === undefined ? undefined : groupPolicyWire(groups) };
+      if (!samePolicy(before, mine) && (before.rateLimit !== undefined || before.groupPolicy !== undefined)) {
+        this.logger.warn(`queue "${queue}": this app's policy (${describePolicy(mine)}) replaced the stored one (${describePolicy(before)}); every claim now enforces it`);
+      }
     }
   }
 
