@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnAppl
 import { EchoMqConnection } from '../protocol/connection.js';
 import { resolveConsumerOptions } from '../queue/queue.options.js';
 import { groupPolicyWire } from '../queue/group-policy.js';
-import { describePolicy, samePolicy } from '../protocol/wire.js';
+import { describePolicy, samePolicy } from '../protocol/policy-wire.js';
 import { Consumer } from '../queue/consumer.js';
 import { failureLog } from '../queue/failure-log.js';
 import { QueueService } from '../queue/queue.service.js';

@@ -1,6 +1,8 @@
 import { PROTOCOL_VERSION, call, runScript, type ScriptCall, type ScriptClient } from './scripts.js';
 import { globalKeys, type QueueKeys } from './keys.js';
-import { EchoMqError } from './errors.js';
+import { parseClaimReply, type ClaimReply } from './claim-reply.js';
+
+export { CLAIM_WIDTH, parseClaimReply, type ClaimFlow, type ClaimReply, type WireClaim } from './claim-reply.js';
 
 /** One job to enqueue, already encoded for the wire. */
 export interface WireJob {
@@ -23,94 +25,6 @@ export interface WireJob {
 /** True when `j` has nothing but an id and a payload (enqueue's compact form carries it). */
 function isPlain(j: WireJob): boolean {
   return j.delayMs === 0 && j.runAtMs === 0 && j.maxAttempts === undefined && (j.backoff ?? '') === '' && !j.priority && !j.group && !j.extras;
-}
-
-/** One claimed job as the claim script returns it. */
-export interface WireClaim {
-  readonly id: string;
-  readonly token: string;
-  readonly attempt: number;
-  readonly payload: string;
-  /** The job's extras text: "" for a job enqueued without any, else a JSON object (`decodeExtras`). */
-  readonly extras: string;
-  /**
-   * claim's flow flag: '' a plain job (or a first claim), 'c' a flow child (its row names a
-   * parent: settling it owes the parent a hand-off, so the outbox keys go with the settle), 'p' a
-   * flow parent released by its children (their `r:<child>` results are in its row), 'pc' both.
-   */
-  readonly flow: ClaimFlow;
-}
-
-/** claim.lua's per-job flow flag (docs/protocol.md §9). */
-export type ClaimFlow = '' | 'c' | 'p' | 'pc';
-
-/** The fields per job this runtime reads from claim's reply (a reply declares its own width, >= this). */
-export const CLAIM_WIDTH = 6;
-
-/**
- * claim.lua's reply `{ wait, width, <width fields per job>... }`: per job id, token, attempt,
- * payload, extras, flow, then the fields a later version may append (skipped: a reply declares its
- * width). A width below 6, or a length that is not a whole number of jobs, is EMQ_INTERNAL.
- */
-export function parseClaimReply(reply: unknown): ClaimReply {
-  const r = reply as (string | number)[];
-  const width = Array.isArray(r) ? r[1] : undefined;
-  if (typeof width !== 'number' || !Number.isInteger(width) || width < CLAIM_WIDTH || (r.length - 2) % width !== 0) {
-    throw new EchoMqError('EMQ_INTERNAL', `claim.lua answered a reply of another shape (width ${String(width)}, ${Array.isArray(r) ? r.length : 'no'} fields)`);
-  }
-  const jobs: WireClaim[] = [];
-  for (let i = 2; i < r.length; i += width) {
-    const f = r[i + 5];
-    const flow: ClaimFlow = f === 'c' || f === 'p' || f === 'pc' ? f : '';
-    jobs.push({ id: r[i] as string, token: String(r[i + 1]), attempt: Number(r[i + 2]), payload: r[i + 3] as string, extras: r[i + 4] as string, flow });
-  }
-  return { jobs, waitMs: Number(r[0]) };
-}
-
-/** The claim script's reply: the jobs, and how long until more work is due. */
-export interface ClaimReply {
-  readonly jobs: WireClaim[];
-  /** -1: jobs remain pending; -2: nothing scheduled; else ms until the next scheduled job is due. */
-  readonly waitMs: number;
-}
-
-/**
- * A queue's stored policy (policy.lua; meta `rate` and `gpol`): claim.lua reads it and enforces it
- * on every claim, whichever runtime sends it (a claim carries no limits).
- */
-export interface ClaimLimits {
-  /** At most `max` jobs per `intervalMs`, all consumers together. */
-  readonly rateLimit?: { readonly max: number; readonly intervalMs: number };
-  /** The group policy text (`groupPolicyWire`). */
-  readonly groupPolicy?: string;
-}
-
-/** policy.lua's reply: whether it wrote anything, and the policy stored before. */
-export interface PolicyReply {
-  readonly changed: boolean;
-  readonly previous: ClaimLimits;
-}
-
-/** A stored rate text ("<max> <ms>") and group policy text ("" or absent: none) as a policy. */
-export function decodePolicy(rate: string | null | undefined, groups: string | null | undefined): ClaimLimits {
-  const m = rate ? /^(\d+) (\d+)$/.exec(rate) : null;
-  return {
-    ...(m ? { rateLimit: { max: Number(m[1]), intervalMs: Number(m[2]) } } : {}),
-    ...(groups ? { groupPolicy: groups } : {}),
-  };
-}
-
-/** True when two policies are the same rule. */
-export function samePolicy(a: ClaimLimits, b: ClaimLimits): boolean {
-  return (a.rateLimit?.max ?? 0) === (b.rateLimit?.max ?? 0) && (a.rateLimit?.intervalMs ?? 0) === (b.rateLimit?.intervalMs ?? 0) && (a.groupPolicy ?? '') === (b.groupPolicy ?? '');
-}
-
-/** A policy as one line of text (logs). */
-export function describePolicy(p: ClaimLimits): string {
-  const parts: string[] = [];
-  if (p.rateLimit) parts.push(`rate ${p.rateLimit.max}/${p.rateLimit.intervalMs} ms`);
-  if (p.groupPolicy) parts.push(`groups "${p.groupPolicy}"`);
-  return parts.length > 0 ? parts.join(', ') : 'none';
 }
 
 /** A fenced completion. */
@@ -229,11 +143,7 @@ export const wire = {
     return call(c, calls.claim(k, n, leaseMs, promote));
   },
 
-  /** policy.lua: stores `p` as the queue's policy (absent parts: none); answers the previous one. */
-  async policy(c: ScriptClient, k: QueueKeys, p: ClaimLimits): Promise<PolicyReply> {
-    const r = (await runScript(c, 'policy', [k.meta, k.wake], [PROTOCOL_VERSION, 'set', p.rateLimit?.max ?? 0, p.rateLimit?.intervalMs ?? 0, p.groupPolicy ?? ''])) as [number, string, string];
-    return { changed: Number(r[0]) === 1, previous: decodePolicy(r[1], r[2]) };
-  },
+
 
   complete(c: ScriptClient, k: QueueKeys, keepDone: number, done: readonly WireCompletion[]): Promise<number[]> {
     return call(c, calls.complete(k, keepDone, done));
@@ -346,14 +256,3 @@ export const wire = {
     )) as number;
   },
 };
-
-/** The client surface `readPolicy` needs (iovalkey's Redis and Cluster fit). */
-export interface HashReader {
-  hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
-}
-
-/** A queue's stored policy (meta `rate`, `gpol`: what every claim enforces), decoded. */
-export async function readPolicy(c: HashReader, k: QueueKeys): Promise<ClaimLimits> {
-  const [rate, groups] = await c.hmget(k.meta, 'rate', 'gpol');
-  return decodePolicy(rate, groups);
-}

@@ -68,3 +68,19 @@ export function groupPolicyWire(o: GroupOptions): string {
   for (const [g, s] of Object.entries(o.overrides ?? {})) parts.push(entry(`g:${g}`, { ...shared, ...s }));
   return parts.join(' ');
 }
+
+/** A queue's policy as `QueueService.setPolicy` takes it: the `rateLimit` and `groups` options. */
+export interface PolicyOptions {
+  readonly rateLimit?: RateLimit;
+  readonly groups?: GroupOptions;
+}
+
+/** Checks a policy's options as the queue options are checked (InvalidOptionError). */
+export function checkPolicyOptions(d: PolicyOptions): void {
+  if (d.rateLimit !== undefined) {
+    if (typeof d.rateLimit !== 'object' || d.rateLimit === null) throw new InvalidOptionError('rateLimit must be { max, intervalMs }');
+    intIn(d.rateLimit.max, 1, 1_000_000, 'rateLimit.max');
+    intIn(d.rateLimit.intervalMs, 1, 86_400_000, 'rateLimit.intervalMs');
+  }
+  if (d.groups !== undefined) checkGroupOptions(d.groups);
+}

@@ -2,7 +2,8 @@ import { InvalidOptionError } from '../protocol/errors.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../protocol/codec.js';
 import { intIn, keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
 import type { ProcessorSchedule } from './schedule.types.js';
-import { checkGroupOptions, groupPolicyWire, type GroupOptions } from './group-policy.js';
+import { checkPolicyOptions, groupPolicyWire, type GroupOptions } from './group-policy.js';
+export { checkPolicyOptions, type PolicyOptions } from './group-policy.js';
 
 /** How long to wait before attempt n+1: fixed, or doubling from `delayMs` (capped at a day). */
 export interface BackoffOptions {
@@ -115,22 +116,6 @@ export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefault
   intIn(d.dedupWindowMs, 1, 2_592_000_000, 'dedupWindowMs');
   checkPolicyOptions(d);
   return d;
-}
-
-/** A queue's policy as `QueueService.setPolicy` takes it: the `rateLimit` and `groups` options. */
-export interface PolicyOptions {
-  readonly rateLimit?: RateLimit;
-  readonly groups?: GroupOptions;
-}
-
-/** Checks a policy's options as the queue options are checked (InvalidOptionError). */
-export function checkPolicyOptions(d: PolicyOptions): void {
-  if (d.rateLimit !== undefined) {
-    if (typeof d.rateLimit !== 'object' || d.rateLimit === null) throw new InvalidOptionError('rateLimit must be { max, intervalMs }');
-    intIn(d.rateLimit.max, 1, 1_000_000, 'rateLimit.max');
-    intIn(d.rateLimit.intervalMs, 1, 86_400_000, 'rateLimit.intervalMs');
-  }
-  if (d.groups !== undefined) checkGroupOptions(d.groups);
 }
 
 /**

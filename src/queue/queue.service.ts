@@ -4,7 +4,8 @@ import { BatchTooLargeError, IdCollisionError, InvalidOptionError } from '../pro
 import { CoalescerPool } from '../protocol/coalescer.js';
 import { assertBrandedId, parseId } from '../protocol/ids.js';
 import { queueKeys } from '../protocol/keys.js';
-import { readPolicy, wire, type ClaimLimits, type WireJob } from '../protocol/wire.js';
+import { wire, type WireJob } from '../protocol/wire.js';
+import { readPolicy, writePolicy, type ClaimLimits } from '../protocol/policy-wire.js';
 import { encodeExtras } from '../protocol/extras.js';
 import { map, type Observable } from 'rxjs';
 import { SignalHub } from '../protocol/signal-hub.js';
@@ -15,6 +16,7 @@ import { Scheduler } from './scheduler.js';
 import type { UpsertOutcome } from '../protocol/schedule-wire.js';
 import type { ScheduleInfo, ScheduleOptions, ScheduleSpec } from './schedule.types.js';
 import { readCounts } from './queue-counts.js';
+import { decodeStored, rowWrites } from './stored-text.js';
 import { announce } from '../admin/registry.js';
 import type { JobCounts, JobStatus, JobView, QueueEvent, QueueEventKind, UndecodedText } from './job.js';
 import {
@@ -45,26 +47,6 @@ export interface EnqueueItem<T = Json> {
 
 /** How often a freshly minted id found taken is re-minted before enqueue fails with EMQ_ID_COLLISION. */
 const MINT_RETRIES = 5;
-
-
-/** A stored JSON text decoded; text that is not JSON (another runtime wrote it) is kept raw, with why. */
-function decodeStored<T>(text: string | undefined): { value?: T; error?: UndecodedText } {
-  try {
-    return { value: decodePayload<T>(text) };
-  } catch (err) {
-    return { error: { code: 'EMQ_BAD_PAYLOAD', message: `stored text is not JSON: ${(err as Error).message}`, raw: text ?? '' } };
-  }
-}
-
-/** A row's checkpoint, progress and log (`progress.lua`), decoded; text that is not JSON is left out. */
-function rowWrites(row: Record<string, string>): { progress?: Json; checkpoint?: Json; logs: string[] } {
-  const logs = decodeStored<unknown>(row.log).value;
-  return {
-    progress: decodeStored<Json>(row.progress).value,
-    checkpoint: decodeStored<Json>(row.ckpt).value,
-    logs: Array.isArray(logs) ? logs.filter((l): l is string => typeof l === 'string') : [],
-  };
-}
 
 /**
  * The producer and operator surface of the Queue: enqueue, inspect, count, cancel. Every write
@@ -120,7 +102,7 @@ export class QueueService {
    */
   async setPolicy(queue: string, p: PolicyOptions): Promise<ClaimLimits> {
     checkPolicyOptions(p);
-    const r = await wire.policy(this.conn.scriptClient, queueKeys(queue), { rateLimit: p.rateLimit, groupPolicy: p.groups === undefined ? undefined : groupPolicyWire(p.groups) });
+    const r = await writePolicy(this.conn.scriptClient, queueKeys(queue), { rateLimit: p.rateLimit, groupPolicy: p.groups === undefined ? undefined : groupPolicyWire(p.groups) });
     return r.previous;
   }
 

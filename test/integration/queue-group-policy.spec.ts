@@ -6,6 +6,7 @@
 import { BUILTIN_DEFAULTS, resolveConsumerOptions, resolveDefaults } from '../../src/protocol/index.js';
 import { queueKeys } from '../../src/protocol/keys.js';
 import { wire } from '../../src/protocol/wire.js';
+import { writePolicy } from '../../src/protocol/policy-wire.js';
 import { groupPolicyWire, type GroupOptions } from '../../src/queue/group-policy.js';
 import type { Job } from '../../src/queue/job.js';
 import { codeOf, refusedUnchanged } from '../helpers/refusals.js';
@@ -72,7 +73,7 @@ describe('per-group concurrency caps', () => {
     const k = queueKeys(q);
     const groupPolicy = groupPolicyWire({ concurrency: 1 });
     const [first, second] = await fill(q, ['t'], 2);
-    await wire.policy(f.conn.scriptClient, k, { groupPolicy });
+    await writePolicy(f.conn.scriptClient, k, { groupPolicy });
     const held = (await wire.claim(f.conn.scriptClient, k, 1, 30_000, 1000)).jobs;
     expect(held.map((j) => j.id)).toEqual([first]);
     const started: { id: string; at: number }[] = [];
@@ -96,7 +97,7 @@ describe('weights', () => {
     const k = queueKeys(q);
     await fill(q, ['vip', 'a', 'b'], 30);
     const groupPolicy = groupPolicyWire({ overrides: { vip: { weight: 3 } } });
-    await wire.policy(f.conn.scriptClient, k, { groupPolicy });
+    await writePolicy(f.conn.scriptClient, k, { groupPolicy });
     const claimed = async (n: number) => {
       const r = await wire.claim(f.conn.scriptClient, k, n, 30_000, 1000);
       return r.jobs.map((j) => (JSON.parse(j.payload) as { g: string }).g);
@@ -173,7 +174,7 @@ describe('bad group settings', () => {
     await fill(q, ['a'], 2);
     const bad = [' ', 'g:a=1,1,0,0', '*=1,0,0,0', '*=1,1,5,0', '*=1,1,0,5', '*=-1,1,0,0', '*=1.5,1,0,0', '*=1,1,0,0 *=2,1,0,0', '*=1,1,0,0 g:a=1,1,0,0 g:a=2,1,0,0', '*=1,1,0,0 g:a{b}=1,1,0,0', '*=100001,1,0,0'];
     for (const groupPolicy of bad) {
-      await refusedUnchanged(f.raw, q, 'EMQ_BAD_ARG', () => wire.policy(f.conn.scriptClient, k, { groupPolicy }));
+      await refusedUnchanged(f.raw, q, 'EMQ_BAD_ARG', () => writePolicy(f.conn.scriptClient, k, { groupPolicy }));
     }
   });
 });
