@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SCRIPT_NAMES } from '../../src/protocol/index.js';
+import { PROTOCOL_VERSION, SCRIPT_NAMES } from '../../src/protocol/index.js';
 import { luaDir } from '../../src/protocol/scripts.js';
 import { build, definitions, parseFragment, resolveFragments, usedDefinitions, type Manifest } from '../../scripts/lua/build.js';
 import { parseHeader, parseSpec } from '../../scripts/lua/header.js';
@@ -19,8 +19,10 @@ describe('the Lua build (lua/src + lua/lib -> lua/*.lua, lua/manifest.json)', ()
   it('lists every built script in the manifest with the SHA1 of its committed bytes', () => {
     const m = manifest();
     expect(m.scripts.map((s) => s.name).sort()).toEqual([...readLuaFolder(join(LUA, 'src')).keys()].sort());
+    // The TypeScript registry speaks exactly the manifest's scripts, at its version.
+    expect([...SCRIPT_NAMES].sort()).toEqual(m.scripts.map((s) => s.name).sort());
+    expect(m.protocol).toBe(PROTOCOL_VERSION);
     for (const s of m.scripts) {
-      expect(SCRIPT_NAMES).toContain(s.name);
       expect(s.sha1).toBe(createHash('sha1').update(readFileSync(join(LUA, `${s.name}.lua`))).digest('hex'));
       expect(s.version).toBe(m.protocol);
       expect(s.args[0]).toMatchObject({ name: 'version', spec: { type: 'version' } });
