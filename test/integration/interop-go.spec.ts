@@ -25,6 +25,7 @@ import { Test } from '@nestjs/testing';
 import { BusService, EchoMqModule, Processor, QueueService, type Job } from '../../src/index.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
+import { startApp } from '../helpers/nest.js';
 import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -232,10 +233,13 @@ describe('interop with the Go peer', () => {
     expect(worker.lines.filter((l) => l.startsWith(`ran ${flow.id} `))).toEqual([`ran ${flow.id} 1 ok`]);
   }, 60_000);
 
-  test('a group cap declared from TS holds for a Go worker of concurrency 10', async () => {
+  test('a group cap declared by a Nest app holds for a Go worker of concurrency 10 (the Go peer knows only the wire)', async () => {
     const q = randomQueue('go-gcap');
     const CAP = 2;
-    await f.queues.setPolicy(q, { groups: { concurrency: CAP } });
+    // A producer-only Nest app declares the cap in its options: bootstrap stores it (policy.lua).
+    const app = await startApp([EchoMqModule.forRoot({ connection: { url: testUrl() }, consumers: false, queues: { [q]: { groups: { concurrency: CAP } } } })]);
+    afterThis.push(() => app.close());
+    expect((await f.queues.policy(q)).groupPolicy).toMatch(/^\*=2,/);
     await f.queues.enqueueMany(q, [
       ...Array.from({ length: 24 }, (_, i) => ({ payload: { i, g: 'capped' }, opts: { group: 'capped' } })),
       ...Array.from({ length: 24 }, (_, i) => ({ payload: { i, g: 'other' }, opts: { group: 'other' } })),
