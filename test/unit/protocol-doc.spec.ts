@@ -1,10 +1,8 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { Redis } from 'iovalkey';
-import { PROTOCOL_VERSION, SCRIPT_NAMES, scripts, sha1, type ScriptName } from '../../src/protocol/index.js';
+import { PROTOCOL_VERSION, SCRIPT_NAMES, scripts, sha1 } from '../../src/protocol/index.js';
 import { luaDir } from '../../src/protocol/scripts.js';
-import { rawClient } from '../helpers/valkey.js';
 
 const LUA = luaDir();
 const DOC = join(dirname(LUA), 'docs', 'protocol.md');
@@ -51,34 +49,6 @@ describe('the script registry', () => {
   it('every script starts with its header comment naming the protocol version', () => {
     for (const name of SCRIPT_NAMES) {
       expect(bytesOf(name).toString('utf8')).toMatch(new RegExp(`^(#!lua flags=[a-z,-]+\\n)?-- ${name}\\.lua: EchoMQ protocol v${PROTOCOL_VERSION}\\.`));
-    }
-  });
-});
-
-describe('SHA1 agrees with Valkey', () => {
-  let raw: Redis;
-  beforeAll(() => {
-    raw = rawClient();
-  });
-  afterAll(async () => {
-    await raw.quit();
-  });
-
-  it.each([...SCRIPT_NAMES])('SCRIPT LOAD of lua/%s.lua returns the registry SHA', async (name: ScriptName) => {
-    const got = await raw.script('LOAD', bytesOf(name));
-    expect(got).toBe(scripts().get(name)!.sha);
-    expect(await raw.script('EXISTS', got as string)).toEqual([1]);
-  });
-
-  // docs/protocol.md §12: the version comes first, before any count, key or argument.
-  it.each([...SCRIPT_NAMES])('lua/%s.lua answers EMQ_VERSION to another version with no keys or arguments, or to nothing at all', async (name: ScriptName) => {
-    // "1" and "9" (the issue's figures: an older and a newer caller), the next version, and none.
-    for (const args of [['1'], ['9'], [String(Number(PROTOCOL_VERSION) + 1)], []]) {
-      const err = await raw.evalsha(scripts().get(name)!.sha, 0, ...args).then(
-        () => undefined,
-        (e: Error) => e.message,
-      );
-      expect([args, err?.split(' ')[0]]).toEqual([args, 'EMQ_VERSION']);
     }
   });
 });
