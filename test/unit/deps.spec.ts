@@ -1,0 +1,45 @@
+/**
+ * The dependency check of src/ (scripts/deps.ts): layers only point down and no import circle.
+ * The violations known today are listed in scripts/deps-baseline.json; a new one fails here, and
+ * one that was fixed must leave the list, so the list only shrinks (issue 36: to 0).
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { analyse, checkRepository, importsOf } from '../../scripts/deps.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const baseline = JSON.parse(readFileSync(join(ROOT, 'scripts', 'deps-baseline.json'), 'utf8')) as { upward: string[]; circles: string[] };
+
+describe('the dependency check of src/', () => {
+  const now = checkRepository(ROOT);
+
+  it('finds no upward import and no circle beyond the known ones', () => {
+    expect(now.upward.filter((e) => !baseline.upward.includes(e))).toEqual([]);
+    expect(now.circles.filter((c) => !baseline.circles.includes(c))).toEqual([]);
+  });
+
+  it('has no fixed violation left in the baseline (remove it: the list only shrinks)', () => {
+    expect(baseline.upward.filter((e) => !now.upward.includes(e))).toEqual([]);
+    expect(baseline.circles.filter((c) => !now.circles.includes(c))).toEqual([]);
+  });
+
+  it('reads imports, exports, type imports and dynamic imports, resolved from the file', () => {
+    const text = "import { a } from '../protocol/keys.js';\nimport type { B } from './b.js';\nexport { c } from '../queue/c.js';\nconst d = await import('./d.js');\nimport x from 'iovalkey';";
+    expect(importsOf('src/bus/x.ts', text)).toEqual(['src/bus/b.ts', 'src/bus/d.ts', 'src/protocol/keys.ts', 'src/queue/c.ts']);
+  });
+
+  it('flags an import that points up, one between two surfaces, a circle, and /protocol gathering more than the core', () => {
+    const files = new Map([
+      ['src/protocol/a.ts', "import { n } from '../nest/n.js';"],
+      ['src/nest/n.ts', "import { a } from '../protocol/a.js';"],
+      ['src/queue/q.ts', "import { b } from '../bus/b.js';\nimport { a } from '../protocol/a.js';"],
+      ['src/bus/b.ts', ''],
+      ['src/protocol/index.ts', "export { q } from '../queue/q.js';\nexport { a } from './a.js';"],
+    ]);
+    expect(analyse(files)).toEqual({
+      upward: ['src/protocol/a.ts -> src/nest/n.ts', 'src/protocol/index.ts -> src/queue/q.ts', 'src/queue/q.ts -> src/bus/b.ts'],
+      circles: ['src/nest/n.ts | src/protocol/a.ts'],
+    });
+  });
+});
