@@ -1,6 +1,6 @@
 import type { BusService } from '../bus/bus.service.js';
 import type { DeadLetter, RetentionPolicy } from '../bus/bus.types.js';
-import { eventIdOf } from '../bus/event-id.js';
+import { eventIdOf } from '../protocol/event-id.js';
 import { cmd } from '../bus/group-wire.js';
 import { fields, text } from '../bus/group-upkeep.js';
 import type { Json } from '../protocol/codec.js';

@@ -9,10 +9,10 @@ import type { BusOptions } from './bus.options.js';
 import type { DeadLetter, ReplayOptions, ReplayedEvent, RetentionPolicy, TrimResult } from './bus.types.js';
 import { BUS_BATCH_LIMIT, EXPIRE_LIMIT, busWire, type PublishItem } from './bus-wire.js';
 import type { BusTracer } from './bus-tracer.js';
-import { eventIdOf } from './event-id.js';
+import { eventIdOf } from '../protocol/event-id.js';
 import { replay } from './replay.js';
 import { SignalHub } from '../protocol/signal-hub.js';
-import { announce } from '../admin/registry.js';
+import { announce } from '../protocol/announce.js';
 
 /** Default interval of automatic trims of the topics published to. */
 export const TRIM_INTERVAL_MS = 5000;

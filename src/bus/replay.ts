@@ -4,8 +4,8 @@ import { InvalidOptionError, InvalidPayloadError, fromReplyError } from '../prot
 import { topicKeys, type TopicKeys } from '../protocol/keys.js';
 import { SegmentCache, archiveAsc, archiveDesc, newestArchived, type IdRange, type RawEntry } from './archive.js';
 import type { ReplayOptions, ReplayedEvent } from './bus.types.js';
-import { eventIdOf } from './event-id.js';
-import { MAX_SEQ, boundOf, compareStreamIds, streamMs } from './stream-id.js';
+import { eventIdOf } from '../protocol/event-id.js';
+import { MAX_SEQ, boundOf, compareStreamIds, streamMs } from '../protocol/stream-id.js';
 
 /** Default entries per round trip of a replay. */
 export const REPLAY_BATCH = 200;

@@ -12,7 +12,7 @@ import { CacheBreaker } from './fallthrough.js';
 import { L1 } from './l1.js';
 import { L2Access } from './l2-access.js';
 import { SingleFlight } from './single-flight.js';
-import { announce } from '../admin/registry.js';
+import { announce } from '../protocol/announce.js';
 import { TAG_LATE_MS, TAG_MARGIN_MS, fillVersion, scanTag } from './tag-index.js';
 
 /** Poll period of a fill-lease loser waiting for the winner's value (ms). */

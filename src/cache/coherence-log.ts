@@ -1,5 +1,5 @@
 import type { ValkeyClient } from '../protocol/connection.js';
-import { compareStreamIds } from '../bus/stream-id.js';
+import { compareStreamIds } from '../protocol/stream-id.js';
 import { EchoMqError, fromReplyError } from '../protocol/errors.js';
 
 /** One entry of a namespace's invalidation log: `v <ver> k <key> [k <key> …]`. */

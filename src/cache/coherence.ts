@@ -1,5 +1,5 @@
 import type { Subscription } from 'rxjs';
-import { compareStreamIds } from '../bus/stream-id.js';
+import { compareStreamIds } from '../protocol/stream-id.js';
 import type { EchoMqConnection } from '../protocol/connection.js';
 import { InvalidOptionError } from '../protocol/errors.js';
 import { assertBrandedId, isBrandedId } from '../protocol/ids.js';

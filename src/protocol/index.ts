@@ -11,7 +11,7 @@
 // Branded ids.
 export { IdMinter, isBrandedId, assertBrandedId, parseId, composeId, encodeBody, decodeBody, ID_EPOCH_MS } from './ids.js';
 export type { Snowflake } from './ids.js';
-export { EVENT_NS, eventIdOf, streamIdOf, eventInstant } from '../bus/event-id.js';
+export { EVENT_NS, eventIdOf, streamIdOf, eventInstant } from './event-id.js';
 
 // Keys, the slot law, the codec.
 export { assertName, queueKeys, QueueKeys, globalKeys, MAX_NAME_LENGTH, topicKeys, TopicKeys, assertCacheKey, CacheKeys } from './keys.js';

@@ -15,7 +15,7 @@ import { WakeWaiter } from './wake-waiter.js';
 import { ParkedWait, consumerTag } from './parked-wait.js';
 import { parkSpot } from '../protocol/park-wire.js';
 import { RoundSizer } from './round-sizer.js';
-import { announce } from '../admin/registry.js';
+import { announce } from '../protocol/announce.js';
 
 /** Where a consumer reports what it cannot throw to anyone. */
 export interface ConsumerLogger {

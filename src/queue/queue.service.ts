@@ -17,7 +17,7 @@ import type { UpsertOutcome } from '../protocol/schedule-wire.js';
 import type { ScheduleInfo, ScheduleOptions, ScheduleSpec } from './schedule.types.js';
 import { readCounts } from './queue-counts.js';
 import { decodeStored, rowWrites } from './stored-text.js';
-import { announce } from '../admin/registry.js';
+import { announce } from '../protocol/announce.js';
 import type { JobCounts, JobStatus, JobView, QueueEvent, QueueEventKind, UndecodedText } from './job.js';
 import {
   BUILTIN_DEFAULTS,

@@ -4,7 +4,7 @@
  */
 import type { Redis } from 'iovalkey';
 import { BusService } from '../../src/bus/bus.service.js';
-import { eventIdOf } from '../../src/bus/event-id.js';
+import { eventIdOf } from '../../src/protocol/event-id.js';
 import type { EchoMqConnection } from '../../src/protocol/connection.js';
 import { topicKeys } from '../../src/protocol/keys.js';
 import { killChildren, spawnFixture, type ChildHandle } from '../helpers/child.js';

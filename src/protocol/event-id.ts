@@ -1,5 +1,5 @@
-import { InvalidIdError } from '../protocol/errors.js';
-import { ID_EPOCH_MS, assertBrandedId, composeId, decodeBody } from '../protocol/ids.js';
+import { InvalidIdError } from './errors.js';
+import { ID_EPOCH_MS, assertBrandedId, composeId, decodeBody } from './ids.js';
 
 /**
  * Bus event ids. An event's wire identity is its stream entry id `<ms>-<seq>`, minted by the

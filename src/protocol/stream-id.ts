@@ -1,4 +1,4 @@
-import { InvalidIdError, InvalidOptionError } from '../protocol/errors.js';
+import { InvalidIdError, InvalidOptionError } from './errors.js';
 import { streamIdOf } from './event-id.js';
 
 /** Largest stream id sequence number (2^64 − 1). */
