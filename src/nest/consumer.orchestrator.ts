@@ -2,7 +2,8 @@ import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnAppl
 import { EchoMqConnection } from '../protocol/connection.js';
 import { resolveConsumerOptions } from '../queue/queue.options.js';
 import { groupPolicyWire } from '../queue/group-policy.js';
-import { describePolicy, samePolicy } from '../protocol/policy-wire.js';
+import { declarePolicy, describePolicy } from '../protocol/policy-wire.js';
+import { queueKeys } from '../protocol/keys.js';
 import { Consumer } from '../queue/consumer.js';
 import { failureLog } from '../queue/failure-log.js';
 import { QueueService } from '../queue/queue.service.js';
@@ -77,9 +78,9 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
     for (const queue of Object.keys(this.registry.overrides)) {
       const { rateLimit, groups } = this.queues.settings(queue);
       if (consumed.has(queue) || (rateLimit === undefined && groups === undefined)) continue;
-      const before = await this.queues.setPolicy(queue, { rateLimit, groups });
       const mine = { rateLimit, groupPolicy: groups === undefined ? undefined : groupPolicyWire(groups) };
-      if (!samePolicy(before, mine) && (before.rateLimit !== undefined || before.groupPolicy !== undefined)) {
+      const before = await declarePolicy(this.conn.scriptClient, queueKeys(queue), mine);
+      if (before) {
         this.logger.warn(`queue "${queue}": this app's policy (${describePolicy(mine)}) replaced the stored one (${describePolicy(before)}); every claim now enforces it`);
       }
     }

@@ -32,7 +32,7 @@ export function judgePolicy(policy: string): 'ok' | 'warn' | 'refuse' {
 }
 
 /** Reads `maxmemory_policy` from `INFO memory` (which an ACL user with `+info` may run; `CONFIG GET` is often denied). */
-export async function readPolicy(client: Redis): Promise<string> {
+export async function readEvictionPolicy(client: Redis): Promise<string> {
   const info = await client.info('memory');
   return /^maxmemory_policy:(\S+)/m.exec(info)?.[1] ?? 'unknown';
 }
@@ -46,7 +46,7 @@ export async function readPolicies(client: Redis | Cluster, log: ConnectionLogge
   const policies: string[] = [];
   for (const server of servers) {
     try {
-      policies.push(await readPolicy(server));
+      policies.push(await readEvictionPolicy(server));
     } catch (err) {
       if (!(err instanceof EchoMqError && err.code === 'EMQ_NOPERM')) throw err;
       log.warn(`EchoMQ cannot read the server's maxmemory-policy (${describeError(err)}); grant +info to check it`);

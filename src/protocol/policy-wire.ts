@@ -61,3 +61,13 @@ export async function writePolicy(c: ScriptClient, k: QueueKeys, p: ClaimLimits)
   const r = (await runScript(c, 'policy', [k.meta, k.wake], [PROTOCOL_VERSION, 'set', p.rateLimit?.max ?? 0, p.rateLimit?.intervalMs ?? 0, p.groupPolicy ?? ''])) as [number, string, string];
   return { changed: Number(r[0]) === 1, previous: decodePolicy(r[1], r[2]) };
 }
+
+/**
+ * Stores `mine` as the queue's policy (a process declaring its options) and answers the policy it
+ * replaced when that was a different, non-empty one — the case to warn about, naming both: one
+ * rule, the stored one, never a silent mix. Undefined when nothing else was replaced.
+ */
+export async function declarePolicy(c: ScriptClient, k: QueueKeys, mine: ClaimLimits): Promise<ClaimLimits | undefined> {
+  const { changed, previous } = await writePolicy(c, k, mine);
+  return changed && (previous.rateLimit !== undefined || previous.groupPolicy !== undefined) ? previous : undefined;
+}

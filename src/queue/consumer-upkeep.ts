@@ -2,7 +2,7 @@ import type { EchoMqConnection } from '../protocol/connection.js';
 import { describeError } from '../protocol/errors.js';
 import type { QueueKeys } from '../protocol/keys.js';
 import { wire } from '../protocol/wire.js';
-import { describePolicy, readPolicy, samePolicy, writePolicy, type ClaimLimits } from '../protocol/policy-wire.js';
+import { declarePolicy, describePolicy, readPolicy, samePolicy, type ClaimLimits } from '../protocol/policy-wire.js';
 import type { ConsumerConfig, ConsumerLogger } from './consumer.js';
 import { describeReap, reportFailure } from './failure-log.js';
 import type { Held, JobRunner } from './job-runner.js';
@@ -39,9 +39,8 @@ export class ConsumerUpkeep {
   async declarePolicy(): Promise<void> {
     const mine = this.declared();
     if (!mine) return;
-    const r = await writePolicy(this.conn.scriptClient, this.k, mine);
-    const before = r.previous;
-    if (r.changed && (before.rateLimit !== undefined || before.groupPolicy !== undefined)) {
+    const before = await declarePolicy(this.conn.scriptClient, this.k, mine);
+    if (before) {
       this.log.warn(`consumer ${this.cfg.queue}: its policy (${describePolicy(mine)}) replaced the queue's stored policy (${describePolicy(before)}); every claim now enforces the new one`);
     }
     this.warnedPolicy = undefined;

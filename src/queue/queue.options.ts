@@ -3,7 +3,6 @@ import { DEFAULT_MAX_PAYLOAD_BYTES } from '../protocol/codec.js';
 import { intIn, keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
 import type { ProcessorSchedule } from './schedule.types.js';
 import { checkPolicyOptions, groupPolicyWire, type GroupOptions } from './group-policy.js';
-export { checkPolicyOptions, type PolicyOptions } from './group-policy.js';
 
 /** How long to wait before attempt n+1: fixed, or doubling from `delayMs` (capped at a day). */
 export interface BackoffOptions {

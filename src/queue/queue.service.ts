@@ -26,14 +26,12 @@ import {
   checkAttempts,
   checkPriority,
   checkGroup,
-  checkPolicyOptions,
   resolveDefaults,
   scheduleWire,
   type EnqueueOptions,
-  type PolicyOptions,
   type QueueDefaults,
 } from './queue.options.js';
-import { groupPolicyWire } from './group-policy.js';
+import { checkPolicyOptions, groupPolicyWire, type PolicyOptions } from './group-policy.js';
 
 /** The priority levels whose lists `counts` reads (docs/protocol.md §5, Priorities). */
 
