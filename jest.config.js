@@ -6,7 +6,7 @@ export default {
   testMatch: ['<rootDir>/test/**/*.spec.ts'],
   moduleNameMapper: {
     '^@echomq/nestjs$': '<rootDir>/src/index.ts',
-    '^@echomq/nestjs/(protocol|testing)$': '<rootDir>/src/$1/index.ts',
+    '^@echomq/nestjs/(protocol|testing|unstable)$': '<rootDir>/src/$1.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

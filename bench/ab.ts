@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { startEmbeddedValkey } from '../src/testing/index.js';
+import { startEmbeddedValkey } from '../src/testing.js';
 import { median } from './format.js';
 import { AB_ROWS, runRow, type AbBuild, type RowName } from './ab-rows.js';
 

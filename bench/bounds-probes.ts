@@ -4,9 +4,9 @@
  * idle gap (as at light load) against back to back (as in a busy loop).
  */
 import { Redis } from 'iovalkey';
-import { EchoMqConnection, PROTOCOL_VERSION, queueKeys, scripts, type ScriptName } from '../src/protocol/index.js';
+import { EchoMqConnection, PROTOCOL_VERSION, queueKeys, scripts, type ScriptName } from '../src/protocol.js';
 import { randomQueue, sleep } from './common.js';
-import { parkSpot } from '../src/protocol/park-wire.js';
+import { parkSpot } from '../src/core/park-wire.js';
 
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 

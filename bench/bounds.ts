@@ -8,7 +8,7 @@
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { startEmbeddedValkey } from '../src/testing/index.js';
+import { startEmbeddedValkey } from '../src/testing.js';
 import type { SystemName } from './common.js';
 import { makeDriver } from './drivers.js';
 import { latency, processLocal, type PhaseContext, type PhaseResult } from './phases.js';

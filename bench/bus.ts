@@ -5,7 +5,8 @@
  */
 import { Redis } from 'iovalkey';
 import { BusService, type BusEvent } from '../src/index.js';
-import { EchoMqConnection, GroupConsumer, topicKeys } from '../src/protocol/index.js';
+import { EchoMqConnection, topicKeys } from '../src/protocol.js';
+import { GroupConsumer } from '../src/unstable.js';
 
 /** The Bus metrics written under `"bus"` in `bench/results.json`, in table order. */
 export const BUS_METRICS = [

@@ -15,8 +15,8 @@ import { randomBytes } from 'node:crypto';
 import { Controller, Get, Module, Param, UseInterceptors, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { BusService, CacheInterceptor, CacheScope, EchoMqModule, type BusEvent } from '../src/index.js';
-import { EchoMqConnection } from '../src/protocol/index.js';
-import { startEmbeddedValkey } from '../src/testing/index.js';
+import { EchoMqConnection } from '../src/protocol.js';
+import { startEmbeddedValkey } from '../src/testing.js';
 import { nowMs, percentile } from './common.js';
 
 /** The staleness figures (ms): event publish → refreshed page on the other instance. */

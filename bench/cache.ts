@@ -7,7 +7,7 @@ import { BentoCache, bentostore } from 'bentocache';
 import { memoryDriver } from 'bentocache/drivers/memory';
 import { redisBusDriver, redisDriver } from 'bentocache/drivers/redis';
 import { CacheService } from '../src/index.js';
-import { EchoMqConnection } from '../src/protocol/index.js';
+import { EchoMqConnection } from '../src/protocol.js';
 import { payload100 } from './common.js';
 
 /** The cache metrics written under `"cache"` in `bench/results.json`, in table order. */

@@ -3,7 +3,8 @@
  * consume, configured as `ConsumerOrchestrator` configures it, with a done retention of 1000.
  */
 import { Redis } from 'iovalkey';
-import { BUILTIN_DEFAULTS, Consumer, EchoMqConnection, MetricsRegistry, countingFailures, countingListener, instrumentHandler, queueKeys } from '../src/protocol/index.js';
+import { EchoMqConnection, queueKeys } from '../src/protocol.js';
+import { BUILTIN_DEFAULTS, Consumer, MetricsRegistry, countingFailures, countingListener, instrumentHandler } from '../src/unstable.js';
 import { QueueService, type QueueDefaults } from '../src/index.js';
 import { resolveConsumerOptions } from '../src/queue/queue.options.js';
 import { groupOf, laneOf, type ConsumerHandle, type ConsumerOptions, type Driver, type LaneOptions, type Producer } from './common.js';

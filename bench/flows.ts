@@ -10,9 +10,10 @@
  * follows an untimed warm-up of the same size.
  */
 import { FlowProducer, Worker } from 'bullmq';
-import { Consumer, EchoMqConnection } from '../src/protocol/index.js';
+import { EchoMqConnection } from '../src/protocol.js';
+import { Consumer } from '../src/unstable.js';
 import { QueueService } from '../src/index.js';
-import { startEmbeddedValkey } from '../src/testing/index.js';
+import { startEmbeddedValkey } from '../src/testing.js';
 import { resolveConsumerOptions } from '../src/queue/queue.options.js';
 import { nowMs, percentile, randomQueue } from './common.js';
 import { median } from './format.js';

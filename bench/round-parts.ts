@@ -6,9 +6,10 @@
  * they call and the Lua around them. The copy is loaded under its own SHA; lua/ is not touched.
  */
 import { Redis } from 'iovalkey';
-import { BUILTIN_DEFAULTS, EchoMqConnection, queueKeys, scripts, wire, type WireClaim } from '../src/protocol/index.js';
-import { calls } from '../src/protocol/wire.js';
-import { roundCall } from '../src/protocol/round-wire.js';
+import { EchoMqConnection, queueKeys, scripts, wire, type WireClaim } from '../src/protocol.js';
+import { BUILTIN_DEFAULTS } from '../src/unstable.js';
+import { calls } from '../src/core/wire.js';
+import { roundCall } from '../src/core/round-wire.js';
 import { QueueService } from '../src/index.js';
 import { randomQueue } from './common.js';
 import { parseInfo } from './probe.js';

@@ -10,7 +10,7 @@
  * nothing (a smoke test). Stops Valkey at the end.
  */
 import { loadavg } from 'node:os';
-import { startEmbeddedValkey } from '../src/testing/index.js';
+import { startEmbeddedValkey } from '../src/testing.js';
 import { SYSTEMS, type Metric, type SystemName } from './common.js';
 import { sizes, type BenchSizes } from './sizes.js';
 import { makeDriver } from './drivers.js';

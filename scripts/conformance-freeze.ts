@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { luaDir, PROTOCOL_VERSION } from '../src/protocol/scripts.js';
+import { luaDir, PROTOCOL_VERSION } from '../src/core/scripts.js';
 
 /** `conformance/frozen.json`: per version, `<file>#<scenario name>` -> hash. */
 export type Frozen = Record<string, Record<string, string>>;

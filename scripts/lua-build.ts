@@ -5,7 +5,7 @@
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { luaDir } from '../src/protocol/scripts.js';
+import { luaDir } from '../src/core/scripts.js';
 import { build, manifestText } from './lua/build.js';
 
 /** The `*.lua` files of a folder, by name without the extension. */

@@ -6,7 +6,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { luaDir } from '../src/protocol/scripts.js';
+import { luaDir } from '../src/core/scripts.js';
 import type { Manifest } from './lua/build.js';
 
 const doc = join(luaDir(), '..', 'docs', 'protocol.md');

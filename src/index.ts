@@ -13,9 +13,9 @@ export type { EchoMqOptionsFactory, QueueRegistration, EchoMqConnectionOption, E
 export { Queue } from './nest/queue.handle.js';
 export { InjectQueue, getQueueToken } from './nest/inject-queue.decorator.js';
 export { EchoMqEmbeddedServer } from './nest/embedded.default.js';
-export type { ValkeyConnectionOptions } from './protocol/connection.js';
-export type { BootRetryOptions } from './protocol/boot-retry.js';
-export type { Json } from './protocol/codec.js';
+export type { ValkeyConnectionOptions } from './core/connection.js';
+export type { BootRetryOptions } from './core/boot-retry.js';
+export type { Json } from './core/codec.js';
 
 // Errors: every refusal is an EchoMqError with a stable code.
 export {
@@ -47,9 +47,9 @@ export {
   InvalidScheduleError,
   NotFoundError,
   InvalidCursorError,
-} from './protocol/errors.js';
-export type { EchoMqErrorCode } from './protocol/errors.js';
-export { NodeLeaseError } from './protocol/node-lease.js';
+} from './core/errors.js';
+export type { EchoMqErrorCode } from './core/errors.js';
+export { NodeLeaseError } from './core/node-lease.js';
 
 // The Queue.
 export { QueueService } from './queue/queue.service.js';
@@ -63,9 +63,7 @@ export { Processor } from './nest/processor.decorator.js';
 
 // Schedules (recurring jobs).
 export type { ScheduleSpec, ScheduleOptions, ScheduleInfo, MissedPolicy, ProcessorSchedule, TickRecord } from './queue/schedule.types.js';
-export type { UpsertOutcome } from './protocol/schedule-wire.js';
-export { Scheduler } from './queue/scheduler.js';
-export type { SchedulerOptions } from './queue/scheduler.js';
+export type { UpsertOutcome } from './core/schedule-wire.js';
 
 // Flows.
 export { FlowService } from './queue/flow.service.js';
@@ -110,7 +108,7 @@ export { QueueAdmin } from './admin/queue-admin.js';
 export type { QueueInfo, NamePage, BulkOptions, PurgeOptions } from './admin/queue-admin.js';
 export type { JobSummary, JobPage, JobListOptions } from './admin/job-pages.js';
 export type { JobCursor, ListableStatus } from './admin/job-cursor.js';
-export type { BulkReply, PurgeableStatus } from './protocol/admin-wire.js';
+export type { BulkReply, PurgeableStatus } from './core/admin-wire.js';
 export { BusAdmin } from './admin/bus-admin.js';
 export type { TopicInfo, GroupInfo } from './admin/bus-admin.js';
 export { CacheAdmin } from './admin/cache-admin.js';

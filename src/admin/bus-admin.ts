@@ -1,13 +1,13 @@
 import type { BusService } from '../bus/bus.service.js';
 import type { DeadLetter, RetentionPolicy } from '../bus/bus.types.js';
-import { eventIdOf } from '../protocol/event-id.js';
+import { eventIdOf } from '../core/event-id.js';
 import { cmd } from '../bus/group-wire.js';
 import { fields, text } from '../bus/group-upkeep.js';
-import type { Json } from '../protocol/codec.js';
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { busAdminWire, type BulkReply } from '../protocol/admin-wire.js';
-import { fromReplyError, InvalidOptionError } from '../protocol/errors.js';
-import { topicKeys } from '../protocol/keys.js';
+import type { Json } from '../core/codec.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { busAdminWire, type BulkReply } from '../core/admin-wire.js';
+import { fromReplyError, InvalidOptionError } from '../core/errors.js';
+import { topicKeys } from '../core/keys.js';
 import { bulkLimit, type NamePage } from './queue-admin.js';
 import { assertKnown, pageItem, registryPage } from './registry.js';
 

@@ -1,5 +1,5 @@
-import { InvalidCursorError } from '../protocol/errors.js';
-import { isBrandedId } from '../protocol/ids.js';
+import { InvalidCursorError } from '../core/errors.js';
+import { isBrandedId } from '../core/ids.js';
 
 /** The statuses whose jobs `QueueAdmin.jobs` lists (each has an index: a list or a zset). */
 export type ListableStatus = 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled';

@@ -1,7 +1,7 @@
-import type { ValkeyClient } from '../protocol/connection.js';
-import { fromReplyError, InvalidOptionError } from '../protocol/errors.js';
-import { parseId } from '../protocol/ids.js';
-import type { QueueKeys } from '../protocol/keys.js';
+import type { ValkeyClient } from '../core/connection.js';
+import { fromReplyError, InvalidOptionError } from '../core/errors.js';
+import { parseId } from '../core/ids.js';
+import type { QueueKeys } from '../core/keys.js';
 import { decodeCursor, encodeCursor, type CursorPoint, type JobCursor, type ListableStatus } from './job-cursor.js';
 
 /** One job of a listing: enough for a table row; `QueueAdmin.job` reads the whole job. */

@@ -1,12 +1,12 @@
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { adminWire, type BulkReply, type PurgeableStatus } from '../protocol/admin-wire.js';
-import { fromReplyError, InvalidOptionError, NotFoundError } from '../protocol/errors.js';
-import { assertBrandedId } from '../protocol/ids.js';
-import { queueKeys } from '../protocol/keys.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { adminWire, type BulkReply, type PurgeableStatus } from '../core/admin-wire.js';
+import { fromReplyError, InvalidOptionError, NotFoundError } from '../core/errors.js';
+import { assertBrandedId } from '../core/ids.js';
+import { queueKeys } from '../core/keys.js';
 import type { JobCounts, JobView } from '../queue/job.js';
 import type { QueueService } from '../queue/queue.service.js';
 import { readCounts } from '../queue/queue-counts.js';
-import type { Json } from '../protocol/codec.js';
+import type { Json } from '../core/codec.js';
 import { jobPage, type JobListOptions, type JobPage } from './job-pages.js';
 import { assertKnown, pageItem, registryPage } from './registry.js';
 

@@ -1,7 +1,7 @@
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { adminWire, type RegistryKind } from '../protocol/admin-wire.js';
-import { describeError, fromReplyError, NotFoundError } from '../protocol/errors.js';
-import { assertName, globalKeys } from '../protocol/keys.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { adminWire, type RegistryKind } from '../core/admin-wire.js';
+import { describeError, fromReplyError, NotFoundError } from '../core/errors.js';
+import { assertName, globalKeys } from '../core/keys.js';
 
 /** One page of a registry, in name order: names after `after` (exclusive), at most `limit`. */
 export async function registryPage(conn: EchoMqConnection, kind: RegistryKind, after: string | undefined, limit: number): Promise<{ names: string[]; next?: string }> {

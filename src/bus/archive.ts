@@ -1,7 +1,7 @@
-import type { ValkeyClient } from '../protocol/connection.js';
-import type { TopicKeys } from '../protocol/keys.js';
-import { streamIdOf } from '../protocol/event-id.js';
-import { compareStreamIds, streamMs } from '../protocol/stream-id.js';
+import type { ValkeyClient } from '../core/connection.js';
+import type { TopicKeys } from '../core/keys.js';
+import { streamIdOf } from '../core/event-id.js';
+import { compareStreamIds, streamMs } from '../core/stream-id.js';
 
 /** One log or archive entry on the wire: its stream id and its payload (JSON text). */
 export type RawEntry = readonly [id: string, payload: string];

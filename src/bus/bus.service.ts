@@ -1,18 +1,18 @@
 import type { OnModuleDestroy } from '@nestjs/common';
 import { throwError, type Observable } from 'rxjs';
-import { DEFAULT_MAX_PAYLOAD_BYTES, decodePayload, encodePayload, type Json } from '../protocol/codec.js';
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { CoalescerPool } from '../protocol/coalescer.js';
-import { BatchTooLargeError, InvalidOptionError, fromReplyError } from '../protocol/errors.js';
-import { topicKeys } from '../protocol/keys.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES, decodePayload, encodePayload, type Json } from '../core/codec.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { CoalescerPool } from '../core/coalescer.js';
+import { BatchTooLargeError, InvalidOptionError, fromReplyError } from '../core/errors.js';
+import { topicKeys } from '../core/keys.js';
 import type { BusOptions } from './bus.options.js';
 import type { DeadLetter, ReplayOptions, ReplayedEvent, RetentionPolicy, TrimResult } from './bus.types.js';
-import { BUS_BATCH_LIMIT, EXPIRE_LIMIT, busWire, type PublishItem } from './bus-wire.js';
+import { BUS_BATCH_LIMIT, EXPIRE_LIMIT, busWire, type PublishItem } from '../core/bus-wire.js';
 import type { BusTracer } from './bus-tracer.js';
-import { eventIdOf } from '../protocol/event-id.js';
+import { eventIdOf } from '../core/event-id.js';
 import { replay } from './replay.js';
-import { SignalHub } from '../protocol/signal-hub.js';
-import { announce } from '../protocol/announce.js';
+import { SignalHub } from '../core/signal-hub.js';
+import { announce } from '../core/announce.js';
 
 /** Default interval of automatic trims of the topics published to. */
 export const TRIM_INTERVAL_MS = 5000;

@@ -1,4 +1,4 @@
-import type { Json } from '../protocol/codec.js';
+import type { Json } from '../core/codec.js';
 
 /** One event of a topic's log, as `BusService.replay` hands it out (a group handler gets a `BusEvent`). */
 export interface ReplayedEvent<T = Json> {

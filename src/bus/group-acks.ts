@@ -1,4 +1,4 @@
-import type { ValkeyClient } from '../protocol/connection.js';
+import type { ValkeyClient } from '../core/connection.js';
 
 /** Sends one `XACK` of `ids` on `client`. */
 export type AckSender = (client: ValkeyClient, ids: string[]) => Promise<unknown>;

@@ -1,17 +1,17 @@
 import { Subject } from 'rxjs';
-import { decodePayload } from '../protocol/codec.js';
-import { LazyAbort } from '../protocol/lazy-abort.js';
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { assertName, topicKeys, type TopicKeys } from '../protocol/keys.js';
+import { decodePayload } from '../core/codec.js';
+import { LazyAbort } from '../core/lazy-abort.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { assertName, topicKeys, type TopicKeys } from '../core/keys.js';
 import type { ConsumerLogger } from '../queue/consumer.js';
-import { eventIdOf } from '../protocol/event-id.js';
+import { eventIdOf } from '../core/event-id.js';
 import { AckBuffer } from './group-acks.js';
 import { busLosses$, type GroupLoss, type GroupLossKind } from './group-losses.js';
 import { consumerName, intIn, resolveGroupOptions, startId, type GroupConsumerConfig, type ResolvedGroupOptions } from './group-options.js';
 import { GroupReader } from './group-reader.js';
 import { GroupReclaimer } from './group-reclaim.js';
 import { estimateLoss } from './group-upkeep.js';
-import { announce } from '../protocol/announce.js';
+import { announce } from '../core/announce.js';
 import { cmd, compareStreamIds, createGroup, errorText, isNoGroup, type GroupEntry } from './group-wire.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

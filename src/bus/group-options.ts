@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { InvalidOptionError } from '../protocol/errors.js';
-import { assertName, MAX_NAME_LENGTH } from '../protocol/keys.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { assertName, MAX_NAME_LENGTH } from '../core/keys.js';
 import type { ConsumerLogger } from '../queue/consumer.js';
 import type { BusTracer } from './bus-tracer.js';
 

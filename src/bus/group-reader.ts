@@ -1,7 +1,7 @@
 import { Cluster } from 'iovalkey';
-import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
-import type { TopicKeys } from '../protocol/keys.js';
-import { waitAtMost } from '../protocol/wait-at-most.js';
+import type { EchoMqConnection, ValkeyClient } from '../core/connection.js';
+import type { TopicKeys } from '../core/keys.js';
+import { waitAtMost } from '../core/wait-at-most.js';
 import type { AckBuffer } from './group-acks.js';
 import { knownServerId, readGroup, readGroupUnblockable, type GroupEntry } from './group-wire.js';
 

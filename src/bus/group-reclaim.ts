@@ -1,5 +1,5 @@
 import type { GroupConsumer } from './group-consumer.js';
-import { eventIdOf } from '../protocol/event-id.js';
+import { eventIdOf } from '../core/event-id.js';
 import { cmd, compareStreamIds, createGroup, deadLetter, errorText, isNoGroup, parseEntries, pending, type GroupEntry } from './group-wire.js';
 import { startId } from './group-options.js';
 import { forgetGone, snapshotGroup, type GroupSnapshot } from './group-upkeep.js';

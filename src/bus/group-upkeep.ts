@@ -1,6 +1,6 @@
-import type { ValkeyClient } from '../protocol/connection.js';
-import type { TopicKeys } from '../protocol/keys.js';
-import { eventIdOf } from '../protocol/event-id.js';
+import type { ValkeyClient } from '../core/connection.js';
+import type { TopicKeys } from '../core/keys.js';
+import { eventIdOf } from '../core/event-id.js';
 import { cmd } from './group-wire.js';
 
 type Raw = unknown;

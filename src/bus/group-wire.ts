@@ -1,6 +1,6 @@
-import type { ValkeyClient } from '../protocol/connection.js';
-import type { TopicKeys } from '../protocol/keys.js';
-import { PROTOCOL_VERSION, runScript, type ScriptClient } from '../protocol/scripts.js';
+import type { ValkeyClient } from '../core/connection.js';
+import type { TopicKeys } from '../core/keys.js';
+import { PROTOCOL_VERSION, runScript, type ScriptClient } from '../core/scripts.js';
 
 /** One stream entry as a group read returns it; `payload` is null when the entry is gone. */
 export interface GroupEntry {

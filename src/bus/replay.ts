@@ -1,11 +1,11 @@
-import { decodePayload } from '../protocol/codec.js';
-import type { ValkeyClient } from '../protocol/connection.js';
-import { InvalidOptionError, InvalidPayloadError, fromReplyError } from '../protocol/errors.js';
-import { topicKeys, type TopicKeys } from '../protocol/keys.js';
+import { decodePayload } from '../core/codec.js';
+import type { ValkeyClient } from '../core/connection.js';
+import { InvalidOptionError, InvalidPayloadError, fromReplyError } from '../core/errors.js';
+import { topicKeys, type TopicKeys } from '../core/keys.js';
 import { SegmentCache, archiveAsc, archiveDesc, newestArchived, type IdRange, type RawEntry } from './archive.js';
 import type { ReplayOptions, ReplayedEvent } from './bus.types.js';
-import { eventIdOf } from '../protocol/event-id.js';
-import { MAX_SEQ, boundOf, compareStreamIds, streamMs } from '../protocol/stream-id.js';
+import { eventIdOf } from '../core/event-id.js';
+import { MAX_SEQ, boundOf, compareStreamIds, streamMs } from '../core/stream-id.js';
 
 /** Default entries per round trip of a replay. */
 export const REPLAY_BATCH = 200;

@@ -1,9 +1,9 @@
 import { GroupConsumer } from '../bus/group-consumer.js';
 import { resolveGroupOptions, type BusEvent, type GroupStart } from '../bus/group-options.js';
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { InvalidOptionError } from '../protocol/errors.js';
-import { keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
-import { assertName } from '../protocol/keys.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { keySet, refuseUnknownKeys } from '../core/known-keys.js';
+import { assertName } from '../core/keys.js';
 import type { ConsumerLogger } from '../queue/consumer.js';
 import type { CacheApi } from './cache.types.js';
 import { checkTags } from './cache.options.js';

@@ -1,5 +1,5 @@
-import type { CacheKeys } from '../protocol/keys.js';
-import { PROTOCOL_VERSION, call, callPipeline, runScript, type ScriptCall, type ScriptClient } from '../protocol/scripts.js';
+import type { CacheKeys } from '../core/keys.js';
+import { PROTOCOL_VERSION, call, callPipeline, runScript, type ScriptCall, type ScriptClient } from '../core/scripts.js';
 
 /** The reply of `cache-set.lua`. */
 export interface SetReply {

@@ -1,7 +1,7 @@
-import { DEFAULT_MAX_PAYLOAD_BYTES } from '../protocol/codec.js';
-import { InvalidOptionError } from '../protocol/errors.js';
-import { keySet, refuseUnknownKeys as knownKeys } from '../protocol/known-keys.js';
-import { assertCacheKey, type CacheKeys } from '../protocol/keys.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../core/codec.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { keySet, refuseUnknownKeys as knownKeys } from '../core/known-keys.js';
+import { assertCacheKey, type CacheKeys } from '../core/keys.js';
 import type { CacheEntryOptions, CacheOptions } from './cache.types.js';
 
 /** Longest TTL or grace the scripts accept: ten years in ms. */

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { OnModuleDestroy } from '@nestjs/common';
-import { decodePayload, encodePayload, type Json } from '../protocol/codec.js';
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { CacheKeys, assertCacheKey } from '../protocol/keys.js';
-import type { ScriptCall } from '../protocol/scripts.js';
+import { decodePayload, encodePayload, type Json } from '../core/codec.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { CacheKeys, assertCacheKey } from '../core/keys.js';
+import type { ScriptCall } from '../core/scripts.js';
 import { jittered, resolveCacheOptions, resolveEntryOptions, type ResolvedCacheOptions, type ResolvedEntryOptions } from './cache.options.js';
 import type { CacheApi, CacheEntryOptions, CacheOptions, CacheStats, Loader } from './cache.types.js';
 import { addToTags, cacheWire, invalidateCall, markTag, setCall, type L2Read } from './cache-wire.js';
@@ -12,7 +12,7 @@ import { CacheBreaker } from './fallthrough.js';
 import { L1 } from './l1.js';
 import { L2Access } from './l2-access.js';
 import { SingleFlight } from './single-flight.js';
-import { announce } from '../protocol/announce.js';
+import { announce } from '../core/announce.js';
 import { TAG_LATE_MS, TAG_MARGIN_MS, fillVersion, scanTag } from './tag-index.js';
 
 /** Poll period of a fill-lease loser waiting for the winner's value (ms). */

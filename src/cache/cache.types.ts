@@ -1,4 +1,4 @@
-import type { Json } from '../protocol/codec.js';
+import type { Json } from '../core/codec.js';
 import type { CacheInvalidationRule } from './cache-follow.js';
 
 /** Options of one cached read or write. */

@@ -1,6 +1,6 @@
-import type { ValkeyClient } from '../protocol/connection.js';
-import { compareStreamIds } from '../protocol/stream-id.js';
-import { EchoMqError, fromReplyError } from '../protocol/errors.js';
+import type { ValkeyClient } from '../core/connection.js';
+import { compareStreamIds } from '../core/stream-id.js';
+import { EchoMqError, fromReplyError } from '../core/errors.js';
 
 /** One entry of a namespace's invalidation log: `v <ver> k <key> [k <key> …]`. */
 export interface InvalidationEntry {

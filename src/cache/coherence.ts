@@ -1,11 +1,11 @@
 import type { Subscription } from 'rxjs';
-import { compareStreamIds } from '../protocol/stream-id.js';
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { InvalidOptionError } from '../protocol/errors.js';
-import { assertBrandedId, isBrandedId } from '../protocol/ids.js';
-import { CacheKeys, assertCacheKey } from '../protocol/keys.js';
-import { PROTOCOL_VERSION, call, type ScriptCall } from '../protocol/scripts.js';
-import { SignalHub } from '../protocol/signal-hub.js';
+import { compareStreamIds } from '../core/stream-id.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { assertBrandedId, isBrandedId } from '../core/ids.js';
+import { CacheKeys, assertCacheKey } from '../core/keys.js';
+import { PROTOCOL_VERSION, call, type ScriptCall } from '../core/scripts.js';
+import { SignalHub } from '../core/signal-hub.js';
 import { hasGap, logEnd, readLog, type LogPosition } from './coherence-log.js';
 
 /** What coherence applies to: the process's L1. */

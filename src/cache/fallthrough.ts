@@ -1,5 +1,5 @@
-import type { Json } from '../protocol/codec.js';
-import { EchoMqError } from '../protocol/errors.js';
+import type { Json } from '../core/codec.js';
+import { EchoMqError } from '../core/errors.js';
 import type { CacheApi, CacheEntryOptions } from './cache.types.js';
 
 /** Default time the cache is skipped after it failed (ms). */

@@ -1,7 +1,7 @@
 import { Cluster } from 'iovalkey';
-import type { EchoMqConnection } from '../protocol/connection.js';
-import type { CacheKeys } from '../protocol/keys.js';
-import { call, type ScriptCall } from '../protocol/scripts.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import type { CacheKeys } from '../core/keys.js';
+import { call, type ScriptCall } from '../core/scripts.js';
 import { readEntryCall, writeThenAnnounce, type AfterWrites, type L2Read } from './cache-wire.js';
 import type { Coherence } from './coherence.js';
 import { ReadBatch } from './read-batch.js';

@@ -1,4 +1,4 @@
-import { call, type ScriptClient } from '../protocol/scripts.js';
+import { call, type ScriptClient } from '../core/scripts.js';
 import { readEntriesCall, readEntryCall, type EntryRead, type L2Read } from './cache-wire.js';
 
 /**

@@ -1,7 +1,7 @@
-import type { ValkeyClient } from '../protocol/connection.js';
-import { fromReplyError } from '../protocol/errors.js';
-import { MAX_NODE, SEQ_BITS, composeId } from '../protocol/ids.js';
-import { isCacheKey } from '../protocol/keys.js';
+import type { ValkeyClient } from '../core/connection.js';
+import { fromReplyError } from '../core/errors.js';
+import { MAX_NODE, SEQ_BITS, composeId } from '../core/ids.js';
+import { isCacheKey } from '../core/keys.js';
 
 /** Most members read per `ZSCAN` call, and invalidated per pipeline, by `invalidateTag`. */
 export const TAG_CHUNK = 1000;

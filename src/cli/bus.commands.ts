@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { BulkReply } from '../protocol/admin-wire.js';
+import type { BulkReply } from '../core/admin-wire.js';
 import type { CliContext } from './context.js';
 import type { TopicInfo } from '../admin/bus-admin.js';
 import type { CacheNamespaceInfo } from '../admin/cache-admin.js';

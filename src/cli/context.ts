@@ -1,6 +1,6 @@
 import { QueueAdmin } from '../admin/queue-admin.js';
-import { EchoMqConnection } from '../protocol/connection.js';
-import { EchoMqError, ValkeyUnavailableError } from '../protocol/errors.js';
+import { EchoMqConnection } from '../core/connection.js';
+import { EchoMqError, ValkeyUnavailableError } from '../core/errors.js';
 import { QueueService } from '../queue/queue.service.js';
 import { BusAdmin } from '../admin/bus-admin.js';
 import { CacheAdmin } from '../admin/cache-admin.js';

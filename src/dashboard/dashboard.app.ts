@@ -5,8 +5,8 @@ import { LISTABLE, type JobCursor, type ListableStatus } from '../admin/job-curs
 import type { BusAdmin } from '../admin/bus-admin.js';
 import type { CacheAdmin } from '../admin/cache-admin.js';
 import { busSection, cacheSection } from './bus-cache.sections.js';
-import { describeError, EchoMqError, InvalidOptionError } from '../protocol/errors.js';
-import { assertBrandedId } from '../protocol/ids.js';
+import { describeError, EchoMqError, InvalidOptionError } from '../core/errors.js';
+import { assertBrandedId } from '../core/ids.js';
 import { echoMqErrorReply } from '../nest/exception.filter.js';
 import { errorPage, page, seg, type PageContext } from './dashboard.layout.js';
 import { html, type SafeHtml } from './html.js';

@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { QueueAdmin } from '../admin/queue-admin.js';
 import { BusAdmin } from '../admin/bus-admin.js';
 import { CacheAdmin } from '../admin/cache-admin.js';
-import { EchoMqConnection } from '../protocol/connection.js';
+import { EchoMqConnection } from '../core/connection.js';
 import { DashboardApp } from './dashboard.app.js';
 import { resolveDashboardOptions, type EchoMqDashboardOptions, type ResolvedDashboardOptions } from './dashboard.options.js';
 import { serveNode, type NodeRequest } from './http.adapter.js';

@@ -1,5 +1,5 @@
 import type { CanActivate, ModuleMetadata, Type } from '@nestjs/common';
-import { InvalidOptionError } from '../protocol/errors.js';
+import { InvalidOptionError } from '../core/errors.js';
 import type { ThroughputOptions } from './throughput.sampler.js';
 
 /** Options of `EchoMqDashboardModule.register` (docs/dashboard.md). */

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { QueueAdmin } from '../admin/queue-admin.js';
 import type { BusAdmin } from '../admin/bus-admin.js';
 import type { CacheAdmin } from '../admin/cache-admin.js';
-import type { EchoMqConnection } from '../protocol/connection.js';
+import type { EchoMqConnection } from '../core/connection.js';
 import { DashboardApp } from './dashboard.app.js';
 import { serveNode, type NodeRequest } from './http.adapter.js';
 import { ThroughputSampler, type ThroughputOptions } from './throughput.sampler.js';

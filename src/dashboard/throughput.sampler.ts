@@ -1,5 +1,5 @@
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { queueKeys } from '../protocol/keys.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { queueKeys } from '../core/keys.js';
 import { registryPage } from '../admin/registry.js';
 
 /** How the sampler behind the throughput charts runs (`EchoMqDashboardOptions.throughput`). */

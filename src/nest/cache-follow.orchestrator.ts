@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
-import { EchoMqConnection } from '../protocol/connection.js';
+import { EchoMqConnection } from '../core/connection.js';
 import { CacheService } from '../cache/cache.service.js';
 import { CacheFollower, resolveInvalidationRules } from '../cache/cache-follow.js';
 import { ECHOMQ_OPTIONS } from './echomq.constants.js';

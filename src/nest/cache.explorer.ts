@@ -1,6 +1,6 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import type { Json } from '../protocol/codec.js';
+import type { Json } from '../core/codec.js';
 import type { CacheApi } from '../cache/cache.types.js';
 import { CacheService } from '../cache/cache.service.js';
 import { throughCache, type CacheBreaker } from '../cache/fallthrough.js';

@@ -1,5 +1,5 @@
-import { InvalidOptionError } from '../protocol/errors.js';
-import { keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { keySet, refuseUnknownKeys } from '../core/known-keys.js';
 import { ENTRY_KEYS } from '../cache/cache.options.js';
 import type { CacheEntryOptions } from '../cache/cache.types.js';
 

@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { EchoMqConnection } from '../protocol/connection.js';
+import { EchoMqConnection } from '../core/connection.js';
 import { resolveConsumerOptions } from '../queue/queue.options.js';
 import { groupPolicyWire } from '../queue/group-policy.js';
-import { declarePolicy, describePolicy } from '../protocol/policy-wire.js';
-import { queueKeys } from '../protocol/keys.js';
+import { declarePolicy, describePolicy } from '../core/policy-wire.js';
+import { queueKeys } from '../core/keys.js';
 import { Consumer } from '../queue/consumer.js';
 import { failureLog } from '../queue/failure-log.js';
 import { QueueService } from '../queue/queue.service.js';

@@ -1,5 +1,5 @@
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Type } from '@nestjs/common';
-import type { ValkeyConnectionOptions } from '../protocol/connection.js';
+import type { ValkeyConnectionOptions } from '../core/connection.js';
 import type { QueueDefaults } from '../queue/queue.options.js';
 import type { BusOptions } from '../bus/bus.options.js';
 import type { CacheOptions } from '../cache/cache.types.js';

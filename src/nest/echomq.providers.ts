@@ -1,7 +1,7 @@
 import { Logger, type Provider } from '@nestjs/common';
-import { EchoMqConnection, type ValkeyConnectionOptions } from '../protocol/connection.js';
-import { openAtBoot, resolveBootRetry } from '../protocol/boot-retry.js';
-import { InvalidOptionError } from '../protocol/errors.js';
+import { EchoMqConnection, type ValkeyConnectionOptions } from '../core/connection.js';
+import { openAtBoot, resolveBootRetry } from '../core/boot-retry.js';
+import { InvalidOptionError } from '../core/errors.js';
 import { QueueService } from '../queue/queue.service.js';
 import { BUILTIN_DEFAULTS, resolveDefaults } from '../queue/queue.options.js';
 import { BusService } from '../bus/bus.service.js';

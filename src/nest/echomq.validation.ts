@@ -1,8 +1,8 @@
-import { InvalidOptionError } from '../protocol/errors.js';
-import { assertName } from '../protocol/keys.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { assertName } from '../core/keys.js';
 import { validateTelemetryOptions } from '../telemetry/telemetry.options.js';
-import type { ValkeyConnectionOptions } from '../protocol/connection.js';
-import { resolveBootRetry } from '../protocol/boot-retry.js';
+import type { ValkeyConnectionOptions } from '../core/connection.js';
+import { resolveBootRetry } from '../core/boot-retry.js';
 import type { BusOptions } from '../bus/bus.options.js';
 import { resolveCacheOptions } from '../cache/cache.options.js';
 import { resolveInvalidationRules } from '../cache/cache-follow.js';

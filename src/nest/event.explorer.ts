@@ -1,6 +1,6 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import { InvalidOptionError } from '../protocol/errors.js';
+import { InvalidOptionError } from '../core/errors.js';
 import type { EventHandler } from '../bus/group-options.js';
 import { findDecoratedMethods } from './method-scanner.js';
 import { getOnEventMetadata, type OnEventMetadata } from './on-event.decorator.js';

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { Catch, HttpStatus, Logger, Optional, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { EchoMqError, type EchoMqErrorCode } from '../protocol/errors.js';
+import { EchoMqError, type EchoMqErrorCode } from '../core/errors.js';
 
 /**
  * The HTTP status of each EchoMQ error code (exhaustive: a new code fails to compile here).

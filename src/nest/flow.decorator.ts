@@ -1,9 +1,9 @@
 import { checkProcessorOptions, type ProcessorOptions } from '../queue/queue.options.js';
-import { assertName } from '../protocol/keys.js';
+import { assertName } from '../core/keys.js';
 import type { FlowService } from '../queue/flow.service.js';
 import type { FlowJob, FlowSpec } from '../queue/flow.types.js';
 import type { Job, JobHandler } from '../queue/job.js';
-import { InvalidOptionError } from '../protocol/errors.js';
+import { InvalidOptionError } from '../core/errors.js';
 import { PROCESSOR_METADATA } from './echomq.constants.js';
 import type { ProcessorMetadata } from './processor.decorator.js';
 

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
 import { Subject, type Subscription } from 'rxjs';
-import { EchoMqConnection } from '../protocol/connection.js';
+import { EchoMqConnection } from '../core/connection.js';
 import { GroupConsumer } from '../bus/group-consumer.js';
 import type { GroupLoss } from '../bus/group-losses.js';
 import { ECHOMQ_OPTIONS } from './echomq.constants.js';

@@ -1,5 +1,5 @@
 import { Inject } from '@nestjs/common';
-import { assertName } from '../protocol/keys.js';
+import { assertName } from '../core/keys.js';
 
 /** The DI token of the `Queue` handle of `name` (registered by `EchoMqModule.forFeature`). */
 export function getQueueToken(name: string): string {

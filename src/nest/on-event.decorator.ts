@@ -1,4 +1,4 @@
-import { assertName } from '../protocol/keys.js';
+import { assertName } from '../core/keys.js';
 import { resolveGroupOptions, type OnEventOptions } from '../bus/group-options.js';
 
 /** Metadata key written by `@OnEvent`. */

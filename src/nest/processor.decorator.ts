@@ -1,5 +1,5 @@
 import { checkProcessorOptions, type ProcessorOptions } from '../queue/queue.options.js';
-import { assertName } from '../protocol/keys.js';
+import { assertName } from '../core/keys.js';
 import { PROCESSOR_METADATA } from './echomq.constants.js';
 import { checkProcessorSchedules } from '../queue/schedule.plan.js';
 

@@ -1,5 +1,5 @@
 import type { Observable } from 'rxjs';
-import type { Json } from '../protocol/codec.js';
+import type { Json } from '../core/codec.js';
 import type { QueueService, EnqueueItem } from '../queue/queue.service.js';
 import type { JobCounts, JobView, QueueEvent } from '../queue/job.js';
 import type { EnqueueOptions, QueueDefaults } from '../queue/queue.options.js';

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { InvalidOptionError } from '../protocol/errors.js';
-import { assertName } from '../protocol/keys.js';
-import type { EchoMqConnection } from '../protocol/connection.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { assertName } from '../core/keys.js';
+import type { EchoMqConnection } from '../core/connection.js';
 import type { FlowOptions } from '../queue/flow.service.js';
 import { QueueService, type EnqueueItem } from '../queue/queue.service.js';
 import type { QueueDefaults } from '../queue/queue.options.js';

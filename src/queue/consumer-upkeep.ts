@@ -1,8 +1,8 @@
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { describeError } from '../protocol/errors.js';
-import type { QueueKeys } from '../protocol/keys.js';
-import { wire } from '../protocol/wire.js';
-import { declarePolicy, describePolicy, readPolicy, samePolicy, type ClaimLimits } from '../protocol/policy-wire.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { describeError } from '../core/errors.js';
+import type { QueueKeys } from '../core/keys.js';
+import { wire } from '../core/wire.js';
+import { declarePolicy, describePolicy, readPolicy, samePolicy, type ClaimLimits } from '../core/policy-wire.js';
 import type { ConsumerConfig, ConsumerLogger } from './consumer.js';
 import { describeReap, reportFailure } from './failure-log.js';
 import type { Held, JobRunner } from './job-runner.js';

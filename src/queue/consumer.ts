@@ -1,8 +1,8 @@
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { describeError } from '../protocol/errors.js';
-import { queueKeys, type QueueKeys } from '../protocol/keys.js';
-import { runRound } from '../protocol/round-wire.js';
-import { calls, type ClaimReply, type CompleteRelayingReply } from '../protocol/wire.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { describeError } from '../core/errors.js';
+import { queueKeys, type QueueKeys } from '../core/keys.js';
+import { runRound } from '../core/round-wire.js';
+import { calls, type ClaimReply, type CompleteRelayingReply } from '../core/wire.js';
 import type { ConsumerListener, RunnerCompletion } from './telemetry.hooks.js';
 import type { JobHandler } from './job.js';
 import { Backoff } from './backoff.js';
@@ -13,9 +13,9 @@ import { JobControls } from './job-controls.js';
 import type { ResolvedConsumerOptions } from './queue.options.js';
 import { WakeWaiter } from './wake-waiter.js';
 import { ParkedWait, consumerTag } from './parked-wait.js';
-import { parkSpot } from '../protocol/park-wire.js';
+import { parkSpot } from '../core/park-wire.js';
 import { RoundSizer } from './round-sizer.js';
-import { announce } from '../protocol/announce.js';
+import { announce } from '../core/announce.js';
 
 /** Where a consumer reports what it cannot throw to anyone. */
 export interface ConsumerLogger {

@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import { InvalidScheduleError } from '../protocol/errors.js';
+import { InvalidScheduleError } from '../core/errors.js';
 
 /** Longest cron expression accepted (characters). */
 export const MAX_CRON_LENGTH = 200;

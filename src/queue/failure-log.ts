@@ -1,7 +1,7 @@
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { describeError } from '../protocol/errors.js';
-import { queueKeys } from '../protocol/keys.js';
-import type { ReapedJob } from '../protocol/wire.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { describeError } from '../core/errors.js';
+import { queueKeys } from '../core/keys.js';
+import type { ReapedJob } from '../core/wire.js';
 
 /** One failed attempt of a job, reported once the retry script recorded what follows. */
 export interface JobFailure {

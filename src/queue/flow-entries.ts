@@ -1,7 +1,7 @@
 import { Cluster } from 'iovalkey';
-import type { ValkeyClient } from '../protocol/connection.js';
-import { keySlot } from '../protocol/slot.js';
-import type { Delivery } from '../protocol/flow-wire.js';
+import type { ValkeyClient } from '../core/connection.js';
+import { keySlot } from '../core/slot.js';
+import type { Delivery } from '../core/flow-wire.js';
 import type { CreateEntry } from './flow.plan.js';
 
 /**

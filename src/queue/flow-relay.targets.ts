@@ -1,7 +1,7 @@
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { flowWire, type Delivery, type OutboxEntry } from '../protocol/flow-wire.js';
-import { queueKeys } from '../protocol/keys.js';
-import { wire } from '../protocol/wire.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { flowWire, type Delivery, type OutboxEntry } from '../core/flow-wire.js';
+import { queueKeys } from '../core/keys.js';
+import { wire } from '../core/wire.js';
 import { batched, parseCreate, parseDeliver, settle } from './flow-entries.js';
 import { planQueue, writtenEntries, type CreateEntry } from './flow.plan.js';
 import type { FlowRelayOptions } from './flow-relay.js';

@@ -1,9 +1,9 @@
 import type { Subscription } from 'rxjs';
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { describeError } from '../protocol/errors.js';
-import { flowWire, type OutboxEntry } from '../protocol/flow-wire.js';
-import { queueKeys } from '../protocol/keys.js';
-import { SignalHub } from '../protocol/signal-hub.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { describeError } from '../core/errors.js';
+import { flowWire, type OutboxEntry } from '../core/flow-wire.js';
+import { queueKeys } from '../core/keys.js';
+import { SignalHub } from '../core/signal-hub.js';
 import type { QueueDefaults } from './queue.options.js';
 import { replicated, targetOf, testHold } from './flow-entries.js';
 import type { FlowReleaseListener } from './telemetry.hooks.js';

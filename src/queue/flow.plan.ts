@@ -1,8 +1,8 @@
-import { encodePayload } from '../protocol/codec.js';
-import { FlowCycleError, FlowTooDeepError, FlowTooLargeError, InvalidOptionError } from '../protocol/errors.js';
-import type { OutboxEntry, WireFlowEdge, WireFlowNode } from '../protocol/flow-wire.js';
-import { assertBrandedId } from '../protocol/ids.js';
-import { assertName } from '../protocol/keys.js';
+import { encodePayload } from '../core/codec.js';
+import { FlowCycleError, FlowTooDeepError, FlowTooLargeError, InvalidOptionError } from '../core/errors.js';
+import type { OutboxEntry, WireFlowEdge, WireFlowNode } from '../core/flow-wire.js';
+import { assertBrandedId } from '../core/ids.js';
+import { assertName } from '../core/keys.js';
 import type { ChildFailurePolicy, FlowBounds, FlowNode, FlowSpec } from './flow.types.js';
 import { backoffWire, checkAttempts } from './queue.options.js';
 

@@ -1,9 +1,9 @@
-import { decodePayload, type Json } from '../protocol/codec.js';
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { BatchTooLargeError, InvalidOptionError, StaleTokenError, WaitingForChildren } from '../protocol/errors.js';
-import { flowWire } from '../protocol/flow-wire.js';
-import { queueKeys } from '../protocol/keys.js';
-import { wire } from '../protocol/wire.js';
+import { decodePayload, type Json } from '../core/codec.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { BatchTooLargeError, InvalidOptionError, StaleTokenError, WaitingForChildren } from '../core/errors.js';
+import { flowWire } from '../core/flow-wire.js';
+import { queueKeys } from '../core/keys.js';
+import { wire } from '../core/wire.js';
 import { FlowRelay, type FlowRelayOptions } from './flow-relay.js';
 import { encodeFlow, flowNodes, flowQueues, planExpand, planQueue, writtenEntries, type QueuePlan, type WireTree } from './flow.plan.js';
 import {

@@ -1,4 +1,4 @@
-import type { Json } from '../protocol/codec.js';
+import type { Json } from '../core/codec.js';
 import type { Job, JobStatus } from './job.js';
 import type { BackoffOptions } from './queue.options.js';
 

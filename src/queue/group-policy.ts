@@ -1,5 +1,5 @@
-import { InvalidOptionError } from '../protocol/errors.js';
-import { intIn, keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { intIn, keySet, refuseUnknownKeys } from '../core/known-keys.js';
 import type { RateLimit } from './queue.options.js';
 
 /** What applies to one group (fair lane) of a queue. */

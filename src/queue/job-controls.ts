@@ -1,8 +1,8 @@
-import { decodePayload, encodePayload, type Json } from '../protocol/codec.js';
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { InvalidOptionError, StaleTokenError, fromReplyError } from '../protocol/errors.js';
-import type { QueueKeys } from '../protocol/keys.js';
-import { wire } from '../protocol/wire.js';
+import { decodePayload, encodePayload, type Json } from '../core/codec.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { InvalidOptionError, StaleTokenError, fromReplyError } from '../core/errors.js';
+import type { QueueKeys } from '../core/keys.js';
+import { wire } from '../core/wire.js';
 
 /** Largest progress value (JSON bytes) and log line (bytes), as `progress.lua` bounds them. */
 export const MAX_PROGRESS_BYTES = 4096;

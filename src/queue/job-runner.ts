@@ -1,9 +1,9 @@
-import { decodePayload, encodePayload } from '../protocol/codec.js';
-import { FatalJobError } from '../protocol/errors.js';
-import { jobTimeout } from '../protocol/extras.js';
-import { LazyAbort } from '../protocol/lazy-abort.js';
-import type { Json } from '../protocol/codec.js';
-import type { WireClaim } from '../protocol/wire.js';
+import { decodePayload, encodePayload } from '../core/codec.js';
+import { FatalJobError } from '../core/errors.js';
+import { jobTimeout } from '../core/extras.js';
+import { LazyAbort } from '../core/lazy-abort.js';
+import type { Json } from '../core/codec.js';
+import type { WireClaim } from '../core/wire.js';
 import type { RunnerCompletion } from './telemetry.hooks.js';
 import { errorText } from './error-text.js';
 import type { JobHandler } from './job.js';

@@ -1,4 +1,4 @@
-import type { Json } from '../protocol/codec.js';
+import type { Json } from '../core/codec.js';
 import type { FlowView } from './flow.types.js';
 
 /** The ladder: every job is in exactly one of these states. */

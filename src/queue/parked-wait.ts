@@ -1,8 +1,8 @@
-import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
-import { parkedClaimCall, parseInboxLease, type ParkSpot } from '../protocol/park-wire.js';
-import type { QueueKeys } from '../protocol/keys.js';
-import { isNoScript, scripts, type ScriptCall } from '../protocol/scripts.js';
-import { calls, type ClaimReply } from '../protocol/wire.js';
+import type { EchoMqConnection, ValkeyClient } from '../core/connection.js';
+import { parkedClaimCall, parseInboxLease, type ParkSpot } from '../core/park-wire.js';
+import type { QueueKeys } from '../core/keys.js';
+import { isNoScript, scripts, type ScriptCall } from '../core/scripts.js';
+import { calls, type ClaimReply } from '../core/wire.js';
 import { randomBytes } from 'node:crypto';
 
 /** A fresh consumer tag: 16 random base62 characters (its inbox's name). */

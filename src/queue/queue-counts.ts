@@ -1,6 +1,6 @@
-import type { ValkeyClient } from '../protocol/connection.js';
-import { fromReplyError } from '../protocol/errors.js';
-import { queueKeys } from '../protocol/keys.js';
+import type { ValkeyClient } from '../core/connection.js';
+import { fromReplyError } from '../core/errors.js';
+import { queueKeys } from '../core/keys.js';
 import type { JobCounts, JobStatus } from './job.js';
 
 /** The priority levels whose pending lists a count reads (`pendingAt(0)` is `pending`). */

@@ -1,6 +1,6 @@
-import { InvalidOptionError } from '../protocol/errors.js';
-import { DEFAULT_MAX_PAYLOAD_BYTES } from '../protocol/codec.js';
-import { intIn, keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../core/codec.js';
+import { intIn, keySet, refuseUnknownKeys } from '../core/known-keys.js';
 import type { ProcessorSchedule } from './schedule.types.js';
 import { checkPolicyOptions, groupPolicyWire, type GroupOptions } from './group-policy.js';
 

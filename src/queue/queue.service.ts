@@ -1,23 +1,23 @@
-import { encodePayload, decodePayload, type Json } from '../protocol/codec.js';
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { BatchTooLargeError, IdCollisionError, InvalidOptionError } from '../protocol/errors.js';
-import { CoalescerPool } from '../protocol/coalescer.js';
-import { assertBrandedId, parseId } from '../protocol/ids.js';
-import { queueKeys } from '../protocol/keys.js';
-import { wire, type WireJob } from '../protocol/wire.js';
-import { readPolicy, writePolicy, type ClaimLimits } from '../protocol/policy-wire.js';
-import { encodeExtras } from '../protocol/extras.js';
+import { encodePayload, decodePayload, type Json } from '../core/codec.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { BatchTooLargeError, IdCollisionError, InvalidOptionError } from '../core/errors.js';
+import { CoalescerPool } from '../core/coalescer.js';
+import { assertBrandedId, parseId } from '../core/ids.js';
+import { queueKeys } from '../core/keys.js';
+import { wire, type WireJob } from '../core/wire.js';
+import { readPolicy, writePolicy, type ClaimLimits } from '../core/policy-wire.js';
+import { encodeExtras } from '../core/extras.js';
 import { map, type Observable } from 'rxjs';
-import { SignalHub } from '../protocol/signal-hub.js';
+import { SignalHub } from '../core/signal-hub.js';
 import { FlowService, type FlowOptions } from './flow.service.js';
 import type { FlowNode, FlowSpec } from './flow.types.js';
 import { ScheduleService } from './schedule.service.js';
 import { Scheduler } from './scheduler.js';
-import type { UpsertOutcome } from '../protocol/schedule-wire.js';
+import type { UpsertOutcome } from '../core/schedule-wire.js';
 import type { ScheduleInfo, ScheduleOptions, ScheduleSpec } from './schedule.types.js';
 import { readCounts } from './queue-counts.js';
 import { decodeStored, rowWrites } from './stored-text.js';
-import { announce } from '../protocol/announce.js';
+import { announce } from '../core/announce.js';
 import type { JobCounts, JobStatus, JobView, QueueEvent, QueueEventKind, UndecodedText } from './job.js';
 import {
   BUILTIN_DEFAULTS,

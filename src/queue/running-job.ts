@@ -1,5 +1,5 @@
-import { decodeExtras } from '../protocol/extras.js';
-import type { Json } from '../protocol/codec.js';
+import { decodeExtras } from '../core/extras.js';
+import type { Json } from '../core/codec.js';
 import type { Job } from './job.js';
 import type { JobControls } from './job-controls.js';
 import type { Held } from './job-runner.js';

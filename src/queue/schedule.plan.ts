@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { InvalidScheduleError } from '../protocol/errors.js';
-import { encodePayload } from '../protocol/codec.js';
-import { assertName } from '../protocol/keys.js';
-import { keySet, refuseUnknownKeys } from '../protocol/known-keys.js';
+import { InvalidScheduleError } from '../core/errors.js';
+import { encodePayload } from '../core/codec.js';
+import { assertName } from '../core/keys.js';
+import { keySet, refuseUnknownKeys } from '../core/known-keys.js';
 import { compileCron, type NextTick } from './cron.js';
 import { MAX_DELAY_MS, MAX_RUN_AT_MS, backoffWire, checkAttempts } from './queue.options.js';
 import type { MissedPolicy, ProcessorSchedule, ScheduleOptions, ScheduleSpec } from './schedule.types.js';

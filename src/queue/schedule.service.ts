@@ -1,8 +1,8 @@
-import { decodePayload, encodePayload, type Json } from '../protocol/codec.js';
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { fromReplyError } from '../protocol/errors.js';
-import { assertName, queueKeys } from '../protocol/keys.js';
-import { scheduleWire, type UpsertOutcome } from '../protocol/schedule-wire.js';
+import { decodePayload, encodePayload, type Json } from '../core/codec.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { fromReplyError } from '../core/errors.js';
+import { assertName, queueKeys } from '../core/keys.js';
+import { scheduleWire, type UpsertOutcome } from '../core/schedule-wire.js';
 import type { QueueDefaults } from './queue.options.js';
 import { decodeSchedule, encodeSchedule, firstTick } from './schedule.plan.js';
 import type { ScheduleInfo, ScheduleOptions, ScheduleSpec } from './schedule.types.js';

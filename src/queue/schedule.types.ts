@@ -1,4 +1,4 @@
-import type { Json } from '../protocol/codec.js';
+import type { Json } from '../core/codec.js';
 import type { BackoffOptions } from './queue.options.js';
 
 /** When a schedule fires: a cron expression in a time zone, or a fixed interval. */

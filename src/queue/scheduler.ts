@@ -1,7 +1,7 @@
-import type { EchoMqConnection } from '../protocol/connection.js';
-import { EchoMqError, describeError, fromReplyError } from '../protocol/errors.js';
-import { queueKeys } from '../protocol/keys.js';
-import { scheduleWire } from '../protocol/schedule-wire.js';
+import type { EchoMqConnection } from '../core/connection.js';
+import { EchoMqError, describeError, fromReplyError } from '../core/errors.js';
+import { queueKeys } from '../core/keys.js';
+import { scheduleWire } from '../core/schedule-wire.js';
 import { decodeSchedule, planTick, specSha, type StoredSchedule } from './schedule.plan.js';
 import { serverNow } from './schedule.service.js';
 import type { TickRecord } from './schedule.types.js';

@@ -1,4 +1,4 @@
-import { decodePayload, type Json } from '../protocol/codec.js';
+import { decodePayload, type Json } from '../core/codec.js';
 import type { UndecodedText } from './job.js';
 
 /** A stored JSON text decoded; text that is not JSON (another runtime wrote it) is kept raw, with why. */

@@ -1,4 +1,4 @@
-import type { ReapReply, WireCompletion } from '../protocol/wire.js';
+import type { ReapReply, WireCompletion } from '../core/wire.js';
 
 /** A completion as the runner hands it to the consumer: the wire fields and the attempt it ends. */
 export interface RunnerCompletion extends WireCompletion {

@@ -1,8 +1,8 @@
 import { Cluster } from 'iovalkey';
-import { waitAtMost } from '../protocol/wait-at-most.js';
-import type { EchoMqConnection, ValkeyClient } from '../protocol/connection.js';
-import { scripts, type ScriptCall } from '../protocol/scripts.js';
-import type { ClaimReply } from '../protocol/wire.js';
+import { waitAtMost } from '../core/wait-at-most.js';
+import type { EchoMqConnection, ValkeyClient } from '../core/connection.js';
+import { scripts, type ScriptCall } from '../core/scripts.js';
+import type { ClaimReply } from '../core/wire.js';
 import { parsedClaim, type ParkedWait } from './parked-wait.js';
 
 /** What a waiter tells its consumer: the wait ended (woken, or its block ran out), or it failed. */

@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../protocol/errors.js';
+import { InvalidOptionError } from '../core/errors.js';
 
 /** The module's `telemetry` options (docs/telemetry.md). */
 export interface TelemetryOptions {

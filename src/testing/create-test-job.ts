@@ -1,7 +1,7 @@
-import { DEFAULT_MAX_PAYLOAD_BYTES, type Json } from '../protocol/codec.js';
-import { InvalidOptionError, WaitingForChildren } from '../protocol/errors.js';
-import { IdMinter, assertBrandedId } from '../protocol/ids.js';
-import { assertName } from '../protocol/keys.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES, type Json } from '../core/codec.js';
+import { InvalidOptionError, WaitingForChildren } from '../core/errors.js';
+import { IdMinter, assertBrandedId } from '../core/ids.js';
+import { assertName } from '../core/keys.js';
 import { encodeFlow } from '../queue/flow.plan.js';
 import { DEFAULT_FLOW_BOUNDS, type ChildFailurePolicy, type ChildOutcome, type ChildResult, type FlowChildren, type FlowJob, type FlowSpec } from '../queue/flow.types.js';
 import type { Job } from '../queue/job.js';

@@ -1,5 +1,5 @@
 import { Logger, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
-import type { ValkeyConnectionOptions } from '../protocol/connection.js';
+import type { ValkeyConnectionOptions } from '../core/connection.js';
 import { EchoMqModule } from '../nest/echomq.module.js';
 import type { EchoMqModuleOptions } from '../nest/echomq.options.js';
 import { startEmbeddedValkey, type EmbeddedValkey, type EmbeddedValkeyOptions } from './embedded-valkey.js';

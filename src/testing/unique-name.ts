@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { assertName } from '../protocol/keys.js';
+import { assertName } from '../core/keys.js';
 
 /**
  * A queue (or topic, group, namespace) name no other test uses: `orders` → `orders-3f9a1c07b2`.

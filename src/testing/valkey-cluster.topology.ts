@@ -1,4 +1,4 @@
-import { keySlot } from '../protocol/slot.js';
+import { keySlot } from '../core/slot.js';
 
 /** One node of a cluster as `CLUSTER NODES` describes it. */
 export interface ClusterNodeView {

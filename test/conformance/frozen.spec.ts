@@ -6,7 +6,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'iovalkey';
-import { PROTOCOL_VERSION } from '../../src/protocol/index.js';
+import { PROTOCOL_VERSION } from '../../src/protocol.js';
 import { conformanceDir, currentScenarios, readFrozen } from '../../scripts/conformance-freeze.js';
 import { asRefused } from './frozen.js';
 import { ConformanceRunner, loadFiles, loadScripts } from './runner.js';

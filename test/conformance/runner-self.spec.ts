@@ -5,7 +5,7 @@
 import { Redis } from 'iovalkey';
 import { checkScenario, type Scenario } from './format.js';
 import { ConformanceRunner, loadScripts } from './runner.js';
-import { PROTOCOL_VERSION } from '../../src/protocol/scripts.js';
+import { PROTOCOL_VERSION } from '../../src/core/scripts.js';
 
 const scripts = loadScripts();
 const names = new Set(scripts.keys());

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { EchoMqConnection } from '../../src/protocol/connection.js';
+import { EchoMqConnection } from '../../src/core/connection.js';
 import { startValkeyCluster, type ClusterNode, type ValkeyCluster, type ValkeyClusterOptions } from '../../src/testing/valkey-cluster.js';
 import { namesOnDistinctOwners, slotOfName } from '../../src/testing/valkey-cluster.topology.js';
 import { eventually } from './valkey.js';

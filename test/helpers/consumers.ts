@@ -1,4 +1,4 @@
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
 import { Consumer, type ConsumerConfig } from '../../src/queue/consumer.js';
 import type { Job } from '../../src/queue/job.js';
 

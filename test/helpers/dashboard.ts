@@ -4,9 +4,9 @@ import { Test } from '@nestjs/testing';
 import type { AddressInfo } from 'node:net';
 import { EchoMqModule } from '../../src/index.js';
 import { EchoMqDashboardModule, type EchoMqDashboardOptions } from '../../src/index.js';
-import type { Json } from '../../src/protocol/codec.js';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
-import { queueKeys, wire } from '../../src/protocol/index.js';
+import type { Json } from '../../src/core/codec.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
+import { queueKeys, wire } from '../../src/protocol.js';
 import type { QueueService } from '../../src/queue/queue.service.js';
 import { testUrl } from './valkey.js';
 

@@ -1,5 +1,5 @@
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
-import { queueKeys } from '../../src/protocol/keys.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
+import { queueKeys } from '../../src/core/keys.js';
 import type { Consumer } from '../../src/queue/consumer.js';
 import type { Job } from '../../src/queue/job.js';
 import { QueueService } from '../../src/queue/queue.service.js';

@@ -1,5 +1,5 @@
 import type { Redis } from 'iovalkey';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
 import type { Consumer } from '../../src/queue/consumer.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { killChildren } from './child.js';

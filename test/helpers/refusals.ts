@@ -1,6 +1,6 @@
 import type { Redis } from 'iovalkey';
 import { EchoMqError } from '../../src/index.js';
-import { encodeBody, runScript, type ScriptClient, type ScriptName, type WireJob } from '../../src/protocol/index.js';
+import { encodeBody, runScript, type ScriptClient, type ScriptName, type WireJob } from '../../src/protocol.js';
 
 /** Runs `act`; resolves to the code of the EchoMqError it fails with, or to a description of what else happened. */
 export const codeOf = (act: () => Promise<unknown> | unknown): Promise<string> =>

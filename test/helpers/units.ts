@@ -1,4 +1,4 @@
-import { EchoMqError } from '../../src/protocol/errors.js';
+import { EchoMqError } from '../../src/core/errors.js';
 
 /** The code of the EchoMqError `fn` throws (fails the test if it throws anything else, or nothing). */
 export function codeOf(fn: () => unknown): string {

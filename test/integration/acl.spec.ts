@@ -9,7 +9,8 @@ import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'iovalkey';
 import { BusService, CacheService, EchoMqError, EchoMqModule, Processor, QueueService, type Job } from '../../src/index.js';
-import { EchoMqConnection, GroupConsumer } from '../../src/protocol/index.js';
+import { EchoMqConnection } from '../../src/protocol.js';
+import { GroupConsumer } from '../../src/unstable.js';
 import { aclUser, type TestUser } from '../helpers/acl.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 

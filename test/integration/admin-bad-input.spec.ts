@@ -1,9 +1,9 @@
 import type { Redis } from 'iovalkey';
 import { QueueAdmin, QueueService, type JobCursor } from '../../src/index.js';
-import { adminWire, encodeBody, queueKeys, runScript, type EchoMqConnection } from '../../src/protocol/index.js';
+import { adminWire, encodeBody, queueKeys, runScript, type EchoMqConnection } from '../../src/protocol.js';
 import { codeOf, refusedUnchanged as refusedUnchangedIn, sent } from '../helpers/refusals.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
-import { PROTOCOL_VERSION } from '../../src/protocol/scripts.js';
+import { PROTOCOL_VERSION } from '../../src/core/scripts.js';
 
 let raw: Redis, conn: EchoMqConnection, queues: QueueService, admin: QueueAdmin;
 beforeAll(async () => {

@@ -1,9 +1,9 @@
 import type { Redis } from 'iovalkey';
 import { BusAdmin, BusService, CacheAdmin, CacheService } from '../../src/index.js';
-import { eventIdOf, globalKeys, runScript, topicKeys, type EchoMqConnection } from '../../src/protocol/index.js';
+import { eventIdOf, globalKeys, runScript, topicKeys, type EchoMqConnection } from '../../src/protocol.js';
 import { codeOf, refusedUnchanged } from '../helpers/refusals.js';
 import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
-import { PROTOCOL_VERSION } from '../../src/protocol/scripts.js';
+import { PROTOCOL_VERSION } from '../../src/core/scripts.js';
 
 let raw: Redis, conn: EchoMqConnection, bus: BusService, cache: CacheService, busAdmin: BusAdmin, cacheAdmin: CacheAdmin;
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 import { QueueAdmin, type JobCursor, type JobSummary } from '../../src/index.js';
-import { globalKeys, queueKeys, wire } from '../../src/protocol/index.js';
+import { globalKeys, queueKeys, wire } from '../../src/protocol.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';

@@ -1,10 +1,11 @@
 import type { Redis } from 'iovalkey';
-import { BUILTIN_DEFAULTS, EchoMqConnection, encodeBody } from '../../src/protocol/index.js';
+import { EchoMqConnection, encodeBody } from '../../src/protocol.js';
+import { BUILTIN_DEFAULTS } from '../../src/unstable.js';
 import { EchoMqError, QueueService, ValkeyUnavailableError } from '../../src/index.js';
-import { freePort, startEmbeddedValkey } from '../../src/testing/index.js';
-import { queueKeys, runScript, wire } from '../../src/protocol/index.js';
+import { freePort, startEmbeddedValkey } from '../../src/testing.js';
+import { queueKeys, runScript, wire } from '../../src/protocol.js';
 import type { EnqueueItem, EnqueueOptions } from '../../src/index.js';
-import type { WireJob } from '../../src/protocol/index.js';
+import type { WireJob } from '../../src/protocol.js';
 import { resolveDefaults } from '../../src/queue/queue.options.js';
 import { allRefusedUnchanged, codeOf, jobId, refusedUnchanged as refusedUnchangedIn, sent, snapshot as snapshotOf, wireJob, withArgs } from '../helpers/refusals.js';
 import { eventually, openConnection, queueKeysIn, randomQueue, rawClient } from '../helpers/valkey.js';

@@ -1,6 +1,7 @@
 import type { Redis } from 'iovalkey';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
-import { BUILTIN_DEFAULTS, queueKeys } from '../../src/protocol/index.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
+import { queueKeys } from '../../src/protocol.js';
+import { BUILTIN_DEFAULTS } from '../../src/unstable.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { ceilingCallArgs, ceilingScript } from '../../bench/ceiling.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';

@@ -1,8 +1,8 @@
 import type { Redis } from 'iovalkey';
 import { firstValueFrom } from 'rxjs';
 import { BusService } from '../../src/index.js';
-import { EchoMqConnection, PROTOCOL_VERSION, busWire, eventIdOf, runScript, topicKeys } from '../../src/protocol/index.js';
-import type { ScriptClient } from '../../src/protocol/index.js';
+import { EchoMqConnection, PROTOCOL_VERSION, busWire, eventIdOf, runScript, topicKeys } from '../../src/protocol.js';
+import type { ScriptClient } from '../../src/protocol.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 import { codeOf, collect, serverMs, snapshot } from './bus-core.helpers.js';
 

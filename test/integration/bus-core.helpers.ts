@@ -1,6 +1,6 @@
 import type { Redis } from 'iovalkey';
 import { BusService } from '../../src/index.js';
-import type { EchoMqConnection } from '../../src/protocol/index.js';
+import type { EchoMqConnection } from '../../src/protocol.js';
 import { openConnection, rawClient } from '../helpers/valkey.js';
 
 /** Drains an async iterable into an array. */

@@ -5,8 +5,8 @@
  * reclaim (the ack timeout here is a minute, so a stranded entry fails the test).
  */
 import type { Redis } from 'iovalkey';
-import { EchoMqConnection } from '../../src/protocol/connection.js';
-import { topicKeys } from '../../src/protocol/keys.js';
+import { EchoMqConnection } from '../../src/core/connection.js';
+import { topicKeys } from '../../src/core/keys.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 import { append, pendingCount, startMember } from './bus-groups.helpers.js';
 

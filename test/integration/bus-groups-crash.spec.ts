@@ -4,9 +4,9 @@
  */
 import type { Redis } from 'iovalkey';
 import { BusService } from '../../src/bus/bus.service.js';
-import { eventIdOf } from '../../src/protocol/event-id.js';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
-import { topicKeys } from '../../src/protocol/keys.js';
+import { eventIdOf } from '../../src/core/event-id.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
+import { topicKeys } from '../../src/core/keys.js';
 import { killChildren, spawnFixture, type ChildHandle } from '../helpers/child.js';
 import { eventually, openConnection, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 import { deadLetters, pendingCount } from './bus-groups.helpers.js';

@@ -4,7 +4,7 @@
  * drop is opened again by the next step, however many times that fails.
  */
 import type { Redis } from 'iovalkey';
-import { EchoMqConnection } from '../../src/protocol/connection.js';
+import { EchoMqConnection } from '../../src/core/connection.js';
 import type { GroupConsumer } from '../../src/bus/group-consumer.js';
 import { ALL, aclUser, type TestUser } from '../helpers/acl.js';
 import { slowClock } from '../helpers/clock.js';

@@ -1,6 +1,6 @@
 import type { Redis } from 'iovalkey';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
-import { topicKeys } from '../../src/protocol/keys.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
+import { topicKeys } from '../../src/core/keys.js';
 import { GroupConsumer } from '../../src/bus/group-consumer.js';
 import type { GroupConsumerConfig } from '../../src/bus/group-options.js';
 import type { BusEvent } from '../../src/bus/group-options.js';

@@ -1,7 +1,7 @@
 import type { Redis } from 'iovalkey';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
-import { topicKeys } from '../../src/protocol/keys.js';
-import { eventIdOf } from '../../src/protocol/event-id.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
+import { topicKeys } from '../../src/core/keys.js';
+import { eventIdOf } from '../../src/core/event-id.js';
 import type { GroupConsumer } from '../../src/bus/group-consumer.js';
 import { busLosses$, type GroupLoss } from '../../src/bus/group-losses.js';
 import { GroupConsumer as Member } from '../../src/bus/group-consumer.js';

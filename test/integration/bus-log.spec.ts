@@ -1,4 +1,4 @@
-import { PROTOCOL_VERSION, eventIdOf, eventInstant, streamIdOf, topicKeys } from '../../src/protocol/index.js';
+import { PROTOCOL_VERSION, eventIdOf, eventInstant, streamIdOf, topicKeys } from '../../src/protocol.js';
 import { randomQueue } from '../helpers/valkey.js';
 import { busFixture, collect, pastMs, serverMs } from './bus-core.helpers.js';
 

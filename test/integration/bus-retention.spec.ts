@@ -1,5 +1,5 @@
 import { BusService } from '../../src/index.js';
-import { eventIdOf, eventInstant, streamIdOf, topicKeys } from '../../src/protocol/index.js';
+import { eventIdOf, eventInstant, streamIdOf, topicKeys } from '../../src/protocol.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';
 import { busFixture, collect, pastMs } from './bus-core.helpers.js';
 

@@ -1,6 +1,6 @@
 import type { Subscription } from 'rxjs';
 import { BusService } from '../../src/index.js';
-import { eventIdOf, topicKeys } from '../../src/protocol/index.js';
+import { eventIdOf, topicKeys } from '../../src/protocol.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';
 import { busFixture } from './bus-core.helpers.js';
 

@@ -1,8 +1,8 @@
 import type { Redis } from 'iovalkey';
 import { CacheService } from '../../src/cache/cache.service.js';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
-import { CacheKeys } from '../../src/protocol/keys.js';
-import { PROTOCOL_VERSION, runScript } from '../../src/protocol/scripts.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
+import { CacheKeys } from '../../src/core/keys.js';
+import { PROTOCOL_VERSION, runScript } from '../../src/core/scripts.js';
 import { codeOf, snapshot as snapshotOf } from '../helpers/refusals.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 

@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'iovalkey';
 import { Coherence, type L1Target } from '../../src/cache/coherence.js';
-import { EchoMqError, type EchoMqErrorCode, InvalidIdError, InvalidNameError, VersionMismatchError } from '../../src/protocol/errors.js';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
-import { CacheKeys } from '../../src/protocol/keys.js';
-import { PROTOCOL_VERSION, runScript } from '../../src/protocol/scripts.js';
+import { EchoMqError, type EchoMqErrorCode, InvalidIdError, InvalidNameError, VersionMismatchError } from '../../src/core/errors.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
+import { CacheKeys } from '../../src/core/keys.js';
+import { PROTOCOL_VERSION, runScript } from '../../src/core/scripts.js';
 import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 
 /** An in-process L1 that records what coherence asks of it. */

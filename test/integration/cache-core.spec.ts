@@ -1,7 +1,7 @@
 import type { Redis } from 'iovalkey';
 import { CacheService } from '../../src/cache/cache.service.js';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
-import { CacheKeys } from '../../src/protocol/keys.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
+import { CacheKeys } from '../../src/core/keys.js';
 import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 
 let raw: Redis, connA: EchoMqConnection, connB: EchoMqConnection;

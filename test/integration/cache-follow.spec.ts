@@ -3,7 +3,7 @@ import { Controller, Get, Injectable, Param, UseInterceptors, type INestApplicat
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'iovalkey';
 import { BusService, CacheEvict, CacheInterceptor, CacheScope, CacheService, EchoMqModule, type BusEvent } from '../../src/index.js';
-import { EchoMqConnection } from '../../src/protocol/connection.js';
+import { EchoMqConnection } from '../../src/core/connection.js';
 import { CacheFollowOrchestrator } from '../../src/nest/cache-follow.orchestrator.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 

@@ -1,9 +1,9 @@
 import type { Redis } from 'iovalkey';
 import { CacheService } from '../../src/cache/cache.service.js';
 import { cacheWire } from '../../src/cache/cache-wire.js';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
-import { composeId } from '../../src/protocol/ids.js';
-import { CacheKeys } from '../../src/protocol/keys.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
+import { composeId } from '../../src/core/ids.js';
+import { CacheKeys } from '../../src/core/keys.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 
 let raw: Redis, conn: EchoMqConnection;

@@ -2,10 +2,10 @@ import { jest } from '@jest/globals';
 import type { Redis } from 'iovalkey';
 import { CacheService } from '../../src/cache/cache.service.js';
 import type { Coherence } from '../../src/cache/coherence.js';
-import { EchoMqError } from '../../src/protocol/errors.js';
+import { EchoMqError } from '../../src/core/errors.js';
 import { READ_BATCH_MAX } from '../../src/cache/read-batch.js';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
-import { CacheKeys } from '../../src/protocol/keys.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
+import { CacheKeys } from '../../src/core/keys.js';
 import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 
 let raw: Redis, writerConn: EchoMqConnection, readerConn: EchoMqConnection;

@@ -1,7 +1,7 @@
 import type { Redis } from 'iovalkey';
 import { CacheService } from '../../src/cache/cache.service.js';
-import { EchoMqConnection } from '../../src/protocol/connection.js';
-import { CacheKeys } from '../../src/protocol/keys.js';
+import { EchoMqConnection } from '../../src/core/connection.js';
+import { CacheKeys } from '../../src/core/keys.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 
 /** Two app instances: each its own connection (with a name, to kill its subscriber) and cache. */

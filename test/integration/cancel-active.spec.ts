@@ -3,8 +3,8 @@
  * without completing — retry, reap of an expired lease, release at shutdown — ends `cancelled`;
  * a flagged job that completes is done (the work was done).
  */
-import { queueKeys } from '../../src/protocol/keys.js';
-import { wire } from '../../src/protocol/wire.js';
+import { queueKeys } from '../../src/core/keys.js';
+import { wire } from '../../src/core/wire.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { randomQueue } from '../helpers/valkey.js';
 

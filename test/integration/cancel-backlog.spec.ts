@@ -4,9 +4,9 @@
  * idempotency stay correct.
  */
 import { Redis } from 'iovalkey';
-import { queueKeys } from '../../src/protocol/keys.js';
-import { wire } from '../../src/protocol/wire.js';
-import { EchoMqConnection } from '../../src/protocol/connection.js';
+import { queueKeys } from '../../src/core/keys.js';
+import { wire } from '../../src/core/wire.js';
+import { EchoMqConnection } from '../../src/core/connection.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
 import { queueFixture } from '../helpers/queue-fixture.js';

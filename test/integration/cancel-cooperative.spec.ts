@@ -4,7 +4,7 @@
  * `cancelled` (never retried, never reaped back to pending) however the handler stops:
  * it resolves, throws, hangs past its lease, or its process is killed.
  */
-import { queueKeys } from '../../src/protocol/keys.js';
+import { queueKeys } from '../../src/core/keys.js';
 import { JobCancelledError } from '../../src/queue/job-controls.js';
 import type { Job } from '../../src/queue/job.js';
 import { spawnFixture } from '../helpers/child.js';

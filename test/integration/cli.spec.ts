@@ -1,9 +1,9 @@
 import { BusService, CacheService } from '../../src/index.js';
-import { eventIdOf, globalKeys, queueKeys, runScript, topicKeys, wire } from '../../src/protocol/index.js';
+import { eventIdOf, globalKeys, queueKeys, runScript, topicKeys, wire } from '../../src/protocol.js';
 import { runCli } from '../helpers/cli.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
-import { PROTOCOL_VERSION } from '../../src/protocol/scripts.js';
+import { PROTOCOL_VERSION } from '../../src/core/scripts.js';
 
 const f = queueFixture();
 /** Each run is a fresh node process (about 0.5 s, several seconds on a loaded machine). */

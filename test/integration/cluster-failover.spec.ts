@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Subscription } from 'rxjs';
 import { BusService } from '../../src/bus/bus.service.js';
-import { globalKeys, queueKeys } from '../../src/protocol/keys.js';
+import { globalKeys, queueKeys } from '../../src/core/keys.js';
 import type { Job, QueueEvent } from '../../src/queue/job.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import type { ClusterNode } from '../../src/testing/valkey-cluster.js';

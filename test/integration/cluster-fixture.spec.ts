@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { ValkeyUnavailableError } from '../../src/protocol/errors.js';
+import { ValkeyUnavailableError } from '../../src/core/errors.js';
 import { cli, startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
 import { startValkeyCluster } from '../../src/testing/valkey-cluster.js';
 import { alive } from '../helpers/child.js';

@@ -4,8 +4,8 @@
  * of the primary whose queue's outbox holds the children's hand-offs, with its replica promoted.
  */
 import { randomBytes } from 'node:crypto';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
-import { queueKeys } from '../../src/protocol/keys.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
+import { queueKeys } from '../../src/core/keys.js';
 import type { Consumer } from '../../src/queue/consumer.js';
 import type { FlowSpec } from '../../src/queue/flow.types.js';
 import type { Job } from '../../src/queue/job.js';

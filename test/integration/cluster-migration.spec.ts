@@ -1,7 +1,7 @@
 import type { Subscription } from 'rxjs';
 import { BusService } from '../../src/bus/bus.service.js';
 import { CacheService } from '../../src/cache/cache.service.js';
-import { CacheKeys, queueKeys, topicKeys } from '../../src/protocol/keys.js';
+import { CacheKeys, queueKeys, topicKeys } from '../../src/core/keys.js';
 import type { Job, QueueEvent } from '../../src/queue/job.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { slotOfName } from '../../src/testing/valkey-cluster.topology.js';

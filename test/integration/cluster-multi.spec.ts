@@ -1,9 +1,9 @@
 import type { Subscription } from 'rxjs';
 import { BusService } from '../../src/bus/bus.service.js';
 import { CacheService } from '../../src/cache/cache.service.js';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
-import { CacheKeys, queueKeys, topicKeys } from '../../src/protocol/keys.js';
-import { keySlot } from '../../src/protocol/slot.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
+import { CacheKeys, queueKeys, topicKeys } from '../../src/core/keys.js';
+import { keySlot } from '../../src/core/slot.js';
 import type { QueueEvent } from '../../src/queue/job.js';
 import { collect } from './bus-core.helpers.js';
 import { startMember } from './bus-groups.helpers.js';

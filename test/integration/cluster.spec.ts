@@ -1,7 +1,7 @@
 import { Redis } from 'iovalkey';
-import { EchoMqConnection } from '../../src/protocol/connection.js';
-import { globalKeys, queueKeys } from '../../src/protocol/keys.js';
-import { keySlot } from '../../src/protocol/slot.js';
+import { EchoMqConnection } from '../../src/core/connection.js';
+import { globalKeys, queueKeys } from '../../src/core/keys.js';
+import { keySlot } from '../../src/core/slot.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
 import { lifecycleRunner, type LifecycleRunner } from '../helpers/lifecycle.js';

@@ -4,8 +4,8 @@
  */
 import { Redis } from 'iovalkey';
 import { BusService, QueueService } from '../../src/index.js';
-import { EchoMqConnection, queueKeys } from '../../src/protocol/index.js';
-import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/index.js';
+import { EchoMqConnection, queueKeys } from '../../src/protocol.js';
+import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing.js';
 import { randomQueue } from '../helpers/valkey.js';
 
 let server: EmbeddedValkey, raw: Redis, conn: EchoMqConnection;

@@ -9,8 +9,8 @@ import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'iovalkey';
 import { BusService, CacheService, EchoMqModule, OnEvent, Processor, QueueService } from '../../src/index.js';
-import { EchoMqConnection } from '../../src/protocol/index.js';
-import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/index.js';
+import { EchoMqConnection } from '../../src/protocol.js';
+import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';
 
 const Q = randomQueue('names');

@@ -1,4 +1,4 @@
-import { queueKeys } from '../../src/protocol/keys.js';
+import { queueKeys } from '../../src/core/keys.js';
 import { spawnFixture } from '../helpers/child.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { eventually, queueKeysIn, randomQueue, testUrl } from '../helpers/valkey.js';

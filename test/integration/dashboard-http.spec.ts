@@ -1,5 +1,5 @@
 import { BusService, CacheService, EchoMqDashboardModule, QueueAdmin } from '../../src/index.js';
-import { globalKeys, queueKeys, topicKeys } from '../../src/protocol/index.js';
+import { globalKeys, queueKeys, topicKeys } from '../../src/protocol.js';
 import { buryJobs, csrfOf, startDashboardApp, type DashboardTestApp } from '../helpers/dashboard.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';

@@ -1,6 +1,6 @@
 import { networkInterfaces } from 'node:os';
 import { QueueAdmin } from '../../src/index.js';
-import { freePort } from '../../src/testing/index.js';
+import { freePort } from '../../src/testing.js';
 import { spawnScript, type ChildHandle } from '../helpers/child.js';
 import { MAIN } from '../helpers/cli.js';
 import { csrfOf } from '../helpers/dashboard.js';

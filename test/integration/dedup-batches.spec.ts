@@ -2,10 +2,10 @@
  * Dedup and batches (issue 11): business-key idempotency (`enqueue(q, p, { key })`),
  * `enqueueMany` of any size in bounded calls, and batch handlers settling each job on its own.
  */
-import { FatalJobError } from '../../src/protocol/errors.js';
-import { queueKeys } from '../../src/protocol/keys.js';
-import { runScript } from '../../src/protocol/scripts.js';
-import { wire } from '../../src/protocol/wire.js';
+import { FatalJobError } from '../../src/core/errors.js';
+import { queueKeys } from '../../src/core/keys.js';
+import { runScript } from '../../src/core/scripts.js';
+import { wire } from '../../src/core/wire.js';
 import { batchHandler, type BatchHandler } from '../../src/queue/batch.handler.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { BUILTIN_DEFAULTS } from '../../src/queue/queue.options.js';
@@ -14,7 +14,7 @@ import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { refusedUnchanged, sent } from '../helpers/refusals.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';
-import { PROTOCOL_VERSION } from '../../src/protocol/scripts.js';
+import { PROTOCOL_VERSION } from '../../src/core/scripts.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Injectable, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { EchoMqConnection } from '../../src/protocol/index.js';
+import { EchoMqConnection } from '../../src/protocol.js';
 import { EchoMqModule, Processor, QueueService, type EchoMqModuleOptions, type Job } from '../../src/index.js';
 import { spawnFixture } from '../helpers/child.js';
 import { ECHOMQ_EMBEDDED, type EmbeddedDefault } from '../../src/nest/embedded.default.js';

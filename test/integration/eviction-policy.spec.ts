@@ -8,10 +8,10 @@
  * `connection.evictionPolicy`, never thrown, and a return to safety is logged once.
  */
 import { Redis } from 'iovalkey';
-import { EchoMqConnection, type ValkeyConnectionOptions } from '../../src/protocol/connection.js';
-import { EchoMqError, InvalidOptionError } from '../../src/protocol/errors.js';
-import type { EvictionPolicyState } from '../../src/protocol/eviction-policy.js';
-import { queueKeys } from '../../src/protocol/keys.js';
+import { EchoMqConnection, type ValkeyConnectionOptions } from '../../src/core/connection.js';
+import { EchoMqError, InvalidOptionError } from '../../src/core/errors.js';
+import type { EvictionPolicyState } from '../../src/core/eviction-policy.js';
+import { queueKeys } from '../../src/core/keys.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
 import { aclUser } from '../helpers/acl.js';

@@ -1,4 +1,4 @@
-import { EchoMqConnection } from '../../src/protocol/connection.js';
+import { EchoMqConnection } from '../../src/core/connection.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { ALL, aclUser, type TestUser } from '../helpers/acl.js';
 import { slowClock } from '../helpers/clock.js';

@@ -7,7 +7,7 @@
  * machine's clocks; here Date.now() runs at half speed, so every back-off meets that edge.
  */
 import { Redis } from 'iovalkey';
-import { EchoMqConnection } from '../../src/protocol/connection.js';
+import { EchoMqConnection } from '../../src/core/connection.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import type { Consumer } from '../../src/queue/consumer.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom, filter, take, toArray } from 'rxjs';
-import { EchoMqConnection, queueKeys } from '../../src/protocol/index.js';
+import { EchoMqConnection, queueKeys } from '../../src/protocol.js';
 import { EchoMqModule, Flow, Processor, QueueService, type FlowJob, type Job, type QueueEvent } from '../../src/index.js';
 import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
 

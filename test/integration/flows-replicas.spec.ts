@@ -1,5 +1,5 @@
 import { Redis } from 'iovalkey';
-import { EchoMqConnection } from '../../src/protocol/connection.js';
+import { EchoMqConnection } from '../../src/core/connection.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
 import { startConsumer } from '../helpers/consumers.js';

@@ -1,5 +1,5 @@
-import { EchoMqConnection } from '../../src/protocol/connection.js';
-import { keySlot } from '../../src/protocol/slot.js';
+import { EchoMqConnection } from '../../src/core/connection.js';
+import { keySlot } from '../../src/core/slot.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
 import { startConsumer } from '../helpers/consumers.js';

@@ -3,11 +3,11 @@
  * holder is refused and writes nothing), bounded, shown by `getJob`; a retried attempt starts
  * with the last checkpoint. Handler timeouts abort the handler and fail the attempt.
  */
-import { StaleTokenError } from '../../src/protocol/errors.js';
-import { queueKeys } from '../../src/protocol/keys.js';
-import { wire } from '../../src/protocol/wire.js';
+import { StaleTokenError } from '../../src/core/errors.js';
+import { queueKeys } from '../../src/core/keys.js';
+import { wire } from '../../src/core/wire.js';
 import { JobControls, JobTimeoutError } from '../../src/queue/job-controls.js';
-import type { Json } from '../../src/protocol/codec.js';
+import type { Json } from '../../src/core/codec.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';

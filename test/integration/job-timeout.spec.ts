@@ -3,9 +3,9 @@
  * (docs/protocol.md §3), comes back with every claim, aborts the handler and fails the attempt;
  * with a processor timeout too, the shorter wins. Bad values are refused, nothing written.
  */
-import { InvalidOptionError } from '../../src/protocol/errors.js';
-import { queueKeys } from '../../src/protocol/keys.js';
-import { wire } from '../../src/protocol/wire.js';
+import { InvalidOptionError } from '../../src/core/errors.js';
+import { queueKeys } from '../../src/core/keys.js';
+import { wire } from '../../src/core/wire.js';
 import { JobTimeoutError } from '../../src/queue/job-controls.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { EchoMqConnection } from '../../src/protocol/index.js';
+import { EchoMqConnection } from '../../src/protocol.js';
 import { EchoMqModule, InjectQueue, Queue, QueueService, type EchoMqModuleOptions, type EchoMqOptionsFactory } from '../../src/index.js';
 import { freePort, startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
 import { startApp } from '../helpers/nest.js';

@@ -3,11 +3,11 @@
  * does not certainly hold (issue 7 #7, #18, #19).
  */
 import { Redis } from 'iovalkey';
-import { EchoMqConnection } from '../../src/protocol/connection.js';
-import { queueKeys } from '../../src/protocol/keys.js';
-import { parseId } from '../../src/protocol/ids.js';
-import type { ScriptClient } from '../../src/protocol/scripts.js';
-import { wire } from '../../src/protocol/wire.js';
+import { EchoMqConnection } from '../../src/core/connection.js';
+import { queueKeys } from '../../src/core/keys.js';
+import { parseId } from '../../src/core/ids.js';
+import type { ScriptClient } from '../../src/core/scripts.js';
+import { wire } from '../../src/core/wire.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
 import { killChildren, spawnFixture } from '../helpers/child.js';

@@ -1,15 +1,15 @@
-import { EchoMqConnection } from '../../src/protocol/connection.js';
-import { globalKeys } from '../../src/protocol/keys.js';
-import { wire } from '../../src/protocol/wire.js';
-import { parseId } from '../../src/protocol/ids.js';
-import type { ScriptClient } from '../../src/protocol/scripts.js';
+import { EchoMqConnection } from '../../src/core/connection.js';
+import { globalKeys } from '../../src/core/keys.js';
+import { wire } from '../../src/core/wire.js';
+import { parseId } from '../../src/core/ids.js';
+import type { ScriptClient } from '../../src/core/scripts.js';
 import { startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
 import { Redis } from 'iovalkey';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { luaDir } from '../../src/protocol/scripts.js';
+import { luaDir } from '../../src/core/scripts.js';
 import { rawClient, testUrl } from '../helpers/valkey.js';
-import { PROTOCOL_VERSION } from '../../src/protocol/scripts.js';
+import { PROTOCOL_VERSION } from '../../src/core/scripts.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -6,8 +6,8 @@
  * acknowledged is lost: every job ends done.
  */
 import { Redis } from 'iovalkey';
-import { EchoMqConnection } from '../../src/protocol/connection.js';
-import { EchoMqError } from '../../src/protocol/errors.js';
+import { EchoMqConnection } from '../../src/core/connection.js';
+import { EchoMqError } from '../../src/core/errors.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
 import { startConsumer } from '../helpers/consumers.js';

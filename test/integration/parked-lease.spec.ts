@@ -1,7 +1,7 @@
-import { queueKeys } from '../../src/protocol/keys.js';
-import { parkCall, parkSpot, parkedClaimCall } from '../../src/protocol/park-wire.js';
-import { call, scripts } from '../../src/protocol/scripts.js';
-import { calls } from '../../src/protocol/wire.js';
+import { queueKeys } from '../../src/core/keys.js';
+import { parkCall, parkSpot, parkedClaimCall } from '../../src/core/park-wire.js';
+import { call, scripts } from '../../src/core/scripts.js';
+import { calls } from '../../src/core/wire.js';
 import { ParkedWait } from '../../src/queue/parked-wait.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';

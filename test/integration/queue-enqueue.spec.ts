@@ -4,8 +4,8 @@
  */
 import type { Redis } from 'iovalkey';
 import { EchoMqError, QueueService } from '../../src/index.js';
-import { IdMinter, queueKeys, wire } from '../../src/protocol/index.js';
-import type { EchoMqConnection } from '../../src/protocol/index.js';
+import { IdMinter, queueKeys, wire } from '../../src/protocol.js';
+import type { EchoMqConnection } from '../../src/protocol.js';
 import type { EnqueueOptions } from '../../src/index.js';
 import { codeOf, refusedUnchanged } from '../helpers/refusals.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';

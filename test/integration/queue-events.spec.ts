@@ -1,7 +1,7 @@
 import type { Subscription } from 'rxjs';
-import { EchoMqConnection } from '../../src/protocol/connection.js';
-import { FatalJobError } from '../../src/protocol/errors.js';
-import { queueKeys } from '../../src/protocol/keys.js';
+import { EchoMqConnection } from '../../src/core/connection.js';
+import { FatalJobError } from '../../src/core/errors.js';
+import { queueKeys } from '../../src/core/keys.js';
 import type { QueueEvent } from '../../src/queue/job.js';
 import { BUILTIN_DEFAULTS, resolveDefaults } from '../../src/queue/queue.options.js';
 import { QueueService } from '../../src/queue/queue.service.js';

@@ -3,10 +3,10 @@
  * concurrency caps counted on the server across consumers, weights (a group of weight w gets w
  * jobs per turn), per-group rate limits honoured without polling, bad settings refused.
  */
-import { BUILTIN_DEFAULTS, resolveConsumerOptions, resolveDefaults } from '../../src/protocol/index.js';
-import { queueKeys } from '../../src/protocol/keys.js';
-import { wire } from '../../src/protocol/wire.js';
-import { writePolicy } from '../../src/protocol/policy-wire.js';
+import { BUILTIN_DEFAULTS, resolveConsumerOptions, resolveDefaults } from '../../src/unstable.js';
+import { queueKeys } from '../../src/core/keys.js';
+import { wire } from '../../src/core/wire.js';
+import { writePolicy } from '../../src/core/policy-wire.js';
 import { groupPolicyWire, type GroupOptions } from '../../src/queue/group-policy.js';
 import type { Job } from '../../src/queue/job.js';
 import { codeOf, refusedUnchanged } from '../helpers/refusals.js';

@@ -2,7 +2,7 @@
  * Fair lanes (`EnqueueOptions.group`, docs/queue.md "Fair lanes") through QueueService, the claim
  * script and a real Consumer: the starvation bound, retries back to their group, bad groups.
  */
-import { queueKeys, wire } from '../../src/protocol/index.js';
+import { queueKeys, wire } from '../../src/protocol.js';
 import { refusedUnchanged } from '../helpers/refusals.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';

@@ -5,8 +5,8 @@
  * upkeep warns when the stored one differs; a consumer that declares none is still bound.
  * Also claim's flow flags: a flow child is claimed as "c", a released parent as "p".
  */
-import { queueKeys } from '../../src/protocol/keys.js';
-import { wire } from '../../src/protocol/wire.js';
+import { queueKeys } from '../../src/core/keys.js';
+import { wire } from '../../src/core/wire.js';
 import { groupPolicyWire } from '../../src/queue/group-policy.js';
 import type { Job } from '../../src/queue/job.js';
 import { codeOf } from '../helpers/refusals.js';

@@ -3,7 +3,7 @@
  * higher first, FIFO within a priority, retries keep their level, counts see every level, the
  * claim cost does not grow with the backlog, and bad priorities are refused writing nothing.
  */
-import { queueKeys, wire } from '../../src/protocol/index.js';
+import { queueKeys, wire } from '../../src/protocol.js';
 import { refusedUnchanged } from '../helpers/refusals.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';

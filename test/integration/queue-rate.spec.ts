@@ -3,7 +3,7 @@
  * at most `max` jobs per window on the server clock, and a limited consumer waits for the
  * window's end instead of polling.
  */
-import { resolveDefaults, BUILTIN_DEFAULTS } from '../../src/protocol/index.js';
+import { resolveDefaults, BUILTIN_DEFAULTS } from '../../src/unstable.js';
 import { codeOf } from '../helpers/refusals.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';

@@ -1,8 +1,8 @@
-import { EchoMqError } from '../../src/protocol/errors.js';
-import { queueKeys } from '../../src/protocol/keys.js';
-import { roundCall, runRound } from '../../src/protocol/round-wire.js';
-import { scripts } from '../../src/protocol/scripts.js';
-import { calls, wire, type ClaimReply } from '../../src/protocol/wire.js';
+import { EchoMqError } from '../../src/core/errors.js';
+import { queueKeys } from '../../src/core/keys.js';
+import { roundCall, runRound } from '../../src/core/round-wire.js';
+import { scripts } from '../../src/core/scripts.js';
+import { calls, wire, type ClaimReply } from '../../src/core/wire.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';

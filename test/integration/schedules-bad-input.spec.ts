@@ -1,8 +1,8 @@
 import 'reflect-metadata';
 import { Processor } from '../../src/nest/processor.decorator.js';
-import { EchoMqError, InvalidScheduleError } from '../../src/protocol/errors.js';
+import { EchoMqError, InvalidScheduleError } from '../../src/core/errors.js';
 import type { ScheduleOptions, ScheduleSpec } from '../../src/queue/schedule.types.js';
-import { queueKeys } from '../../src/protocol/keys.js';
+import { queueKeys } from '../../src/core/keys.js';
 import { Scheduler } from '../../src/queue/scheduler.js';
 import type { TickRecord } from '../../src/queue/schedule.types.js';
 import { queueFixture } from '../helpers/queue-fixture.js';

@@ -1,7 +1,7 @@
 import type { Redis } from 'iovalkey';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
-import { queueKeys } from '../../src/protocol/keys.js';
-import { scheduleWire } from '../../src/protocol/schedule-wire.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
+import { queueKeys } from '../../src/core/keys.js';
+import { scheduleWire } from '../../src/core/schedule-wire.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { encodeSchedule, firstTick } from '../../src/queue/schedule.plan.js';
 import { Scheduler } from '../../src/queue/scheduler.js';

@@ -2,9 +2,9 @@ import 'reflect-metadata';
 import { Injectable, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { EchoMqModule, Processor, QueueService, type Job } from '../../src/index.js';
-import { parseId } from '../../src/protocol/ids.js';
-import { queueKeys } from '../../src/protocol/keys.js';
-import type { EchoMqConnection } from '../../src/protocol/connection.js';
+import { parseId } from '../../src/core/ids.js';
+import { queueKeys } from '../../src/core/keys.js';
+import type { EchoMqConnection } from '../../src/core/connection.js';
 import { eventually, openConnection, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 
 const Q = randomQueue('sched');

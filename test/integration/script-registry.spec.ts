@@ -7,8 +7,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'iovalkey';
-import { PROTOCOL_VERSION, SCRIPT_NAMES, scripts, type ScriptName } from '../../src/protocol/index.js';
-import { luaDir } from '../../src/protocol/scripts.js';
+import { PROTOCOL_VERSION, SCRIPT_NAMES, scripts, type ScriptName } from '../../src/protocol.js';
+import { luaDir } from '../../src/core/scripts.js';
 import { rawClient } from '../helpers/valkey.js';
 
 const bytesOf = (name: string): Buffer => readFileSync(join(luaDir(), `${name}.lua`));

@@ -12,7 +12,7 @@ import * as otel from '@opentelemetry/api';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { BusService, EchoMqModule, Flow, OnEvent, Processor, QueueService, type BusEvent, type Job, type TelemetryOptions } from '../../src/index.js';
-import { topicKeys } from '../../src/protocol/keys.js';
+import { topicKeys } from '../../src/core/keys.js';
 import { EchoMqTracing } from '../../src/telemetry/tracing.js';
 import { installOtel, type OtelHarness } from '../helpers/otel.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';

@@ -3,8 +3,8 @@ import type { INestApplication, LoggerService } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'iovalkey';
 import { QueueService } from '../../src/index.js';
-import { EchoMqConnection } from '../../src/protocol/index.js';
-import { EchoMqTestingModule, TestValkey, startEmbeddedValkey, uniqueQueueName } from '../../src/testing/index.js';
+import { EchoMqConnection } from '../../src/protocol.js';
+import { EchoMqTestingModule, TestValkey, startEmbeddedValkey, uniqueQueueName } from '../../src/testing.js';
 import { alive } from '../helpers/child.js';
 import { InvoiceWorker } from '../helpers/testing-doc.handlers.js';
 

@@ -3,7 +3,7 @@
  * round trip of its own, and stopping a consumer never leaves a job claimed by nobody: the wait is
  * unblocked, its claim answered, and whatever it got handed back with its attempt given back.
  */
-import { queueKeys } from '../../src/protocol/keys.js';
+import { queueKeys } from '../../src/core/keys.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';

@@ -5,13 +5,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'iovalkey';
-import { BUILTIN_DEFAULTS, queueKeys, resolveDefaults, runScript, wire } from '../../src/protocol/index.js';
-import { luaDir } from '../../src/protocol/scripts.js';
+import { queueKeys, runScript, wire } from '../../src/protocol.js';
+import { BUILTIN_DEFAULTS, resolveDefaults } from '../../src/unstable.js';
+import { luaDir } from '../../src/core/scripts.js';
 import { QueueService } from '../../src/index.js';
-import type { EchoMqConnection, QueueKeys, ScriptName } from '../../src/protocol/index.js';
+import type { EchoMqConnection, QueueKeys, ScriptName } from '../../src/protocol.js';
 import { codeOf, refusedUnchanged, rerun, sent, wireJob, type SentCall } from '../helpers/refusals.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
-import { PROTOCOL_VERSION } from '../../src/protocol/scripts.js';
+import { PROTOCOL_VERSION } from '../../src/core/scripts.js';
 
 let raw: Redis, conn: EchoMqConnection, queues: QueueService;
 beforeAll(async () => {

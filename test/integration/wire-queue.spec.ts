@@ -4,8 +4,8 @@
  */
 import type { Redis } from 'iovalkey';
 import { QueueService } from '../../src/index.js';
-import { queueKeys, wire } from '../../src/protocol/index.js';
-import type { EchoMqConnection, QueueKeys } from '../../src/protocol/index.js';
+import { queueKeys, wire } from '../../src/protocol.js';
+import type { EchoMqConnection, QueueKeys } from '../../src/protocol.js';
 import { jobId, wireJob } from '../helpers/refusals.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 

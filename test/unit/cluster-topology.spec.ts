@@ -1,4 +1,4 @@
-import { keySlot } from '../../src/protocol/slot.js';
+import { keySlot } from '../../src/core/slot.js';
 import { namesOnDistinctOwners, parseClusterNodes, servingSlot, slotMapSignature, slotOfName } from '../../src/testing/valkey-cluster.topology.js';
 
 const NODES = [

@@ -1,5 +1,5 @@
-import { Coalescer } from '../../src/protocol/coalescer.js';
-import { EchoMqError } from '../../src/protocol/errors.js';
+import { Coalescer } from '../../src/core/coalescer.js';
+import { EchoMqError } from '../../src/core/errors.js';
 
 /** A send that records its calls and answers each item with `item * 10` after a turn. */
 function recorder(fail?: (items: readonly number[]) => EchoMqError | undefined) {

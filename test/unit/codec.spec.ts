@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_PAYLOAD_BYTES, decodePayload, encodePayload } from '../../src/protocol/index.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES, decodePayload, encodePayload } from '../../src/protocol.js';
 import { EchoMqError, InvalidPayloadError, PayloadTooLargeError } from '../../src/index.js';
 
 /** The EchoMqError `fn` throws (fails the test if it throws anything else, or nothing). */

@@ -1,8 +1,8 @@
 import 'reflect-metadata';
 import { Test } from '@nestjs/testing';
 import { EchoMqError, WaitingForChildren } from '../../src/index.js';
-import { isBrandedId } from '../../src/protocol/index.js';
-import { createTestFlowJob, createTestJob } from '../../src/testing/index.js';
+import { isBrandedId } from '../../src/protocol.js';
+import { createTestFlowJob, createTestJob } from '../../src/testing.js';
 import { InvoiceWorker, SettlementStep } from '../helpers/testing-doc.handlers.js';
 
 // ---- docs/testing.md, "Unit tests", as the page shows it (specifiers replaced by source paths) ----

@@ -25,21 +25,21 @@ describe('the dependency check of src/', () => {
   });
 
   it('reads imports, exports, type imports and dynamic imports, resolved from the file', () => {
-    const text = "import { a } from '../protocol/keys.js';\nimport type { B } from './b.js';\nexport { c } from '../queue/c.js';\nconst d = await import('./d.js');\nimport x from 'iovalkey';";
-    expect(importsOf('src/bus/x.ts', text)).toEqual(['src/bus/b.ts', 'src/bus/d.ts', 'src/protocol/keys.ts', 'src/queue/c.ts']);
+    const text = "import { a } from '../core/keys.js';\nimport type { B } from './b.js';\nexport { c } from '../queue/c.js';\nconst d = await import('./d.js');\nimport x from 'iovalkey';";
+    expect(importsOf('src/bus/x.ts', text)).toEqual(['src/bus/b.ts', 'src/bus/d.ts', 'src/core/keys.ts', 'src/queue/c.ts']);
   });
 
   it('flags an import that points up, one between two surfaces, a circle, and /protocol gathering more than the core', () => {
     const files = new Map([
-      ['src/protocol/a.ts', "import { n } from '../nest/n.js';"],
-      ['src/nest/n.ts', "import { a } from '../protocol/a.js';"],
-      ['src/queue/q.ts', "import { b } from '../bus/b.js';\nimport { a } from '../protocol/a.js';"],
+      ['src/core/a.ts', "import { n } from '../nest/n.js';"],
+      ['src/nest/n.ts', "import { a } from '../core/a.js';"],
+      ['src/queue/q.ts', "import { b } from '../bus/b.js';\nimport { a } from '../core/a.js';"],
       ['src/bus/b.ts', ''],
-      ['src/protocol/index.ts', "export { q } from '../queue/q.js';\nexport { a } from './a.js';"],
+      ['src/protocol.ts', "export { q } from './queue/q.js';\nexport { a } from './core/a.js';"],
     ]);
     expect(analyse(files)).toEqual({
-      upward: ['src/protocol/a.ts -> src/nest/n.ts', 'src/protocol/index.ts -> src/queue/q.ts', 'src/queue/q.ts -> src/bus/b.ts'],
-      circles: ['src/nest/n.ts | src/protocol/a.ts'],
+      upward: ['src/core/a.ts -> src/nest/n.ts', 'src/protocol.ts -> src/queue/q.ts', 'src/queue/q.ts -> src/bus/b.ts'],
+      circles: ['src/core/a.ts | src/nest/n.ts'],
     });
   });
 });

@@ -1,4 +1,4 @@
-import { EchoMqError, describeError, fromReplyError } from '../../src/protocol/errors.js';
+import { EchoMqError, describeError, fromReplyError } from '../../src/core/errors.js';
 
 /** What a reply maps to: [code, class name, message]. */
 const mapped = (text: string): [string, string, string] => {

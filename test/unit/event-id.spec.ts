@@ -1,5 +1,5 @@
-import { EVENT_NS, ID_EPOCH_MS, composeId, eventIdOf, eventInstant, isBrandedId, streamIdOf } from '../../src/protocol/index.js';
-import { compareStreamIds } from '../../src/protocol/stream-id.js';
+import { EVENT_NS, ID_EPOCH_MS, composeId, eventIdOf, eventInstant, isBrandedId, streamIdOf } from '../../src/protocol.js';
+import { compareStreamIds } from '../../src/core/stream-id.js';
 import { codeOf, prngUnit as prng } from '../helpers/units.js';
 
 const LOW = 2 ** 22;

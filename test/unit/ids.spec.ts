@@ -1,6 +1,6 @@
 import { EchoMqError, InvalidIdError } from '../../src/index.js';
-import { IdMinter, assertBrandedId, composeId, decodeBody, encodeBody, isBrandedId, parseId, ID_EPOCH_MS } from '../../src/protocol/index.js';
-import { BASE62, BODY_LENGTH, ID_LENGTH, MAX_NODE, SEQ_BITS } from '../../src/protocol/ids.js';
+import { IdMinter, assertBrandedId, composeId, decodeBody, encodeBody, isBrandedId, parseId, ID_EPOCH_MS } from '../../src/protocol.js';
+import { BASE62, BODY_LENGTH, ID_LENGTH, MAX_NODE, SEQ_BITS } from '../../src/core/ids.js';
 import { codeOf, prng } from '../helpers/units.js';
 
 const MAX_U64 = (1n << 64n) - 1n;

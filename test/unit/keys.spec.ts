@@ -1,5 +1,5 @@
 import { EchoMqError, InvalidNameError } from '../../src/index.js';
-import { MAX_NAME_LENGTH, QueueKeys, assertName, crc16, encodeBody, globalKeys, keySlot, queueKeys } from '../../src/protocol/index.js';
+import { MAX_NAME_LENGTH, QueueKeys, assertName, crc16, encodeBody, globalKeys, keySlot, queueKeys } from '../../src/protocol.js';
 
 const KINDS = ['meta', 'pending', 'scheduled', 'active', 'done', 'dead', 'cancelled', 'wake'] as const;
 const ID = 'job' + encodeBody(987654321n);

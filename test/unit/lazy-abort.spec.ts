@@ -1,4 +1,4 @@
-import { LazyAbort } from '../../src/protocol/lazy-abort.js';
+import { LazyAbort } from '../../src/core/lazy-abort.js';
 
 describe('LazyAbort (an abort signal made on first use)', () => {
   it('a signal read after abort is already aborted, with the first reason', () => {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PROTOCOL_VERSION, SCRIPT_NAMES } from '../../src/protocol/index.js';
-import { luaDir } from '../../src/protocol/scripts.js';
+import { PROTOCOL_VERSION, SCRIPT_NAMES } from '../../src/protocol.js';
+import { luaDir } from '../../src/core/scripts.js';
 import { build, definitions, parseFragment, resolveFragments, usedDefinitions, type Manifest } from '../../scripts/lua/build.js';
 import { parseHeader, parseSpec } from '../../scripts/lua/header.js';
 import { freshBuild, readLuaFolder } from '../../scripts/lua-build.js';

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { PROTOCOL_VERSION, SCRIPT_NAMES, scripts, sha1 } from '../../src/protocol/index.js';
-import { luaDir } from '../../src/protocol/scripts.js';
+import { PROTOCOL_VERSION, SCRIPT_NAMES, scripts, sha1 } from '../../src/protocol.js';
+import { luaDir } from '../../src/core/scripts.js';
 
 const LUA = luaDir();
 const DOC = join(dirname(LUA), 'docs', 'protocol.md');

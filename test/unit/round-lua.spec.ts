@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { luaDir } from '../../src/protocol/scripts.js';
+import { luaDir } from '../../src/core/scripts.js';
 import { splitSource } from '../../scripts/lua/header.js';
 
 const built = (name: string): string => readFileSync(join(luaDir(), `${name}.lua`), 'utf8');

@@ -1,5 +1,5 @@
 import { compileCron, tzOffsetMs, wallToInstant } from '../../src/queue/cron.js';
-import { InvalidScheduleError } from '../../src/protocol/errors.js';
+import { InvalidScheduleError } from '../../src/core/errors.js';
 
 const H = 3_600_000;
 /** The first `n` ticks after `from` (ISO), as ISO minutes. */

@@ -1,4 +1,4 @@
-import { InvalidOptionError, InvalidScheduleError } from '../../src/protocol/errors.js';
+import { InvalidOptionError, InvalidScheduleError } from '../../src/core/errors.js';
 import { checkProcessorSchedules, decodeSchedule, encodeSchedule, planTick, specSha } from '../../src/queue/schedule.plan.js';
 import type { ScheduleSpec } from '../../src/queue/schedule.types.js';
 import { createHash } from 'node:crypto';

@@ -1,5 +1,5 @@
-import type { TopicKeys } from '../protocol/keys.js';
-import { PROTOCOL_VERSION, runScript, type ScriptClient } from '../protocol/scripts.js';
+import type { TopicKeys } from './keys.js';
+import { PROTOCOL_VERSION, runScript, type ScriptClient } from './scripts.js';
 
 /** Most events in one publish call, and most entries archived by one trim call. */
 export const BUS_BATCH_LIMIT = 1000;

@@ -1,0 +1,36 @@
+/**
+ * `@echomq/nestjs/unstable`: the loops the Nest orchestrators drive, usable without Nest — the job
+ * `Consumer`, the Bus `GroupConsumer`, the `FlowRelay`, the `Scheduler`, the `CacheFollower` — and
+ * the telemetry parts they feed. **No stability promise**: these names may change in any minor
+ * release; an application uses the services and decorators of `@echomq/nestjs`.
+ *
+ * @module @echomq/nestjs/unstable
+ */
+export { compileCron, wallToInstant, tzOffsetMs } from './queue/cron.js';
+export type { NextTick } from './queue/cron.js';
+export { Scheduler } from './queue/scheduler.js';
+export type { SchedulerOptions } from './queue/scheduler.js';
+export { Consumer } from './queue/consumer.js';
+export type { JobFailure, FailureListener } from './queue/failure-log.js';
+export type { ConsumerConfig, ConsumerLogger } from './queue/consumer.js';
+export type { ConsumerListener, RunnerCompletion, ReapOutcome, FlowRelease, FlowReleaseListener } from './queue/telemetry.hooks.js';
+export type { BusTracer, TracedEvent } from './bus/bus-tracer.js';
+export { BUILTIN_DEFAULTS, MAX_BATCH, resolveDefaults, resolveConsumerOptions } from './queue/queue.options.js';
+export type { ResolvedConsumerOptions } from './queue/queue.options.js';
+export { GroupConsumer } from './bus/group-consumer.js';
+export type { GroupConsumerConfig } from './bus/group-options.js';
+export { consumerName } from './bus/group-options.js';
+export { FlowRelay } from './queue/flow-relay.js';
+export { CacheFollower, resolveInvalidationRules } from './cache/cache-follow.js';
+export type { CacheFollowConfig, ResolvedInvalidationRule } from './cache/cache-follow.js';
+export type { FlowRelayOptions } from './queue/flow-relay.js';
+export { DEFAULT_FLOW_BOUNDS } from './queue/flow.types.js';
+
+// Telemetry without Nest: the W3C traceparent as jobs and events carry it, and the counters.
+export { parseTraceParent, formatTraceParent, traceParentOfExtras } from './telemetry/traceparent.js';
+export type { TraceParent } from './telemetry/traceparent.js';
+export { MetricsRegistry, QueueCounters, Histogram, PROCESSING_BUCKETS_MS } from './telemetry/metrics.registry.js';
+export type { ProcessingObserver } from './telemetry/metrics.registry.js';
+export { countingListener, countingFailures, instrumentHandler } from './telemetry/consumer.telemetry.js';
+export { formatPrometheus } from './telemetry/prometheus.format.js';
+export { EchoMqTracing, INSTRUMENTATION_SCOPE } from './telemetry/tracing.js';
