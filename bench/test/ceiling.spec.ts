@@ -1,10 +1,23 @@
-import type { Redis } from 'iovalkey';
-import type { EchoMqConnection } from '../../src/core/connection.js';
-import { queueKeys } from '../../src/protocol.js';
-import { BUILTIN_DEFAULTS } from '../../src/unstable.js';
-import { QueueService } from '../../src/queue/queue.service.js';
-import { ceilingCallArgs, ceilingScript } from '../../bench/ceiling.js';
-import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'iovalkey';
+import { QueueService } from '@echomq/nestjs';
+import { EchoMqConnection, queueKeys } from '@echomq/nestjs/protocol';
+import { BUILTIN_DEFAULTS } from '@echomq/nestjs/unstable';
+import { ceilingCallArgs, ceilingScript } from '../ceiling.js';
+
+/** The URL of the throwaway Valkey (`npm test -w bench` starts one through with-valkey). */
+function testUrl(): string {
+  const url = process.env.ECHOMQ_TEST_URL;
+  if (!url) throw new Error('ECHOMQ_TEST_URL is not set: run through `npm test -w bench` (with-valkey starts Valkey)');
+  return url;
+}
+const randomQueue = (prefix: string): string => `${prefix}-${randomBytes(5).toString('hex')}`;
+const rawClient = (): Redis => new Redis(testUrl(), { lazyConnect: false, maxRetriesPerRequest: 1 });
+async function openConnection(): Promise<EchoMqConnection> {
+  const conn = new EchoMqConnection({ url: testUrl() });
+  await conn.open();
+  return conn;
+}
 
 // The bench's Valkey ceiling runs the real claim.lua and complete.lua inside one wrapper script:
 // if the protocol's arguments or replies change, this fails before a benchmark reports nonsense.

@@ -1,7 +1,7 @@
-import { median, pairStat, pairText, summarize } from '../../bench/pairs.js';
-import { phaseLoad, NOISY_OTHER_CORES } from '../../bench/load.js';
-import type { PhaseRecord } from '../../bench/format.js';
-import type { PhaseCost } from '../../bench/probe.js';
+import { median, pairStat, pairText, summarize } from '../pairs.js';
+import { phaseLoad, NOISY_OTHER_CORES } from '../load.js';
+import type { PhaseRecord } from '../format.js';
+import type { PhaseCost } from '../probe.js';
 
 const cost = (noisy: boolean): PhaseCost => ({
   seconds: 1,
