@@ -17,46 +17,20 @@ export type { ValkeyConnectionOptions } from './core/connection.js';
 export type { BootRetryOptions } from './core/boot-retry.js';
 export type { Json } from './core/codec.js';
 
-// Errors: every refusal is an EchoMqError with a stable code.
-export {
-  EchoMqError,
-  InvalidNameError,
-  InvalidIdError,
-  InvalidPayloadError,
-  PayloadTooLargeError,
-  BatchTooLargeError,
-  InvalidOptionError,
-  StaleTokenError,
-  VersionMismatchError,
-  ValkeyUnavailableError,
-  ServerRefusalError,
-  OutOfMemoryError,
-  PermissionDeniedError,
-  WrongTypeError,
-  AuthenticationError,
-  ReadOnlyError,
-  ServerBusyError,
-  ServerLoadingError,
-  EvictionPolicyError,
-  IdCollisionError,
-  FlowCycleError,
-  FlowTooLargeError,
-  FlowTooDeepError,
-  WaitingForChildren,
-  FatalJobError,
-  InvalidScheduleError,
-  NotFoundError,
-  InvalidCursorError,
-} from './core/errors.js';
+// Errors: every refusal is an `EchoMqError` with a stable `code` (the `EchoMqErrorCode` union);
+// every class is in the `errors` namespace (`errors.StaleTokenError`, …) for `instanceof`.
+export { EchoMqError } from './core/errors.js';
 export type { EchoMqErrorCode } from './core/errors.js';
-export { NodeLeaseError } from './core/node-lease.js';
+/** Every EchoMQ error class, for `instanceof` (`errors.StaleTokenError`, …); `code` says the same. */
+export * as errors from './core/errors.js';
+// What a handler throws or sees as its signal's reason (not EchoMqErrors).
+export { FatalJobError, WaitingForChildren, JobCancelledError, JobTimeoutError } from './queue/job-signals.js';
 
 // The Queue.
 export { QueueService } from './queue/queue.service.js';
 export type { EnqueueItem } from './queue/queue.service.js';
 export type { BackoffOptions, QueueDefaults, EnqueueOptions, ProcessorOptions, BatchOptions, RateLimit } from './queue/queue.options.js';
 export type { GroupOptions, GroupSettings } from './queue/group-policy.js';
-export { JobCancelledError, JobTimeoutError } from './queue/job-controls.js';
 export type { BatchHandler, BatchOutcome } from './queue/batch.handler.js';
 export type { Job, JobView, UndecodedText, JobStatus, JobCounts, JobHandler, QueueEvent, QueueEventKind } from './queue/job.js';
 export { Processor } from './nest/processor.decorator.js';
@@ -89,7 +63,6 @@ export type { BusOptions } from './bus/bus.options.js';
 export type { ReplayedEvent, RetentionPolicy, TrimResult, ReplayOptions, DeadLetter } from './bus/bus.types.js';
 export { OnEvent } from './nest/on-event.decorator.js';
 export type { OnEventOptions, GroupStart, BusEvent, EventHandler } from './bus/group-options.js';
-export { busLosses$ } from './bus/group-losses.js';
 export type { GroupLoss, GroupLossKind } from './bus/group-losses.js';
 
 // The Cache.

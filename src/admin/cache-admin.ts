@@ -2,7 +2,7 @@ import type { CacheService } from '../cache/cache.service.js';
 import type { CacheStats } from '../cache/cache.types.js';
 import { fields } from '../bus/group-upkeep.js';
 import type { EchoMqConnection } from '../core/connection.js';
-import { fromReplyError } from '../core/errors.js';
+import { fromReplyError } from '../core/reply-errors.js';
 import { CacheKeys } from '../core/keys.js';
 import { bulkLimit, type NamePage } from './queue-admin.js';
 import { assertKnown, pageItem, registryPage } from './registry.js';

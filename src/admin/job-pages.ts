@@ -1,5 +1,6 @@
 import type { ValkeyClient } from '../core/connection.js';
-import { fromReplyError, InvalidOptionError } from '../core/errors.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { fromReplyError } from '../core/reply-errors.js';
 import { parseId } from '../core/ids.js';
 import type { QueueKeys } from '../core/keys.js';
 import { decodeCursor, encodeCursor, type CursorPoint, type JobCursor, type ListableStatus } from './job-cursor.js';

@@ -1,6 +1,7 @@
 import type { EchoMqConnection } from '../core/connection.js';
 import { adminWire, type BulkReply, type PurgeableStatus } from '../core/admin-wire.js';
-import { fromReplyError, InvalidOptionError, NotFoundError } from '../core/errors.js';
+import { InvalidOptionError, NotFoundError } from '../core/errors.js';
+import { fromReplyError } from '../core/reply-errors.js';
 import { assertBrandedId } from '../core/ids.js';
 import { queueKeys } from '../core/keys.js';
 import type { JobCounts, JobView } from '../queue/job.js';

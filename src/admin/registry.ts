@@ -1,6 +1,7 @@
 import type { EchoMqConnection } from '../core/connection.js';
 import { adminWire, type RegistryKind } from '../core/admin-wire.js';
-import { describeError, fromReplyError, NotFoundError } from '../core/errors.js';
+import { NotFoundError } from '../core/errors.js';
+import { describeError, fromReplyError } from '../core/reply-errors.js';
 import { assertName, globalKeys } from '../core/keys.js';
 
 /** One page of a registry, in name order: names after `after` (exclusive), at most `limit`. */

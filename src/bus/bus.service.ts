@@ -3,7 +3,8 @@ import { throwError, type Observable } from 'rxjs';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodePayload, encodePayload, type Json } from '../core/codec.js';
 import type { EchoMqConnection } from '../core/connection.js';
 import { CoalescerPool } from '../core/coalescer.js';
-import { BatchTooLargeError, InvalidOptionError, fromReplyError } from '../core/errors.js';
+import { BatchTooLargeError, InvalidOptionError } from '../core/errors.js';
+import { fromReplyError } from '../core/reply-errors.js';
 import { topicKeys } from '../core/keys.js';
 import type { BusOptions } from './bus.options.js';
 import type { DeadLetter, ReplayOptions, ReplayedEvent, RetentionPolicy, TrimResult } from './bus.types.js';
@@ -13,6 +14,7 @@ import { eventIdOf } from '../core/event-id.js';
 import { replay } from './replay.js';
 import { SignalHub } from '../core/signal-hub.js';
 import { announce } from '../core/announce.js';
+import { processLosses$, type GroupLoss } from './group-losses.js';
 
 /** Default interval of automatic trims of the topics published to. */
 export const TRIM_INTERVAL_MS = 5000;
@@ -39,6 +41,13 @@ export class BusService implements OnModuleDestroy {
   private trimTimer?: NodeJS.Timeout;
   private trimming: Promise<void> = Promise.resolve();
   private closed = false;
+
+  /**
+   * Every loss a Bus consumer group of this process reports (`lost`, `group-recreated`,
+   * `dead-lettered`; docs/bus.md): subscribe to alert on data loss. Read-only: unsubscribing
+   * affects only the subscriber.
+   */
+  readonly losses$: Observable<GroupLoss> = processLosses$;
 
   constructor(
     protected readonly conn: EchoMqConnection,

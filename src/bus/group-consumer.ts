@@ -1,4 +1,4 @@
-import { Subject } from 'rxjs';
+import { Subject, type Observable } from 'rxjs';
 import { decodePayload } from '../core/codec.js';
 import { LazyAbort } from '../core/lazy-abort.js';
 import type { EchoMqConnection } from '../core/connection.js';
@@ -6,7 +6,7 @@ import { assertName, topicKeys, type TopicKeys } from '../core/keys.js';
 import type { ConsumerLogger } from '../queue/consumer.js';
 import { eventIdOf } from '../core/event-id.js';
 import { AckBuffer } from './group-acks.js';
-import { busLosses$, type GroupLoss, type GroupLossKind } from './group-losses.js';
+import { reportProcessLoss, type GroupLoss, type GroupLossKind } from './group-losses.js';
 import { consumerName, intIn, resolveGroupOptions, startId, type GroupConsumerConfig, type ResolvedGroupOptions } from './group-options.js';
 import { GroupReader } from './group-reader.js';
 import { GroupReclaimer } from './group-reclaim.js';
@@ -34,8 +34,9 @@ export class GroupConsumer {
   readonly o: ResolvedGroupOptions;
   /** This member's consumer name in the group. */
   readonly consumer: string;
-  /** Lost, recreated and dead-lettered reports of this loop (also sent to `busLosses$`). */
-  readonly losses$ = new Subject<GroupLoss>();
+  readonly #losses = new Subject<GroupLoss>();
+  /** Lost, recreated and dead-lettered reports of this loop (also sent to the process-wide stream, `BusService.losses$`). */
+  readonly losses$: Observable<GroupLoss> = this.#losses.asObservable();
   /** Stream ids of the entries whose handlers are running → their (lazily made) abort signals. @internal */
   readonly running = new Map<string, LazyAbort>();
   /** Last error text seen per stream id (bounded), recorded with a dead letter. @internal */
@@ -262,13 +263,13 @@ export class GroupConsumer {
     this.acks.push(streamId, this.slotParked && !this.stopping);
   }
 
-  /** Reports a loss on this loop's `losses$` and on `busLosses$`. */
+  /** Reports a loss on this loop's `losses$` and on the process-wide stream. */
   report(kind: GroupLossKind, ids: readonly string[], detail: string, extra: Pick<GroupLoss, 'count' | 'first' | 'last'> = {}): void {
     const count = extra.count ?? (kind === 'group-recreated' ? undefined : ids.length);
     const loss: GroupLoss = { kind, topic: this.topic, group: this.o.group, consumer: this.consumer, ids, count, first: extra.first, last: extra.last, detail, at: new Date() };
     this.log.warn(`group ${this.name}: ${detail}`);
-    this.losses$.next(loss);
-    busLosses$.next(loss);
+    this.#losses.next(loss);
+    reportProcessLoss(loss);
   }
 
   /** After NOGROUP, seen by the loop or the timer: recreates the group (once at a time) and reports the loss. */

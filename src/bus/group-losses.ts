@@ -1,4 +1,4 @@
-import { Subject } from 'rxjs';
+import { Subject, type Observable } from 'rxjs';
 
 /**
  * What a consumer group lost or gave up on:
@@ -35,8 +35,17 @@ export interface GroupLoss {
   readonly at: Date;
 }
 
+// Private: a subscriber of the public stream cannot complete() or error() it for everyone else.
+const losses = new Subject<GroupLoss>();
+
 /**
- * Every loss any `GroupConsumer` in this process reports, whether it runs under Nest or not.
- * Subscribe to alert on data loss; each consumer also has its own `losses$`.
+ * Every loss any `GroupConsumer` in this process reports, whether it runs under Nest or not
+ * (read-only; `BusService.losses$` in an application). Subscribe to alert on data loss; each
+ * consumer also has its own `losses$`.
  */
-export const busLosses$ = new Subject<GroupLoss>();
+export const processLosses$: Observable<GroupLoss> = losses.asObservable();
+
+/** Sends a loss to `processLosses$` (the consumer loop's only way in). */
+export function reportProcessLoss(loss: GroupLoss): void {
+  losses.next(loss);
+}

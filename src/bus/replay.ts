@@ -1,6 +1,7 @@
 import { decodePayload } from '../core/codec.js';
 import type { ValkeyClient } from '../core/connection.js';
-import { InvalidOptionError, InvalidPayloadError, fromReplyError } from '../core/errors.js';
+import { InvalidOptionError, InvalidPayloadError } from '../core/errors.js';
+import { fromReplyError } from '../core/reply-errors.js';
 import { topicKeys, type TopicKeys } from '../core/keys.js';
 import { SegmentCache, archiveAsc, archiveDesc, newestArchived, type IdRange, type RawEntry } from './archive.js';
 import type { ReplayOptions, ReplayedEvent } from './bus.types.js';

@@ -1,6 +1,7 @@
 import type { ValkeyClient } from '../core/connection.js';
 import { compareStreamIds } from '../core/stream-id.js';
-import { EchoMqError, fromReplyError } from '../core/errors.js';
+import { EchoMqError } from '../core/errors.js';
+import { fromReplyError } from '../core/reply-errors.js';
 
 /** One entry of a namespace's invalidation log: `v <ver> k <key> [k <key> …]`. */
 export interface InvalidationEntry {

@@ -1,5 +1,5 @@
 import type { ValkeyClient } from '../core/connection.js';
-import { fromReplyError } from '../core/errors.js';
+import { fromReplyError } from '../core/reply-errors.js';
 import { MAX_NODE, SEQ_BITS, composeId } from '../core/ids.js';
 import { isCacheKey } from '../core/keys.js';
 

@@ -1,6 +1,7 @@
 import { connectClient, createClient } from './client.js';
 import type { EchoMqConnection } from './connection.js';
-import { EchoMqError, InvalidOptionError, ValkeyUnavailableError, describeError } from './errors.js';
+import { EchoMqError, InvalidOptionError, ValkeyUnavailableError } from './errors.js';
+import { describeError } from './reply-errors.js';
 
 /** How long an app starting while Valkey is down waits for it (`connection.retryAtBoot`). */
 export interface BootRetryOptions {

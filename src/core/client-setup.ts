@@ -1,5 +1,5 @@
 import { Cluster, type Command, type Redis } from 'iovalkey';
-import { fromReplyError } from './errors.js';
+import { fromReplyError } from './reply-errors.js';
 
 /** A client EchoMQ opened (iovalkey's Redis or Cluster). */
 type AnyClient = Redis | Cluster;

@@ -2,7 +2,8 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'iovalkey';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { nameClient, typedErrors } from './client-setup.js';
-import { InvalidOptionError, ValkeyUnavailableError, fromReplyError } from './errors.js';
+import { InvalidOptionError, ValkeyUnavailableError } from './errors.js';
+import { fromReplyError } from './reply-errors.js';
 import type { BootRetryOptions } from './boot-retry.js';
 
 /** Where Valkey is: a URL, host/port, or a cluster node list. */

@@ -1,7 +1,8 @@
 import { Cluster, type Redis } from 'iovalkey';
 import { clientName, nameClient, type ClientRole } from './client-setup.js';
 import { connectClient, createClient, resolveEvictionCheckMs, type ValkeyClient, type ValkeyConnectionOptions } from './client.js';
-import { ValkeyUnavailableError, describeError } from './errors.js';
+import { ValkeyUnavailableError } from './errors.js';
+import { describeError } from './reply-errors.js';
 import { EvictionPolicyWatch, processWarnings, type ConnectionLogger, type EvictionPolicyListener, type EvictionPolicyState } from './eviction-policy.js';
 import { NodeLease, type NodeLeaseOptions } from './node-lease.js';
 import type { ScriptClient } from './scripts.js';

@@ -220,26 +220,11 @@ export class InvalidCursorError extends EchoMqError {
 }
 
 /**
- * Not a failure: thrown by `job.waitFor(children)` once the running job has become a waiting
- * parent. It ends the handler's run; the job runs again when its children have finished.
+ * Ids cannot be minted now: this process does not certainly hold its node number (after a
+ * reconnect, a stall, or renewals that failed). Transient: `await ids.ready()` renews and waits.
  */
-export class WaitingForChildren extends Error {
-  constructor(
-    /** The ids of the children the job now waits for. */
-    readonly children: readonly string[],
-  ) {
-    super(`waiting for ${children.length} children`);
-    this.name = 'WaitingForChildren';
+export class NodeLeaseError extends EchoMqError {
+  constructor(message: string) {
+    super('EMQ_NODE_LEASE', message);
   }
 }
-
-/** Throw this from a handler to send the job straight to the morgue, without retries. */
-export class FatalJobError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'FatalJobError';
-  }
-}
-
-// The mapping of server replies to these classes (fromReplyError, describeError) lives in reply-errors.ts.
-export { fromReplyError, describeError } from './reply-errors.js';

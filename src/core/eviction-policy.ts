@@ -1,5 +1,6 @@
 import { Cluster, type Redis } from 'iovalkey';
-import { EchoMqError, EvictionPolicyError, describeError } from './errors.js';
+import { EchoMqError, EvictionPolicyError } from './errors.js';
+import { describeError } from './reply-errors.js';
 
 /** Where a connection reports what it cannot throw to anyone. */
 export interface ConnectionLogger {

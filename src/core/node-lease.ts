@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { EchoMqError, InvalidOptionError, ValkeyUnavailableError } from './errors.js';
+import { InvalidOptionError, NodeLeaseError, ValkeyUnavailableError } from './errors.js';
 import { IdMinter } from './ids.js';
 import type { ScriptClient } from './scripts.js';
 import { wire } from './wire.js';
@@ -13,16 +13,6 @@ export interface NodeLeaseOptions {
   readonly waitMs?: number;
   /** Called after the lease moved to a fresh number (e.g. to rename the connections). */
   readonly onRebind?: (node: number) => void;
-}
-
-/**
- * Ids cannot be minted now: this process does not certainly hold its node number (after a
- * reconnect, a stall, or renewals that failed). Transient: `await ids.ready()` renews and waits.
- */
-export class NodeLeaseError extends EchoMqError {
-  constructor(message: string) {
-    super('EMQ_NODE_LEASE', message);
-  }
 }
 
 /** What the lease needs of a Redis or Cluster client: its events and its state. */

@@ -1,4 +1,5 @@
-import { EchoMqError, fromReplyError } from './errors.js';
+import { EchoMqError } from './errors.js';
+import { fromReplyError } from './reply-errors.js';
 import { PROTOCOL_VERSION, call, callPipeline, type ScriptCall, type ScriptClient } from './scripts.js';
 
 /** How one part of a consumer round ended: settled on its own, as in a pipeline. */

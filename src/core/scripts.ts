@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EchoMqError, fromReplyError } from './errors.js';
+import { EchoMqError } from './errors.js';
+import { fromReplyError } from './reply-errors.js';
 
 /** The protocol version every script checks (`ARGV[1]`). */
 export const PROTOCOL_VERSION = '2';

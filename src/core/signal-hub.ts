@@ -2,7 +2,7 @@ import { Cluster } from 'iovalkey';
 import { Observable, share, type Subscriber } from 'rxjs';
 import { decodePayload, encodePayload } from './codec.js';
 import type { EchoMqConnection, ValkeyClient } from './connection.js';
-import { fromReplyError } from './errors.js';
+import { fromReplyError } from './reply-errors.js';
 import { keySlot } from './slot.js';
 
 /** How often (ms) a cluster hub checks that every channel is subscribed on its slot's owner. */

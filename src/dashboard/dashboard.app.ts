@@ -5,7 +5,8 @@ import { LISTABLE, type JobCursor, type ListableStatus } from '../admin/job-curs
 import type { BusAdmin } from '../admin/bus-admin.js';
 import type { CacheAdmin } from '../admin/cache-admin.js';
 import { busSection, cacheSection } from './bus-cache.sections.js';
-import { describeError, EchoMqError, InvalidOptionError } from '../core/errors.js';
+import { EchoMqError, InvalidOptionError } from '../core/errors.js';
+import { describeError } from '../core/reply-errors.js';
 import { assertBrandedId } from '../core/ids.js';
 import { echoMqErrorReply } from '../nest/exception.filter.js';
 import { errorPage, page, seg, type PageContext } from './dashboard.layout.js';

@@ -3,7 +3,8 @@ import { Injectable, Logger, SetMetadata, type CallHandler, type ExecutionContex
 import { Reflector } from '@nestjs/core';
 import { defer, lastValueFrom, type Observable } from 'rxjs';
 import type { Json } from '../core/codec.js';
-import { InvalidOptionError, describeError } from '../core/errors.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { describeError } from '../core/reply-errors.js';
 import { keySet, refuseUnknownKeys } from '../core/known-keys.js';
 import { CacheService } from '../cache/cache.service.js';
 import { checkTags } from '../cache/cache.options.js';

@@ -1,5 +1,5 @@
 import type { EchoMqConnection } from '../core/connection.js';
-import { describeError } from '../core/errors.js';
+import { describeError } from '../core/reply-errors.js';
 import type { QueueKeys } from '../core/keys.js';
 import { wire } from '../core/wire.js';
 import { declarePolicy, describePolicy, readPolicy, samePolicy, type ClaimLimits } from '../core/policy-wire.js';

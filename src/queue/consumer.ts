@@ -1,5 +1,5 @@
 import type { EchoMqConnection } from '../core/connection.js';
-import { describeError } from '../core/errors.js';
+import { describeError } from '../core/reply-errors.js';
 import { queueKeys, type QueueKeys } from '../core/keys.js';
 import { runRound } from '../core/round-wire.js';
 import { calls, type ClaimReply, type CompleteRelayingReply } from '../core/wire.js';

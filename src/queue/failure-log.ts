@@ -1,5 +1,5 @@
 import type { EchoMqConnection } from '../core/connection.js';
-import { describeError } from '../core/errors.js';
+import { describeError } from '../core/reply-errors.js';
 import { queueKeys } from '../core/keys.js';
 import type { ReapedJob } from '../core/wire.js';
 

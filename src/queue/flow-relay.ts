@@ -1,6 +1,6 @@
 import type { Subscription } from 'rxjs';
 import type { EchoMqConnection } from '../core/connection.js';
-import { describeError } from '../core/errors.js';
+import { describeError } from '../core/reply-errors.js';
 import { flowWire, type OutboxEntry } from '../core/flow-wire.js';
 import { queueKeys } from '../core/keys.js';
 import { SignalHub } from '../core/signal-hub.js';

@@ -1,6 +1,7 @@
 import { decodePayload, type Json } from '../core/codec.js';
 import type { EchoMqConnection } from '../core/connection.js';
-import { BatchTooLargeError, InvalidOptionError, StaleTokenError, WaitingForChildren } from '../core/errors.js';
+import { BatchTooLargeError, InvalidOptionError, StaleTokenError } from '../core/errors.js';
+import { WaitingForChildren } from './job-signals.js';
 import { flowWire } from '../core/flow-wire.js';
 import { queueKeys } from '../core/keys.js';
 import { wire } from '../core/wire.js';

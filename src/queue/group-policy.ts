@@ -69,7 +69,11 @@ export function groupPolicyWire(o: GroupOptions): string {
   return parts.join(' ');
 }
 
-/** A queue's policy as `QueueService.setPolicy` takes it: the `rateLimit` and `groups` options. */
+/**
+ * A queue's policy as `QueueService.setPolicy` takes it: the `rateLimit` and `groups` options.
+ *
+ * @inline
+ */
 export interface PolicyOptions {
   readonly rateLimit?: RateLimit;
   readonly groups?: GroupOptions;

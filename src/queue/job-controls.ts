@@ -1,6 +1,7 @@
 import { decodePayload, encodePayload, type Json } from '../core/codec.js';
 import type { EchoMqConnection } from '../core/connection.js';
-import { InvalidOptionError, StaleTokenError, fromReplyError } from '../core/errors.js';
+import { InvalidOptionError, StaleTokenError } from '../core/errors.js';
+import { fromReplyError } from '../core/reply-errors.js';
 import type { QueueKeys } from '../core/keys.js';
 import { wire } from '../core/wire.js';
 
@@ -8,25 +9,6 @@ import { wire } from '../core/wire.js';
 export const MAX_PROGRESS_BYTES = 4096;
 /** Log lines kept per job (the oldest go first). */
 export const LOG_LINES = 100;
-
-/** The reason `job.signal` aborts with when a cancel was requested while the job ran. */
-export class JobCancelledError extends Error {
-  constructor(message = 'cancel requested') {
-    super(message);
-    this.name = 'JobCancelledError';
-  }
-}
-
-/** The error an attempt fails with when its handler ran past its timeout (also `job.signal`'s reason). */
-export class JobTimeoutError extends Error {
-  constructor(
-    /** The timeout that passed, in ms. */
-    readonly timeoutMs: number,
-  ) {
-    super(`the handler ran past its timeout of ${timeoutMs} ms`);
-    this.name = 'JobTimeoutError';
-  }
-}
 
 /**
  * The fenced row writes of one queue's running jobs (checkpoint, progress, log) and the read of

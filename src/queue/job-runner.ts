@@ -1,5 +1,5 @@
 import { decodePayload, encodePayload } from '../core/codec.js';
-import { FatalJobError } from '../core/errors.js';
+import { FatalJobError } from './job-signals.js';
 import { jobTimeout } from '../core/extras.js';
 import { LazyAbort } from '../core/lazy-abort.js';
 import type { Json } from '../core/codec.js';
@@ -8,7 +8,8 @@ import type { RunnerCompletion } from './telemetry.hooks.js';
 import { errorText } from './error-text.js';
 import type { JobHandler } from './job.js';
 import { RunningJob } from './running-job.js';
-import { JobCancelledError, JobTimeoutError, type JobControls } from './job-controls.js';
+import { type JobControls } from './job-controls.js';
+import { JobCancelledError, JobTimeoutError } from './job-signals.js';
 
 /** A claimed job this process holds: buffered (prefetched) or running. */
 export interface Held {

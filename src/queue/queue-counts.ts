@@ -1,5 +1,5 @@
 import type { ValkeyClient } from '../core/connection.js';
-import { fromReplyError } from '../core/errors.js';
+import { fromReplyError } from '../core/reply-errors.js';
 import { queueKeys } from '../core/keys.js';
 import type { JobCounts, JobStatus } from './job.js';
 

@@ -1,6 +1,6 @@
 import { decodePayload, encodePayload, type Json } from '../core/codec.js';
 import type { EchoMqConnection } from '../core/connection.js';
-import { fromReplyError } from '../core/errors.js';
+import { fromReplyError } from '../core/reply-errors.js';
 import { assertName, queueKeys } from '../core/keys.js';
 import { scheduleWire, type UpsertOutcome } from '../core/schedule-wire.js';
 import type { QueueDefaults } from './queue.options.js';

@@ -1,5 +1,6 @@
 import type { EchoMqConnection } from '../core/connection.js';
-import { EchoMqError, describeError, fromReplyError } from '../core/errors.js';
+import { EchoMqError } from '../core/errors.js';
+import { describeError, fromReplyError } from '../core/reply-errors.js';
 import { queueKeys } from '../core/keys.js';
 import { scheduleWire } from '../core/schedule-wire.js';
 import { decodeSchedule, planTick, specSha, type StoredSchedule } from './schedule.plan.js';

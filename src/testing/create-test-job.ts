@@ -1,5 +1,6 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES, type Json } from '../core/codec.js';
-import { InvalidOptionError, WaitingForChildren } from '../core/errors.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { WaitingForChildren } from '../queue/job-signals.js';
 import { IdMinter, assertBrandedId } from '../core/ids.js';
 import { assertName } from '../core/keys.js';
 import { encodeFlow } from '../queue/flow.plan.js';

@@ -1,7 +1,8 @@
 import type { Redis } from 'iovalkey';
 import { EchoMqConnection, encodeBody } from '../../src/protocol.js';
 import { BUILTIN_DEFAULTS } from '../../src/unstable.js';
-import { EchoMqError, QueueService, ValkeyUnavailableError } from '../../src/index.js';
+import { EchoMqError, QueueService } from '../../src/index.js';
+import { ValkeyUnavailableError } from '../../src/core/errors.js';
 import { freePort, startEmbeddedValkey } from '../../src/testing.js';
 import { queueKeys, runScript, wire } from '../../src/protocol.js';
 import type { EnqueueItem, EnqueueOptions } from '../../src/index.js';

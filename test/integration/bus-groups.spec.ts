@@ -3,7 +3,7 @@ import type { EchoMqConnection } from '../../src/core/connection.js';
 import { topicKeys } from '../../src/core/keys.js';
 import { eventIdOf } from '../../src/core/event-id.js';
 import type { GroupConsumer } from '../../src/bus/group-consumer.js';
-import { busLosses$, type GroupLoss } from '../../src/bus/group-losses.js';
+import { processLosses$, type GroupLoss } from '../../src/bus/group-losses.js';
 import { GroupConsumer as Member } from '../../src/bus/group-consumer.js';
 import { deadLetter } from '../../src/bus/group-wire.js';
 import { killChildren, spawnFixture } from '../helpers/child.js';
@@ -108,7 +108,7 @@ describe('consumer groups on the bus log', () => {
   it('recovers when the log is deleted under it, and reports the loss', async () => {
     const topic = randomQueue('del');
     const seen: GroupLoss[] = [];
-    const sub = busLosses$.subscribe((l) => {
+    const sub = processLosses$.subscribe((l) => {
       if (l.topic === topic) seen.push(l);
     });
     try {

@@ -5,7 +5,7 @@
  * it resolves, throws, hangs past its lease, or its process is killed.
  */
 import { queueKeys } from '../../src/core/keys.js';
-import { JobCancelledError } from '../../src/queue/job-controls.js';
+import { JobCancelledError } from '../../src/queue/job-signals.js';
 import type { Job } from '../../src/queue/job.js';
 import { spawnFixture } from '../helpers/child.js';
 import { startConsumer } from '../helpers/consumers.js';

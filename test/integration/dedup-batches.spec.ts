@@ -2,7 +2,7 @@
  * Dedup and batches (issue 11): business-key idempotency (`enqueue(q, p, { key })`),
  * `enqueueMany` of any size in bounded calls, and batch handlers settling each job on its own.
  */
-import { FatalJobError } from '../../src/core/errors.js';
+import { FatalJobError } from '../../src/queue/job-signals.js';
 import { queueKeys } from '../../src/core/keys.js';
 import { runScript } from '../../src/core/scripts.js';
 import { wire } from '../../src/core/wire.js';

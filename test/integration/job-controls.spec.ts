@@ -6,7 +6,8 @@
 import { StaleTokenError } from '../../src/core/errors.js';
 import { queueKeys } from '../../src/core/keys.js';
 import { wire } from '../../src/core/wire.js';
-import { JobControls, JobTimeoutError } from '../../src/queue/job-controls.js';
+import { JobControls } from '../../src/queue/job-controls.js';
+import { JobTimeoutError } from '../../src/queue/job-signals.js';
 import type { Json } from '../../src/core/codec.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';

@@ -1,6 +1,6 @@
 import type { Subscription } from 'rxjs';
 import { EchoMqConnection } from '../../src/core/connection.js';
-import { FatalJobError } from '../../src/core/errors.js';
+import { FatalJobError } from '../../src/queue/job-signals.js';
 import { queueKeys } from '../../src/core/keys.js';
 import type { QueueEvent } from '../../src/queue/job.js';
 import { BUILTIN_DEFAULTS, resolveDefaults } from '../../src/queue/queue.options.js';

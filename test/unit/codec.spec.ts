@@ -1,5 +1,6 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodePayload, encodePayload } from '../../src/protocol.js';
-import { EchoMqError, InvalidPayloadError, PayloadTooLargeError } from '../../src/index.js';
+import { EchoMqError } from '../../src/index.js';
+import { InvalidPayloadError, PayloadTooLargeError } from '../../src/core/errors.js';
 
 /** The EchoMqError `fn` throws (fails the test if it throws anything else, or nothing). */
 function errorOf(fn: () => unknown): EchoMqError {

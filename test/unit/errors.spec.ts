@@ -1,4 +1,5 @@
-import { EchoMqError, describeError, fromReplyError } from '../../src/core/errors.js';
+import { EchoMqError } from '../../src/core/errors.js';
+import { describeError, fromReplyError } from '../../src/core/reply-errors.js';
 
 /** What a reply maps to: [code, class name, message]. */
 const mapped = (text: string): [string, string, string] => {

@@ -1,4 +1,5 @@
-import { EchoMqError, InvalidIdError } from '../../src/index.js';
+import { EchoMqError } from '../../src/index.js';
+import { InvalidIdError } from '../../src/core/errors.js';
 import { IdMinter, assertBrandedId, composeId, decodeBody, encodeBody, isBrandedId, parseId, ID_EPOCH_MS } from '../../src/protocol.js';
 import { BASE62, BODY_LENGTH, ID_LENGTH, MAX_NODE, SEQ_BITS } from '../../src/core/ids.js';
 import { codeOf, prng } from '../helpers/units.js';

@@ -1,4 +1,5 @@
-import { EchoMqError, InvalidNameError } from '../../src/index.js';
+import { EchoMqError } from '../../src/index.js';
+import { InvalidNameError } from '../../src/core/errors.js';
 import { MAX_NAME_LENGTH, QueueKeys, assertName, crc16, encodeBody, globalKeys, keySlot, queueKeys } from '../../src/protocol.js';
 
 const KINDS = ['meta', 'pending', 'scheduled', 'active', 'done', 'dead', 'cancelled', 'wake'] as const;
