@@ -4,7 +4,7 @@
  * command's code. Usage: node dist/scripts/with-valkey.js <command> [args...]
  */
 import { spawn } from 'node:child_process';
-import { startEmbeddedValkey } from '../src/testing/embedded-valkey.js';
+import { startEmbeddedValkey } from '../src/core/embedded-valkey.js';
 
 const [cmd, ...args] = process.argv.slice(2);
 if (!cmd) {

@@ -9,7 +9,7 @@
 // The module and its options.
 export { EchoMqModule } from './nest/echomq.module.js';
 export type { EchoMqModuleOptions, EchoMqModuleAsyncOptions } from './nest/echomq.options.js';
-export type { EchoMqOptionsFactory, QueueRegistration, EchoMqConnectionOption, EmbeddedConnectionOptions } from './nest/echomq.options.js';
+export type { EchoMqOptionsFactory, QueueRegistration, EchoMqConnectionOption, EmbeddedConnectionOptions, EchoMqCacheOptions } from './nest/echomq.options.js';
 export { Queue } from './nest/queue.handle.js';
 export { InjectQueue, getQueueToken } from './nest/inject-queue.decorator.js';
 export { EchoMqEmbeddedServer } from './nest/embedded.default.js';
@@ -72,7 +72,7 @@ export { Cached, CacheEvict } from './nest/cached.decorator.js';
 export type { CachedOptions, CacheEvictOptions, KeyOf, TagsOf } from './nest/cached.decorator.js';
 export { CacheInterceptor, CacheScope } from './nest/cache.interceptor.js';
 export type { HttpCacheScope, HttpCacheOptions, HttpTagsOf, HttpRequestLike } from './nest/cache.interceptor.js';
-export type { CacheInvalidationRule } from './cache/cache-follow.js';
+export type { CacheInvalidationRule } from './follow/cache-follower.js';
 export { EchoMqExceptionFilter, echoMqErrorReply } from './nest/exception.filter.js';
 export type { EchoMqErrorBody, EchoMqErrorReply } from './nest/exception.filter.js';
 
@@ -87,9 +87,9 @@ export type { TopicInfo, GroupInfo } from './admin/bus-admin.js';
 export { CacheAdmin } from './admin/cache-admin.js';
 export type { CacheNamespaceInfo, CacheAdminStats } from './admin/cache-admin.js';
 // Telemetry (docs/telemetry.md).
-export { EchoMqMetrics } from './telemetry/metrics.service.js';
-export { metricsController } from './telemetry/metrics.controller.js';
-export type { MetricsControllerOptions } from './telemetry/metrics.controller.js';
+export { EchoMqMetrics } from './nest/metrics.service.js';
+export { metricsController } from './nest/metrics.controller.js';
+export type { MetricsControllerOptions } from './nest/metrics.controller.js';
 export { prometheusContentType } from './telemetry/prometheus.format.js';
 export type { TelemetryOptions } from './telemetry/telemetry.options.js';
 export type { GroupMetrics, HistogramSnapshot, MetricsSnapshot, QueueMetrics } from './telemetry/metrics.snapshot.js';

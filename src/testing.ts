@@ -5,8 +5,8 @@
  *
  * @module @echomq/nestjs/testing
  */
-export { startEmbeddedValkey, freePort } from './testing/embedded-valkey.js';
-export type { EmbeddedValkey, EmbeddedValkeyOptions } from './testing/embedded-valkey.js';
+export { startEmbeddedValkey, freePort } from './core/embedded-valkey.js';
+export type { EmbeddedValkey, EmbeddedValkeyOptions } from './core/embedded-valkey.js';
 export { startValkeyCluster } from './testing/valkey-cluster.js';
 export type { ValkeyCluster, ValkeyClusterOptions, ClusterNode, NodeRef } from './testing/valkey-cluster.js';
 export { namesOnDistinctOwners, slotOfName, parseClusterNodes } from './testing/valkey-cluster.topology.js';

@@ -3,7 +3,7 @@ import { decodePayload } from '../core/codec.js';
 import { LazyAbort } from '../core/lazy-abort.js';
 import type { EchoMqConnection } from '../core/connection.js';
 import { assertName, topicKeys, type TopicKeys } from '../core/keys.js';
-import type { ConsumerLogger } from '../queue/consumer.js';
+import type { ConsumerLogger } from '../core/logger.js';
 import { eventIdOf } from '../core/event-id.js';
 import { AckBuffer } from './group-acks.js';
 import { reportProcessLoss, type GroupLoss, type GroupLossKind } from './group-losses.js';

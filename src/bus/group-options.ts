@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { InvalidOptionError } from '../core/errors.js';
 import { assertName, MAX_NAME_LENGTH } from '../core/keys.js';
-import type { ConsumerLogger } from '../queue/consumer.js';
+import type { ConsumerLogger } from '../core/logger.js';
 import type { BusTracer } from './bus-tracer.js';
 
 /** Where a new group starts reading: the whole log, new entries only, or from an instant. */

@@ -48,7 +48,6 @@ const SERVICE_KEYS = keySet<CacheOptions>({
   tombstoneMs: true,
   pollMs: true,
   clockSkewMs: true,
-  invalidateOn: true,
 });
 /** The keys of `CacheEntryOptions` (anything else is refused). */
 export const ENTRY_KEYS = keySet<CacheEntryOptions>({

@@ -1,5 +1,4 @@
 import type { Json } from '../core/codec.js';
-import type { CacheInvalidationRule } from './cache-follow.js';
 
 /** Options of one cached read or write. */
 export interface CacheEntryOptions {
@@ -43,12 +42,6 @@ export interface CacheOptions {
    * Default 0 (clocks agree to the millisecond, e.g. NTP on one network).
    */
   readonly clockSkewMs?: number;
-  /**
-   * Bus topics this cache follows: each event invalidates the keys and tags a rule names, once
-   * per event per namespace, through a consumer group (docs/cache.md, "Invalidation from the
-   * Bus"). Run by the Nest module (not with `consumers: false`), or by `CacheFollower`.
-   */
-  readonly invalidateOn?: readonly CacheInvalidationRule[];
 }
 
 /** Counters readable from the service. */

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
 import { EchoMqConnection } from '../core/connection.js';
 import { CacheService } from '../cache/cache.service.js';
-import { CacheFollower, resolveInvalidationRules } from '../cache/cache-follow.js';
+import { CacheFollower, resolveInvalidationRules } from '../follow/cache-follower.js';
 import { ECHOMQ_OPTIONS } from './echomq.constants.js';
 import type { EchoMqModuleOptions } from './echomq.options.js';
 

@@ -3,8 +3,28 @@ import type { ValkeyConnectionOptions } from '../core/connection.js';
 import type { QueueDefaults } from '../queue/queue.options.js';
 import type { BusOptions } from '../bus/bus.options.js';
 import type { CacheOptions } from '../cache/cache.types.js';
+import type { CacheInvalidationRule } from '../follow/cache-follower.js';
 import type { FlowOptions } from '../queue/flow.service.js';
 import type { TelemetryOptions } from '../telemetry/telemetry.options.js';
+
+/** The module's `cache` options: the `CacheService`'s own, and the Bus topics the cache follows. */
+export interface EchoMqCacheOptions extends CacheOptions {
+  /**
+   * Bus topics this cache follows: each event invalidates the keys and tags a rule names, once
+   * per event per namespace, through a consumer group (docs/cache.md, "Invalidation from the
+   * Bus"). Run by the Nest module (not with `consumers: false`), or by `CacheFollower`.
+   */
+  readonly invalidateOn?: readonly CacheInvalidationRule[];
+}
+
+/** The `CacheService`'s part of the module's `cache` options (all but `invalidateOn`). */
+export function cacheServiceOptions(o: EchoMqCacheOptions | undefined): CacheOptions {
+  // Not an object: handed on as it is, for the service's validation to refuse.
+  if (o === undefined) return {};
+  if (o === null || typeof o !== 'object') return o;
+  const { invalidateOn: _rules, ...service } = o;
+  return service;
+}
 
 /**
  * Ask the module for a throwaway local `valkey-server` (development and tests; refused when
@@ -30,8 +50,8 @@ export interface EchoMqModuleOptions {
   readonly defaults?: Partial<QueueDefaults>;
   /** Per-queue overrides of the defaults, by queue name (a queue named here counts as registered). */
   readonly queues?: Readonly<Record<string, Partial<QueueDefaults>>>;
-  /** Cache options (namespace, default TTL, L1 bounds, tombstone window, poll period). */
-  readonly cache?: CacheOptions;
+  /** Cache options (namespace, default TTL, L1 bounds, tombstone window, poll period, followed topics). */
+  readonly cache?: EchoMqCacheOptions;
   /** Bus options (consumer instance name, payload limit, dead-letter cap, trim period). */
   readonly bus?: BusOptions;
   /** How long shutdown waits for running handlers (ms, 0..3,600,000). Default 10,000. */

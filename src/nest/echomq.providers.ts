@@ -7,7 +7,7 @@ import { BUILTIN_DEFAULTS, resolveDefaults } from '../queue/queue.options.js';
 import { BusService } from '../bus/bus.service.js';
 import { CacheService } from '../cache/cache.service.js';
 import { ECHOMQ_OPTIONS } from './echomq.constants.js';
-import type { EchoMqModuleAsyncOptions, EchoMqModuleOptions, EchoMqOptionsFactory, QueueRegistration } from './echomq.options.js';
+import { cacheServiceOptions, type EchoMqModuleAsyncOptions, type EchoMqModuleOptions, type EchoMqOptionsFactory, type QueueRegistration } from './echomq.options.js';
 import { validateModuleOptions, validateRegistration } from './echomq.validation.js';
 import { ECHOMQ_EMBEDDED, EchoMqEmbeddedServer, startEmbeddedDefault, type EmbeddedDefault } from './embedded.default.js';
 import { QueueRegistry, RegisteredQueueService } from './queue.registry.js';
@@ -25,7 +25,7 @@ import { QueueAdmin } from '../admin/queue-admin.js';
 import { BusAdmin } from '../admin/bus-admin.js';
 import { CacheAdmin } from '../admin/cache-admin.js';
 import { EchoMqTelemetry } from '../telemetry/telemetry.js';
-import { EchoMqMetrics } from '../telemetry/metrics.service.js';
+import { EchoMqMetrics } from './metrics.service.js';
 
 /** What the root module exports to the whole app (it is global). */
 export const ROOT_EXPORTS = [QueueService, BusService, CacheService, QueueAdmin, BusAdmin, CacheAdmin, CacheInterceptor, EchoMqConnection, QueueRegistry, ECHOMQ_EMBEDDED, EchoMqEmbeddedServer, EchoMqTelemetry, EchoMqMetrics];
@@ -79,7 +79,7 @@ export const ROOT_PROVIDERS: Provider[] = [
   {
     provide: CacheService,
     inject: [EchoMqConnection, ECHOMQ_OPTIONS],
-    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) => new CacheService(conn, o.cache ?? {}),
+    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) => new CacheService(conn, cacheServiceOptions(o.cache)),
   },
   { provide: QueueAdmin, inject: [EchoMqConnection, QueueService], useFactory: (conn: EchoMqConnection, q: QueueService) => new QueueAdmin(conn, q) },
   { provide: BusAdmin, inject: [EchoMqConnection, BusService], useFactory: (conn: EchoMqConnection, b: BusService) => new BusAdmin(conn, b) },

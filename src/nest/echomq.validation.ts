@@ -5,9 +5,9 @@ import type { ValkeyConnectionOptions } from '../core/connection.js';
 import { resolveBootRetry } from '../core/boot-retry.js';
 import type { BusOptions } from '../bus/bus.options.js';
 import { resolveCacheOptions } from '../cache/cache.options.js';
-import { resolveInvalidationRules } from '../cache/cache-follow.js';
+import { resolveInvalidationRules } from '../follow/cache-follower.js';
 import { BUILTIN_DEFAULTS, resolveDefaults } from '../queue/queue.options.js';
-import type { EchoMqModuleOptions, QueueRegistration } from './echomq.options.js';
+import { cacheServiceOptions, type EchoMqModuleOptions, type QueueRegistration } from './echomq.options.js';
 
 // Records over `keyof`: a key added to an option type without being listed here fails to compile.
 const MODULE_KEYS: Record<keyof EchoMqModuleOptions, true> = {
@@ -116,7 +116,7 @@ export function validateModuleOptions(o: EchoMqModuleOptions): EchoMqModuleOptio
       resolveDefaults(defaults, over);
     }
   }
-  if (o.cache !== undefined) resolveInvalidationRules(o.cache.invalidateOn, resolveCacheOptions(o.cache).namespace);
+  if (o.cache !== undefined) resolveInvalidationRules(o.cache.invalidateOn, resolveCacheOptions(cacheServiceOptions(o.cache)).namespace);
   if (o.bus !== undefined) knownKeys(o.bus, BUS_KEYS, 'bus options');
   if (o.flows !== undefined) {
     knownKeys(o.flows, FLOW_KEYS, 'flows options');

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { startEmbeddedValkey, type EmbeddedValkey } from '../testing/embedded-valkey.js';
+import { startEmbeddedValkey, type EmbeddedValkey } from '../core/embedded-valkey.js';
 import type { EchoMqModuleOptions } from './echomq.options.js';
 import { refuseEmbeddedInProduction, wantsEmbedded } from './echomq.validation.js';
 

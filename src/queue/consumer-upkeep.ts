@@ -3,7 +3,8 @@ import { describeError } from '../core/reply-errors.js';
 import type { QueueKeys } from '../core/keys.js';
 import { wire } from '../core/wire.js';
 import { declarePolicy, describePolicy, readPolicy, samePolicy, type ClaimLimits } from '../core/policy-wire.js';
-import type { ConsumerConfig, ConsumerLogger } from './consumer.js';
+import type { ConsumerConfig } from './consumer.js';
+import type { ConsumerLogger } from '../core/logger.js';
 import { describeReap, reportFailure } from './failure-log.js';
 import type { Held, JobRunner } from './job-runner.js';
 

@@ -16,12 +16,7 @@ import { ParkedWait, consumerTag } from './parked-wait.js';
 import { parkSpot } from '../core/park-wire.js';
 import { RoundSizer } from './round-sizer.js';
 import { announce } from '../core/announce.js';
-
-/** Where a consumer reports what it cannot throw to anyone. */
-export interface ConsumerLogger {
-  warn(message: string): void;
-  error(message: string, err?: unknown): void;
-}
+import type { ConsumerLogger } from '../core/logger.js';
 
 /**
  * Everything a consumer loop needs, resolved (see `resolveConsumerOptions`). `prefetch` defaults

@@ -2,7 +2,7 @@ import { Logger, Module, type DynamicModule, type OnApplicationShutdown } from '
 import type { ValkeyConnectionOptions } from '../core/connection.js';
 import { EchoMqModule } from '../nest/echomq.module.js';
 import type { EchoMqModuleOptions } from '../nest/echomq.options.js';
-import { startEmbeddedValkey, type EmbeddedValkey, type EmbeddedValkeyOptions } from './embedded-valkey.js';
+import { startEmbeddedValkey, type EmbeddedValkey, type EmbeddedValkeyOptions } from '../core/embedded-valkey.js';
 
 /** Options of `EchoMqTestingModule.forRoot`: the module's options, and where Valkey comes from. */
 export interface EchoMqTestingOptions extends Omit<EchoMqModuleOptions, 'connection'> {

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { Redis } from 'iovalkey';
 import { ValkeyUnavailableError } from '../core/errors.js';
 import { keySlot } from '../core/slot.js';
-import { freePort, startEmbeddedValkey, waitFor, type EmbeddedValkey } from './embedded-valkey.js';
+import { freePort, startEmbeddedValkey, waitFor, type EmbeddedValkey } from '../core/embedded-valkey.js';
 import { parseClusterNodes, servingSlot, slotMapSignature, type ClusterNodeView } from './valkey-cluster.topology.js';
 
 /** Options of `startValkeyCluster`. */

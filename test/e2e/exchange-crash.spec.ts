@@ -6,7 +6,7 @@
  * the trades the engine alone makes from those logs, and each trade is settled exactly once.
  */
 import { BusService, QueueService } from '../../src/index.js';
-import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { SHARDS, settlementJobId } from '../../sample-app/engine/ids.js';
 import { SETTLEMENTS_QUEUE } from '../../sample-app/exchange.names.js';
 import { ExchangeStore } from '../../sample-app/store/exchange.store.js';

@@ -6,7 +6,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { BusService, QueueService } from '../../src/index.js';
 import { keySlot } from '../../src/core/slot.js';
-import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import type { PositionsView } from '../../sample-app/accounts/positions.service.js';
 import type { Trade } from '../../sample-app/engine/engine.types.js';
 import { holderJobId, SHARDS, settlementJobId, shardOf } from '../../sample-app/engine/ids.js';

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Controller, Get, Header, Injectable, Query, UseInterceptors, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { CacheInterceptor, CacheScope, Cached, EchoMqModule } from '../../src/index.js';
-import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { randomQueue } from '../helpers/valkey.js';
 
 // Issue 7 #15: a cache must never turn a working endpoint into an error.

@@ -8,7 +8,7 @@ import { queueKeys } from '../../src/core/keys.js';
 import { wire } from '../../src/core/wire.js';
 import { EchoMqConnection } from '../../src/core/connection.js';
 import { QueueService } from '../../src/queue/queue.service.js';
-import { startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { startEmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { randomQueue } from '../helpers/valkey.js';
 

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { ValkeyUnavailableError } from '../../src/core/errors.js';
-import { cli, startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { cli, startEmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { startValkeyCluster } from '../../src/testing/valkey-cluster.js';
 import { alive } from '../helpers/child.js';
 

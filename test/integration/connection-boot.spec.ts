@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { EchoMqModule, type EchoMqModuleOptions } from '../../src/index.js';
-import { freePort, startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { freePort, startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { CapturedLogs, startApp } from '../helpers/nest.js';
 
 // Issue 14: connection errors say what is wrong, and an app started while Valkey is down may wait.

@@ -13,7 +13,7 @@ import { EchoMqError, InvalidOptionError } from '../../src/core/errors.js';
 import type { EvictionPolicyState } from '../../src/core/eviction-policy.js';
 import { queueKeys } from '../../src/core/keys.js';
 import { QueueService } from '../../src/queue/queue.service.js';
-import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { aclUser } from '../helpers/acl.js';
 import { eventually, queueKeysIn, randomQueue } from '../helpers/valkey.js';
 

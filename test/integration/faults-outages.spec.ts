@@ -10,7 +10,7 @@ import { Redis } from 'iovalkey';
 import { EchoMqConnection } from '../../src/core/connection.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import type { Consumer } from '../../src/queue/consumer.js';
-import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { slowClock } from '../helpers/clock.js';
 import { startConsumer, type CapturedLog } from '../helpers/consumers.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';

@@ -1,7 +1,7 @@
 import { EchoMqConnection } from '../../src/core/connection.js';
 import { keySlot } from '../../src/core/slot.js';
 import { QueueService } from '../../src/queue/queue.service.js';
-import { startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { startEmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, queueKeysIn, randomQueue } from '../helpers/valkey.js';

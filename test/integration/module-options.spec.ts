@@ -3,7 +3,7 @@ import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { EchoMqConnection } from '../../src/protocol.js';
 import { EchoMqModule, InjectQueue, Queue, QueueService, type EchoMqModuleOptions, type EchoMqOptionsFactory } from '../../src/index.js';
-import { freePort, startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { freePort, startEmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { startApp } from '../helpers/nest.js';
 import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
 

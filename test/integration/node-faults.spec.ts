@@ -9,7 +9,7 @@ import { parseId } from '../../src/core/ids.js';
 import type { ScriptClient } from '../../src/core/scripts.js';
 import { wire } from '../../src/core/wire.js';
 import { QueueService } from '../../src/queue/queue.service.js';
-import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { killChildren, spawnFixture } from '../helpers/child.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 

@@ -3,7 +3,7 @@ import { globalKeys } from '../../src/core/keys.js';
 import { wire } from '../../src/core/wire.js';
 import { parseId } from '../../src/core/ids.js';
 import type { ScriptClient } from '../../src/core/scripts.js';
-import { startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { startEmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { Redis } from 'iovalkey';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -9,7 +9,7 @@ import { Redis } from 'iovalkey';
 import { EchoMqConnection } from '../../src/core/connection.js';
 import { EchoMqError } from '../../src/core/errors.js';
 import { QueueService } from '../../src/queue/queue.service.js';
-import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';
 

@@ -5,7 +5,7 @@ import { queueKeys } from '../../src/core/keys.js';
 import type { QueueEvent } from '../../src/queue/job.js';
 import { BUILTIN_DEFAULTS, resolveDefaults } from '../../src/queue/queue.options.js';
 import { QueueService } from '../../src/queue/queue.service.js';
-import { startEmbeddedValkey } from '../../src/testing/embedded-valkey.js';
+import { startEmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 

@@ -1,5 +1,5 @@
 import { EchoMqModule, type CacheInvalidationRule } from '../../src/index.js';
-import { resolveInvalidationRules } from '../../src/cache/cache-follow.js';
+import { resolveInvalidationRules } from '../../src/follow/cache-follower.js';
 
 // Issue 14: cache.invalidateOn is checked at forRoot, before any I/O.
 const tags = () => ['t'];

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ValkeyUnavailableError } from '../core/errors.js';
+import { ValkeyUnavailableError } from './errors.js';
 
 /** A throwaway `valkey-server` on a free loopback port. */
 export interface EmbeddedValkey {

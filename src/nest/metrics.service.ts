@@ -1,13 +1,13 @@
 import { Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { CacheService } from '../cache/cache.service.js';
 import { QueueService } from '../queue/queue.service.js';
-import { GroupOrchestrator } from '../nest/group.orchestrator.js';
+import { GroupOrchestrator } from './group.orchestrator.js';
 import type { JobCounts } from '../queue/job.js';
-import type { Histogram } from './metrics.registry.js';
-import type { HistogramSnapshot, MetricsSnapshot, QueueMetrics } from './metrics.snapshot.js';
-import { registerOtelMetrics } from './otel.metrics.js';
-import { formatPrometheus } from './prometheus.format.js';
-import { EchoMqTelemetry } from './telemetry.js';
+import type { Histogram } from '../telemetry/metrics.registry.js';
+import type { HistogramSnapshot, MetricsSnapshot, QueueMetrics } from '../telemetry/metrics.snapshot.js';
+import { registerOtelMetrics } from '../telemetry/otel.metrics.js';
+import { formatPrometheus } from '../telemetry/prometheus.format.js';
+import { EchoMqTelemetry } from '../telemetry/telemetry.js';
 
 /** Most queues whose job counts one scrape reads (in first-seen order); the rest show counters only. */
 export const MAX_SCRAPED_QUEUES = 100;

@@ -4,9 +4,9 @@ import type { EchoMqConnection } from '../core/connection.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { keySet, refuseUnknownKeys } from '../core/known-keys.js';
 import { assertName } from '../core/keys.js';
-import type { ConsumerLogger } from '../queue/consumer.js';
-import type { CacheApi } from './cache.types.js';
-import { checkTags } from './cache.options.js';
+import type { ConsumerLogger } from '../core/logger.js';
+import type { CacheApi } from '../cache/cache.types.js';
+import { checkTags } from '../cache/cache.options.js';
 
 /**
  * Makes a cache namespace follow a Bus topic: each event of `topic` invalidates the keys and the

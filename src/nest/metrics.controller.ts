@@ -1,6 +1,6 @@
 import { Controller, Get, Header, UseGuards, type CanActivate, type Type } from '@nestjs/common';
 import { EchoMqMetrics } from './metrics.service.js';
-import { prometheusContentType } from './prometheus.format.js';
+import { prometheusContentType } from '../telemetry/prometheus.format.js';
 
 /** Options of `metricsController`. */
 export interface MetricsControllerOptions {
