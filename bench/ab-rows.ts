@@ -3,7 +3,7 @@
  * how (a warm-up run as long as the timed one, then the timed one, on a fresh driver and probe).
  */
 
-/** The bench modules of one build, loaded from its dist folder. */
+/** The bench modules of one build, loaded from its compiled bench folder. */
 export interface AbBuild {
   readonly phases: Record<string, unknown>;
   readonly bus: Record<string, unknown>;

@@ -1,22 +1,25 @@
 /**
- * `npm run bench:ab -- --base <git ref> [--pairs 5] [--rows single,c50,…]`: EchoMQ against an
- * earlier EchoMQ. Checks the ref out in a temporary worktree, builds it with this checkout's
- * node_modules, then runs each row for both builds in the same process on one fresh Valkey per
- * pair: a warm-up run as long as the timed one, the two builds alternating which goes first,
- * and the per-pair ratio current/base. Prints and writes `docs/benchmarks-ab.md` (median ratio
- * with min–max, the load average at start and end). Each build runs its own bench phases and
- * drivers, so a row measures the code as it was at that ref. `--pin` pins this process to CPU 0
+ * `npm run bench:ab -- --base <git ref> [--pairs 5] [--rows single,c50,…] [--write]`: EchoMQ
+ * against an earlier EchoMQ. Checks the ref out in a temporary worktree, builds it with this
+ * checkout's node_modules, then runs each row for both builds in the same process on one fresh
+ * Valkey per pair: a warm-up run as long as the timed one, the two builds alternating which goes
+ * first, and the per-pair ratio current/base. Prints and writes `bench/out/benchmarks-ab.md`, or
+ * with `--write` the committed `docs/benchmarks-ab.md` (median ratio with min–max, the load
+ * average at start and end). Each build runs its own bench phases and drivers against its own
+ * library, so a row measures the code as it was at that ref (a ref from before the bench became
+ * its own package has its bench in `dist/bench/`, a later one in `bench/dist/`). `--pin` pins this process to CPU 0
  * and each pair's Valkey to CPU 1 (`taskset`): on a 2-core machine the scheduler otherwise
  * sometimes puts the client and the server on one core, which halves a run's rate at random.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { startEmbeddedValkey } from '../src/testing.js';
+import { startEmbeddedValkey } from '@echomq/nestjs/testing';
 import { median } from './format.js';
 import { AB_ROWS, runRow, type AbBuild, type RowName } from './ab-rows.js';
+import { reportPath, writesCommitted, wroteLine } from './output.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -26,8 +29,11 @@ function arg(name: string, fallback: string): string {
   return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
 }
 
-/** Checks `ref` out in a temporary worktree and builds it; returns its dist folder and a cleanup. */
-function buildRef(ref: string): { dist: string; remove(): void } {
+/**
+ * Checks `ref` out in a temporary worktree and builds it (the library, then the bench where it is
+ * its own package); returns the folder of its compiled bench modules and a cleanup.
+ */
+function buildRef(ref: string): { bench: string; remove(): void } {
   const dir = mkdtempSync(join(tmpdir(), 'emq-ab-'));
   execFileSync('git', ['-C', ROOT, 'worktree', 'add', '--detach', dir, ref], { stdio: 'ignore' });
   const remove = (): void => {
@@ -36,23 +42,34 @@ function buildRef(ref: string): { dist: string; remove(): void } {
   };
   try {
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
-    execFileSync(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'inherit' });
-    return { dist: join(dir, 'dist'), remove };
+    const tsc = join(ROOT, 'node_modules/.bin/tsc');
+    execFileSync(tsc, ['-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'inherit' });
+    if (!existsSync(join(dir, 'bench/package.json'))) return { bench: join(dir, 'dist/bench'), remove };
+    // The shared node_modules links @echomq/nestjs to this checkout: the ref's bench must import
+    // the ref's library, so its own node_modules (found first) links it to the worktree, beside
+    // links to whatever npm installed in this checkout's bench/node_modules.
+    const own = join(dir, 'bench/node_modules');
+    mkdirSync(join(own, '@echomq'), { recursive: true });
+    symlinkSync(dir, join(own, '@echomq/nestjs'));
+    const ours = join(ROOT, 'bench/node_modules');
+    for (const e of existsSync(ours) ? readdirSync(ours) : []) if (e !== '@echomq' && e !== '.bin') symlinkSync(join(ours, e), join(own, e));
+    execFileSync(tsc, ['-p', 'bench/tsconfig.build.json'], { cwd: dir, stdio: 'inherit' });
+    return { bench: join(dir, 'bench/dist'), remove };
   } catch (err) {
     remove();
     throw err;
   }
 }
 
-/** Loads a build's bench modules (its own phases, drivers and probe). */
-async function load(dist: string): Promise<AbBuild> {
-  const m = async (p: string): Promise<Record<string, unknown>> => (await import(pathToFileURL(join(dist, p)).href)) as Record<string, unknown>;
-  return { phases: await m('bench/phases.js'), bus: await m('bench/bus-phases.js'), drivers: await m('bench/drivers.js'), probe: await m('bench/probe.js') };
+/** Loads a build's bench modules (its own phases, drivers and probe) from their folder. */
+async function load(bench: string): Promise<AbBuild> {
+  const m = async (p: string): Promise<Record<string, unknown>> => (await import(pathToFileURL(join(bench, p)).href)) as Record<string, unknown>;
+  return { phases: await m('phases.js'), bus: await m('bus-phases.js'), drivers: await m('drivers.js'), probe: await m('probe.js') };
 }
 
 async function main(): Promise<void> {
   const base = arg('base', '');
-  if (!base) throw new Error('usage: npm run bench:ab -- --base <git ref> [--pairs 5] [--scale 1] [--rows single,batch,…] [--pin]');
+  if (!base) throw new Error('usage: npm run bench:ab -- --base <git ref> [--pairs 5] [--scale 1] [--rows single,batch,…] [--pin] [--write]');
   const pairs = Number(arg('pairs', '5'));
   const scale = Number(arg('scale', '1'));
   if (!(scale > 0 && scale <= 100)) throw new Error('--scale must be a number in (0, 100]');
@@ -66,7 +83,7 @@ async function main(): Promise<void> {
   const loadStart = loadavg()[0];
   const ratios = new Map<string, { base: number[]; cur: number[]; r: number[] }>();
   try {
-    const builds: Record<'base' | 'cur', AbBuild> = { base: await load(built.dist), cur: await load(join(ROOT, 'dist')) };
+    const builds: Record<'base' | 'cur', AbBuild> = { base: await load(built.bench), cur: await load(dirname(fileURLToPath(import.meta.url))) };
     for (let i = 0; i < pairs; i++) {
       const valkey = await startEmbeddedValkey();
       if (pin) execFileSync('taskset', ['-a', '-p', '-c', '1', String(valkey.pid)], { stdio: 'ignore' });
@@ -96,7 +113,7 @@ async function main(): Promise<void> {
   const lines = [
     `# EchoMQ against ${base} (${baseSha})`,
     '',
-    `Generated by \`npm run bench:ab -- --base ${base}\` (\`bench/ab.ts\`) on ${new Date().toISOString().slice(0, 19)}Z at ${head}:`,
+    `Generated by \`npm run bench:ab -- --base ${base}${writesCommitted() ? ' --write' : ''}\` (\`bench/ab.ts\`) on ${new Date().toISOString().slice(0, 19)}Z at ${head}:`,
     `${pairs} pairs (job counts ×${scale}), each on a fresh Valkey${pin ? ' pinned to CPU 1 (this process to CPU 0)' : ''}, both builds in one process, a warm-up run as long as the timed run,`,
     `the builds alternating which goes first. Ratio = current / base per pair: median [min–max]. For rates`,
     `higher is better; for latencies lower is better. Load average ${loadStart.toFixed(2)} at start, ${loadavg()[0].toFixed(2)} at end.`,
@@ -111,8 +128,9 @@ async function main(): Promise<void> {
   }
   const text = `${lines.join('\n')}\n`;
   console.log(`\n${text}`);
-  writeFileSync(join(ROOT, 'docs/benchmarks-ab.md'), text);
-  console.log('wrote docs/benchmarks-ab.md');
+  const out = reportPath('docs/benchmarks-ab.md');
+  writeFileSync(out.abs, text);
+  console.log(wroteLine([out.rel]));
 }
 
 main().then(

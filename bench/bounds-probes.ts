@@ -4,9 +4,8 @@
  * idle gap (as at light load) against back to back (as in a busy loop).
  */
 import { Redis } from 'iovalkey';
-import { EchoMqConnection, PROTOCOL_VERSION, queueKeys, scripts, type ScriptName } from '../src/protocol.js';
+import { EchoMqConnection, PROTOCOL_VERSION, parkSpot, queueKeys, scripts, type ScriptName } from '@echomq/nestjs/protocol';
 import { randomQueue, sleep } from './common.js';
-import { parkSpot } from '../src/core/park-wire.js';
 
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 

@@ -3,7 +3,7 @@
  * uses a fresh random topic or queue, closes everything it opened, and FLUSHALLs at the end.
  */
 import { BATCH, IN_FLIGHT, inLanes, nowMs, payload100, percentile, randomQueue, sleep, type StampPayload } from './common.js';
-import { BUILTIN_DEFAULTS, resolveDefaults } from '../src/unstable.js';
+import { BUILTIN_DEFAULTS, resolveDefaults } from '@echomq/nestjs/unstable';
 import { BusInspector, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, openMember, openPublisher, type Publisher } from './bus.js';
 import { EchoMqDriver } from './echomq.js';
 import { Counter, WARMUP, processLocal, steady, warmCount, type PhaseContext, type PhaseResult } from './phases.js';

@@ -4,9 +4,9 @@
  * Nest, the way `GroupOrchestrator` would.
  */
 import { Redis } from 'iovalkey';
-import { BusService, type BusEvent } from '../src/index.js';
-import { EchoMqConnection, topicKeys } from '../src/protocol.js';
-import { GroupConsumer } from '../src/unstable.js';
+import { BusService, type BusEvent } from '@echomq/nestjs';
+import { EchoMqConnection, topicKeys } from '@echomq/nestjs/protocol';
+import { GroupConsumer } from '@echomq/nestjs/unstable';
 
 /** The Bus metrics written under `"bus"` in `bench/results.json`, in table order. */
 export const BUS_METRICS = [

@@ -12,7 +12,7 @@ const MEANING: Readonly<Record<CacheMetric, string>> = {
   cache_l2_hit_per_s: `gets/s of distinct keys written beforehand by a second instance of the same system (untimed), read once each by an instance whose L1 has never seen them, ${CACHE_IN_FLIGHT} in flight: every call is an L1 miss and an L2 hit (one Valkey round trip, then an L1 fill).`,
   cache_get_or_load_per_s: `EchoMQ \`getOrLoad\` / bentocache \`getOrSet\` calls/s over distinct keys nobody wrote, ${CACHE_IN_FLIGHT} in flight, with a synchronous loader returning the 100-byte payload: L1 miss, L2 miss, load, write to L2 and L1. The run checks the loader ran exactly once per key.`,
   cache_invalidation_lag_p50_ms:
-    'median ms between two processes: a child (`node dist/bench/cache-worker.js`) holds the hot key in L1 and polls `get` in a tight `setImmediate` loop; the parent takes a timestamp, then `set`s a new value (EchoMQ: L2 write + announce on the invalidation log and signal; bentocache: L2 write + publish on its redis bus). The lag is the child\'s first sight of the new value minus the parent\'s timestamp (`process.hrtime`: the monotonic clock of the machine, one for both processes). The child confirms before each round that it still serves the old value.',
+    'median ms between two processes: a child (`node bench/dist/cache-worker.js`) holds the hot key in L1 and polls `get` in a tight `setImmediate` loop; the parent takes a timestamp, then `set`s a new value (EchoMQ: L2 write + announce on the invalidation log and signal; bentocache: L2 write + publish on its redis bus). The lag is the child\'s first sight of the new value minus the parent\'s timestamp (`process.hrtime`: the monotonic clock of the machine, one for both processes). The child confirms before each round that it still serves the old value.',
   cache_invalidation_lag_p99_ms: 'the 99th percentile of the same rounds.',
 };
 
@@ -86,7 +86,7 @@ function stalenessSection(report: CacheReport): string {
 |---:|---:|---:|---:|---:|
 | ${ms(st.p50)} | ${ms(st.p99)} | ${ms(st.max)} | ${ms(st.deliveryP50)} | ${st.rounds} |
 
-Method (\`bench/cache-staleness.ts\`, one run after the rows; alone: \`node dist/bench/cache-staleness.js\`):
+Method (\`bench/cache-staleness.ts\`, one run after the rows; alone: \`node bench/dist/cache-staleness.js\`):
 two Nest app instances serve \`GET /products/:id\` through \`CacheInterceptor\` with
 \`@CacheScope('public', { tags: (req) => ['product:' + req.params.id] })\`; instance A follows the
 topic (\`cache.invalidateOn\`), instance B runs no consumers, so each refresh on B takes the whole

@@ -7,16 +7,16 @@
  * holds the page (a HIT of the old price), the origin changes, the producer publishes; the
  * figure is the time from just before `publish` to B's first response with the new price, its
  * GETs looping back to back (one `setImmediate` apart). A, B and the producer share one process
- * and its event loop, so B's polling competes with A's consumer: the figure is an upper bound. Run alone: `node dist/bench/cache-staleness.js [--rounds N]`.
+ * and its event loop, so B's polling competes with A's consumer: the figure is an upper bound. Run alone: `node bench/dist/cache-staleness.js [--rounds N]`.
  */
 import 'reflect-metadata';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { Controller, Get, Module, Param, UseInterceptors, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { BusService, CacheInterceptor, CacheScope, EchoMqModule, type BusEvent } from '../src/index.js';
-import { EchoMqConnection } from '../src/protocol.js';
-import { startEmbeddedValkey } from '../src/testing.js';
+import { BusService, CacheInterceptor, CacheScope, EchoMqModule, type BusEvent } from '@echomq/nestjs';
+import { EchoMqConnection } from '@echomq/nestjs/protocol';
+import { startEmbeddedValkey } from '@echomq/nestjs/testing';
 import { nowMs, percentile } from './common.js';
 
 /** The staleness figures (ms): event publish → refreshed page on the other instance. */

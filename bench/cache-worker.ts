@@ -1,5 +1,5 @@
 /**
- * Child entry of the cache invalidation-lag phase: `node dist/bench/cache-worker.js '<LagArgs JSON>'`,
+ * Child entry of the cache invalidation-lag phase: `node bench/dist/cache-worker.js '<LagArgs JSON>'`,
  * with an IPC channel. Opens one cache instance (EchoMQ or bentocache), warms its L1 with the hot
  * key, reports `ready`; on each `arm` it polls `get` in a tight `setImmediate` loop and reports the
  * instant it first sees the new value; on `stop` it closes and exits.

@@ -6,8 +6,8 @@
 import { BentoCache, bentostore } from 'bentocache';
 import { memoryDriver } from 'bentocache/drivers/memory';
 import { redisBusDriver, redisDriver } from 'bentocache/drivers/redis';
-import { CacheService } from '../src/index.js';
-import { EchoMqConnection } from '../src/protocol.js';
+import { CacheService } from '@echomq/nestjs';
+import { EchoMqConnection } from '@echomq/nestjs/protocol';
 import { payload100 } from './common.js';
 
 /** The cache metrics written under `"cache"` in `bench/results.json`, in table order. */

@@ -10,7 +10,7 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { PROTOCOL_VERSION, queueKeys, scripts } from '../src/protocol.js';
+import { PROTOCOL_VERSION, queueKeys, scripts } from '@echomq/nestjs/protocol';
 import { inBatches, payload100, randomQueue } from './common.js';
 import { EchoMqDriver, ECHOMQ_KEEP_DONE } from './echomq.js';
 import type { PhaseCost, Probe } from './probe.js';

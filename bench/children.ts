@@ -1,5 +1,5 @@
 /**
- * The parent side of the multi-process case: spawns `node dist/bench/worker.js` children, each
+ * The parent side of the multi-process case: spawns `node bench/dist/worker.js` children, each
  * running one consumer, and talks to them over the IPC channel.
  */
 import { spawn, type ChildProcess } from 'node:child_process';

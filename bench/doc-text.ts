@@ -19,7 +19,7 @@ export const MEANING: Readonly<Record<Metric, string>> = {
   process_c50_prio_per_s:
     'concurrency 50 with the jobs spread over ten priorities in turn (EchoMQ `priority` 0..9, higher first; BullMQ `priority` 10..1, lower first). bee-queue has no priorities.',
   process_2x50_per_s:
-    'two child processes (`node dist/bench/worker.js`), one consumer of concurrency 50 each, on one queue. The clock starts once the two together processed the warm-up jobs; their CPU counts as client CPU.',
+    'two child processes (`node bench/dist/worker.js`), one consumer of concurrency 50 each, on one queue. The clock starts once the two together processed the warm-up jobs; their CPU counts as client CPU.',
   process_c50_backlog_10k_per_s:
     'concurrency 50 with 10,000 more jobs pending behind the timed ones (the queue holds 10k–30k pending jobs while the clock runs; it stops when the timed jobs ran). The backlog is enqueued in batches of 1,000.',
   process_c50_backlog_100k_per_s: 'the same with 100,000 jobs pending behind.',
@@ -80,7 +80,7 @@ export const TRADE_OFFS = `- **Where the lead comes from.** Batching and overlap
   the consumer loop's "Idle" step). A job that arrives while the consumer is busy waits in
   \`pending\` for the claim the consumer's next wait sends first: no wake-up, but a round trip after the
   consumer is free. The p99 is set by pauses (GC, scheduling on a shared 2-CPU machine) and moves from run
-  to run. \`npm run bench:bounds\` writes docs/bounds.md: the bare round trip, what each script call on
+  to run. \`npm run bench:bounds -- --write\` writes docs/bounds.md: the bare round trip, what each script call on
   this path costs Valkey after an idle gap (several times its busy cost), and the c1 \`prefetch: 0\` and
   latency rows taken apart against that floor.
 - **Prefetch holds jobs.** An EchoMQ consumer holds up to concurrency + prefetch jobs (default prefetch =

@@ -3,10 +3,9 @@
  * consume, configured as `ConsumerOrchestrator` configures it, with a done retention of 1000.
  */
 import { Redis } from 'iovalkey';
-import { EchoMqConnection, queueKeys } from '../src/protocol.js';
-import { BUILTIN_DEFAULTS, Consumer, MetricsRegistry, countingFailures, countingListener, instrumentHandler } from '../src/unstable.js';
-import { QueueService, type QueueDefaults } from '../src/index.js';
-import { resolveConsumerOptions } from '../src/queue/queue.options.js';
+import { EchoMqConnection, queueKeys } from '@echomq/nestjs/protocol';
+import { BUILTIN_DEFAULTS, Consumer, MetricsRegistry, countingFailures, countingListener, instrumentHandler, resolveConsumerOptions } from '@echomq/nestjs/unstable';
+import { QueueService, type QueueDefaults } from '@echomq/nestjs';
 import { groupOf, laneOf, type ConsumerHandle, type ConsumerOptions, type Driver, type LaneOptions, type Producer } from './common.js';
 
 /** Done rows kept per queue, matching BullMQ's `removeOnComplete: { count: 1000 }`. */

@@ -1,5 +1,5 @@
 /**
- * The flows rows of `npm run bench` (`runFlowsSuite`; also `node dist/bench/flows.js [--quick]`
+ * The flows rows of `npm run bench` (`runFlowsSuite`; also `node bench/dist/flows.js [--quick]`
  * alone): flows of 1 parent + 10 children, EchoMQ (`QueueService.flow`, children in another queue
  * than the parent, relayed through the outbox) against BullMQ's `FlowProducer` (its queues on one
  * node, as it requires), on the same Valkey, alternating which system goes first. Reports flows
@@ -10,11 +10,10 @@
  * follows an untimed warm-up of the same size.
  */
 import { FlowProducer, Worker } from 'bullmq';
-import { EchoMqConnection } from '../src/protocol.js';
-import { Consumer } from '../src/unstable.js';
-import { QueueService } from '../src/index.js';
-import { startEmbeddedValkey } from '../src/testing.js';
-import { resolveConsumerOptions } from '../src/queue/queue.options.js';
+import { EchoMqConnection } from '@echomq/nestjs/protocol';
+import { Consumer, resolveConsumerOptions } from '@echomq/nestjs/unstable';
+import { QueueService } from '@echomq/nestjs';
+import { startEmbeddedValkey } from '@echomq/nestjs/testing';
 import { nowMs, percentile, randomQueue } from './common.js';
 import { median } from './format.js';
 import { phaseLoad, snapshot } from './load.js';

@@ -1,10 +1,10 @@
 /**
  * Output of the benchmark: the environment it ran in, the console tables, `bench/results.json`,
- * and `docs/benchmarks.md` (its prose lives in `bench/doc.ts`).
+ * and `docs/benchmarks.md` (its prose lives in `bench/doc.ts`); under `bench/out/` unless the run
+ * refreshes the committed report (`--write`, `bench/output.ts`).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { BUS_METRICS, EVENTS_LOG_METRIC, GROUPS_METRIC, type BusMetric } from './bus.js';
 import { CACHE_METRICS } from './cache.js';
 import { METRICS, SYSTEMS, type SystemName } from './common.js';
@@ -13,11 +13,13 @@ import { rounded, shown, type EchoOnlyResults, type Environment, type PhaseRecor
 import { metricMedian, type Summary } from './pairs.js';
 import type { Probe } from './probe.js';
 import { queueConsoleTable } from './queue-doc.js';
+import { repoPath, reportPath } from './output.js';
 
-const root = (rel: string): string => fileURLToPath(new URL(`../../${rel}`, import.meta.url));
-
+/** The installed version of `pkg` (`.`: EchoMQ's): the bench's own copy first, then the hoisted one. */
 const version = (pkg: string): string => {
-  const path = pkg === '.' ? root('package.json') : root(`node_modules/${pkg}/package.json`);
+  const candidates = pkg === '.' ? ['package.json'] : [`bench/node_modules/${pkg}/package.json`, `node_modules/${pkg}/package.json`];
+  const path = candidates.map(repoPath).find((p) => existsSync(p));
+  if (!path) throw new Error(`bench: ${pkg} is not installed (npm ci at the repository root)`);
   return (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version;
 };
 
@@ -80,9 +82,10 @@ export function printCache(cache: Report['cache']): void {
 /**
  * Writes `bench/results.json` (per system its medians, `ratios` with each per-pair median and
  * min–max, `ceiling`, the EchoMQ-only `bus` rows, `cache` with EchoMQ and bentocache side by
- * side, `flows`) and `docs/benchmarks.md`; returns their paths (relative).
+ * side, `flows`) and `docs/benchmarks.md`, or their copies under `bench/out/` unless `write`;
+ * returns their paths (relative to the repository root).
  */
-export function writeReport(report: Report): string[] {
+export function writeReport(report: Report, write: boolean): string[] {
   const bySystem = Object.fromEntries(SYSTEMS.map((sys) => [sys, {} as Record<string, number>])) as Record<SystemName, Record<string, number>>;
   for (const sys of SYSTEMS) {
     for (const m of METRICS) {
@@ -116,7 +119,9 @@ export function writeReport(report: Report): string[] {
   // The runs a re-measured pair replaced: phase, system, repetition, values and the other CPU.
   const superseded = report.superseded.map((r) => ({ phase: r.phase, system: r.system, rep: r.rep, values: r.values, other_cores: r.cost?.load?.otherCores }));
   const json = { mode: report.sizes.mode, ...bySystem, ratios, ceiling, ceiling_shares: shares, bus: busJson, cache, flows, superseded };
-  writeFileSync(root('bench/results.json'), JSON.stringify(json, null, 2) + '\n');
-  writeFileSync(root('docs/benchmarks.md'), renderDoc(report));
-  return ['bench/results.json', 'docs/benchmarks.md'];
+  const results = reportPath('bench/results.json', write);
+  const doc = reportPath('docs/benchmarks.md', write);
+  writeFileSync(results.abs, JSON.stringify(json, null, 2) + '\n');
+  writeFileSync(doc.abs, renderDoc(report, write));
+  return [results.rel, doc.rel];
 }

@@ -6,11 +6,9 @@
  * they call and the Lua around them. The copy is loaded under its own SHA; lua/ is not touched.
  */
 import { Redis } from 'iovalkey';
-import { EchoMqConnection, queueKeys, scripts, wire, type WireClaim } from '../src/protocol.js';
-import { BUILTIN_DEFAULTS } from '../src/unstable.js';
-import { calls } from '../src/core/wire.js';
-import { roundCall } from '../src/core/round-wire.js';
-import { QueueService } from '../src/index.js';
+import { EchoMqConnection, calls, queueKeys, roundCall, scripts, wire, type WireClaim } from '@echomq/nestjs/protocol';
+import { BUILTIN_DEFAULTS } from '@echomq/nestjs/unstable';
+import { QueueService } from '@echomq/nestjs';
 import { randomQueue } from './common.js';
 import { parseInfo } from './probe.js';
 

@@ -1,16 +1,17 @@
 /**
- * `npm run bench [-- --quick | --steady] [--backlog-1m] [--rows c50,c200,…] [--reps N]`: starts
+ * `npm run bench [-- --quick | --steady] [--backlog-1m] [--rows c50,c200,…] [--reps N] [--write]`: starts
  * one fresh Valkey and measures EchoMQ against BullMQ and bee-queue on it phase by phase (each
  * phase on a fresh queue, FLUSHALL in between; a warm-up of 1.5× the timed jobs on the same
  * running consumer before the clock starts; the order of the systems alternating per phase and
  * repetition), plus the EchoMQ-only rows (the Bus, groups, the lifecycle log), the Valkey ceiling
  * (valkey-benchmark on the claim + complete scripts), then the Cache against bentocache and the
- * flows against BullMQ's FlowProducer on the same Valkey; prints the tables and writes
+ * flows against BullMQ's FlowProducer on the same Valkey; prints the tables and writes the report
+ * (`benchmarks.md` and `results.json`) to `bench/out/`, or with `--write` over the committed
  * `docs/benchmarks.md` and `bench/results.json`. `--rows` runs only the named rows and writes
  * nothing (a smoke test). Stops Valkey at the end.
  */
 import { loadavg } from 'node:os';
-import { startEmbeddedValkey } from '../src/testing.js';
+import { startEmbeddedValkey } from '@echomq/nestjs/testing';
 import { SYSTEMS, type Metric, type SystemName } from './common.js';
 import { sizes, type BenchSizes } from './sizes.js';
 import { makeDriver } from './drivers.js';
@@ -25,6 +26,7 @@ import { runCacheSuite, type CacheReport } from './cache-phases.js';
 import { flowsTable, runFlowsSuite, type FlowsReport } from './flows.js';
 import { measureCeiling, nearestBatch, pairedCeiling, type CeilingReport } from './ceiling.js';
 import { CEILING_ROWS } from './queue-doc.js';
+import { wroteLine, writesCommitted } from './output.js';
 
 /** One phase of the run: a key for `--rows`, a label, and how to run it for one system. */
 interface Phase {
@@ -98,6 +100,9 @@ async function main(): Promise<void> {
   const known = new Set([...list.map((p) => p.key), ...SUITE_KEYS]);
   for (const r of rows ?? []) if (!known.has(r)) throw new Error(`unknown row ${r}; rows: ${[...known].join(', ')}`);
   const wanted = (key: string): boolean => !rows || rows.includes(key);
+  const write = writesCommitted();
+  if (write && rows) throw new Error('--write refreshes the committed report from a whole run: leave out --rows');
+  if (write && quick) console.warn('note: --write with --quick replaces the committed report with a smoke run');
   const started = Date.now();
   const valkey = await startEmbeddedValkey();
   const probe = new Probe(valkey.url);
@@ -166,8 +171,8 @@ async function main(): Promise<void> {
       console.log(`Flows:\n${flowsTable(flows)}\n`);
     }
     if (rows || !cache || !flows) return;
-    const files = writeReport({ ...summary, echoOnly, records, superseded, env: { ...env, loadAvgEnd }, sizes: s, ceiling, cache, flows, seconds: (Date.now() - started) / 1000 });
-    console.log(`wrote ${files.join(' and ')} (${Math.round((Date.now() - started) / 1000)} s)`);
+    const files = writeReport({ ...summary, echoOnly, records, superseded, env: { ...env, loadAvgEnd }, sizes: s, ceiling, cache, flows, seconds: (Date.now() - started) / 1000 }, write);
+    console.log(`${wroteLine(files, write)} (${Math.round((Date.now() - started) / 1000)} s)`);
   } finally {
     await probe.close();
     await valkey.stop();

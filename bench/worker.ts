@@ -1,5 +1,5 @@
 /**
- * Child entry of the multi-process case: `node dist/bench/worker.js '<WorkerArgs JSON>'`, with an
+ * Child entry of the multi-process case: `node bench/dist/worker.js '<WorkerArgs JSON>'`, with an
  * IPC channel. Connects one consumer (EchoMQ or BullMQ), reports `ready`, starts on `go`, reports
  * progress every few ms, and on `stop` closes, reports its CPU time and exits.
  */
