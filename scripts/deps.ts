@@ -32,6 +32,11 @@ export const ENTRIES: readonly string[] = ['src/index.ts', 'src/protocol.ts', 's
 export interface DepsReport {
   /** `from -> to`, repository-relative paths, sorted. */
   readonly upward: string[];
+  /**
+   * Imports that break a concept folder (a folder inside a layer, e.g. `src/queue/consumer/`):
+   * from outside to any file but its `index.ts`, or from inside to its own `index.ts`. Sorted.
+   */
+  readonly folders: string[];
   /** Each circle: its files, sorted, joined by ` | `; the list sorted. */
   readonly circles: string[];
 }
@@ -62,10 +67,22 @@ export function importsOf(file: string, text: string): string[] {
 /** The top folder of a `src/` file (undefined for a file directly in `src/`). */
 const layerOf = (file: string): string | undefined => /^src\/([^/]+)\//.exec(file)?.[1];
 
+/** The concept folder of a `src/` file: its directory when that lies inside a layer (`src/<layer>/<folder>/…`). */
+const folderOf = (file: string): string | undefined => /^(src\/[^/]+\/.+)\/[^/]+$/.exec(file)?.[1];
+
 /** Checks the import graph of `files` (path → text). */
 export function analyse(files: ReadonlyMap<string, string>): DepsReport {
   const graph = new Map<string, string[]>();
   for (const [file, text] of files) graph.set(file, importsOf(file, text).filter((to) => files.has(to)));
+  const folders: string[] = [];
+  for (const [from, tos] of graph) {
+    for (const to of tos) {
+      const f = folderOf(to);
+      if (f === undefined) continue;
+      const inside = from.startsWith(`${f}/`);
+      if (inside === (to === `${f}/index.ts`)) folders.push(`${from} -> ${to}`);
+    }
+  }
   const upward: string[] = [];
   for (const [from, tos] of graph) {
     const a = layerOf(from);
@@ -80,7 +97,7 @@ export function analyse(files: ReadonlyMap<string, string>): DepsReport {
       if (up || sideways || ENTRIES.includes(to)) upward.push(`${from} -> ${to}`);
     }
   }
-  return { upward: upward.sort(), circles: circles(graph) };
+  return { upward: upward.sort(), folders: folders.sort(), circles: circles(graph) };
 }
 
 /** The strongly connected components of more than one file (Tarjan), each as its sorted files. */

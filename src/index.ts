@@ -7,14 +7,14 @@
  */
 
 // The module and its options.
-export { EchoMqModule } from './nest/echomq.module.js';
-export type { EchoMqModuleOptions, EchoMqModuleAsyncOptions } from './nest/echomq.options.js';
-export type { EchoMqOptionsFactory, QueueRegistration, EchoMqConnectionOption, EmbeddedConnectionOptions, EchoMqCacheOptions } from './nest/echomq.options.js';
-export { Queue } from './nest/queue.handle.js';
-export { InjectQueue, getQueueToken } from './nest/inject-queue.decorator.js';
-export { EchoMqEmbeddedServer } from './nest/embedded.default.js';
-export type { ValkeyConnectionOptions } from './core/connection.js';
-export type { BootRetryOptions } from './core/boot-retry.js';
+export { EchoMqModule } from './nest/echomq-module.js';
+export type { EchoMqModuleOptions, EchoMqModuleAsyncOptions } from './nest/echomq-options.js';
+export type { EchoMqOptionsFactory, QueueRegistration, EchoMqConnectionOption, EmbeddedConnectionOptions, EchoMqCacheOptions } from './nest/echomq-options.js';
+export { Queue } from './nest/queue-handle.js';
+export { InjectQueue, getQueueToken } from './nest/inject-queue-decorator.js';
+export { EchoMqEmbeddedServer } from './nest/embedded-default.js';
+export type { ValkeyConnectionOptions } from './core/connection/index.js';
+export type { BootRetryOptions } from './core/connection/index.js';
 export type { Json } from './core/codec.js';
 
 // Errors: every refusal is an `EchoMqError` with a stable `code` (the `EchoMqErrorCode` union);
@@ -27,23 +27,23 @@ export * as errors from './core/errors.js';
 export { FatalJobError, WaitingForChildren, JobCancelledError, JobTimeoutError } from './queue/job-signals.js';
 
 // The Queue.
-export { QueueService } from './queue/queue.service.js';
-export type { EnqueueItem } from './queue/queue.service.js';
-export type { BackoffOptions, QueueDefaults, EnqueueOptions, ProcessorOptions, BatchOptions, RateLimit } from './queue/queue.options.js';
-export type { GroupOptions, GroupSettings } from './queue/group-policy.js';
-export type { BatchHandler, BatchOutcome } from './queue/batch.handler.js';
+export { QueueService } from './queue/queue-service.js';
+export type { EnqueueItem } from './queue/queue-service.js';
+export type { BackoffOptions, QueueDefaults, EnqueueOptions, ProcessorOptions, BatchOptions, RateLimit } from './queue/queue-options.js';
+export type { GroupOptions, GroupSettings } from './queue/lane-policy.js';
+export type { BatchHandler, BatchOutcome } from './queue/batch-handler.js';
 export type { Job, JobView, UndecodedText, JobStatus, JobCounts, JobHandler, QueueEvent, QueueEventKind } from './queue/job.js';
-export { Processor } from './nest/processor.decorator.js';
+export { Processor } from './nest/processor-decorator.js';
 
 // Schedules (recurring jobs).
-export type { ScheduleSpec, ScheduleOptions, ScheduleInfo, MissedPolicy, ProcessorSchedule, TickRecord } from './queue/schedule.types.js';
-export type { UpsertOutcome } from './core/schedule-wire.js';
+export type { ScheduleSpec, ScheduleOptions, ScheduleInfo, MissedPolicy, ProcessorSchedule, TickRecord } from './queue/schedules/index.js';
+export type { UpsertOutcome } from './core/wire/index.js';
 
 // Flows.
-export { FlowService } from './queue/flow.service.js';
-export type { FlowOptions } from './queue/flow.service.js';
-export { Flow } from './nest/flow.decorator.js';
-export type { FlowStepOptions } from './nest/flow.decorator.js';
+export { FlowService } from './queue/flows/index.js';
+export type { FlowOptions } from './queue/flows/index.js';
+export { Flow } from './nest/flow-decorator.js';
+export type { FlowStepOptions } from './nest/flow-decorator.js';
 export type {
   ChildFailurePolicy,
   ChildOutcome,
@@ -55,46 +55,46 @@ export type {
   FlowNode,
   FlowSpec,
   FlowView,
-} from './queue/flow.types.js';
+} from './queue/flows/index.js';
 
 // The Bus.
-export { BusService } from './bus/bus.service.js';
-export type { BusOptions } from './bus/bus.options.js';
-export type { ReplayedEvent, RetentionPolicy, TrimResult, ReplayOptions, DeadLetter } from './bus/bus.types.js';
-export { OnEvent } from './nest/on-event.decorator.js';
-export type { OnEventOptions, GroupStart, BusEvent, EventHandler } from './bus/group-options.js';
-export type { GroupLoss, GroupLossKind } from './bus/group-losses.js';
+export { BusService } from './bus/bus-service.js';
+export type { BusOptions } from './bus/bus-options.js';
+export type { ReplayedEvent, RetentionPolicy, TrimResult, ReplayOptions, DeadLetter } from './bus/bus-types.js';
+export { OnEvent } from './nest/on-event-decorator.js';
+export type { OnEventOptions, GroupStart, BusEvent, EventHandler } from './bus/consumer-group/index.js';
+export type { GroupLoss, GroupLossKind } from './bus/consumer-group/index.js';
 
 // The Cache.
-export { CacheService } from './cache/cache.service.js';
-export type { CacheApi, CacheEntryOptions, CacheOptions, CacheStats, Loader } from './cache/cache.types.js';
-export { Cached, CacheEvict } from './nest/cached.decorator.js';
-export type { CachedOptions, CacheEvictOptions, KeyOf, TagsOf } from './nest/cached.decorator.js';
-export { CacheInterceptor, CacheScope } from './nest/cache.interceptor.js';
-export type { HttpCacheScope, HttpCacheOptions, HttpTagsOf, HttpRequestLike } from './nest/cache.interceptor.js';
+export { CacheService } from './cache/cache-service.js';
+export type { CacheApi, CacheEntryOptions, CacheOptions, CacheStats, Loader } from './cache/cache-types.js';
+export { Cached, CacheEvict } from './nest/cached-decorator.js';
+export type { CachedOptions, CacheEvictOptions, KeyOf, TagsOf } from './nest/cached-decorator.js';
+export { CacheInterceptor, CacheScope } from './nest/cache-interceptor.js';
+export type { HttpCacheScope, HttpCacheOptions, HttpTagsOf, HttpRequestLike } from './nest/cache-interceptor.js';
 export type { CacheInvalidationRule } from './follow/cache-follower.js';
-export { EchoMqExceptionFilter, echoMqErrorReply } from './nest/exception.filter.js';
-export type { EchoMqErrorBody, EchoMqErrorReply } from './nest/exception.filter.js';
+export { EchoMqExceptionFilter, echoMqErrorReply } from './nest/exception-filter.js';
+export type { EchoMqErrorBody, EchoMqErrorReply } from './nest/exception-filter.js';
 
 // The operator plane (docs/admin.md).
 export { QueueAdmin } from './admin/queue-admin.js';
 export type { QueueInfo, NamePage, BulkOptions, PurgeOptions } from './admin/queue-admin.js';
 export type { JobSummary, JobPage, JobListOptions } from './admin/job-pages.js';
 export type { JobCursor, ListableStatus } from './admin/job-cursor.js';
-export type { BulkReply, PurgeableStatus } from './core/admin-wire.js';
+export type { BulkReply, PurgeableStatus } from './core/wire/index.js';
 export { BusAdmin } from './admin/bus-admin.js';
 export type { TopicInfo, GroupInfo } from './admin/bus-admin.js';
 export { CacheAdmin } from './admin/cache-admin.js';
 export type { CacheNamespaceInfo, CacheAdminStats } from './admin/cache-admin.js';
 // Telemetry (docs/telemetry.md).
-export { EchoMqMetrics } from './nest/metrics.service.js';
-export { metricsController } from './nest/metrics.controller.js';
-export type { MetricsControllerOptions } from './nest/metrics.controller.js';
-export { prometheusContentType } from './telemetry/prometheus.format.js';
-export type { TelemetryOptions } from './telemetry/telemetry.options.js';
-export type { GroupMetrics, HistogramSnapshot, MetricsSnapshot, QueueMetrics } from './telemetry/metrics.snapshot.js';
+export { EchoMqMetrics } from './nest/metrics-service.js';
+export { metricsController } from './nest/metrics-controller.js';
+export type { MetricsControllerOptions } from './nest/metrics-controller.js';
+export { prometheusContentType } from './telemetry/prometheus-format.js';
+export type { TelemetryOptions } from './telemetry/telemetry-options.js';
+export type { GroupMetrics, HistogramSnapshot, MetricsSnapshot, QueueMetrics } from './telemetry/metrics-snapshot.js';
 
 // The web dashboard (docs/dashboard.md).
-export { EchoMqDashboardModule } from './dashboard/dashboard.module.js';
-export type { EchoMqDashboardOptions } from './dashboard/dashboard.options.js';
-export type { ThroughputOptions } from './dashboard/throughput.sampler.js';
+export { EchoMqDashboardModule } from './dashboard/dashboard-module.js';
+export type { EchoMqDashboardOptions } from './dashboard/dashboard-options.js';
+export type { ThroughputOptions } from './dashboard/throughput-sampler.js';

@@ -6,32 +6,32 @@
  *
  * @module @echomq/nestjs/unstable
  */
-export { compileCron, wallToInstant, tzOffsetMs } from './queue/cron.js';
-export type { NextTick } from './queue/cron.js';
-export { Scheduler } from './queue/scheduler.js';
-export type { SchedulerOptions } from './queue/scheduler.js';
-export { Consumer } from './queue/consumer.js';
-export type { JobFailure, FailureListener } from './queue/failure-log.js';
-export type { ConsumerConfig } from './queue/consumer.js';
+export { compileCron, wallToInstant, tzOffsetMs } from './queue/schedules/index.js';
+export type { NextTick } from './queue/schedules/index.js';
+export { Scheduler } from './queue/schedules/index.js';
+export type { SchedulerOptions } from './queue/schedules/index.js';
+export { Consumer } from './queue/consumer/index.js';
+export type { JobFailure, FailureListener } from './queue/consumer/index.js';
+export type { ConsumerConfig } from './queue/consumer/index.js';
 export type { ConsumerLogger } from './core/logger.js';
-export type { ConsumerListener, RunnerCompletion, ReapOutcome, FlowRelease, FlowReleaseListener } from './queue/telemetry.hooks.js';
+export type { ConsumerListener, RunnerCompletion, ReapOutcome, FlowRelease, FlowReleaseListener } from './queue/telemetry-hooks.js';
 export type { BusTracer, TracedEvent } from './bus/bus-tracer.js';
-export { BUILTIN_DEFAULTS, MAX_BATCH, resolveDefaults, resolveConsumerOptions } from './queue/queue.options.js';
-export type { ResolvedConsumerOptions } from './queue/queue.options.js';
-export { GroupConsumer } from './bus/group-consumer.js';
-export type { GroupConsumerConfig } from './bus/group-options.js';
-export { consumerName } from './bus/group-options.js';
-export { FlowRelay } from './queue/flow-relay.js';
+export { BUILTIN_DEFAULTS, MAX_BATCH, resolveDefaults, resolveConsumerOptions } from './queue/queue-options.js';
+export type { ResolvedConsumerOptions } from './queue/queue-options.js';
+export { GroupConsumer } from './bus/consumer-group/index.js';
+export type { GroupConsumerConfig } from './bus/consumer-group/index.js';
+export { consumerName } from './bus/consumer-group/index.js';
+export { FlowRelay } from './queue/flows/index.js';
 export { CacheFollower, resolveInvalidationRules } from './follow/cache-follower.js';
 export type { CacheFollowConfig, ResolvedInvalidationRule } from './follow/cache-follower.js';
-export type { FlowRelayOptions } from './queue/flow-relay.js';
-export { DEFAULT_FLOW_BOUNDS } from './queue/flow.types.js';
+export type { FlowRelayOptions } from './queue/flows/index.js';
+export { DEFAULT_FLOW_BOUNDS } from './queue/flows/index.js';
 
 // Telemetry without Nest: the W3C traceparent as jobs and events carry it, and the counters.
 export { parseTraceParent, formatTraceParent, traceParentOfExtras } from './telemetry/traceparent.js';
 export type { TraceParent } from './telemetry/traceparent.js';
-export { MetricsRegistry, QueueCounters, Histogram, PROCESSING_BUCKETS_MS } from './telemetry/metrics.registry.js';
-export type { ProcessingObserver } from './telemetry/metrics.registry.js';
-export { countingListener, countingFailures, instrumentHandler } from './telemetry/consumer.telemetry.js';
-export { formatPrometheus } from './telemetry/prometheus.format.js';
+export { MetricsRegistry, QueueCounters, Histogram, PROCESSING_BUCKETS_MS } from './telemetry/metrics-registry.js';
+export type { ProcessingObserver } from './telemetry/metrics-registry.js';
+export { countingListener, countingFailures, instrumentHandler } from './telemetry/consumer-telemetry.js';
+export { formatPrometheus } from './telemetry/prometheus-format.js';
 export { EchoMqTracing, INSTRUMENTATION_SCOPE } from './telemetry/tracing.js';

@@ -26,7 +26,7 @@ func goldenTree() FlowTree {
 	}}
 }
 
-// tsPlan is the JSON the TypeScript planQueue answers (src/queue/flow.plan.ts).
+// tsPlan is the JSON the TypeScript planQueue answers (src/queue/flows/flow-plan.ts).
 type tsPlan struct {
 	Nodes []struct {
 		ID          string `json:"id"`

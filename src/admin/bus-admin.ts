@@ -1,11 +1,11 @@
-import type { BusService } from '../bus/bus.service.js';
-import type { DeadLetter, RetentionPolicy } from '../bus/bus.types.js';
+import type { BusService } from '../bus/bus-service.js';
+import type { DeadLetter, RetentionPolicy } from '../bus/bus-types.js';
 import { eventIdOf } from '../core/event-id.js';
-import { cmd } from '../bus/group-wire.js';
-import { fields, text } from '../bus/group-upkeep.js';
+import { cmd } from '../bus/consumer-group/index.js';
+import { fields, text } from '../bus/consumer-group/index.js';
 import type { Json } from '../core/codec.js';
-import type { EchoMqConnection } from '../core/connection.js';
-import { busAdminWire, type BulkReply } from '../core/admin-wire.js';
+import type { EchoMqConnection } from '../core/connection/index.js';
+import { busAdminWire, type BulkReply } from '../core/wire/index.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { fromReplyError } from '../core/reply-errors.js';
 import { topicKeys } from '../core/keys.js';

@@ -1,7 +1,7 @@
-import type { CacheService } from '../cache/cache.service.js';
-import type { CacheStats } from '../cache/cache.types.js';
-import { fields } from '../bus/group-upkeep.js';
-import type { EchoMqConnection } from '../core/connection.js';
+import type { CacheService } from '../cache/cache-service.js';
+import type { CacheStats } from '../cache/cache-types.js';
+import { fields } from '../bus/consumer-group/index.js';
+import type { EchoMqConnection } from '../core/connection/index.js';
 import { fromReplyError } from '../core/reply-errors.js';
 import { CacheKeys } from '../core/keys.js';
 import { bulkLimit, type NamePage } from './queue-admin.js';

@@ -1,4 +1,4 @@
-import type { ValkeyClient } from '../core/connection.js';
+import type { ValkeyClient } from '../core/connection/index.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { fromReplyError } from '../core/reply-errors.js';
 import { parseId } from '../core/ids.js';

@@ -1,11 +1,11 @@
-import type { EchoMqConnection } from '../core/connection.js';
-import { adminWire, type BulkReply, type PurgeableStatus } from '../core/admin-wire.js';
+import type { EchoMqConnection } from '../core/connection/index.js';
+import { adminWire, type BulkReply, type PurgeableStatus } from '../core/wire/index.js';
 import { InvalidOptionError, NotFoundError } from '../core/errors.js';
 import { fromReplyError } from '../core/reply-errors.js';
 import { assertBrandedId } from '../core/ids.js';
 import { queueKeys } from '../core/keys.js';
 import type { JobCounts, JobView } from '../queue/job.js';
-import type { QueueService } from '../queue/queue.service.js';
+import type { QueueService } from '../queue/queue-service.js';
 import { readCounts } from '../queue/queue-counts.js';
 import type { Json } from '../core/codec.js';
 import { jobPage, type JobListOptions, type JobPage } from './job-pages.js';

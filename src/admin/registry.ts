@@ -1,5 +1,5 @@
-import type { EchoMqConnection } from '../core/connection.js';
-import { adminWire, type RegistryKind } from '../core/admin-wire.js';
+import type { EchoMqConnection } from '../core/connection/index.js';
+import { adminWire, type RegistryKind } from '../core/wire/index.js';
 import { NotFoundError } from '../core/errors.js';
 import { describeError, fromReplyError } from '../core/reply-errors.js';
 import { assertName, globalKeys } from '../core/keys.js';

@@ -1,4 +1,4 @@
-import type { ValkeyClient } from '../core/connection.js';
+import type { ValkeyClient } from '../core/connection/index.js';
 import type { TopicKeys } from '../core/keys.js';
 import { streamIdOf } from '../core/event-id.js';
 import { compareStreamIds, streamMs } from '../core/stream-id.js';

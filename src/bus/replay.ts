@@ -1,10 +1,10 @@
 import { decodePayload } from '../core/codec.js';
-import type { ValkeyClient } from '../core/connection.js';
+import type { ValkeyClient } from '../core/connection/index.js';
 import { InvalidOptionError, InvalidPayloadError } from '../core/errors.js';
 import { fromReplyError } from '../core/reply-errors.js';
 import { topicKeys, type TopicKeys } from '../core/keys.js';
 import { SegmentCache, archiveAsc, archiveDesc, newestArchived, type IdRange, type RawEntry } from './archive.js';
-import type { ReplayOptions, ReplayedEvent } from './bus.types.js';
+import type { ReplayOptions, ReplayedEvent } from './bus-types.js';
 import { eventIdOf } from '../core/event-id.js';
 import { MAX_SEQ, boundOf, compareStreamIds, streamMs } from '../core/stream-id.js';
 

@@ -1,6 +1,6 @@
 import type { Json } from '../core/codec.js';
 import { EchoMqError } from '../core/errors.js';
-import type { CacheApi, CacheEntryOptions } from './cache.types.js';
+import type { CacheApi, CacheEntryOptions } from './cache-types.js';
 
 /** Default time the cache is skipped after it failed (ms). */
 export const DEFAULT_BREAKER_OPEN_MS = 5000;

@@ -1,4 +1,4 @@
-import type { L1Target } from './coherence.js';
+import type { L1Target } from './coherence/index.js';
 
 /** One L1 entry: the value's JSON text (undefined = a cached miss) and its version and clocks. */
 export interface L1Entry {

@@ -1,9 +1,9 @@
 import { Cluster } from 'iovalkey';
-import type { EchoMqConnection } from '../core/connection.js';
+import type { EchoMqConnection } from '../core/connection/index.js';
 import type { CacheKeys } from '../core/keys.js';
 import { call, type ScriptCall } from '../core/scripts.js';
 import { readEntryCall, writeThenAnnounce, type AfterWrites, type L2Read } from './cache-wire.js';
-import type { Coherence } from './coherence.js';
+import type { Coherence } from './coherence/index.js';
 import { ReadBatch } from './read-batch.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { ValkeyClient } from '../core/connection.js';
+import type { ValkeyClient } from '../core/connection/index.js';
 import { fromReplyError } from '../core/reply-errors.js';
 import { MAX_NODE, SEQ_BITS, composeId } from '../core/ids.js';
 import { isCacheKey } from '../core/keys.js';

@@ -1,11 +1,11 @@
 import { QueueAdmin } from '../admin/queue-admin.js';
-import { EchoMqConnection } from '../core/connection.js';
+import { EchoMqConnection } from '../core/connection/index.js';
 import { EchoMqError, ValkeyUnavailableError } from '../core/errors.js';
-import { QueueService } from '../queue/queue.service.js';
+import { QueueService } from '../queue/queue-service.js';
 import { BusAdmin } from '../admin/bus-admin.js';
 import { CacheAdmin } from '../admin/cache-admin.js';
-import { BusService } from '../bus/bus.service.js';
-import { CacheService } from '../cache/cache.service.js';
+import { BusService } from '../bus/bus-service.js';
+import { CacheService } from '../cache/cache-service.js';
 import { Output } from './output.js';
 
 /** The default Valkey URL when neither `--url` nor `VALKEY_URL` is given. */

@@ -8,9 +8,9 @@
 import { Command, CommanderError } from 'commander';
 import { CliContext, DEFAULT_URL } from './context.js';
 import { EXIT, Output, errorLine, exitCodeOf } from './output.js';
-import { queueCommands } from './queue.commands.js';
-import { busCommands } from './bus.commands.js';
-import { dashboardCommand } from './dashboard.command.js';
+import { queueCommands } from './queue-commands.js';
+import { busCommands } from './bus-commands.js';
+import { dashboardCommand } from './dashboard-command.js';
 
 /** Builds the program; `ctx` is created from the global options when a command runs. */
 export function buildProgram(): { program: Command; context: () => CliContext | undefined } {

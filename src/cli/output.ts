@@ -1,6 +1,6 @@
 import Table from 'cli-table3';
 import { EchoMqError, type EchoMqErrorCode } from '../core/errors.js';
-import type { BulkReply } from '../core/admin-wire.js';
+import type { BulkReply } from '../core/wire/index.js';
 
 /**
  * The CLI's exit codes (docs/admin.md, "Exit codes"): scripts may rely on them.

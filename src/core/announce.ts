@@ -1,5 +1,5 @@
-import type { EchoMqConnection } from './connection.js';
-import { adminWire, type RegistryKind } from './admin-wire.js';
+import type { EchoMqConnection } from './connection/index.js';
+import { adminWire, type RegistryKind } from './wire/index.js';
 
 /** The names each connection has announced (or is announcing), per registry. */
 const announced = new WeakMap<EchoMqConnection, Record<RegistryKind, Set<string>>>();

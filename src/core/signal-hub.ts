@@ -1,7 +1,7 @@
 import { Cluster } from 'iovalkey';
 import { Observable, share, type Subscriber } from 'rxjs';
 import { decodePayload, encodePayload } from './codec.js';
-import type { EchoMqConnection, ValkeyClient } from './connection.js';
+import type { EchoMqConnection, ValkeyClient } from './connection/index.js';
 import { fromReplyError } from './reply-errors.js';
 import { keySlot } from './slot.js';
 

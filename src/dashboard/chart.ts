@@ -1,5 +1,5 @@
 import { html, type SafeHtml } from './html.js';
-import type { ThroughputSeries } from './throughput.sampler.js';
+import type { ThroughputSeries } from './throughput-sampler.js';
 
 /** The size of a chart, in CSS pixels. */
 export interface ChartSize {

@@ -1,12 +1,12 @@
-import { GroupConsumer } from '../bus/group-consumer.js';
-import { resolveGroupOptions, type BusEvent, type GroupStart } from '../bus/group-options.js';
-import type { EchoMqConnection } from '../core/connection.js';
+import { GroupConsumer } from '../bus/consumer-group/index.js';
+import { resolveGroupOptions, type BusEvent, type GroupStart } from '../bus/consumer-group/index.js';
+import type { EchoMqConnection } from '../core/connection/index.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { keySet, refuseUnknownKeys } from '../core/known-keys.js';
 import { assertName } from '../core/keys.js';
 import type { ConsumerLogger } from '../core/logger.js';
-import type { CacheApi } from '../cache/cache.types.js';
-import { checkTags } from '../cache/cache.options.js';
+import type { CacheApi } from '../cache/cache-types.js';
+import { checkTags } from '../cache/cache-options.js';
 
 /**
  * Makes a cache namespace follow a Bus topic: each event of `topic` invalidates the keys and the

@@ -1,9 +1,9 @@
 import { decodePayload, encodePayload, type Json } from '../core/codec.js';
-import type { EchoMqConnection } from '../core/connection.js';
+import type { EchoMqConnection } from '../core/connection/index.js';
 import { InvalidOptionError, StaleTokenError } from '../core/errors.js';
 import { fromReplyError } from '../core/reply-errors.js';
 import type { QueueKeys } from '../core/keys.js';
-import { wire } from '../core/wire.js';
+import { wire } from '../core/wire/index.js';
 
 /** Largest progress value (JSON bytes) and log line (bytes), as `progress.lua` bounds them. */
 export const MAX_PROGRESS_BYTES = 4096;

@@ -1,5 +1,5 @@
 import type { Json } from '../core/codec.js';
-import type { FlowView } from './flow.types.js';
+import type { FlowView } from './flows/index.js';
 
 /** The ladder: every job is in exactly one of these states. */
 export type JobStatus = 'scheduled' | 'pending' | 'active' | 'done' | 'dead' | 'cancelled' | 'waiting';

@@ -1,4 +1,4 @@
-import type { ValkeyClient } from '../core/connection.js';
+import type { ValkeyClient } from '../core/connection/index.js';
 import { fromReplyError } from '../core/reply-errors.js';
 import { queueKeys } from '../core/keys.js';
 import type { JobCounts, JobStatus } from './job.js';

@@ -1,6 +1,6 @@
-import { MetricsRegistry } from './metrics.registry.js';
-import { loadOpenTelemetry, type OtelApi } from './otel.loader.js';
-import type { TelemetryOptions } from './telemetry.options.js';
+import { MetricsRegistry } from './metrics-registry.js';
+import { loadOpenTelemetry, type OtelApi } from './otel-loader.js';
+import type { TelemetryOptions } from './telemetry-options.js';
 import { EchoMqTracing } from './tracing.js';
 
 /**

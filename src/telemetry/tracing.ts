@@ -1,9 +1,9 @@
 import type { Attributes, Context, Span, SpanKind as SpanKindT, Tracer } from '@opentelemetry/api';
 import type { BusTracer, TracedEvent } from '../bus/bus-tracer.js';
 import type { Job } from '../queue/job.js';
-import type { FlowRelease } from '../queue/telemetry.hooks.js';
+import type { FlowRelease } from '../queue/telemetry-hooks.js';
 import { formatTraceParent, parseTraceParent } from './traceparent.js';
-import type { OtelApi } from './otel.loader.js';
+import type { OtelApi } from './otel-loader.js';
 
 /** The instrumentation scope of every EchoMQ span and instrument. */
 export const INSTRUMENTATION_SCOPE = '@echomq/nestjs';

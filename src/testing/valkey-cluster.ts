@@ -3,7 +3,7 @@ import { Redis } from 'iovalkey';
 import { ValkeyUnavailableError } from '../core/errors.js';
 import { keySlot } from '../core/slot.js';
 import { freePort, startEmbeddedValkey, waitFor, type EmbeddedValkey } from '../core/embedded-valkey.js';
-import { parseClusterNodes, servingSlot, slotMapSignature, type ClusterNodeView } from './valkey-cluster.topology.js';
+import { parseClusterNodes, servingSlot, slotMapSignature, type ClusterNodeView } from './valkey-cluster-topology.js';
 
 /** Options of `startValkeyCluster`. */
 export interface ValkeyClusterOptions {

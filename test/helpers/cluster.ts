@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { EchoMqConnection } from '../../src/core/connection.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { startValkeyCluster, type ClusterNode, type ValkeyCluster, type ValkeyClusterOptions } from '../../src/testing/valkey-cluster.js';
-import { namesOnDistinctOwners, slotOfName } from '../../src/testing/valkey-cluster.topology.js';
+import { namesOnDistinctOwners, slotOfName } from '../../src/testing/valkey-cluster-topology.js';
 import { eventually } from './valkey.js';
 
 /** What a cluster test file shares: one local cluster and the connections opened on it. */

@@ -1,5 +1,5 @@
-import type { EchoMqConnection } from '../../src/core/connection.js';
-import { Consumer, type ConsumerConfig } from '../../src/queue/consumer.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
+import { Consumer, type ConsumerConfig } from '../../src/queue/consumer/consumer.js';
 import type { Job } from '../../src/queue/job.js';
 
 /** Warnings and errors a consumer reported, for asserting that none happened. */

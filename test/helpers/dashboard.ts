@@ -5,9 +5,9 @@ import type { AddressInfo } from 'node:net';
 import { EchoMqModule } from '../../src/index.js';
 import { EchoMqDashboardModule, type EchoMqDashboardOptions } from '../../src/index.js';
 import type { Json } from '../../src/core/codec.js';
-import type { EchoMqConnection } from '../../src/core/connection.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { queueKeys, wire } from '../../src/protocol.js';
-import type { QueueService } from '../../src/queue/queue.service.js';
+import type { QueueService } from '../../src/queue/queue-service.js';
 import { testUrl } from './valkey.js';
 
 /** A guard that lets a request in when it carries `x-let-in: yes`. */

@@ -1,8 +1,8 @@
-import type { EchoMqConnection } from '../../src/core/connection.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { queueKeys } from '../../src/core/keys.js';
-import type { Consumer } from '../../src/queue/consumer.js';
+import type { Consumer } from '../../src/queue/consumer/consumer.js';
 import type { Job } from '../../src/queue/job.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import { startConsumer } from './consumers.js';
 import { eventually } from './valkey.js';
 

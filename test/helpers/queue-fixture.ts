@@ -1,7 +1,7 @@
 import type { Redis } from 'iovalkey';
-import type { EchoMqConnection } from '../../src/core/connection.js';
-import type { Consumer } from '../../src/queue/consumer.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
+import type { Consumer } from '../../src/queue/consumer/consumer.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import { killChildren } from './child.js';
 import { openConnection, rawClient } from './valkey.js';
 

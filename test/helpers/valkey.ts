@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'iovalkey';
-import { EchoMqConnection } from '../../src/core/connection.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
 
 /** The URL of the run's Valkey (started by global-setup). */
 export function testUrl(): string {

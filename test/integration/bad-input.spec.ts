@@ -7,7 +7,7 @@ import { freePort, startEmbeddedValkey } from '../../src/testing.js';
 import { queueKeys, runScript, wire } from '../../src/protocol.js';
 import type { EnqueueItem, EnqueueOptions } from '../../src/index.js';
 import type { WireJob } from '../../src/protocol.js';
-import { resolveDefaults } from '../../src/queue/queue.options.js';
+import { resolveDefaults } from '../../src/queue/queue-options.js';
 import { allRefusedUnchanged, codeOf, jobId, refusedUnchanged as refusedUnchangedIn, sent, snapshot as snapshotOf, wireJob, withArgs } from '../helpers/refusals.js';
 import { eventually, openConnection, queueKeysIn, randomQueue, rawClient } from '../helpers/valkey.js';
 

@@ -5,7 +5,7 @@
  * reclaim (the ack timeout here is a minute, so a stranded entry fails the test).
  */
 import type { Redis } from 'iovalkey';
-import { EchoMqConnection } from '../../src/core/connection.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { topicKeys } from '../../src/core/keys.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 import { append, pendingCount, startMember } from './bus-groups.helpers.js';

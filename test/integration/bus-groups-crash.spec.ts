@@ -3,9 +3,9 @@
  * (issue 7, item 9) and a poison event that crashes its process (item 10).
  */
 import type { Redis } from 'iovalkey';
-import { BusService } from '../../src/bus/bus.service.js';
+import { BusService } from '../../src/bus/bus-service.js';
 import { eventIdOf } from '../../src/core/event-id.js';
-import type { EchoMqConnection } from '../../src/core/connection.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { topicKeys } from '../../src/core/keys.js';
 import { killChildren, spawnFixture, type ChildHandle } from '../helpers/child.js';
 import { eventually, openConnection, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';

@@ -4,8 +4,8 @@
  * drop is opened again by the next step, however many times that fails.
  */
 import type { Redis } from 'iovalkey';
-import { EchoMqConnection } from '../../src/core/connection.js';
-import type { GroupConsumer } from '../../src/bus/group-consumer.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
+import type { GroupConsumer } from '../../src/bus/consumer-group/group-consumer.js';
 import { ALL, aclUser, type TestUser } from '../helpers/acl.js';
 import { slowClock } from '../helpers/clock.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Inject, Injectable, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { BusService, EchoMqModule, OnEvent, type BusEvent } from '../../src/index.js';
-import { GroupOrchestrator } from '../../src/nest/group.orchestrator.js';
+import { GroupOrchestrator } from '../../src/nest/consumer-group-orchestrator.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 import { pendingCount } from './bus-groups.helpers.js';
 

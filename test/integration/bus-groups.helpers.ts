@@ -1,10 +1,10 @@
 import type { Redis } from 'iovalkey';
-import type { EchoMqConnection } from '../../src/core/connection.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { topicKeys } from '../../src/core/keys.js';
-import { GroupConsumer } from '../../src/bus/group-consumer.js';
-import type { GroupConsumerConfig } from '../../src/bus/group-options.js';
-import type { BusEvent } from '../../src/bus/group-options.js';
-import type { GroupLoss } from '../../src/bus/group-losses.js';
+import { GroupConsumer } from '../../src/bus/consumer-group/group-consumer.js';
+import type { GroupConsumerConfig } from '../../src/bus/consumer-group/options.js';
+import type { BusEvent } from '../../src/bus/consumer-group/options.js';
+import type { GroupLoss } from '../../src/bus/consumer-group/losses.js';
 
 /** Appends one entry the documented way (`XADD <log> * p <json>`); returns its stream id. */
 export async function append(raw: Redis, topic: string, payload: unknown): Promise<string> {

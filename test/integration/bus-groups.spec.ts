@@ -1,11 +1,11 @@
 import type { Redis } from 'iovalkey';
-import type { EchoMqConnection } from '../../src/core/connection.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { topicKeys } from '../../src/core/keys.js';
 import { eventIdOf } from '../../src/core/event-id.js';
-import type { GroupConsumer } from '../../src/bus/group-consumer.js';
-import { processLosses$, type GroupLoss } from '../../src/bus/group-losses.js';
-import { GroupConsumer as Member } from '../../src/bus/group-consumer.js';
-import { deadLetter } from '../../src/bus/group-wire.js';
+import type { GroupConsumer } from '../../src/bus/consumer-group/group-consumer.js';
+import { processLosses$, type GroupLoss } from '../../src/bus/consumer-group/losses.js';
+import { GroupConsumer as Member } from '../../src/bus/consumer-group/group-consumer.js';
+import { deadLetter } from '../../src/bus/consumer-group/group-wire.js';
 import { killChildren, spawnFixture } from '../helpers/child.js';
 import { eventually, openConnection, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 import { append, deadLetters, pendingCount, startMember } from './bus-groups.helpers.js';

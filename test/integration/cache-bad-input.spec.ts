@@ -1,6 +1,6 @@
 import type { Redis } from 'iovalkey';
-import { CacheService } from '../../src/cache/cache.service.js';
-import type { EchoMqConnection } from '../../src/core/connection.js';
+import { CacheService } from '../../src/cache/cache-service.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { CacheKeys } from '../../src/core/keys.js';
 import { PROTOCOL_VERSION, runScript } from '../../src/core/scripts.js';
 import { codeOf, snapshot as snapshotOf } from '../helpers/refusals.js';

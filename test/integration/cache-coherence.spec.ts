@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'iovalkey';
-import { Coherence, type L1Target } from '../../src/cache/coherence.js';
+import { Coherence, type L1Target } from '../../src/cache/coherence/coherence.js';
 import { EchoMqError, type EchoMqErrorCode, InvalidIdError, InvalidNameError, VersionMismatchError } from '../../src/core/errors.js';
-import type { EchoMqConnection } from '../../src/core/connection.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { CacheKeys } from '../../src/core/keys.js';
 import { PROTOCOL_VERSION, runScript } from '../../src/core/scripts.js';
 import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';

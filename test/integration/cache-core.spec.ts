@@ -1,6 +1,6 @@
 import type { Redis } from 'iovalkey';
-import { CacheService } from '../../src/cache/cache.service.js';
-import type { EchoMqConnection } from '../../src/core/connection.js';
+import { CacheService } from '../../src/cache/cache-service.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { CacheKeys } from '../../src/core/keys.js';
 import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 

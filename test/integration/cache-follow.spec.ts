@@ -3,8 +3,8 @@ import { Controller, Get, Injectable, Param, UseInterceptors, type INestApplicat
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'iovalkey';
 import { BusService, CacheEvict, CacheInterceptor, CacheScope, CacheService, EchoMqModule, type BusEvent } from '../../src/index.js';
-import { EchoMqConnection } from '../../src/core/connection.js';
-import { CacheFollowOrchestrator } from '../../src/nest/cache-follow.orchestrator.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
+import { CacheFollowOrchestrator } from '../../src/nest/cache-follow-orchestrator.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 
 // Issue 14: one invalidation reaches every cached copy — HTTP pages carry tags, and a Bus topic

@@ -1,7 +1,7 @@
 import type { Redis } from 'iovalkey';
-import { CacheService } from '../../src/cache/cache.service.js';
+import { CacheService } from '../../src/cache/cache-service.js';
 import { cacheWire } from '../../src/cache/cache-wire.js';
-import type { EchoMqConnection } from '../../src/core/connection.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { composeId } from '../../src/core/ids.js';
 import { CacheKeys } from '../../src/core/keys.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';

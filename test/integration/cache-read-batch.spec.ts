@@ -1,10 +1,10 @@
 import { jest } from '@jest/globals';
 import type { Redis } from 'iovalkey';
-import { CacheService } from '../../src/cache/cache.service.js';
-import type { Coherence } from '../../src/cache/coherence.js';
+import { CacheService } from '../../src/cache/cache-service.js';
+import type { Coherence } from '../../src/cache/coherence/coherence.js';
 import { EchoMqError } from '../../src/core/errors.js';
 import { READ_BATCH_MAX } from '../../src/cache/read-batch.js';
-import type { EchoMqConnection } from '../../src/core/connection.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { CacheKeys } from '../../src/core/keys.js';
 import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 

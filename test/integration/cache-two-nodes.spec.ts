@@ -1,6 +1,6 @@
 import type { Redis } from 'iovalkey';
-import { CacheService } from '../../src/cache/cache.service.js';
-import { EchoMqConnection } from '../../src/core/connection.js';
+import { CacheService } from '../../src/cache/cache-service.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { CacheKeys } from '../../src/core/keys.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 

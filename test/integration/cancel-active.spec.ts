@@ -4,7 +4,7 @@
  * a flagged job that completes is done (the work was done).
  */
 import { queueKeys } from '../../src/core/keys.js';
-import { wire } from '../../src/core/wire.js';
+import { wire } from '../../src/core/wire/queue.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { randomQueue } from '../helpers/valkey.js';
 

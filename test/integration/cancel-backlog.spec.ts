@@ -5,9 +5,9 @@
  */
 import { Redis } from 'iovalkey';
 import { queueKeys } from '../../src/core/keys.js';
-import { wire } from '../../src/core/wire.js';
-import { EchoMqConnection } from '../../src/core/connection.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import { wire } from '../../src/core/wire/queue.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import { startEmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { randomQueue } from '../helpers/valkey.js';

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Subscription } from 'rxjs';
-import { BusService } from '../../src/bus/bus.service.js';
+import { BusService } from '../../src/bus/bus-service.js';
 import { globalKeys, queueKeys } from '../../src/core/keys.js';
 import type { Job, QueueEvent } from '../../src/queue/job.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import type { ClusterNode } from '../../src/testing/valkey-cluster.js';
-import { namesOnDistinctOwners } from '../../src/testing/valkey-cluster.topology.js';
+import { namesOnDistinctOwners } from '../../src/testing/valkey-cluster-topology.js';
 import { clusterFixture, primaryOf, replicated as caughtUp } from '../helpers/cluster.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { startMember } from './bus-groups.helpers.js';

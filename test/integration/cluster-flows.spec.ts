@@ -4,14 +4,14 @@
  * of the primary whose queue's outbox holds the children's hand-offs, with its replica promoted.
  */
 import { randomBytes } from 'node:crypto';
-import type { EchoMqConnection } from '../../src/core/connection.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { queueKeys } from '../../src/core/keys.js';
-import type { Consumer } from '../../src/queue/consumer.js';
-import type { FlowSpec } from '../../src/queue/flow.types.js';
+import type { Consumer } from '../../src/queue/consumer/consumer.js';
+import type { FlowSpec } from '../../src/queue/flows/flow-types.js';
 import type { Job } from '../../src/queue/job.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import type { ClusterNode } from '../../src/testing/valkey-cluster.js';
-import { namesOnDistinctOwners } from '../../src/testing/valkey-cluster.topology.js';
+import { namesOnDistinctOwners } from '../../src/testing/valkey-cluster-topology.js';
 import { clusterFixture, expectOnDistinctPrimaries, primaryOf, replicated } from '../helpers/cluster.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { eventually } from '../helpers/valkey.js';

@@ -1,10 +1,10 @@
 import type { Subscription } from 'rxjs';
-import { BusService } from '../../src/bus/bus.service.js';
-import { CacheService } from '../../src/cache/cache.service.js';
+import { BusService } from '../../src/bus/bus-service.js';
+import { CacheService } from '../../src/cache/cache-service.js';
 import { CacheKeys, queueKeys, topicKeys } from '../../src/core/keys.js';
 import type { Job, QueueEvent } from '../../src/queue/job.js';
-import { QueueService } from '../../src/queue/queue.service.js';
-import { slotOfName } from '../../src/testing/valkey-cluster.topology.js';
+import { QueueService } from '../../src/queue/queue-service.js';
+import { slotOfName } from '../../src/testing/valkey-cluster-topology.js';
 import type { ClusterNode } from '../../src/testing/valkey-cluster.js';
 import { clusterFixture, expectOnDistinctPrimaries } from '../helpers/cluster.js';
 import { startConsumer } from '../helpers/consumers.js';

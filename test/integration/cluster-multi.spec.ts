@@ -1,7 +1,7 @@
 import type { Subscription } from 'rxjs';
-import { BusService } from '../../src/bus/bus.service.js';
-import { CacheService } from '../../src/cache/cache.service.js';
-import type { EchoMqConnection } from '../../src/core/connection.js';
+import { BusService } from '../../src/bus/bus-service.js';
+import { CacheService } from '../../src/cache/cache-service.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { CacheKeys, queueKeys, topicKeys } from '../../src/core/keys.js';
 import { keySlot } from '../../src/core/slot.js';
 import type { QueueEvent } from '../../src/queue/job.js';

@@ -1,8 +1,8 @@
 import { Redis } from 'iovalkey';
-import { EchoMqConnection } from '../../src/core/connection.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { globalKeys, queueKeys } from '../../src/core/keys.js';
 import { keySlot } from '../../src/core/slot.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { lifecycleRunner, type LifecycleRunner } from '../helpers/lifecycle.js';
 import { randomQueue } from '../helpers/valkey.js';

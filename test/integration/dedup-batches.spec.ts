@@ -5,10 +5,10 @@
 import { FatalJobError } from '../../src/queue/job-signals.js';
 import { queueKeys } from '../../src/core/keys.js';
 import { runScript } from '../../src/core/scripts.js';
-import { wire } from '../../src/core/wire.js';
-import { batchHandler, type BatchHandler } from '../../src/queue/batch.handler.js';
-import { QueueService } from '../../src/queue/queue.service.js';
-import { BUILTIN_DEFAULTS } from '../../src/queue/queue.options.js';
+import { wire } from '../../src/core/wire/queue.js';
+import { batchHandler, type BatchHandler } from '../../src/queue/batch-handler.js';
+import { QueueService } from '../../src/queue/queue-service.js';
+import { BUILTIN_DEFAULTS } from '../../src/queue/queue-options.js';
 import type { Job } from '../../src/queue/job.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';

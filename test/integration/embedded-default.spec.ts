@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import { EchoMqConnection } from '../../src/protocol.js';
 import { EchoMqModule, Processor, QueueService, type EchoMqModuleOptions, type Job } from '../../src/index.js';
 import { spawnFixture } from '../helpers/child.js';
-import { ECHOMQ_EMBEDDED, type EmbeddedDefault } from '../../src/nest/embedded.default.js';
+import { ECHOMQ_EMBEDDED, type EmbeddedDefault } from '../../src/nest/embedded-default.js';
 import { CapturedLogs, startApp } from '../helpers/nest.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';
 

@@ -8,11 +8,11 @@
  * `connection.evictionPolicy`, never thrown, and a return to safety is logged once.
  */
 import { Redis } from 'iovalkey';
-import { EchoMqConnection, type ValkeyConnectionOptions } from '../../src/core/connection.js';
+import { EchoMqConnection, type ValkeyConnectionOptions } from '../../src/core/connection/connection.js';
 import { EchoMqError, InvalidOptionError } from '../../src/core/errors.js';
-import type { EvictionPolicyState } from '../../src/core/eviction-policy.js';
+import type { EvictionPolicyState } from '../../src/core/connection/eviction-policy.js';
 import { queueKeys } from '../../src/core/keys.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { aclUser } from '../helpers/acl.js';
 import { eventually, queueKeysIn, randomQueue } from '../helpers/valkey.js';

@@ -12,7 +12,7 @@ import {
   type EchoMqErrorCode,
   type Json,
 } from '../../src/index.js';
-import { HTTP_STATUS_OF, RETRY_AFTER_SECONDS } from '../../src/nest/exception.filter.js';
+import { HTTP_STATUS_OF, RETRY_AFTER_SECONDS } from '../../src/nest/exception-filter.js';
 import { queueKeys } from '../../src/protocol.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/testing.js';
 import { randomQueue } from '../helpers/valkey.js';

@@ -1,11 +1,11 @@
-import { EchoMqConnection } from '../../src/core/connection.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import { ALL, aclUser, type TestUser } from '../helpers/acl.js';
 import { slowClock } from '../helpers/clock.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 import type { Redis } from 'iovalkey';
-import type { Consumer } from '../../src/queue/consumer.js';
+import type { Consumer } from '../../src/queue/consumer/consumer.js';
 
 // Deterministic: Date.now() runs at half speed while the test runs, so the back-off timer always
 // fires before the deadline computed from Date.now() (see test/helpers/clock.ts).

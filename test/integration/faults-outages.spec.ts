@@ -7,9 +7,9 @@
  * machine's clocks; here Date.now() runs at half speed, so every back-off meets that edge.
  */
 import { Redis } from 'iovalkey';
-import { EchoMqConnection } from '../../src/core/connection.js';
-import { QueueService } from '../../src/queue/queue.service.js';
-import type { Consumer } from '../../src/queue/consumer.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
+import { QueueService } from '../../src/queue/queue-service.js';
+import type { Consumer } from '../../src/queue/consumer/consumer.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { slowClock } from '../helpers/clock.js';
 import { startConsumer, type CapturedLog } from '../helpers/consumers.js';

@@ -4,9 +4,9 @@
  * (the client maps every reply) and at startup (node.lua). Each case is a real server condition.
  */
 import { Redis } from 'iovalkey';
-import { EchoMqConnection, connectClient, createClient, type ValkeyClient } from '../../src/core/connection.js';
+import { EchoMqConnection, connectClient, createClient, type ValkeyClient } from '../../src/core/connection/connection.js';
 import { EchoMqError } from '../../src/core/errors.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { aclUser } from '../helpers/acl.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';

@@ -1,5 +1,5 @@
-import type { FlowSpec } from '../../src/queue/flow.types.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import type { FlowSpec } from '../../src/queue/flows/flow-types.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { refusedUnchanged } from '../helpers/refusals.js';

@@ -1,5 +1,5 @@
 import type { Job } from '../../src/queue/job.js';
-import type { FlowSpec } from '../../src/queue/flow.types.js';
+import type { FlowSpec } from '../../src/queue/flows/flow-types.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';

@@ -1,9 +1,9 @@
 import { Redis } from 'iovalkey';
-import { EchoMqConnection } from '../../src/core/connection.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { startConsumer } from '../helpers/consumers.js';
-import type { Consumer } from '../../src/queue/consumer.js';
+import type { Consumer } from '../../src/queue/consumer/consumer.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';
 
 /** A flow of one parent and two children in another queue, run to its end on `conn`. */

@@ -1,6 +1,6 @@
-import { EchoMqConnection } from '../../src/core/connection.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { keySlot } from '../../src/core/slot.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import { startEmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';

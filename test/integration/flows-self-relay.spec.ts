@@ -1,6 +1,6 @@
 import { queueKeys } from '../../src/core/keys.js';
 import { call } from '../../src/core/scripts.js';
-import { calls, wire } from '../../src/core/wire.js';
+import { calls, wire } from '../../src/core/wire/queue.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, randomQueue, rawClient } from '../helpers/valkey.js';

@@ -5,7 +5,7 @@
  */
 import { StaleTokenError } from '../../src/core/errors.js';
 import { queueKeys } from '../../src/core/keys.js';
-import { wire } from '../../src/core/wire.js';
+import { wire } from '../../src/core/wire/queue.js';
 import { JobControls } from '../../src/queue/job-controls.js';
 import { JobTimeoutError } from '../../src/queue/job-signals.js';
 import type { Json } from '../../src/core/codec.js';

@@ -5,7 +5,7 @@
  */
 import { InvalidOptionError } from '../../src/core/errors.js';
 import { queueKeys } from '../../src/core/keys.js';
-import { wire } from '../../src/core/wire.js';
+import { wire } from '../../src/core/wire/queue.js';
 import { JobTimeoutError } from '../../src/queue/job-signals.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';

@@ -3,12 +3,12 @@
  * does not certainly hold (issue 7 #7, #18, #19).
  */
 import { Redis } from 'iovalkey';
-import { EchoMqConnection } from '../../src/core/connection.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { queueKeys } from '../../src/core/keys.js';
 import { parseId } from '../../src/core/ids.js';
 import type { ScriptClient } from '../../src/core/scripts.js';
-import { wire } from '../../src/core/wire.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import { wire } from '../../src/core/wire/queue.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { killChildren, spawnFixture } from '../helpers/child.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';

@@ -1,6 +1,6 @@
-import { EchoMqConnection } from '../../src/core/connection.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { globalKeys } from '../../src/core/keys.js';
-import { wire } from '../../src/core/wire.js';
+import { wire } from '../../src/core/wire/queue.js';
 import { parseId } from '../../src/core/ids.js';
 import type { ScriptClient } from '../../src/core/scripts.js';
 import { startEmbeddedValkey } from '../../src/core/embedded-valkey.js';

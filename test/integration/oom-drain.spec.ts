@@ -6,9 +6,9 @@
  * acknowledged is lost: every job ends done.
  */
 import { Redis } from 'iovalkey';
-import { EchoMqConnection } from '../../src/core/connection.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { EchoMqError } from '../../src/core/errors.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';

@@ -1,8 +1,8 @@
 import { queueKeys } from '../../src/core/keys.js';
-import { parkCall, parkSpot, parkedClaimCall } from '../../src/core/park-wire.js';
+import { parkCall, parkSpot, parkedClaimCall } from '../../src/core/wire/park.js';
 import { call, scripts } from '../../src/core/scripts.js';
-import { calls } from '../../src/core/wire.js';
-import { ParkedWait } from '../../src/queue/parked-wait.js';
+import { calls } from '../../src/core/wire/queue.js';
+import { ParkedWait } from '../../src/queue/consumer/parked-wait.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, queueKeysIn, randomQueue } from '../helpers/valkey.js';

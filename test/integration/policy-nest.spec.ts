@@ -6,7 +6,7 @@
  */
 import type { INestApplication } from '@nestjs/common';
 import { EchoMqModule, QueueService } from '../../src/index.js';
-import { groupPolicyWire } from '../../src/queue/group-policy.js';
+import { groupPolicyWire } from '../../src/queue/lane-policy.js';
 import { CapturedLogs, startApp } from '../helpers/nest.js';
 import { randomQueue, testUrl } from '../helpers/valkey.js';
 

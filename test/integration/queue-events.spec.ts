@@ -1,10 +1,10 @@
 import type { Subscription } from 'rxjs';
-import { EchoMqConnection } from '../../src/core/connection.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { FatalJobError } from '../../src/queue/job-signals.js';
 import { queueKeys } from '../../src/core/keys.js';
 import type { QueueEvent } from '../../src/queue/job.js';
-import { BUILTIN_DEFAULTS, resolveDefaults } from '../../src/queue/queue.options.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import { BUILTIN_DEFAULTS, resolveDefaults } from '../../src/queue/queue-options.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import { startEmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';

@@ -5,9 +5,9 @@
  */
 import { BUILTIN_DEFAULTS, resolveConsumerOptions, resolveDefaults } from '../../src/unstable.js';
 import { queueKeys } from '../../src/core/keys.js';
-import { wire } from '../../src/core/wire.js';
-import { writePolicy } from '../../src/core/policy-wire.js';
-import { groupPolicyWire, type GroupOptions } from '../../src/queue/group-policy.js';
+import { wire } from '../../src/core/wire/queue.js';
+import { writePolicy } from '../../src/core/wire/policy.js';
+import { groupPolicyWire, type GroupOptions } from '../../src/queue/lane-policy.js';
 import type { Job } from '../../src/queue/job.js';
 import { codeOf, refusedUnchanged } from '../helpers/refusals.js';
 import { startConsumer } from '../helpers/consumers.js';

@@ -1,5 +1,5 @@
 import { queueKeys } from '../../src/core/keys.js';
-import { wire } from '../../src/core/wire.js';
+import { wire } from '../../src/core/wire/queue.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';
 import { queueFixture } from '../helpers/queue-fixture.js';

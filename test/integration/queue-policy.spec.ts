@@ -6,8 +6,8 @@
  * Also claim's flow flags: a flow child is claimed as "c", a released parent as "p".
  */
 import { queueKeys } from '../../src/core/keys.js';
-import { wire } from '../../src/core/wire.js';
-import { groupPolicyWire } from '../../src/queue/group-policy.js';
+import { wire } from '../../src/core/wire/queue.js';
+import { groupPolicyWire } from '../../src/queue/lane-policy.js';
 import type { Job } from '../../src/queue/job.js';
 import { codeOf } from '../helpers/refusals.js';
 import { startConsumer } from '../helpers/consumers.js';

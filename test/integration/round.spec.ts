@@ -1,8 +1,8 @@
 import { EchoMqError } from '../../src/core/errors.js';
 import { queueKeys } from '../../src/core/keys.js';
-import { roundCall, runRound } from '../../src/core/round-wire.js';
+import { roundCall, runRound } from '../../src/core/wire/round.js';
 import { scripts } from '../../src/core/scripts.js';
-import { calls, wire, type ClaimReply } from '../../src/core/wire.js';
+import { calls, wire, type ClaimReply } from '../../src/core/wire/queue.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, randomQueue } from '../helpers/valkey.js';

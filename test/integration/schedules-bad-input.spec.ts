@@ -1,10 +1,10 @@
 import 'reflect-metadata';
-import { Processor } from '../../src/nest/processor.decorator.js';
+import { Processor } from '../../src/nest/processor-decorator.js';
 import { EchoMqError, InvalidScheduleError } from '../../src/core/errors.js';
-import type { ScheduleOptions, ScheduleSpec } from '../../src/queue/schedule.types.js';
+import type { ScheduleOptions, ScheduleSpec } from '../../src/queue/schedules/schedule-types.js';
 import { queueKeys } from '../../src/core/keys.js';
-import { Scheduler } from '../../src/queue/scheduler.js';
-import type { TickRecord } from '../../src/queue/schedule.types.js';
+import { Scheduler } from '../../src/queue/schedules/scheduler.js';
+import type { TickRecord } from '../../src/queue/schedules/schedule-types.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { queueKeysIn, randomQueue } from '../helpers/valkey.js';
 

@@ -1,12 +1,12 @@
 import type { Redis } from 'iovalkey';
-import type { EchoMqConnection } from '../../src/core/connection.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { queueKeys } from '../../src/core/keys.js';
-import { scheduleWire } from '../../src/core/schedule-wire.js';
-import { QueueService } from '../../src/queue/queue.service.js';
-import { encodeSchedule, firstTick } from '../../src/queue/schedule.plan.js';
-import { Scheduler } from '../../src/queue/scheduler.js';
-import { serverNow } from '../../src/queue/schedule.service.js';
-import type { ScheduleOptions, ScheduleSpec, TickRecord } from '../../src/queue/schedule.types.js';
+import { scheduleWire } from '../../src/core/wire/schedule.js';
+import { QueueService } from '../../src/queue/queue-service.js';
+import { encodeSchedule, firstTick } from '../../src/queue/schedules/schedule-plan.js';
+import { Scheduler } from '../../src/queue/schedules/scheduler.js';
+import { serverNow } from '../../src/queue/schedules/schedule-service.js';
+import type { ScheduleOptions, ScheduleSpec, TickRecord } from '../../src/queue/schedules/schedule-types.js';
 import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 
 const iso = (t: number) => new Date(t).toISOString().slice(0, 16);

@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import { EchoMqModule, Processor, QueueService, type Job } from '../../src/index.js';
 import { parseId } from '../../src/core/ids.js';
 import { queueKeys } from '../../src/core/keys.js';
-import type { EchoMqConnection } from '../../src/core/connection.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { eventually, openConnection, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 
 const Q = randomQueue('sched');

@@ -1,8 +1,8 @@
 import type { Redis } from 'iovalkey';
-import type { EchoMqConnection } from '../../src/core/connection.js';
+import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { queueKeys } from '../../src/core/keys.js';
-import type { Consumer } from '../../src/queue/consumer.js';
-import { QueueService } from '../../src/queue/queue.service.js';
+import type { Consumer } from '../../src/queue/consumer/consumer.js';
+import { QueueService } from '../../src/queue/queue-service.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 

@@ -1,5 +1,5 @@
 import { queueKeys } from '../../src/core/keys.js';
-import { wire } from '../../src/core/wire.js';
+import { wire } from '../../src/core/wire/queue.js';
 import { spawnFixture, type ChildHandle } from '../helpers/child.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueState, type KeyState } from '../helpers/state.js';

@@ -10,9 +10,9 @@ import { Injectable, type CanActivate, type INestApplication } from '@nestjs/com
 import { Test } from '@nestjs/testing';
 import type { DataPoint, Histogram as OtelHistogram, ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import { BusService, CacheService, EchoMqMetrics, EchoMqModule, OnEvent, Processor, QueueService, metricsController, prometheusContentType, type Job } from '../../src/index.js';
-import { EchoMqConnection } from '../../src/core/connection.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { queueKeys } from '../../src/core/keys.js';
-import { wire } from '../../src/core/wire.js';
+import { wire } from '../../src/core/wire/queue.js';
 import { CapturedLogs } from '../helpers/nest.js';
 import { installOtel, type OtelHarness } from '../helpers/otel.js';
 import { eventually, openConnection, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';

@@ -1,4 +1,4 @@
-import { Backoff } from '../../src/queue/backoff.js';
+import { Backoff } from '../../src/queue/consumer/backoff.js';
 
 describe('Backoff', () => {
   it('resumes the loop when its timer fires, even if Date.now() has not reached the deadline', async () => {

@@ -1,5 +1,5 @@
 import { keySlot } from '../../src/core/slot.js';
-import { namesOnDistinctOwners, parseClusterNodes, servingSlot, slotMapSignature, slotOfName } from '../../src/testing/valkey-cluster.topology.js';
+import { namesOnDistinctOwners, parseClusterNodes, servingSlot, slotMapSignature, slotOfName } from '../../src/testing/valkey-cluster-topology.js';
 
 const NODES = [
   'a1 127.0.0.1:7001@17001 myself,master - 0 0 1 connected 0-5460 [5461->-b2]',

@@ -1,4 +1,4 @@
-import { RoundSizer } from '../../src/queue/round-sizer.js';
+import { RoundSizer } from '../../src/queue/consumer/round-sizer.js';
 
 /** Drives a sizer through `epochs` epochs of 16 rounds over 50 ms, at the rate `rate(split)` jobs/ms. */
 let t = 0;

@@ -1,4 +1,4 @@
-import { compileCron, tzOffsetMs, wallToInstant } from '../../src/queue/cron.js';
+import { compileCron, tzOffsetMs, wallToInstant } from '../../src/queue/schedules/cron.js';
 import { InvalidScheduleError } from '../../src/core/errors.js';
 
 const H = 3_600_000;

@@ -1,6 +1,6 @@
 import { InvalidOptionError, InvalidScheduleError } from '../../src/core/errors.js';
-import { checkProcessorSchedules, decodeSchedule, encodeSchedule, planTick, specSha } from '../../src/queue/schedule.plan.js';
-import type { ScheduleSpec } from '../../src/queue/schedule.types.js';
+import { checkProcessorSchedules, decodeSchedule, encodeSchedule, planTick, specSha } from '../../src/queue/schedules/schedule-plan.js';
+import type { ScheduleSpec } from '../../src/queue/schedules/schedule-types.js';
 import { createHash } from 'node:crypto';
 
 const every = (ms: number, missed: 'skip' | 'once' = 'skip', graceMs = 1000) => encodeSchedule({ every: ms }, '{}', { missed, graceMs }).stored;

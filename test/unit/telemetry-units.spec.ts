@@ -1,8 +1,8 @@
 /** Pure units of src/telemetry: the traceparent codec, the job extras field, the histogram, the optional loader. */
 import { formatTraceParent, parseTraceParent, traceParentOfExtras } from '../../src/telemetry/traceparent.js';
 import { withTraceParent } from '../../src/telemetry/job-trace.js';
-import { Histogram } from '../../src/telemetry/metrics.registry.js';
-import { loadOpenTelemetry } from '../../src/telemetry/otel.loader.js';
+import { Histogram } from '../../src/telemetry/metrics-registry.js';
+import { loadOpenTelemetry } from '../../src/telemetry/otel-loader.js';
 
 const TP = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 

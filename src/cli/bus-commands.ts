@@ -1,0 +1,99 @@
+import type { Command } from 'commander';
+import type { BulkReply } from '../core/wire/index.js';
+import type { CliContext } from './context.js';
+import type { TopicInfo } from '../admin/bus-admin.js';
+import type { CacheNamespaceInfo } from '../admin/cache-admin.js';
+import { registryCommand } from './registry-command.js';
+import { CliUsageError, parseCount, parseDuration, untilDone } from './output.js';
+
+/** Registers the Bus and Cache commands (docs/admin.md, "The CLI"). */
+export function busCommands(program: Command, ctx: () => CliContext): void {
+  registryCommand(program, ctx, {
+    name: 'topics',
+    description: 'the known Bus topics with their log length, groups and dead letters',
+    what: 'topics',
+    head: ['topic', 'length', 'last event', 'groups', 'dead letters', 'error'],
+    page: (admin, after, limit) => admin.bus.topics({ after, limit }),
+    row: (t: TopicInfo) => [t.name, t.length, t.lastEventId, t.groups, t.deadLetters, t.error],
+  });
+
+  program
+    .command('groups <topic>')
+    .description("a topic's consumer groups with their pending and lag counts")
+    .action(async (topic: string) => {
+      const c = ctx();
+      const groups = await (await c.admin()).bus.groups(topic);
+      c.out.table(['group', 'consumers', 'pending', 'lag', 'last delivered'], groups.map((g) => [g.name, g.consumers, g.pending, g.lag ?? 'unknown', g.lastDeliveredId]), groups);
+    });
+
+  program
+    .command('dead-letters <topic>')
+    .description("a topic's dead letters, newest first; --replay or --purge them (the given dead ids, or --all)")
+    .argument('[deadIds...]', 'dead-letter ids (the "dead id" column) for --replay / --purge')
+    .option('--count <n>', 'how many to list (1..1000)', '20')
+    .option('--replay', 'publish them to the topic again (new event ids) and delete them')
+    .option('--purge', 'delete them')
+    .option('--all', 'with --replay / --purge: every dead letter (bounded calls)')
+    .action(async (topic: string, deadIds: string[], o: { count: string; replay?: boolean; purge?: boolean; all?: boolean }) => {
+      const c = ctx();
+      const { bus } = await c.admin();
+      if (!o.replay && !o.purge) {
+        if (deadIds.length || o.all) throw new CliUsageError('dead ids and --all go with --replay or --purge');
+        const rows = await bus.deadLetters(topic, { count: parseCount(o.count) });
+        c.out.table(['dead id', 'event', 'group', 'deliveries', 'error', 'at', 'payload'], rows.map((d) => [d.deadId, d.id, d.group, d.deliveries, d.error, d.at, d.payload]), rows);
+        return;
+      }
+      if (o.replay && o.purge) throw new CliUsageError('give --replay or --purge, not both');
+      if ((deadIds.length > 0) === (o.all === true)) throw new CliUsageError('give dead ids or --all (not both)');
+      const act = (opts: { ids?: string[]; limit?: number }): Promise<BulkReply> => (o.replay ? bus.replayDead(topic, opts) : bus.purgeDead(topic, opts));
+      const n = deadIds.length ? (await act({ ids: deadIds })).count : await untilDone(() => act({}));
+      const verb = o.replay ? 'replayed' : 'purged';
+      c.out.line(`${verb} ${n} dead letter(s)`, { ok: true, [verb]: n });
+    });
+
+  program
+    .command('retention <topic>')
+    .description("show a topic's retention policy, or replace it with the options given")
+    .option('--max-len <n>', 'keep at most this many entries in the live log')
+    .option('--max-age <duration>', 'archive entries older than this (e.g. 7d)')
+    .option('--archive-max-age <duration>', 'delete archive segments older than this')
+    .action(async (topic: string, o: { maxLen?: string; maxAge?: string; archiveMaxAge?: string }) => {
+      const c = ctx();
+      const { bus } = await c.admin();
+      if (o.maxLen !== undefined || o.maxAge !== undefined || o.archiveMaxAge !== undefined) {
+        await bus.setRetention(topic, {
+          maxLen: o.maxLen === undefined ? undefined : parseCount(o.maxLen),
+          maxAgeMs: o.maxAge === undefined ? undefined : parseDuration(o.maxAge),
+          archiveMaxAgeMs: o.archiveMaxAge === undefined ? undefined : parseDuration(o.archiveMaxAge),
+        });
+      }
+      const p = await bus.retention(topic);
+      c.out.table(['maxLen', 'maxAgeMs', 'archiveMaxAgeMs'], [[p.maxLen ?? 'unbounded', p.maxAgeMs ?? 'unbounded', p.archiveMaxAgeMs ?? 'forever']], p);
+    });
+
+  const cache = program.command('cache').description('cache namespaces: stats, invalidate a key or a tag');
+  registryCommand(cache, ctx, {
+    name: 'stats',
+    description: 'the known cache namespaces with their invalidation figures',
+    what: 'namespaces',
+    head: ['namespace', 'invalidations', 'retained', 'last invalidation', 'error'],
+    page: (admin, after, limit) => admin.cache.stats({ after, limit }),
+    row: (n: CacheNamespaceInfo) => [n.name, n.invalidations, n.retained, n.lastInvalidationAt, n.error],
+  });
+  cache
+    .command('invalidate <namespace> <key>')
+    .description('invalidate one key (every node drops it)')
+    .action(async (ns: string, key: string) => {
+      const c = ctx();
+      await (await c.admin()).cache.invalidate(ns, key);
+      c.out.line(`invalidated ${ns}:${key}`, { ok: true });
+    });
+  cache
+    .command('invalidate-tag <namespace> <tag>')
+    .description('invalidate every key carrying a tag')
+    .action(async (ns: string, tag: string) => {
+      const c = ctx();
+      await (await c.admin()).cache.invalidateTag(ns, tag);
+      c.out.line(`invalidated tag ${tag} of ${ns}`, { ok: true });
+    });
+}

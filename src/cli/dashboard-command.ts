@@ -1,0 +1,35 @@
+import type { Command } from 'commander';
+import { startStandaloneDashboard } from '../dashboard/standalone-server.js';
+import type { CliContext } from './context.js';
+import { CliUsageError, parseCount } from './output.js';
+
+/** True for an address only this machine reaches. */
+const isLoopback = (host: string): boolean => host === 'localhost' || host === '::1' || /^127\./.test(host);
+
+/** Registers `echomq dashboard` (docs/dashboard.md, "Standalone"): serves until SIGINT or SIGTERM. */
+export function dashboardCommand(program: Command, ctx: () => CliContext): void {
+  program
+    .command('dashboard')
+    .description('serve the web dashboard (loopback and a token by default)')
+    .option('--port <port>', 'TCP port', '3100')
+    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--token <token>', 'the access token (default: generated and printed)')
+    .option('--no-token', 'serve without a token (only where the network is trusted)')
+    .option('--read-only', 'no buttons; every action refused')
+    .action(async (o: { port: string; host: string; token?: string | boolean; readOnly?: boolean }) => {
+      const port = parseCount(o.port);
+      if (port > 65_535) throw new CliUsageError(`not a port: ${o.port}`);
+      if (typeof o.token === 'string' && o.token.length < 16) throw new CliUsageError('--token must be at least 16 characters');
+      const c = ctx();
+      const { queues, bus, cache } = await c.admin();
+      const token = o.token === false ? null : typeof o.token === 'string' ? o.token : undefined;
+      const dash = await startStandaloneDashboard({ queues, bus, caches: cache, conn: await c.connection(), port, host: o.host, token, readOnly: o.readOnly === true });
+      if (token === null && !isLoopback(o.host)) process.stderr.write(`echomq: warning: serving ${o.host} without a token: anyone who reaches it can retry, remove and pause\n`);
+      c.out.line(`EchoMQ dashboard: ${dash.url}`, { ok: true, url: dash.url });
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await dash.close();
+    });
+}

@@ -1,0 +1,137 @@
+import type { Command } from 'commander';
+import type { JobCursor, ListableStatus } from '../admin/job-cursor.js';
+import { LISTABLE } from '../admin/job-cursor.js';
+import type { JobView } from '../queue/job.js';
+import type { CliContext } from './context.js';
+import type { QueueInfo } from '../admin/queue-admin.js';
+import { registryCommand } from './registry-command.js';
+import { CliUsageError, StateRefusal, parseCount, parseDuration, untilDone } from './output.js';
+
+/** The rows of a job's detail table: one field per row. */
+function jobRows(j: JobView): [string, unknown][] {
+  const rows: [string, unknown][] = [
+    ['id', j.id],
+    ['queue', j.queue],
+    ['status', j.status],
+    ['attempts', j.maxAttempts === undefined ? j.attempts : `${j.attempts} of ${j.maxAttempts}`],
+    ['created', j.createdAt],
+    ['finished', j.finishedAt],
+    ['payload', j.payloadError ? j.payloadError.raw : j.payload],
+    ['result', j.resultError ? j.resultError.raw : j.result],
+    ['error', j.error],
+    ['progress', j.progress],
+    ['checkpoint', j.checkpoint],
+    ['cancel requested', j.cancelRequested || undefined],
+    ['log', j.logs.length ? j.logs.slice(-5).join(' | ') : undefined],
+  ];
+  return rows.filter(([, v]) => v !== undefined);
+}
+
+/** One job command's outcome: a line, and a refusal (exit 4) when the state said no. */
+function done(ctx: CliContext, ok: boolean, yes: string, no: string, value: Record<string, unknown>): void {
+  if (!ok) throw new StateRefusal(no);
+  ctx.out.line(yes, { ok: true, ...value });
+}
+
+/** Registers the Queue commands (docs/admin.md, "The CLI"). */
+export function queueCommands(program: Command, ctx: () => CliContext): void {
+  registryCommand(program, ctx, {
+    name: 'queues',
+    description: 'the known queues with their counts and pause state',
+    what: 'queues',
+    head: ['queue', 'paused', 'pending', 'scheduled', 'active', 'done', 'dead', 'cancelled', 'waiting', 'error'],
+    page: (admin, after, limit) => admin.queues.list({ after, limit }),
+    row: (q: QueueInfo) => [q.name, q.paused ? 'yes' : '', q.counts.pending, q.counts.scheduled, q.counts.active, q.counts.done, q.counts.dead, q.counts.cancelled, q.counts.waiting, q.error],
+  });
+
+  program
+    .command('jobs <queue>')
+    .description('jobs of one status, newest first')
+    .option('--status <status>', `one of ${LISTABLE.join(', ')}`, 'dead')
+    .option('--limit <n>', 'jobs per page (1..1000)', '20')
+    .option('--cursor <cursor>', 'the next-page cursor a previous call printed')
+    .action(async (queue: string, o: { status: string; limit: string; cursor?: string }) => {
+      if (!LISTABLE.includes(o.status as ListableStatus)) throw new CliUsageError(`--status must be one of ${LISTABLE.join(', ')}`);
+      const c = ctx();
+      const page = await (await c.admin()).queues.jobs(queue, { status: o.status as ListableStatus, limit: parseCount(o.limit), cursor: o.cursor as JobCursor | undefined });
+      const rows = page.jobs.map((j) => [j.id, j.status, j.createdAt, j.at, j.attempts, j.error]);
+      c.out.table(['id', 'status', 'created', 'at', 'attempts', 'error'], rows, page);
+      if (page.next && !c.out.json) process.stdout.write(`next page: --cursor ${page.next}\n`);
+    });
+
+  program
+    .command('job <queue> <id>')
+    .description('one job: row, attempts, error, result, progress, checkpoint, timings')
+    .action(async (queue: string, id: string) => {
+      const c = ctx();
+      const job = await (await c.admin()).queues.job(queue, id);
+      c.out.table(['field', 'value'], jobRows(job), job);
+    });
+
+  program
+    .command('retry <queue> [id]')
+    .description('retry one dead job, or every dead job with --all-dead (bounded calls)')
+    .option('--all-dead', 'retry every dead job of the queue')
+    .option('--limit <n>', 'jobs per call with --all-dead (1..1000)', '1000')
+    .action(async (queue: string, id: string | undefined, o: { allDead?: boolean; limit: string }) => {
+      if ((id === undefined) === !o.allDead) throw new CliUsageError('give a job id or --all-dead (not both)');
+      const c = ctx();
+      const { queues } = await c.admin();
+      if (id !== undefined) return done(c, await queues.retry(queue, id), `retried ${id}`, `job ${id} is not dead`, { id });
+      const limit = parseCount(o.limit);
+      const n = await untilDone(() => queues.retryDead(queue, { limit }));
+      c.out.line(`retried ${n} dead job(s)`, { ok: true, retried: n });
+    });
+
+  for (const [name, verb] of [['pause', 'paused'], ['resume', 'resumed']] as const) {
+    program
+      .command(`${name} <queue>`)
+      .description(name === 'pause' ? 'pause the queue fleet-wide (consumers stop claiming)' : 'resume a paused queue')
+      .action(async (queue: string) => {
+        const c = ctx();
+        const { queues } = await c.admin();
+        const changed = name === 'pause' ? await queues.pause(queue) : await queues.resume(queue);
+        c.out.line(changed ? `${queue} ${verb}` : `${queue} was already ${verb}`, { ok: true, changed });
+      });
+  }
+
+  program
+    .command('drain <queue>')
+    .description('drop every waiting job (removed with its row; bounded calls)')
+    .action(async (queue: string) => {
+      const c = ctx();
+      const { queues } = await c.admin();
+      const n = await untilDone(() => queues.drain(queue));
+      c.out.line(`drained ${n} job(s)`, { ok: true, drained: n });
+    });
+
+  program
+    .command('purge <queue>')
+    .description('delete finished jobs older than a bound (bounded calls)')
+    .option('--status <status>', 'done, dead or cancelled', 'done')
+    .option('--older-than <duration>', 'e.g. 30s, 15m, 2h, 7d (default: all)', '0')
+    .action(async (queue: string, o: { status: string; olderThan: string }) => {
+      if (!['done', 'dead', 'cancelled'].includes(o.status)) throw new CliUsageError('--status must be done, dead or cancelled');
+      const c = ctx();
+      const { queues } = await c.admin();
+      const olderThanMs = parseDuration(o.olderThan);
+      const n = await untilDone(() => queues.purge(queue, { status: o.status as 'done', olderThanMs }));
+      c.out.line(`purged ${n} job(s)`, { ok: true, purged: n });
+    });
+
+  program
+    .command('promote <queue> <id>')
+    .description('make a scheduled job due now')
+    .action(async (queue: string, id: string) => {
+      const c = ctx();
+      done(c, await (await c.admin()).queues.promote(queue, id), `promoted ${id}`, `job ${id} is not scheduled`, { id });
+    });
+
+  program
+    .command('remove <queue> <id>')
+    .description('remove a job that is not running, with its row and payload')
+    .action(async (queue: string, id: string) => {
+      const c = ctx();
+      done(c, await (await c.admin()).queues.remove(queue, id), `removed ${id}`, `job ${id} is running, a waiting parent or an unfinished flow child: not removed`, { id });
+    });
+}

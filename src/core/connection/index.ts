@@ -1,0 +1,14 @@
+/**
+ * The connection (docs/deployment.md): `EchoMqConnection` with its command, blocking and
+ * subscriber clients, the boot retry, the eviction-policy check and the node lease ids are minted
+ * under. The rest of src/ imports this folder through this file only.
+ */
+export { openAtBoot, resolveBootRetry } from './boot-retry.js';
+export type { BootRetryOptions, ResolvedBootRetry } from './boot-retry.js';
+export type { ClientRole } from './client-setup.js';
+export { createClient } from './client.js';
+export type { ValkeyClient, ValkeyConnectionOptions } from './client.js';
+export { EchoMqConnection } from './connection.js';
+export type { ConnectionLogger, EvictionPolicyListener, EvictionPolicyState } from './eviction-policy.js';
+export { NodeLease } from './node-lease.js';
+export type { LeaseClient, NodeLeaseOptions } from './node-lease.js';

@@ -1,0 +1,225 @@
+import { randomBytes } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { QueueAdmin } from '../admin/queue-admin.js';
+import { LISTABLE, type JobCursor, type ListableStatus } from '../admin/job-cursor.js';
+import type { BusAdmin } from '../admin/bus-admin.js';
+import type { CacheAdmin } from '../admin/cache-admin.js';
+import { busSection, cacheSection } from './bus-cache-sections.js';
+import { EchoMqError, InvalidOptionError } from '../core/errors.js';
+import { describeError } from '../core/reply-errors.js';
+import { assertBrandedId } from '../core/ids.js';
+import { echoMqErrorReply } from '../nest/exception-filter.js';
+import { errorPage, page, seg, type PageContext } from './dashboard-layout.js';
+import { html, type SafeHtml } from './html.js';
+import { checkCsrf, HttpRefusal, securityHeaders } from './dashboard-security.js';
+import { jobPage } from './job-page.js';
+import { overviewPage } from './overview-page.js';
+import { queuePage } from './queue-page.js';
+import type { ThroughputSampler } from './throughput-sampler.js';
+
+/** A request as the dashboard sees it (adapted from Express or `node:http`). */
+export interface DashboardRequest {
+  /** `GET`, `POST`, … */
+  readonly method: string;
+  /** The path below the mount, starting with `/` (percent-encoded as received). */
+  readonly path: string;
+  /** The query string's parameters. */
+  readonly query: URLSearchParams;
+  /** The urlencoded form of a POST (empty otherwise). */
+  readonly form: Readonly<Record<string, unknown>>;
+  /** The request headers, lower-case names. */
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** The mount's path as the browser sees it, without a trailing slash. */
+  readonly base: string;
+}
+
+/** A reply: status, headers and an HTML body. */
+export interface DashboardResponse {
+  /** The HTTP status. */
+  readonly status: number;
+  /** Response headers (the security headers included). */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The body (HTML), empty for a redirect. */
+  readonly body: string;
+}
+
+/** Where the dashboard reads from. */
+export interface DashboardSources {
+  /** The queue operator surface. */
+  readonly queues: QueueAdmin;
+  /** The Bus operator surface (topics, groups and their lag). */
+  readonly bus?: BusAdmin;
+  /** The Cache operator surface (namespaces and, mounted in an app, its counters). */
+  readonly caches?: CacheAdmin;
+  /** Show the cache counters of this process (true when mounted in the app that uses the cache). */
+  readonly processCache?: boolean;
+  /** The sampler behind the charts. */
+  readonly throughput?: ThroughputSampler;
+}
+
+/** How the dashboard behaves. */
+export interface DashboardBehaviour {
+  /** No mutations: no buttons, and every POST is refused (403). */
+  readonly readOnly: boolean;
+  /** Live refresh period of counts and charts, ms (0 = off). */
+  readonly refreshMs: number;
+}
+
+/** The fixed notices a redirect after a POST may show (`?notice=`): never text from the request. */
+const NOTICES: Readonly<Record<string, string>> = {
+  paused: 'Paused: consumers claim nothing more from this queue.',
+  resumed: 'Resumed.',
+  'was-paused': 'The queue was already paused.',
+  'was-running': 'The queue was already running.',
+  retried: 'Retried: the job is due again, with fresh attempts.',
+  'not-dead': 'Not retried: the job is not dead.',
+  promoted: 'The job is due now.',
+  'not-scheduled': 'Not promoted: the job is not scheduled.',
+  removed: 'Removed.',
+  'not-removed': 'Not removed: the job is running, a waiting parent or an unfinished flow child.',
+  'retried-dead': 'Retried the dead jobs (up to 1,000 per click).',
+};
+
+/**
+ * The dashboard itself, independent of the HTTP server: routes, renders, checks POSTs (CSRF
+ * token and `Sec-Fetch-Site`/`Origin`), and answers every error with an error page of the right
+ * status (bad input 400, unknown queue or job 404, never a 500 for bad input). Every response
+ * carries a nonce-based Content-Security-Policy (docs/dashboard.md).
+ */
+export class DashboardApp {
+  /** The per-process CSRF token every form carries and every POST must return. */
+  readonly csrf = randomBytes(24).toString('base64url');
+
+  private readonly sections: readonly ('bus' | 'cache')[];
+
+  constructor(
+    private readonly src: DashboardSources,
+    private readonly behaviour: DashboardBehaviour,
+  ) {
+    this.sections = [...(src.bus ? (['bus'] as const) : []), ...(src.caches ? (['cache'] as const) : [])];
+  }
+
+  /** Answers one request. */
+  async handle(req: DashboardRequest): Promise<DashboardResponse> {
+    const ctx: PageContext = { base: req.base, nonce: randomBytes(16).toString('base64'), csrf: this.csrf, readOnly: this.behaviour.readOnly, refreshMs: this.behaviour.refreshMs, sections: this.sections };
+    this.src.throughput?.touch();
+    try {
+      const parts = req.path.split('/').filter(Boolean).map(decodeSegment);
+      if (req.method === 'POST') return await this.post(ctx, req, parts);
+      if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpRefusal(405, 'the dashboard answers GET and POST only');
+      const live = req.headers['x-echomq-live'] === '1'; // the refresh script: the content only, no shell
+      return this.ok(ctx, await this.get(ctx, req, parts), live);
+    } catch (err) {
+      return this.failure(ctx, err);
+    }
+  }
+
+  private async get(ctx: PageContext, req: DashboardRequest, parts: string[]): Promise<{ title: string; body: SafeHtml }> {
+    const notice = NOTICES[req.query.get('notice') ?? ''];
+    const shown = notice ? html`<p class="notice" id="notice">${notice}</p>` : undefined;
+    const { queues } = this.src;
+    if (parts.length === 0) {
+      const after = req.query.get('after') ?? undefined;
+      const page = await queues.list({ after, limit: 100 });
+      return { title: 'Queues', body: overviewPage(ctx, { queues: page, after, throughput: this.src.throughput }) };
+    }
+    if (parts.length === 1 && (parts[0] === 'bus' || parts[0] === 'cache')) return this.section(ctx, parts[0], req.query.get('after') ?? undefined);
+    if (parts[0] !== 'queues') throw new HttpRefusal(404, 'no such page');
+    const [, queue, sub, id] = parts;
+    if (parts.length === 2) {
+      const status = (req.query.get('status') ?? 'pending') as ListableStatus;
+      if (!LISTABLE.includes(status)) throw new InvalidOptionError(`status must be one of ${LISTABLE.join(', ')}`);
+      const cursor = (req.query.get('cursor') ?? undefined) as JobCursor | undefined;
+      const [info, jobs] = await Promise.all([queues.info(queue), queues.jobs(queue, { status, cursor, limit: 50 })]);
+      this.src.throughput?.touch(queue); // sampled from now on, even beyond the registry's first maxQueues
+      const series = this.src.throughput?.series(queue);
+      return { title: queue, body: queuePage(ctx, { info, status, jobs, paged: cursor !== undefined, series }, shown) };
+    }
+    if (parts.length === 3 && sub === 'search') {
+      const wanted = (req.query.get('id') ?? '').trim();
+      assertBrandedId(wanted, 'job');
+      await queues.job(queue, wanted);
+      throw new Redirect(`/queues/${seg(queue)}/jobs/${seg(wanted)}`);
+    }
+    if (parts.length === 4 && sub === 'jobs') {
+      const job = await queues.job(queue, id);
+      return { title: `Job ${job.id}`, body: jobPage(ctx, job, shown) };
+    }
+    throw new HttpRefusal(404, 'no such page');
+  }
+
+  /** The Bus page (topics with their groups, 50 per page) or the Cache page (namespaces, 100 per page). */
+  private async section(ctx: PageContext, which: string, after: string | undefined): Promise<{ title: string; body: SafeHtml }> {
+    const { bus, caches } = this.src;
+    if (which === 'bus' && bus) {
+      const topics = await bus.topics({ after, limit: 50 });
+      const rows = await Promise.all(topics.items.map((topic) => (topic.error ? { topic, groups: [] } : bus.groups(topic.name).then((groups) => ({ topic, groups }), (err: unknown) => ({ topic: { ...topic, error: describeError(err) }, groups: [] })))));
+      return { title: 'Bus', body: busSection(ctx, rows, topics.next) };
+    }
+    if (which === 'cache' && caches) {
+      const stats = await caches.stats({ after, limit: 100 });
+      return { title: 'Cache', body: cacheSection(ctx, stats, this.src.processCache ? stats.process : undefined) };
+    }
+    throw new HttpRefusal(404, 'no such page');
+  }
+
+  private async post(ctx: PageContext, req: DashboardRequest, parts: string[]): Promise<DashboardResponse> {
+    if (this.behaviour.readOnly) throw new HttpRefusal(403, 'this dashboard is read-only');
+    checkCsrf(req.headers, req.form._csrf, this.csrf);
+    const [root, queue, a, id, verb] = parts;
+    if (root !== 'queues' || queue === undefined) throw new HttpRefusal(404, 'no such action');
+    const q = this.src.queues;
+    const back = `/queues/${seg(queue)}`;
+    if (parts.length === 3) {
+      if (a === 'pause') return this.redirect(ctx, back, (await q.pause(queue)) ? 'paused' : 'was-paused');
+      if (a === 'resume') return this.redirect(ctx, back, (await q.resume(queue)) ? 'resumed' : 'was-running');
+      if (a === 'retry-dead') return (await q.retryDead(queue)), this.redirect(ctx, `${back}?status=dead`, 'retried-dead');
+    }
+    if (parts.length === 5 && a === 'jobs') {
+      const job = `${back}/jobs/${seg(id)}`;
+      if (verb === 'retry') return this.redirect(ctx, job, (await q.retry(queue, id)) ? 'retried' : 'not-dead');
+      if (verb === 'promote') return this.redirect(ctx, job, (await q.promote(queue, id)) ? 'promoted' : 'not-scheduled');
+      if (verb === 'remove') return (await q.remove(queue, id)) ? this.redirect(ctx, back, 'removed') : this.redirect(ctx, job, 'not-removed');
+    }
+    throw new HttpRefusal(404, 'no such action');
+  }
+
+  private ok(ctx: PageContext, p: { title: string; body: SafeHtml }, live: boolean): DashboardResponse {
+    return { status: 200, headers: securityHeaders(ctx.nonce), body: live ? p.body.text : page(ctx, p.title, p.body) };
+  }
+
+  private redirect(ctx: PageContext, to: string, notice?: string): DashboardResponse {
+    const sep = to.includes('?') ? '&' : '?';
+    return { status: 303, headers: { ...securityHeaders(ctx.nonce), Location: `${ctx.base}${to}${notice ? `${sep}notice=${notice}` : ''}` }, body: '' };
+  }
+
+  private failure(ctx: PageContext, err: unknown): DashboardResponse {
+    if (err instanceof Redirect) return this.redirect(ctx, err.to);
+    let status = 500;
+    let message = 'internal error';
+    let extra: Record<string, string> = {};
+    if (err instanceof HttpRefusal) [status, message] = [err.status, err.message];
+    else if (err instanceof EchoMqError) {
+      const reply = echoMqErrorReply(err);
+      [status, message, extra] = [reply.status, `${err.code}: ${reply.body.message}`, { ...reply.headers }];
+    }
+    const headers = { ...securityHeaders(ctx.nonce), ...extra };
+    return { status, headers, body: errorPage(ctx, status, STATUS_CODES[status] ?? 'Error', message) };
+  }
+}
+
+/** A GET that answers with a redirect (the search by id). */
+class Redirect extends Error {
+  constructor(readonly to: string) {
+    super('redirect');
+  }
+}
+
+/** Decodes a path segment; a malformed escape is bad input (400). */
+function decodeSegment(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    throw new HttpRefusal(400, 'malformed percent-encoding in the path');
+  }
+}

@@ -1,0 +1,61 @@
+import type { CanActivate, ModuleMetadata, Type } from '@nestjs/common';
+import { InvalidOptionError } from '../core/errors.js';
+import type { ThroughputOptions } from './throughput-sampler.js';
+
+/** Options of `EchoMqDashboardModule.register` (docs/dashboard.md). */
+export interface EchoMqDashboardOptions {
+  /** Where the dashboard is mounted (default `/echomq`); under the app's global prefix, if any. */
+  readonly path?: string;
+  /**
+   * Who may see it (required): a Nest guard, as a class (resolved in the dashboard's module, with
+   * `imports` for its dependencies) or an instance. It runs on every page and every action; a
+   * refusal is the guard's own (403 by default). Pass a guard that returns true to open it.
+   */
+  readonly guard: CanActivate | Type<CanActivate>;
+  /** Modules the guard class depends on. */
+  readonly imports?: ModuleMetadata['imports'];
+  /** No buttons, and every action is refused (403). Default false. */
+  readonly readOnly?: boolean;
+  /** How often the page refreshes its counts and charts in place, ms (0 = never; default 2,000). */
+  readonly refreshMs?: number;
+  /** The throughput sampler behind the charts, or `false` for no charts (default: sampling at 1 s). */
+  readonly throughput?: ThroughputOptions | false;
+}
+
+/** The options with defaults applied. */
+export interface ResolvedDashboardOptions {
+  /** The normalised mount path (`/echomq`, never a trailing slash; `''` for the root). */
+  readonly path: string;
+  /** The guard. */
+  readonly guard: CanActivate | Type<CanActivate>;
+  /** Mutations off. */
+  readonly readOnly: boolean;
+  /** Refresh period, ms. */
+  readonly refreshMs: number;
+  /** The sampler's options, or false. */
+  readonly throughput: ThroughputOptions | false;
+}
+
+const intIn = (v: unknown, lo: number, hi: number, what: string): void => {
+  if (v !== undefined && (!Number.isSafeInteger(v) || (v as number) < lo || (v as number) > hi)) throw new InvalidOptionError(`${what} must be an integer ${lo}..${hi}, got ${String(v)}`);
+};
+
+/** Checks the options (EMQ_BAD_OPTION) and applies the defaults. */
+export function resolveDashboardOptions(o: EchoMqDashboardOptions): ResolvedDashboardOptions {
+  if (typeof o !== 'object' || o === null) throw new InvalidOptionError('EchoMqDashboardModule.register takes { path?, guard, readOnly? }');
+  const g = o.guard as unknown;
+  const isGuard = typeof g === 'function' || (typeof g === 'object' && g !== null && typeof (g as CanActivate).canActivate === 'function');
+  if (!isGuard) throw new InvalidOptionError('the dashboard needs a guard (a CanActivate class or instance); pass one that returns true to leave it open');
+  const path = (o.path ?? '/echomq').replace(/\/+$/, '');
+  if (path !== '' && !/^(\/[A-Za-z0-9._~-]+)+$/.test(path)) throw new InvalidOptionError(`dashboard path must look like /echomq (letters, digits, . _ ~ -), got ${JSON.stringify(o.path)}`);
+  intIn(o.refreshMs, 0, 3_600_000, 'refreshMs');
+  const t = o.throughput;
+  if (t !== undefined && t !== false) {
+    if (typeof t !== 'object' || t === null) throw new InvalidOptionError('throughput must be an object or false');
+    intIn(t.intervalMs, 250, 60_000, 'throughput.intervalMs');
+    intIn(t.points, 10, 1000, 'throughput.points');
+    intIn(t.maxQueues, 1, 500, 'throughput.maxQueues');
+    intIn(t.idleAfterMs, 1000, 86_400_000, 'throughput.idleAfterMs');
+  }
+  return { path, guard: o.guard, readOnly: o.readOnly === true, refreshMs: o.refreshMs ?? 2000, throughput: t ?? {} };
+}

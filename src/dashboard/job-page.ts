@@ -1,0 +1,41 @@
+import type { JobView } from '../queue/job.js';
+import { html, type HtmlValue, type SafeHtml } from './html.js';
+import { action, seg, type PageContext } from './dashboard-layout.js';
+
+/** JSON as indented text (escaped by the template like any other text). */
+const json = (v: unknown): string => (v === undefined ? '' : JSON.stringify(v, null, 2));
+
+/** A field row, or nothing when the value is absent. */
+function field(name: string, value: HtmlValue): SafeHtml | undefined {
+  if (value === undefined || value === '') return undefined;
+  return html`<tr><th>${name}</th><td data-field="${name}">${value}</td></tr>`;
+}
+
+/** A job's detail: row, attempts, payload, result, error, progress, checkpoint, log; retry/promote/remove. */
+export function jobPage(ctx: PageContext, j: JobView, notice?: SafeHtml): SafeHtml {
+  const q = `/queues/${seg(j.queue)}`;
+  const path = `${q}/jobs/${seg(j.id)}`;
+  const buttons = [
+    j.status === 'dead' ? action(ctx, `${path}/retry`, 'Retry') : undefined,
+    j.status === 'scheduled' ? action(ctx, `${path}/promote`, 'Run now') : undefined,
+    j.status !== 'active' ? action(ctx, `${path}/remove`, 'Remove', `Remove job ${j.id} and everything it holds?`) : undefined,
+  ];
+  const pre = (v: string): SafeHtml | undefined => (v ? html`<pre>${v}</pre>` : undefined);
+  const payload = j.payloadError ? j.payloadError.raw : json(j.payload);
+  const result = j.resultError ? j.resultError.raw : json(j.result);
+  return html`<p><a href="${ctx.base}/">Queues</a> / <a href="${ctx.base}${q}">${j.queue}</a></p>
+<h1>Job ${j.id}</h1>${notice ?? ''}<p>${buttons}</p>
+<table id="job" data-live>
+${field('status', j.status)}
+${field('attempts', j.maxAttempts === undefined ? String(j.attempts) : `${j.attempts} of ${j.maxAttempts}`)}
+${field('created', j.createdAt.toISOString())}
+${field('finished', j.finishedAt?.toISOString())}
+${field('cancel requested', j.cancelRequested ? 'yes' : undefined)}
+${field('error', pre(j.error ?? ''))}
+${field('payload', pre(payload))}
+${field('result', pre(result))}
+${field('progress', pre(json(j.progress)))}
+${field('checkpoint', pre(json(j.checkpoint)))}
+${field('log', j.logs.length ? pre(j.logs.join('\n')) : undefined)}
+</table>`;
+}

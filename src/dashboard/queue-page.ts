@@ -1,0 +1,53 @@
+import type { QueueInfo } from '../admin/queue-admin.js';
+import type { JobPage } from '../admin/job-pages.js';
+import { LISTABLE, type ListableStatus } from '../admin/job-cursor.js';
+import { throughputChart } from './chart.js';
+import { html, type SafeHtml } from './html.js';
+import { action, seg, type PageContext } from './dashboard-layout.js';
+import type { ThroughputSeries } from './throughput-sampler.js';
+
+/** What a queue's page shows. */
+export interface QueuePageData {
+  /** Counts and pause state. */
+  readonly info: QueueInfo;
+  /** The status listed. */
+  readonly status: ListableStatus;
+  /** The listed page of jobs. */
+  readonly jobs: JobPage;
+  /** True when this is not the first page. */
+  readonly paged: boolean;
+  /** The queue's throughput, when the sampler runs. */
+  readonly series?: ThroughputSeries;
+}
+
+/** The status tabs, each with its count (live). */
+function tabs(ctx: PageContext, d: QueuePageData): SafeHtml {
+  const q = `${ctx.base}/queues/${seg(d.info.name)}`;
+  return html`<p class="tabs" id="counts" data-live>${LISTABLE.map(
+    (s) => html`<a href="${q}?status=${s}" class="${s === d.status ? 'on' : ''}">${s} <span data-count="${s}">${d.info.counts[s]}</span></a>`,
+  )}</p>`;
+}
+
+/** A queue: pause/resume, counts, throughput, jobs of one status newest first with cursor pages, search by id. */
+export function queuePage(ctx: PageContext, d: QueuePageData, notice?: SafeHtml): SafeHtml {
+  const name = d.info.name;
+  const q = `/queues/${seg(name)}`;
+  const toggle = d.info.paused ? action(ctx, `${q}/resume`, 'Resume') : action(ctx, `${q}/pause`, 'Pause');
+  const retryAll = d.status === 'dead' && d.jobs.jobs.length ? action(ctx, `${q}/retry-dead`, 'Retry all dead', `Retry every dead job of ${name}?`) : undefined;
+  const rows = d.jobs.jobs.map(
+    (j) => html`<tr data-job="${j.id}"><td><a href="${ctx.base}${q}/jobs/${seg(j.id)}">${j.id}</a></td><td>${j.createdAt.toISOString()}</td>
+<td>${j.at?.toISOString()}</td><td class="n">${j.attempts}</td><td>${j.error}</td><td>${j.status === 'dead' ? action(ctx, `${q}/jobs/${seg(j.id)}/retry`, 'Retry') : ''}</td></tr>`,
+  );
+  const pager = [
+    d.paged ? html`<a href="${ctx.base}${q}?status=${d.status}">← Newest</a> ` : '',
+    d.jobs.next ? html`<a id="next" href="${ctx.base}${q}?status=${d.status}&amp;cursor=${seg(d.jobs.next)}">Older →</a>` : '',
+  ];
+  return html`<p><a href="${ctx.base}/">Queues</a></p>
+<h1>${name} ${d.info.paused ? html`<span class="paused">paused</span>` : ''}</h1>${notice ?? ''}
+<p>${toggle}${retryAll}</p>${tabs(ctx, d)}
+${d.series ? html`<div id="chart" data-live>${throughputChart(d.series, { width: 720, height: 100 }, 120)}</div>` : ''}
+<form method="get" action="${ctx.base}${q}/search"><label>Job id <input name="id" size="34" required></label> <button type="submit">Find</button></form>
+<h2>${d.status} jobs, newest first</h2>
+<table id="jobs"><thead><tr><th>id</th><th>created</th><th>at</th><th>attempts</th><th>error</th><th></th></tr></thead><tbody>${rows}</tbody></table>
+${d.jobs.jobs.length ? '' : html`<p>No ${d.status} jobs.</p>`}<p>${pager}</p>`;
+}

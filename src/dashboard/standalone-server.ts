@@ -1,0 +1,110 @@
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { QueueAdmin } from '../admin/queue-admin.js';
+import type { BusAdmin } from '../admin/bus-admin.js';
+import type { CacheAdmin } from '../admin/cache-admin.js';
+import type { EchoMqConnection } from '../core/connection/index.js';
+import { DashboardApp } from './dashboard-app.js';
+import { serveNode, type NodeRequest } from './http-adapter.js';
+import { ThroughputSampler, type ThroughputOptions } from './throughput-sampler.js';
+import { escapeHtml } from './html.js';
+import { sameSecret } from './dashboard-security.js';
+
+/** Options of the standalone dashboard (`npx echomq dashboard`, docs/dashboard.md). */
+export interface StandaloneDashboardOptions {
+  /** The queue operator surface to serve. */
+  readonly queues: QueueAdmin;
+  /** The Bus operator surface (topics and group lag). */
+  readonly bus?: BusAdmin;
+  /** The Cache operator surface (namespaces; this process's counters are not shown). */
+  readonly caches?: CacheAdmin;
+  /** The connection the throughput sampler reads through. */
+  readonly conn: EchoMqConnection;
+  /** TCP port (0 = any free port). */
+  readonly port: number;
+  /** Address to bind (default `127.0.0.1`: loopback only). */
+  readonly host?: string;
+  /** The access token: a string, undefined to generate one, or null for none (`--no-token`). */
+  readonly token?: string | null;
+  /** No buttons, every action refused. */
+  readonly readOnly?: boolean;
+  /** Live refresh period, ms (default 2,000). */
+  readonly refreshMs?: number;
+  /** The sampler's options. */
+  readonly throughput?: ThroughputOptions;
+}
+
+/** A running standalone dashboard. */
+export interface StandaloneDashboard {
+  /** The URL to open (with `?token=` when a token is required: the first visit sets a cookie). */
+  readonly url: string;
+  /** The token, or null when none is required. */
+  readonly token: string | null;
+  /** Stops the server and the sampler. */
+  close(): Promise<void>;
+}
+
+/** The value of cookie `name`, if sent. */
+function cookie(req: NodeRequest, name: string): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name) return v.join('=');
+  }
+  return undefined;
+}
+
+/**
+ * Token gate: `Authorization: Bearer <token>`, the session cookie, or `?token=<token>` on a GET
+ * (answered by a redirect to the same URL without it, setting an HttpOnly SameSite=Strict cookie
+ * named per port). Anything else is a 401. True when the request may go on.
+ */
+function admit(req: NodeRequest, res: ServerResponse, token: string, cookieName: string): boolean {
+  const auth = req.headers.authorization;
+  if (auth?.startsWith('Bearer ') && sameSecret(auth.slice(7), token)) return true;
+  if (sameSecret(cookie(req, cookieName), token)) return true;
+  const url = new URL(req.url ?? '/', 'http://dashboard.invalid');
+  if (req.method === 'GET' && sameSecret(url.searchParams.get('token'), token)) {
+    url.searchParams.delete('token');
+    res.writeHead(303, { Location: url.pathname + url.search, 'Set-Cookie': `${cookieName}=${token}; HttpOnly; SameSite=Strict; Path=/`, 'Cache-Control': 'no-store' });
+    res.end();
+    return false;
+  }
+  res.writeHead(401, { 'Content-Type': 'text/html; charset=utf-8', 'WWW-Authenticate': 'Bearer', 'Cache-Control': 'no-store', 'Content-Security-Policy': "default-src 'none'" });
+  res.end(`<!doctype html><title>401 Unauthorized</title><h1>401 Unauthorized</h1><p>${escapeHtml('Open the URL `npx echomq dashboard` printed (it carries ?token=…), or send Authorization: Bearer <token>.')}</p>`);
+  return false;
+}
+
+/** Starts the dashboard on its own HTTP server (no Nest app, no Express). */
+export async function startStandaloneDashboard(o: StandaloneDashboardOptions): Promise<StandaloneDashboard> {
+  const host = o.host ?? '127.0.0.1';
+  const token = o.token === null ? null : (o.token ?? randomBytes(18).toString('base64url'));
+  const sampler = new ThroughputSampler(o.conn, o.throughput);
+  const app = new DashboardApp({ queues: o.queues, bus: o.bus, caches: o.caches, throughput: sampler }, { readOnly: o.readOnly === true, refreshMs: o.refreshMs ?? 2000 });
+  let cookieName = 'echomq_dashboard';
+  const server: Server = createServer((req: NodeRequest, res) => {
+    if (token !== null && !admit(req, res, token, cookieName)) return;
+    serveNode(app, req, res, '').catch(() => {
+      if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'text/plain' });
+      res.end('internal error');
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  cookieName = `echomq_dashboard_${port}`;
+  sampler.start();
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shown}:${port}/${token === null ? '' : `?token=${token}`}`,
+    token,
+    async close() {
+      await sampler.stop();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}

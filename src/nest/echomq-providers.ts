@@ -1,0 +1,134 @@
+import { Logger, type Provider } from '@nestjs/common';
+import { EchoMqConnection, type ValkeyConnectionOptions } from '../core/connection/index.js';
+import { openAtBoot, resolveBootRetry } from '../core/connection/index.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { QueueService } from '../queue/queue-service.js';
+import { BUILTIN_DEFAULTS, resolveDefaults } from '../queue/queue-options.js';
+import { BusService } from '../bus/bus-service.js';
+import { CacheService } from '../cache/cache-service.js';
+import { ECHOMQ_OPTIONS } from './echomq-constants.js';
+import { cacheServiceOptions, type EchoMqModuleAsyncOptions, type EchoMqModuleOptions, type EchoMqOptionsFactory, type QueueRegistration } from './echomq-options.js';
+import { validateModuleOptions, validateRegistration } from './echomq-validation.js';
+import { ECHOMQ_EMBEDDED, EchoMqEmbeddedServer, startEmbeddedDefault, type EmbeddedDefault } from './embedded-default.js';
+import { QueueRegistry, RegisteredQueueService } from './queue-registry.js';
+import { Queue } from './queue-handle.js';
+import { getQueueToken } from './inject-queue-decorator.js';
+import { ConsumerOrchestrator } from './consumer-orchestrator.js';
+import { ProcessorExplorer } from './processor-explorer.js';
+import { CacheExplorer } from './cache-explorer.js';
+import { CacheFollowOrchestrator } from './cache-follow-orchestrator.js';
+import { CacheInterceptor } from './cache-interceptor.js';
+import { EventExplorer } from './event-explorer.js';
+import { GroupOrchestrator } from './consumer-group-orchestrator.js';
+import { ScheduleOrchestrator } from './schedule-orchestrator.js';
+import { QueueAdmin } from '../admin/queue-admin.js';
+import { BusAdmin } from '../admin/bus-admin.js';
+import { CacheAdmin } from '../admin/cache-admin.js';
+import { EchoMqTelemetry } from '../telemetry/telemetry.js';
+import { EchoMqMetrics } from './metrics-service.js';
+
+/** What the root module exports to the whole app (it is global). */
+export const ROOT_EXPORTS = [QueueService, BusService, CacheService, QueueAdmin, BusAdmin, CacheAdmin, CacheInterceptor, EchoMqConnection, QueueRegistry, ECHOMQ_EMBEDDED, EchoMqEmbeddedServer, EchoMqTelemetry, EchoMqMetrics];
+
+/**
+ * The root module's providers after the options: the embedded default (when asked for), the
+ * connection (opened at init, waiting for Valkey with `retryAtBoot`, or on first use with
+ * `consumers: false`), the services, the
+ * explorers and orchestrators.
+ */
+export const ROOT_PROVIDERS: Provider[] = [
+  { provide: ECHOMQ_EMBEDDED, inject: [ECHOMQ_OPTIONS], useFactory: startEmbeddedDefault },
+  { provide: EchoMqEmbeddedServer, useExisting: ECHOMQ_EMBEDDED },
+  {
+    provide: EchoMqConnection,
+    inject: [ECHOMQ_OPTIONS, ECHOMQ_EMBEDDED],
+    useFactory: async (o: EchoMqModuleOptions, embedded: EmbeddedDefault | null) => {
+      const target: ValkeyConnectionOptions = embedded ? { url: embedded.url } : (o.connection as ValkeyConnectionOptions);
+      const conn = new EchoMqConnection(target);
+      const logger = new Logger('EchoMQ');
+      conn.logger = { warn: (m) => logger.warn(m), error: (m) => logger.error(m) };
+      if (o.consumers === false) conn.openOnFirstUse();
+      else await openAtBoot(conn, resolveBootRetry(target.retryAtBoot), (m) => logger.warn(m));
+      return conn;
+    },
+  },
+  QueueRegistry,
+  { provide: EchoMqTelemetry, inject: [ECHOMQ_OPTIONS], useFactory: (o: EchoMqModuleOptions) => EchoMqTelemetry.create(o.telemetry) },
+  EchoMqMetrics,
+  {
+    provide: QueueService,
+    inject: [EchoMqConnection, ECHOMQ_OPTIONS, QueueRegistry, EchoMqTelemetry],
+    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions, registry: QueueRegistry, telemetry: EchoMqTelemetry) =>
+      new RegisteredQueueService(
+        conn,
+        resolveDefaults(BUILTIN_DEFAULTS, o.defaults),
+        registry,
+        {
+          logger: { warn: (m: string) => new Logger('EchoMQ').warn(m) },
+          onReleased: telemetry.tracing ? (r, t0) => telemetry.tracing?.flowRelease(r, t0) : undefined,
+          ...o.flows,
+        },
+        telemetry,
+      ),
+  },
+  {
+    provide: BusService,
+    inject: [EchoMqConnection, ECHOMQ_OPTIONS, EchoMqTelemetry],
+    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions, telemetry: EchoMqTelemetry) => new BusService(conn, o.bus ?? {}, telemetry.tracing),
+  },
+  {
+    provide: CacheService,
+    inject: [EchoMqConnection, ECHOMQ_OPTIONS],
+    useFactory: (conn: EchoMqConnection, o: EchoMqModuleOptions) => new CacheService(conn, cacheServiceOptions(o.cache)),
+  },
+  { provide: QueueAdmin, inject: [EchoMqConnection, QueueService], useFactory: (conn: EchoMqConnection, q: QueueService) => new QueueAdmin(conn, q) },
+  { provide: BusAdmin, inject: [EchoMqConnection, BusService], useFactory: (conn: EchoMqConnection, b: BusService) => new BusAdmin(conn, b) },
+  { provide: CacheAdmin, inject: [EchoMqConnection, CacheService], useFactory: (conn: EchoMqConnection, c: CacheService) => new CacheAdmin(conn, c) },
+  ProcessorExplorer,
+  ConsumerOrchestrator,
+  EventExplorer,
+  GroupOrchestrator,
+  ScheduleOrchestrator,
+  CacheExplorer,
+  CacheFollowOrchestrator,
+  CacheInterceptor,
+];
+
+/**
+ * The providers of `forRootAsync` that resolve the options, by the Nest conventions: `useFactory`
+ * (with `inject`), `useClass` (instantiated here) or `useExisting` (from `imports`); the result is
+ * validated as `forRoot`'s options are. Exactly one style must be given (EMQ_BAD_OPTION).
+ */
+export function asyncOptionsProviders(a: EchoMqModuleAsyncOptions): Provider[] {
+  const styles = [a.useFactory, a.useClass, a.useExisting].filter((s) => s !== undefined).length;
+  if (styles !== 1) throw new InvalidOptionError(`forRootAsync takes exactly one of useFactory, useClass, useExisting (got ${styles})`);
+  if (a.inject && !a.useFactory) throw new InvalidOptionError('forRootAsync: inject goes with useFactory');
+  if (a.useFactory) {
+    const make = a.useFactory;
+    return [{ provide: ECHOMQ_OPTIONS, inject: a.inject ?? [], useFactory: async (...args: never[]) => validateModuleOptions(await make(...args)) }];
+  }
+  const factory = (a.useClass ?? a.useExisting)!;
+  const options: Provider = {
+    provide: ECHOMQ_OPTIONS,
+    inject: [factory],
+    useFactory: async (f: EchoMqOptionsFactory) => validateModuleOptions(await f.createEchoMqOptions()),
+  };
+  return a.useClass ? [options, { provide: a.useClass, useClass: a.useClass }] : [options];
+}
+
+/**
+ * The providers of `forFeature`: one typed `Queue` handle per entry, under `getQueueToken(name)`,
+ * registering its queue (and defaults) as the handle is created.
+ */
+export function featureProviders(queues: readonly QueueRegistration[]): Provider[] {
+  if (!Array.isArray(queues)) throw new InvalidOptionError('forFeature takes an array of { name, defaults? }');
+  for (const q of queues) validateRegistration(q);
+  return queues.map((q) => ({
+    provide: getQueueToken(q.name),
+    inject: [QueueRegistry, QueueService],
+    useFactory: (registry: QueueRegistry, service: QueueService) => {
+      registry.register(q);
+      return new Queue(q.name, service);
+    },
+  }));
+}

@@ -1,0 +1,218 @@
+import { decodePayload, type Json } from '../../core/codec.js';
+import type { EchoMqConnection } from '../../core/connection/index.js';
+import { BatchTooLargeError, InvalidOptionError, StaleTokenError } from '../../core/errors.js';
+import { WaitingForChildren } from '../job-signals.js';
+import { flowWire } from '../../core/wire/index.js';
+import { queueKeys } from '../../core/keys.js';
+import { wire } from '../../core/wire/index.js';
+import { FlowRelay, type FlowRelayOptions } from './flow-relay.js';
+import { encodeFlow, flowNodes, flowQueues, planExpand, planQueue, writtenEntries, type QueuePlan, type WireTree } from './flow-plan.js';
+import {
+  DEFAULT_FLOW_BOUNDS,
+  type ChildFailurePolicy,
+  type ChildOutcome,
+  type ChildResult,
+  type FlowBounds,
+  type FlowChildView,
+  type FlowChildren,
+  type FlowNode,
+  type FlowSpec,
+  type FlowView,
+} from './flow-types.js';
+import type { JobStatus } from '../job.js';
+import { MAX_BATCH } from '../queue-options.js';
+
+/** Options of the flow surface. */
+export interface FlowOptions extends Omit<FlowRelayOptions, 'settings'> {
+  /** Bounds of one flow (depth, children per node, nodes); defaults in `DEFAULT_FLOW_BOUNDS`. */
+  readonly bounds?: Partial<FlowBounds>;
+}
+
+/** One child as the parent's row records it (`k:<id>` and, once delivered, `r:<id>`). */
+interface RowChild {
+  readonly id: string;
+  readonly queue: string;
+  readonly policy: ChildFailurePolicy;
+  readonly key: string;
+  readonly outcome?: ChildOutcome;
+  readonly text?: string;
+}
+
+/** The children a parent's row records. */
+function rowChildren(row: Record<string, string>): RowChild[] {
+  const out: RowChild[] = [];
+  for (const [f, v] of Object.entries(row)) {
+    if (!f.startsWith('k:')) continue;
+    const id = f.slice(2);
+    const [queue, policy, key] = v.split(' ');
+    const r = row[`r:${id}`];
+    const sp = r === undefined ? -1 : r.indexOf(' ');
+    out.push({
+      id,
+      queue,
+      policy: policy as ChildFailurePolicy,
+      key,
+      outcome: r === undefined ? undefined : (r.slice(0, sp) as ChildOutcome),
+      text: r === undefined ? undefined : r.slice(sp + 1),
+    });
+  }
+  return out;
+}
+
+function decodeLoose(text: string | undefined): Json | undefined {
+  try {
+    return decodePayload<Json>(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * The flow surface of the Queue (docs/flows.md): creates flows (one flow-add call per queue of
+ * the flow's root; children in other queues are created through the outbox by the relay), reads
+ * a parent's children, and runs this process's relay.
+ */
+export class FlowService {
+  /** This process's relay of the flow outboxes (started by the module for its queues). */
+  readonly relay: FlowRelay;
+  private readonly bounds: FlowBounds;
+
+  constructor(
+    private readonly conn: EchoMqConnection,
+    private readonly settings: FlowRelayOptions['settings'],
+    opts: FlowOptions = {},
+  ) {
+    this.bounds = { ...DEFAULT_FLOW_BOUNDS, ...opts.bounds };
+    for (const [k, v] of Object.entries(this.bounds)) {
+      if (!Number.isInteger(v) || v < 1 || v > 1000) throw new InvalidOptionError(`flow bound ${k} must be an integer in 1..1000`);
+    }
+    this.relay = new FlowRelay(conn, { ...opts, settings });
+  }
+
+  /** Creates one flow; resolves to the ids of every node, shaped like the spec. */
+  async flow<T = Json>(spec: FlowSpec<T>): Promise<FlowNode> {
+    const [one] = await this.flowMany([spec]);
+    return one;
+  }
+
+  /**
+   * Creates many flows: every spec is validated first (nothing is written when one is refused),
+   * then one flow-add call per queue of their roots (more only past 1000 nodes or edges).
+   */
+  async flowMany<T = Json>(specs: readonly FlowSpec<T>[]): Promise<FlowNode[]> {
+    if (!Array.isArray(specs) || specs.length === 0) throw new InvalidOptionError('flowMany needs at least one flow');
+    if (specs.length > MAX_BATCH) throw new BatchTooLargeError(specs.length, MAX_BATCH);
+    await this.conn.ids.ready();
+    const max = (q: string) => this.settings(q).maxPayloadBytes;
+    const trees = specs.map((s) => encodeFlow(s as FlowSpec<unknown>, this.bounds, max, () => this.conn.ids.next('job')));
+    const byQueue = new Map<string, WireTree[]>();
+    for (const t of trees) byQueue.set(t.q, [...(byQueue.get(t.q) ?? []), t]);
+    const queues = new Set<string>();
+    for (const t of trees) flowQueues(t, queues);
+    await Promise.all(
+      [...byQueue].map(async ([q, roots]) => {
+        for (const plan of chunk(q, roots)) {
+          // The creations are written leased to this process, which relays them at once.
+          const lease = this.relay.selfLease();
+          const made = await flowWire.add(this.conn.scriptClient, queueKeys(q), max(q), this.relay.outboxBound, plan.nodes, plan.edges, lease);
+          if (lease !== undefined) this.relay.relayCreated(q, writtenEntries(plan, made));
+        }
+      }),
+    );
+    // This process relays every queue of its flows: the creations now, the hand-offs later.
+    for (const q of queues) this.relay.watch(q);
+    return trees.map((t) => flowNodes(t));
+  }
+
+  /**
+   * Gives a running job new children (fenced by its claim token): the job leaves `active` and
+   * waits for them, then runs again. Resolves to their ids; `StaleTokenError` when the job is no
+   * longer held under that token (nothing written). Keys must not repeat an earlier fan-out's.
+   */
+  async addChildren(queue: string, job: { readonly id: string; readonly token: string }, children: readonly FlowSpec[]): Promise<FlowNode[]> {
+    if (!Array.isArray(children) || children.length === 0) throw new InvalidOptionError('a fan-out needs at least one child');
+    await this.conn.ids.ready();
+    const max = (q: string) => this.settings(q).maxPayloadBytes;
+    const tree = encodeFlow({ queue, payload: null, children } as FlowSpec<unknown>, this.bounds, max, () => this.conn.ids.next('job'));
+    const plan = planExpand(queue, job.id, tree.kids);
+    const size = Math.max(plan.nodes.length, plan.edges.length);
+    if (size > MAX_BATCH) throw new BatchTooLargeError(size, MAX_BATCH);
+    const lease = this.relay.selfLease();
+    const ok = await flowWire.expand(this.conn.scriptClient, queueKeys(queue), max(queue), this.relay.outboxBound, job, plan.nodes, plan.edges, lease);
+    if (!ok) throw new StaleTokenError(`job ${job.id} of ${queue} is no longer held under token ${job.token}: no children were added`);
+    if (lease !== undefined) this.relay.relayCreated(queue, writtenEntries(plan));
+    for (const q of flowQueues(tree)) this.relay.watch(q);
+    return tree.kids.map((k) => flowNodes(k, false));
+  }
+
+  /** Adds the children, then rejects with `WaitingForChildren`: what `FlowJob.waitFor` does. */
+  async waitFor(queue: string, job: { readonly id: string; readonly token: string }, children: readonly FlowSpec[]): Promise<never> {
+    const nodes = await this.addChildren(queue, job, children);
+    throw new WaitingForChildren(nodes.map((n) => n.id));
+  }
+
+  /** The results of a parent's children (what a `@Flow` handler receives). */
+  async children<R = Json>(queue: string, id: string): Promise<FlowChildren<R>> {
+    const row = await wire.peek(this.conn.scriptClient, queueKeys(queue), id);
+    const list: ChildResult<R>[] = [];
+    for (const c of rowChildren(row)) {
+      if (!c.outcome || (c.outcome !== 'done' && c.policy === 'ignore')) continue;
+      const base = { id: c.id, queue: c.queue, key: c.key, policy: c.policy, outcome: c.outcome };
+      list.push(c.outcome === 'done' ? { ...base, result: decodeLoose(c.text) as R | undefined } : { ...base, error: c.text });
+    }
+    return {
+      list,
+      byId: Object.fromEntries(list.map((r) => [r.id, r])),
+      byKey: Object.fromEntries(list.map((r) => [r.key, r])),
+    };
+  }
+
+  /** The flow fields of a job's row (for `getJob`): its parent, its children and their states. */
+  async view(row: Record<string, string>): Promise<FlowView> {
+    const kids = rowChildren(row);
+    const out: { parent?: FlowView['parent']; children?: FlowChildView[]; waitingFor?: number } = {};
+    if (row.parent) {
+      const [queue, id] = row.parent.split(' ');
+      out.parent = { queue, id };
+    }
+    if (kids.length > 0) {
+      out.children = await Promise.all(
+        kids.map(async (c): Promise<FlowChildView> => {
+          const base = { id: c.id, queue: c.queue, key: c.key, policy: c.policy };
+          if (c.outcome === 'done') return { ...base, outcome: c.outcome, result: decodeLoose(c.text) };
+          if (c.outcome) return { ...base, outcome: c.outcome, error: c.text };
+          const now = await wire.peek(this.conn.scriptClient, queueKeys(c.queue), c.id).catch(() => ({}) as Record<string, string>);
+          return { ...base, status: (now.status as JobStatus | undefined) ?? undefined };
+        }),
+      );
+      if (row.status === 'waiting') out.waitingFor = Number(row.deps ?? 0);
+    }
+    return out;
+  }
+
+  /** Stops this process's relay. */
+  close(): Promise<void> {
+    return this.relay.close();
+  }
+}
+
+/** Plans of one queue's roots, split so each call stays within 1000 nodes and 1000 edges. */
+function chunk(queue: string, roots: readonly WireTree[]): QueuePlan[] {
+  const out: QueuePlan[] = [];
+  let cur: WireTree[] = [];
+  let size = 0;
+  for (const t of roots) {
+    const p = planQueue(queue, [{ tree: t, up: '' }]);
+    const n = Math.max(p.nodes.length, p.edges.length);
+    if (n > MAX_BATCH) throw new BatchTooLargeError(n, MAX_BATCH);
+    if (size + n > MAX_BATCH) {
+      out.push(planQueue(queue, cur.map((tree) => ({ tree, up: '' }))));
+      cur = [];
+      size = 0;
+    }
+    cur.push(t);
+    size += n;
+  }
+  if (cur.length > 0) out.push(planQueue(queue, cur.map((tree) => ({ tree, up: '' }))));
+  return out;
+}

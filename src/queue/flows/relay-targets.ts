@@ -1,0 +1,147 @@
+import type { EchoMqConnection } from '../../core/connection/index.js';
+import { flowWire, type Delivery, type OutboxEntry } from '../../core/wire/index.js';
+import { queueKeys } from '../../core/keys.js';
+import { wire } from '../../core/wire/index.js';
+import { batched, parseCreate, parseDeliver, settle } from './flow-entries.js';
+import { planQueue, writtenEntries, type CreateEntry } from './flow-plan.js';
+import type { FlowRelayOptions } from './flow-relay.js';
+
+/** What the target side needs of its relay. */
+export interface RelayHooks {
+  /** The self-relay lease to ask of flow-add, or undefined (closed). */
+  selfLease(): number | undefined;
+  /** Relays creation entries written under that lease. */
+  relayCreated(queue: string, entries: readonly OutboxEntry[]): void;
+  /** A queue that just received signalled outbox entries: drain it now, and watch it. */
+  follow(queue: string): void;
+  /** Watches (sweeps) a queue from now on. */
+  watch(queue: string): void;
+}
+
+/**
+ * The target side of the relay (docs/flows.md): runs taken outbox entries' idempotent target
+ * scripts on their target queues, batched per target queue and kind.
+ */
+export class RelayTargets {
+  constructor(
+    private readonly conn: EchoMqConnection,
+    private readonly opts: FlowRelayOptions,
+    private readonly outboxBound: number,
+    private readonly hooks: RelayHooks,
+  ) {}
+
+  /**
+   * Relays a batch: the creations bound for one queue go in one flow-add call (idempotent per
+   * tree, so batching changes nothing), the deliveries bound for one queue in one flow-deliver
+   * call (applied in order, as one call each), every other entry in its own call, all at once.
+   */
+  async relayAll(entries: readonly OutboxEntry[]): Promise<PromiseSettledResult<void>[]> {
+    const out: Promise<PromiseSettledResult<void>>[] = new Array<Promise<PromiseSettledResult<void>>>(entries.length);
+    const creates = new Map<string, { at: number[]; items: CreateEntry[] }>();
+    const delivers = new Map<string, { at: number[]; items: Delivery[] }>();
+    const group = <T>(m: Map<string, { at: number[]; items: T[] }>, q: string, i: number, item: T): void => {
+      const g = m.get(q) ?? { at: [], items: [] };
+      g.at.push(i);
+      g.items.push(item);
+      m.set(q, g);
+    };
+    entries.forEach((e, i) => {
+      const c = e.text.startsWith('c ') ? parseCreate(e.text) : undefined;
+      const d = e.text.startsWith('d ') ? parseDeliver(e.text) : undefined;
+      if (c) group(creates, c.queue, i, c.entry);
+      else if (d) group(delivers, d.queue, i, d.d);
+      else out[i] = settle(this.relay(e));
+    });
+    // Deliveries first: a released parent is latency-critical.
+    for (const [q, g] of delivers) {
+      const results = this.deliver(q, g.items);
+      g.at.forEach((at, j) => (out[at] = results.then((r) => r[j])));
+    }
+    for (const [q, g] of creates) {
+      const results = this.create(q, g.items);
+      g.at.forEach((at, j) => (out[at] = results.then((r) => r[j])));
+    }
+    return Promise.all(out);
+  }
+
+  /** Delivers outcomes to parents of `queue`: one flow-deliver call per 1000 (a refused call is retried one per call). */
+  private async deliver(queue: string, ds: readonly Delivery[]): Promise<PromiseSettledResult<void>[]> {
+    const t0 = Date.now();
+    const cap = this.opts.settings(queue).deadCap;
+    const got = await batched(ds, 1000, (part) => flowWire.deliverMany(this.conn.scriptClient, queueKeys(queue), part, cap));
+    let buried = false;
+    const out = got.map((r, i): PromiseSettledResult<void> => {
+      if (r.status === 'rejected') return r;
+      if (r.value === 'buried') buried = true;
+      else if (r.value === 'released') this.opts.onReleased?.({ queue, parentId: ds[i].parentId, childId: ds[i].childId, outcome: ds[i].outcome }, t0);
+      return { status: 'fulfilled', value: undefined };
+    });
+    if (buried) this.hooks.follow(queue);
+    return out;
+  }
+
+  /**
+   * Creates relayed subtrees in `queue`: one flow-add call for all of them (chunked past 1000 nodes
+   * or edges); a refused batch is retried one subtree per call, so one bad entry fails alone.
+   */
+  private async create(queue: string, roots: readonly CreateEntry[]): Promise<PromiseSettledResult<void>[]> {
+    const s = this.opts.settings(queue);
+    const lease = this.hooks.selfLease();
+    const add = async (part: readonly CreateEntry[]): Promise<number> => {
+      const plan = planQueue(queue, part.map((r) => ({ tree: r.tree, up: r.up })));
+      const made = await flowWire.add(this.conn.scriptClient, queueKeys(queue), s.maxPayloadBytes, this.outboxBound, plan.nodes, plan.edges, lease);
+      if (lease !== undefined) this.hooks.relayCreated(queue, writtenEntries(plan, made));
+      return plan.crosses;
+    };
+    const out: PromiseSettledResult<void>[] = [];
+    let crosses = 0;
+    for (let i = 0; i < roots.length; ) {
+      let j = i;
+      for (let size = 0; j < roots.length; j++) {
+        const one = planQueue(queue, [{ tree: roots[j].tree, up: roots[j].up }]);
+        const n = Math.max(one.nodes.length, one.edges.length);
+        if (j > i && size + n > 1000) break;
+        size += n;
+      }
+      const part = roots.slice(i, j);
+      try {
+        crosses += await add(part);
+        for (let k = 0; k < part.length; k++) out.push({ status: 'fulfilled', value: undefined });
+      } catch (err) {
+        if (part.length === 1) out.push({ status: 'rejected', reason: err });
+        else {
+          for (const one of part) {
+            const r = await settle(add([one]));
+            if (r.status === 'fulfilled') crosses += r.value;
+            out.push(r.status === 'fulfilled' ? { status: 'fulfilled', value: undefined } : r);
+          }
+        }
+      }
+      i = j;
+    }
+    // Creations written under the self-relay lease are relayed by this process already; without
+    // one (closed), they are signalled: either way the queue is watched (swept) from now on.
+    if (crosses > 0 && lease !== undefined) this.hooks.watch(queue);
+    else if (crosses > 0) this.hooks.follow(queue);
+    return out;
+  }
+
+  /** Runs one entry's target script (idempotent); queues that got entries of their own are drained too. */
+  private async relay(e: OutboxEntry): Promise<void> {
+    const c = this.conn.scriptClient;
+    const kind = e.text.slice(0, 2);
+    if (kind === 'x ') {
+      const m = /^x (\S+) (\S+)$/.exec(e.text);
+      if (!m) return this.malformed(e);
+      const r = await wire.cancel(c, queueKeys(m[1]), m[2], this.opts.settings(m[1]).keepCancelled);
+      if (r === 1) this.hooks.follow(m[1]);
+    } else {
+      this.malformed(e);
+    }
+  }
+
+  private malformed(e: OutboxEntry): void {
+    // Another runtime's bug: it can never be relayed, so it is acknowledged (dropped) and reported.
+    this.opts.logger?.warn(`flow relay: dropping malformed outbox entry ${e.id}: ${e.text.slice(0, 80)}`);
+  }
+}

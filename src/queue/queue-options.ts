@@ -1,0 +1,292 @@
+import { InvalidOptionError } from '../core/errors.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../core/codec.js';
+import { intIn, keySet, refuseUnknownKeys } from '../core/known-keys.js';
+import type { ProcessorSchedule } from './schedules/index.js';
+import { checkPolicyOptions, groupPolicyWire, type GroupOptions } from './lane-policy.js';
+
+/** How long to wait before attempt n+1: fixed, or doubling from `delayMs` (capped at a day). */
+export interface BackoffOptions {
+  /** `fixed`: always `delayMs`; `exponential`: `delayMs` × 2^(n − 1) after the n-th failed attempt (at most a day). */
+  readonly type: 'fixed' | 'exponential';
+  /** The base delay (ms, 0..86,400,000). */
+  readonly delayMs: number;
+}
+
+/** Per-queue behaviour; every field has a default. */
+export interface QueueDefaults {
+  /** Attempts before the morgue (1..1000). Default 3. */
+  readonly attempts: number;
+  /** Backoff between attempts. Default exponential from 1 s. */
+  readonly backoff: BackoffOptions;
+  /** Lease of a claimed job in ms; extended while its handler runs. Default 30 s. */
+  readonly leaseMs: number;
+  /** Done rows kept (newest first); 0 deletes a row as it completes. Default 1000. */
+  readonly keepDone: number;
+  /** Cap of the morgue. Default 10,000. */
+  readonly deadCap: number;
+  /** Cancelled rows kept. Default 1000. */
+  readonly keepCancelled: number;
+  /** Largest payload (JSON bytes). Default 512 KiB. */
+  readonly maxPayloadBytes: number;
+  /**
+   * Length of the queue's lifecycle log (a stream of every transition, trimmed to about this
+   * many entries). 0 (default): transitions are only signalled, not logged.
+   */
+  readonly eventsLog: number;
+  /**
+   * How long a business key (`enqueue(q, p, { key })`) stays taken by the job it added, in ms
+   * (1..2,592,000,000, thirty days): a repeat within it adds nothing. Default one hour.
+   */
+  readonly dedupWindowMs: number;
+  /**
+   * At most `max` jobs claimed per `intervalMs` by all consumers of the queue together (a fixed
+   * window on the server clock). A limited consumer waits for the window's end, without polling.
+   * Default: none.
+   */
+  readonly rateLimit?: RateLimit;
+  /**
+   * Fair lanes: per-group concurrency caps, weights and rate limits, for every group and for
+   * named ones (docs/queue.md, "Fair lanes"). Default: none (every group weight 1, no cap or limit).
+   */
+  readonly groups?: GroupOptions;
+}
+
+/** A rate limit: `max` jobs (1..1,000,000) per `intervalMs` (1..86,400,000). */
+export interface RateLimit {
+  /** Jobs per window. */
+  readonly max: number;
+  /** The window in ms, on the server clock. */
+  readonly intervalMs: number;
+}
+
+/** The defaults that apply when neither the module nor the queue says otherwise. */
+export const BUILTIN_DEFAULTS: QueueDefaults = {
+  attempts: 3,
+  backoff: { type: 'exponential', delayMs: 1000 },
+  leaseMs: 30_000,
+  keepDone: 1000,
+  deadCap: 10_000,
+  keepCancelled: 1000,
+  maxPayloadBytes: DEFAULT_MAX_PAYLOAD_BYTES,
+  eventsLog: 0,
+  dedupWindowMs: 3_600_000,
+};
+
+/** Most jobs in one `enqueueMany` (one script call, one round trip). */
+export const MAX_BATCH = 1000;
+/** Longest `delay`: ten 365-day years, in ms (the wire refuses more). */
+export const MAX_DELAY_MS = 315_360_000_000;
+/** Latest `runAt`: 2200-01-01T00:00:00Z, in epoch ms (the wire refuses later). */
+export const MAX_RUN_AT_MS = 7_258_118_400_000;
+
+/** Validates a backoff and renders its wire form (`f:<ms>` or `e:<ms>`). */
+export function backoffWire(b: BackoffOptions): string {
+  if (!b || (b.type !== 'fixed' && b.type !== 'exponential')) {
+    throw new InvalidOptionError(`backoff.type must be "fixed" or "exponential"`);
+  }
+  intIn(b.delayMs, 0, 86_400_000, 'backoff.delayMs');
+  return `${b.type === 'fixed' ? 'f' : 'e'}:${b.delayMs}`;
+}
+
+/** Validates attempts (1..1000). */
+export const checkAttempts = (v: unknown): number => intIn(v, 1, 1000, 'attempts');
+/** Highest job priority (`EnqueueOptions.priority` is 0..this; higher is claimed first). */
+export const MAX_PRIORITY = 9;
+/** Validates a job priority (an integer 0..`MAX_PRIORITY`), else `InvalidOptionError`. */
+export const checkPriority = (v: unknown): number => intIn(v, 0, MAX_PRIORITY, 'priority');
+const GROUP_RE = /^[A-Za-z0-9_.-]{1,100}$/;
+/** Validates a job group (1..100 of `A-Z a-z 0-9 _ . -`), else `InvalidOptionError`. */
+export function checkGroup(v: unknown): string {
+  if (typeof v !== 'string' || !GROUP_RE.test(v)) throw new InvalidOptionError('group must be 1..100 characters of A-Z a-z 0-9 _ . -');
+  return v;
+}
+
+/** Merges partial defaults over a base and validates the result. */
+export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefaults>): QueueDefaults {
+  const d = { ...base, ...(over ?? {}) };
+  checkAttempts(d.attempts);
+  backoffWire(d.backoff);
+  intIn(d.leaseMs, 100, 86_400_000, 'leaseMs');
+  intIn(d.keepDone, 0, 1_000_000, 'keepDone');
+  intIn(d.deadCap, 1, 1_000_000, 'deadCap');
+  intIn(d.keepCancelled, 1, 1_000_000, 'keepCancelled');
+  intIn(d.maxPayloadBytes, 1, 64 * 1024 * 1024, 'maxPayloadBytes');
+  intIn(d.eventsLog, 0, 1_000_000, 'eventsLog');
+  intIn(d.dedupWindowMs, 1, 2_592_000_000, 'dedupWindowMs');
+  checkPolicyOptions(d);
+  return d;
+}
+
+/**
+ * The wire's delay and run-at of one enqueue (0 = none), validated: a delay of 0..`MAX_DELAY_MS`
+ * ms (rounded up), or a run-at instant up to `MAX_RUN_AT_MS` (rounded up), not both.
+ */
+export function scheduleWire(o: Pick<EnqueueOptions, 'delay' | 'runAt'>): { delayMs: number; runAtMs: number } {
+  let delayMs = 0;
+  let runAtMs = 0;
+  if (o.delay !== undefined) {
+    if (typeof o.delay !== 'number' || !(o.delay >= 0 && o.delay <= MAX_DELAY_MS)) {
+      throw new InvalidOptionError(`delay must be a number of ms in 0..${MAX_DELAY_MS} (ten years), got ${String(o.delay)}`);
+    }
+    delayMs = Math.ceil(o.delay);
+  }
+  if (o.runAt !== undefined) {
+    const at = o.runAt instanceof Date ? o.runAt.getTime() : o.runAt;
+    if (typeof at !== 'number' || !(at >= 0 && at <= MAX_RUN_AT_MS)) {
+      throw new InvalidOptionError(`runAt must be a Date or epoch ms in 0..${MAX_RUN_AT_MS} (2200-01-01), got ${String(o.runAt)}`);
+    }
+    if (delayMs > 0) throw new InvalidOptionError('give delay or runAt, not both');
+    runAtMs = Math.ceil(at);
+  }
+  return { delayMs, runAtMs };
+}
+
+/** Options of one enqueue. */
+export interface EnqueueOptions {
+  /**
+   * Run no sooner than this many ms from now (0..`MAX_DELAY_MS`, ten years), counted on the
+   * server's clock: a skewed producer clock does not move it.
+   */
+  readonly delay?: number;
+  /**
+   * Run no sooner than this instant (up to `MAX_RUN_AT_MS`, 2200-01-01), compared with the
+   * server's clock: a producer whose clock is off by s schedules the job s off too (use `delay`
+   * for "in N ms").
+   */
+  readonly runAt?: Date | number;
+  /** Attempts for this job (overrides the consumer's default). */
+  readonly attempts?: number;
+  /** Backoff for this job (overrides the consumer's default). */
+  readonly backoff?: BackoffOptions;
+  /** A branded job id minted earlier (`QueueService.mintId()`): enqueueing it twice adds it once. */
+  readonly id?: string;
+  /**
+   * A business key (1..256 bytes, no control characters; e.g. `order-42`, an event id): the job
+   * is added once per key within the queue's `dedupWindowMs`; a repeat resolves to the id of the
+   * job that took the key. In one `enqueueMany`, every item has a key or none does.
+   */
+  readonly key?: string;
+  /**
+   * 0..9 (default 0): a pending job of a higher priority is claimed before any of a lower one;
+   * FIFO within one priority. Note: higher is more urgent (BullMQ's is the reverse).
+   */
+  readonly priority?: number;
+  /**
+   * A fair lane (tenant, account, symbol; the key grammar's name rules, 1..100 characters):
+   * claims rotate over the groups with pending work, so a group's backlog cannot starve
+   * another's. Not with `priority`.
+   */
+  readonly group?: string;
+  /**
+   * This job's own timeout (1..86,400,000 ms): its handler is aborted and the attempt fails with
+   * `JobTimeoutError` after it, on every attempt. With a processor `timeoutMs` too, the shorter wins.
+   */
+  readonly timeoutMs?: number;
+  /**
+   * The W3C `traceparent` the job carries (its extras `tp`, at most 256 bytes): the consumer's
+   * process span continues that trace (docs/telemetry.md). With tracing on, `EchoMqModule` sets
+   * it from the enqueue span; give it yourself to continue a trace the producer has no SDK for.
+   */
+  readonly traceparent?: string;
+}
+
+/** Options of a `@Processor` consumer loop. */
+export interface ProcessorOptions {
+  /** Handlers running at once in this process. Default 1. */
+  readonly concurrency?: number;
+  /**
+   * Jobs claimed ahead of free slots; each starts the moment a slot frees, without a round trip.
+   * Default: the concurrency (so a loop holds at most twice that). 0 claims only what can run at once.
+   */
+  readonly prefetch?: number;
+  /** Lease per claimed job in ms. Default: the queue's. */
+  readonly leaseMs?: number;
+  /** Default attempts for jobs that did not set theirs. */
+  readonly attempts?: number;
+  /** Default backoff for jobs that did not set theirs. */
+  readonly backoff?: BackoffOptions;
+  /**
+   * Recurring jobs of this queue, upserted by name at bootstrap (the same declaration on every
+   * instance is one schedule) and ticked by every instance, exactly one job per tick (docs/queue.md).
+   */
+  readonly schedules?: readonly ProcessorSchedule[];
+  /**
+   * Abort a handler still running after this many ms (1..86,400,000) and fail its attempt with
+   * `JobTimeoutError` (retried per the backoff, like any failure). Default: no timeout.
+   */
+  readonly timeoutMs?: number;
+  /**
+   * Batch handler: the method receives up to `size` jobs at once (`Job[]`), waiting at most
+   * `maxWaitMs` for a batch to fill, and returns one outcome per job (see `BatchHandler`).
+   */
+  readonly batch?: BatchOptions;
+}
+
+/** A batch handler's batching (`@Processor(q, { batch })`). */
+export interface BatchOptions {
+  /** Most jobs per call (2..1000). */
+  readonly size: number;
+  /** Longest wait for a batch to fill once its first job arrived (0..60,000 ms). Default 50. */
+  readonly maxWaitMs?: number;
+}
+
+const PROCESSOR_KEYS = keySet<ProcessorOptions>({ concurrency: true, prefetch: true, leaseMs: true, attempts: true, backoff: true, timeoutMs: true, batch: true, schedules: true });
+const BATCH_KEYS = keySet<BatchOptions>({ size: true, maxWaitMs: true });
+
+/**
+ * Validates the options of a processor: unknown keys (a typo such as `concurency`) and
+ * out-of-range values are refused with `InvalidOptionError` (EMQ_BAD_OPTION); `what` names them
+ * in the message (e.g. `@Processor("orders") options`).
+ */
+export function checkProcessorOptions(o: ProcessorOptions, what = 'processor options'): void {
+  refuseUnknownKeys(o, PROCESSOR_KEYS, what);
+  if (o.concurrency !== undefined) intIn(o.concurrency, 1, 1000, 'concurrency');
+  if (o.prefetch !== undefined) intIn(o.prefetch, 0, 1000, 'prefetch');
+  if (o.leaseMs !== undefined) intIn(o.leaseMs, 100, 86_400_000, 'leaseMs');
+  if (o.attempts !== undefined) checkAttempts(o.attempts);
+  if (o.backoff !== undefined) backoffWire(o.backoff);
+  if (o.timeoutMs !== undefined) intIn(o.timeoutMs, 1, 86_400_000, 'timeoutMs');
+  if (o.batch !== undefined) {
+    refuseUnknownKeys(o.batch, BATCH_KEYS, `${what} batch`);
+    intIn(o.batch.size, 2, 1000, 'batch.size');
+    if (o.batch.maxWaitMs !== undefined) intIn(o.batch.maxWaitMs, 0, 60_000, 'batch.maxWaitMs');
+  }
+}
+
+/** What a consumer loop needs from its queue's settings and its processor's options. */
+export interface ResolvedConsumerOptions {
+  readonly concurrency: number;
+  readonly prefetch?: number;
+  readonly leaseMs: number;
+  readonly attempts: number;
+  /** Wire form of the backoff (`f:<ms>` / `e:<ms>`). */
+  readonly backoff: string;
+  readonly keepDone: number;
+  readonly deadCap: number;
+  readonly maxResultBytes: number;
+  /** Handler timeout in ms (absent: none). */
+  readonly timeoutMs?: number;
+  /** The queue's rate limit this process declares: written as the queue's stored policy at start. */
+  readonly rateLimit?: RateLimit;
+  /** The group policy this process declares, in its wire form (policy.lua): written at start. */
+  readonly groupPolicy?: string;
+}
+
+/** Resolves a processor's options over its queue's settings (processor first, then queue). */
+export function resolveConsumerOptions(d: QueueDefaults, o: ProcessorOptions = {}): ResolvedConsumerOptions {
+  checkProcessorOptions(o);
+  return {
+    // A batch handler needs a whole batch running at once.
+    concurrency: Math.max(o.concurrency ?? 1, o.batch?.size ?? 1),
+    prefetch: o.prefetch,
+    leaseMs: o.leaseMs ?? d.leaseMs,
+    attempts: o.attempts ?? d.attempts,
+    backoff: backoffWire(o.backoff ?? d.backoff),
+    keepDone: d.keepDone,
+    deadCap: d.deadCap,
+    maxResultBytes: d.maxPayloadBytes,
+    timeoutMs: o.timeoutMs,
+    rateLimit: d.rateLimit,
+    groupPolicy: d.groups === undefined ? undefined : groupPolicyWire(d.groups),
+  };
+}

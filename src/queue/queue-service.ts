@@ -1,0 +1,295 @@
+import { encodePayload, decodePayload, type Json } from '../core/codec.js';
+import type { EchoMqConnection } from '../core/connection/index.js';
+import { BatchTooLargeError, IdCollisionError, InvalidOptionError } from '../core/errors.js';
+import { CoalescerPool } from '../core/coalescer.js';
+import { assertBrandedId, parseId } from '../core/ids.js';
+import { queueKeys } from '../core/keys.js';
+import { wire, type WireJob } from '../core/wire/index.js';
+import { readPolicy, writePolicy, type ClaimLimits } from '../core/wire/index.js';
+import { encodeExtras } from '../core/extras.js';
+import { map, type Observable } from 'rxjs';
+import { SignalHub } from '../core/signal-hub.js';
+import { FlowService, type FlowOptions } from './flows/index.js';
+import type { FlowNode, FlowSpec } from './flows/index.js';
+import { ScheduleService } from './schedules/index.js';
+import { Scheduler } from './schedules/index.js';
+import type { UpsertOutcome } from '../core/wire/index.js';
+import type { ScheduleInfo, ScheduleOptions, ScheduleSpec } from './schedules/index.js';
+import { readCounts } from './queue-counts.js';
+import { decodeStored, rowWrites } from './stored-text.js';
+import { announce } from '../core/announce.js';
+import type { JobCounts, JobStatus, JobView, QueueEvent, QueueEventKind, UndecodedText } from './job.js';
+import {
+  BUILTIN_DEFAULTS,
+  MAX_BATCH,
+  backoffWire,
+  checkAttempts,
+  checkPriority,
+  checkGroup,
+  resolveDefaults,
+  scheduleWire,
+  type EnqueueOptions,
+  type QueueDefaults,
+} from './queue-options.js';
+import { checkPolicyOptions, groupPolicyWire, type PolicyOptions } from './lane-policy.js';
+
+/** The priority levels whose lists `counts` reads (docs/protocol.md §5, Priorities). */
+
+/** One item of `enqueueMany`. */
+export interface EnqueueItem<T = Json> {
+  /** The job's payload (JSON). */
+  readonly payload: T;
+  /** This job's enqueue options (delay or run-at, attempts, backoff, id). */
+  readonly opts?: EnqueueOptions;
+}
+
+/** How often a freshly minted id found taken is re-minted before enqueue fails with EMQ_ID_COLLISION. */
+const MINT_RETRIES = 5;
+
+/**
+ * The producer and operator surface of the Queue: enqueue, inspect, count, cancel. Every write
+ * is one script call (one round trip), whatever the batch size; concurrent enqueues to one queue
+ * share a call (see `Coalescer`), each still atomic on its own.
+ */
+export class QueueService {
+  private readonly perQueue = new Map<string, QueueDefaults>();
+  /** The enqueue calls per queue: concurrent requests merged, up to one batch per call. */
+  private readonly lanes = new CoalescerPool<WireJob, number | string>((queue) => {
+    const keys = queueKeys(queue);
+    const { maxPayloadBytes, eventsLog } = this.settings(queue);
+    const c = this.conn.scriptClient;
+    return (jobs) => wire.enqueue(c, keys, maxPayloadBytes, jobs, eventsLog);
+  }, MAX_BATCH);
+  /** The same for keyed enqueues (business-key dedup): their calls carry a dedup key per job. */
+  private readonly keyedLanes = new CoalescerPool<WireJob, number | string>((queue) => {
+    const keys = queueKeys(queue);
+    const { maxPayloadBytes, eventsLog, dedupWindowMs } = this.settings(queue);
+    const c = this.conn.scriptClient;
+    return (jobs) => wire.enqueue(c, keys, maxPayloadBytes, jobs, eventsLog, dedupWindowMs);
+  }, MAX_BATCH);
+  private hub?: SignalHub;
+  private flowService?: FlowService;
+  private scheduleService?: ScheduleService;
+  private schedulerLoop?: Scheduler;
+
+  constructor(
+    private readonly conn: EchoMqConnection,
+    private readonly defaults: QueueDefaults = BUILTIN_DEFAULTS,
+    private readonly overrides: Readonly<Record<string, Partial<QueueDefaults>>> = {},
+    private readonly flowOptions: FlowOptions = {},
+  ) {}
+
+  /** The flow surface and this process's flow relay (docs/flows.md). */
+  get flows(): FlowService {
+    return (this.flowService ??= new FlowService(this.conn, (q) => this.settings(q), this.flowOptions));
+  }
+
+  /** This process's schedule loop (the module starts it at bootstrap and stops it before shutdown). */
+  get scheduler(): Scheduler {
+    return (this.schedulerLoop ??= new Scheduler(this.conn));
+  }
+
+  private get scheduleStore(): ScheduleService {
+    return (this.scheduleService ??= new ScheduleService(this.conn, (q) => this.settings(q)));
+  }
+
+  /**
+   * Stores `p` as the queue's policy (policy.lua): the rate limit and group policy that every
+   * claim of every consumer and runtime enforces (absent parts: none). Validated as the queue
+   * options are (InvalidOptionError). Answers the policy stored before.
+   */
+  async setPolicy(queue: string, p: PolicyOptions): Promise<ClaimLimits> {
+    checkPolicyOptions(p);
+    const r = await writePolicy(this.conn.scriptClient, queueKeys(queue), { rateLimit: p.rateLimit, groupPolicy: p.groups === undefined ? undefined : groupPolicyWire(p.groups) });
+    return r.previous;
+  }
+
+  /** The queue's stored policy (meta `rate`, `gpol`), decoded: the group policy as its wire text. */
+  policy(queue: string): Promise<ClaimLimits> {
+    return readPolicy(this.conn.client, queueKeys(queue));
+  }
+
+  /**
+   * Upserts the recurring schedule `name` of `queue` (cron with a time zone, or a fixed
+   * interval; docs/queue.md, "Schedules") and has this process's loop tick the queue. Exactly one
+   * job per tick fleet-wide. Resolves to `created`, `replaced` (tick restarted) or `unchanged`.
+   */
+  async schedule<T = Json>(queue: string, name: string, spec: ScheduleSpec, payload: T, opts?: ScheduleOptions): Promise<UpsertOutcome> {
+    const r = await this.scheduleStore.schedule(queue, name, spec, payload, opts);
+    this.scheduler.watch(queue);
+    return r;
+  }
+
+  /** Removes schedule `name` of `queue`; resolves to true when it existed. Jobs already written stay. */
+  unschedule(queue: string, name: string): Promise<boolean> {
+    return this.scheduleStore.unschedule(queue, name);
+  }
+
+  /** The schedules of `queue`, by name, with their next ticks. */
+  schedules<T = Json>(queue: string): Promise<ScheduleInfo<T>[]> {
+    return this.scheduleStore.list<T>(queue);
+  }
+
+  /** Creates a flow (a parent waiting for its children, in any queues); resolves to every node's id. */
+  flow<T = Json>(spec: FlowSpec<T>): Promise<FlowNode> {
+    return this.flows.flow(spec);
+  }
+
+  /** Creates many flows, one script call per queue of their roots. */
+  flowMany<T = Json>(specs: readonly FlowSpec<T>[]): Promise<FlowNode[]> {
+    return this.flows.flowMany(specs);
+  }
+
+  /** The effective defaults of `queue` (module defaults, then the queue's own). */
+  settings(queue: string): QueueDefaults {
+    let d = this.perQueue.get(queue);
+    if (!d) {
+      d = resolveDefaults(this.defaults, this.overrides[queue]);
+      this.perQueue.set(queue, d);
+    }
+    return d;
+  }
+
+  /**
+   * Mints a job id now, to pass later as `opts.id` for an idempotent enqueue. Throws
+   * `NodeLeaseError` (EMQ_NODE_LEASE) while the node lease is uncertain (just after a reconnect).
+   */
+  mintId(): string {
+    return this.conn.ids.next('job');
+  }
+
+  /** Adds one job; resolves to its branded id. */
+  async enqueue<T = Json>(queue: string, payload: T, opts?: EnqueueOptions): Promise<string> {
+    const [id] = await this.enqueueMany(queue, [{ payload, opts }]);
+    return id;
+  }
+
+  /**
+   * Adds any number of jobs; resolves to their ids, in order (for a keyed job whose key was
+   * taken, the id of the job holding it). Up to 1000 jobs go in one script call, atomically;
+   * more are sent in consecutive calls of at most 1000 (each atomic, in order; a failure leaves
+   * the chunks before it added). Every item is validated before the first call.
+   */
+  async enqueueMany<T = Json>(queue: string, items: readonly EnqueueItem<T>[]): Promise<string[]> {
+    const k = queueKeys(queue); // the name is checked before anything is minted
+    if (!Array.isArray(items) || items.length === 0) throw new InvalidOptionError('enqueueMany needs at least one item');
+    const keyed = items[0]?.opts?.key !== undefined;
+    if (items.some((it) => (it?.opts?.key !== undefined) !== keyed)) {
+      throw new InvalidOptionError('enqueueMany: give every item a dedup key, or none');
+    }
+    const { maxPayloadBytes } = this.settings(queue);
+    await this.conn.ids.ready(); // never mint on a node number this process does not certainly hold
+    const jobs = items.map((it) => this.toWire(it, maxPayloadBytes, keyed ? k.dedup(it.opts!.key!) : undefined));
+    announce(this.conn, 'queues', queue); // valid input: the registry of known queues (once per connection)
+    if (jobs.length <= MAX_BATCH) return this.enqueueChunk(queue, items, jobs, keyed);
+    const ids: string[] = [];
+    for (let at = 0; at < jobs.length; at += MAX_BATCH) {
+      ids.push(...(await this.enqueueChunk(queue, items.slice(at, at + MAX_BATCH), jobs.slice(at, at + MAX_BATCH), keyed)));
+    }
+    return ids;
+  }
+
+  /** One call's worth (at most `MAX_BATCH`), through the queue's coalescer; re-mints colliding ids. */
+  private async enqueueChunk<T>(queue: string, items: readonly EnqueueItem<T>[], jobs: WireJob[], keyed: boolean): Promise<string[]> {
+    if (jobs.length > MAX_BATCH) throw new BatchTooLargeError(jobs.length, MAX_BATCH);
+    const lanes = keyed ? this.keyedLanes : this.lanes;
+    const minted = items.map((it) => it.opts?.id === undefined);
+    const holders: (string | undefined)[] = [];
+    let send = jobs.map((_, i) => i);
+    for (let round = 0; ; round++) {
+      const added = await lanes.submit(queue, send.map((i) => jobs[i]));
+      // A key held by another job: the reply is that job's id (docs/queue.md, dedup).
+      send.forEach((i, pos) => {
+        if (typeof added[pos] === 'string') holders[i] = added[pos];
+      });
+      // A caller-given id already present is an idempotent repeat. A freshly minted one is a
+      // collision (another process minted the same id): that job was not added, so it gets a
+      // new id and is sent again rather than reported under the other job's id.
+      send = send.filter((i, pos) => added[pos] === 0 && minted[i]);
+      if (send.length === 0) return jobs.map((j, i) => holders[i] ?? j.id);
+      if (round === MINT_RETRIES) {
+        const shown = send.slice(0, 10).map((i) => `item ${i} (last id ${jobs[i].id})`).join(', ');
+        throw new IdCollisionError(`${send.length} job(s) not added: each freshly minted id was taken, ${round + 1} times in a row: ${shown}; is another process minting on node ${this.conn.ids.node}?`);
+      }
+      for (const i of send) jobs[i] = { ...jobs[i], id: this.conn.ids.next('job') };
+    }
+  }
+
+  private toWire<T>(item: EnqueueItem<T>, maxBytes: number, dedupKey?: string): WireJob {
+    const o = item.opts ?? {};
+    let id: string;
+    if (o.id !== undefined) {
+      assertBrandedId(o.id, 'job');
+      id = o.id;
+    } else {
+      id = this.conn.ids.next('job');
+    }
+    if (o.group !== undefined && o.priority !== undefined) throw new InvalidOptionError('give priority or group, not both');
+    const { delayMs, runAtMs } = scheduleWire(o);
+    return {
+      id,
+      payload: encodePayload(item.payload, maxBytes),
+      delayMs,
+      runAtMs,
+      maxAttempts: o.attempts === undefined ? undefined : checkAttempts(o.attempts),
+      backoff: o.backoff === undefined ? undefined : backoffWire(o.backoff),
+      dedupKey,
+      priority: o.priority === undefined ? undefined : checkPriority(o.priority),
+      group: o.group === undefined ? undefined : checkGroup(o.group),
+      extras: o.timeoutMs === undefined && o.traceparent === undefined ? undefined : encodeExtras({ t: o.timeoutMs, tp: o.traceparent }),
+    };
+  }
+
+  /** Reads one job, or null when no row exists (never enqueued, or past its retention). */
+  async getJob<T = Json, R = Json>(queue: string, id: string): Promise<JobView<T, R> | null> {
+    const row = await wire.peek(this.conn.scriptClient, queueKeys(queue), id);
+    if (!row.status) return null;
+    const payload = decodeStored<T>(row.payload);
+    const result = decodeStored<R>(row.result);
+    return {
+      id,
+      queue,
+      status: row.status as JobStatus,
+      attempts: Number(row.attempts ?? 0),
+      maxAttempts: row.max ? Number(row.max) : undefined,
+      payload: payload.value as T,
+      payloadError: payload.error,
+      result: result.value,
+      resultError: result.error,
+      error: row.error || undefined,
+      createdAt: new Date(parseId(id).ms),
+      finishedAt: row.finished ? new Date(Number(row.finished)) : undefined,
+      cancelRequested: row.cancel === '1',
+      ...rowWrites(row),
+      ...(row.parent || row.deps ? await this.flows.view(row) : {}),
+    };
+  }
+
+  /**
+   * The queue's lifecycle events as they happen (sharded pub/sub; at most once: events sent while
+   * nobody listens are gone — set `eventsLog` to also keep them in the queue's bounded stream).
+   * One message per script call and kind, carrying every job id it moved.
+   */
+  events(queue: string): Observable<QueueEvent> {
+    const channel = queueKeys(queue).events;
+    this.hub ??= new SignalHub(this.conn, 64 * 1024 * 1024);
+    return this.hub.observe<{ e: QueueEventKind; ids: string[]; at: number }>(channel).pipe(
+      map((m) => ({ queue, kind: m.e, ids: m.ids, at: new Date(m.at) })),
+    );
+  }
+
+  /** Jobs per status, read in one round trip (plus one for the group lanes, when a queue has them). */
+  counts(queue: string): Promise<JobCounts> {
+    return readCounts(this.conn.client, queue);
+  }
+
+  /**
+   * Cancels a job that has not started (pending or scheduled → cancelled). An active job is
+   * flagged for cooperative cancel instead. Resolves to what happened.
+   */
+  async cancel(queue: string, id: string): Promise<'cancelled' | 'flagged' | 'finished' | 'missing'> {
+    const k = queueKeys(queue);
+    const r = await wire.cancel(this.conn.scriptClient, k, id, this.settings(queue).keepCancelled);
+    return r === 1 ? 'cancelled' : r === 2 ? 'flagged' : r === 0 ? 'finished' : 'missing';
+  }
+}
