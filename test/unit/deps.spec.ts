@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { analyse, checkRepository, importsOf } from '../../scripts/deps.js';
+import { analyse, checkRepository, importsOf, sourceFiles } from '../../scripts/deps.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const baseline = JSON.parse(readFileSync(join(ROOT, 'scripts', 'deps-baseline.json'), 'utf8')) as { circles: string[] };
@@ -52,5 +52,10 @@ describe('the dependency check of src/', () => {
       ['src/queue/service.ts', "import { run } from './loop/index.js';\nimport { y } from './loop/step.js';"],
     ]);
     expect(analyse(files).folders).toEqual(['src/queue/loop/run.ts -> src/queue/loop/index.ts', 'src/queue/service.ts -> src/queue/loop/step.ts']);
+  });
+
+  it('names every file of src/ in one style: kebab-case (subject-role.ts)', () => {
+    const misnamed = sourceFiles(ROOT).filter((f) => !/^[a-z0-9]+(-[a-z0-9]+)*\.ts$/.test(f.split('/').pop()!));
+    expect(misnamed).toEqual([]);
   });
 });
