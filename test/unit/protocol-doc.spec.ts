@@ -66,6 +66,12 @@ describe('docs/protocol.md records every script SHA', () => {
     }
   });
 
+  it('is the table of lua/manifest.json (npm run docs:shas writes it from there)', () => {
+    const manifest = JSON.parse(readFileSync(join(dirname(DOC), '..', 'lua', 'manifest.json'), 'utf8')) as { scripts: { name: string; sha1: string }[] };
+    const fromManifest = new Map(manifest.scripts.map((s) => [s.name, s.sha1]));
+    expect(documentedShas(readFileSync(DOC, 'utf8'))).toEqual(fromManifest);
+  });
+
   it('the parser reads the agreed format (self-check on a sample)', () => {
     const sample = ['# x', START, '| Script | SHA1 |', '|---|---|', `| \`enqueue.lua\` | \`${'a'.repeat(40)}\` |`, END].join('\n');
     expect([...documentedShas(sample)]).toEqual([['enqueue', 'a'.repeat(40)]]);
