@@ -7,12 +7,12 @@ import type { WireClaim } from '../../core/wire/index.js';
 import type { RunnerCompletion } from '../telemetry-hooks.js';
 import { errorText } from './error-text.js';
 import type { JobHandler } from '../job.js';
-import { RunningJob } from './running-job.js';
+import { RunningJob, type RunningClaim } from './running-job.js';
 import { type JobControls } from '../job-controls.js';
 import { JobCancelledError, JobTimeoutError } from '../job-signals.js';
 
-/** A claimed job this process holds: buffered (prefetched) or running. */
-export interface Held {
+/** A claimed job this process holds: buffered (prefetched) or running (its handler's `RunningJob` reads it). */
+export interface Held extends RunningClaim {
   readonly id: string;
   readonly token: string;
   readonly claim: WireClaim;

@@ -2,7 +2,18 @@ import { decodeExtras } from '../../core/extras.js';
 import type { Json } from '../../core/codec.js';
 import type { Job } from '../job.js';
 import type { JobControls } from '../job-controls.js';
-import type { Held } from './job-runner.js';
+import type { WireClaim } from '../../core/wire/index.js';
+
+/**
+ * The claimed job a `RunningJob` reads (the runner passes its `Held` record itself, so a job costs
+ * no second object): its id, token, attempt and extras, and the abort behind `job.signal`.
+ */
+export interface RunningClaim {
+  readonly id: string;
+  readonly token: string;
+  readonly claim: Pick<WireClaim, 'attempt' | 'extras'>;
+  readonly abort: { readonly signal: AbortSignal };
+}
 
 const noWrite = (): Promise<void> => Promise.reject(new Error('job writes need a consumer with controls'));
 
@@ -16,7 +27,7 @@ export class RunningJob implements Job<unknown> {
   payload: unknown;
 
   constructor(
-    private readonly h: Held,
+    private readonly h: RunningClaim,
     /** The queue it was claimed from. */
     readonly queue: string,
     /** The last checkpoint an earlier attempt saved (undefined on a fresh start). */

@@ -3,10 +3,22 @@ import { describeError } from '../../core/reply-errors.js';
 import type { QueueKeys } from '../../core/keys.js';
 import { wire } from '../../core/wire/index.js';
 import { declarePolicy, describePolicy, readPolicy, samePolicy, type ClaimLimits } from '../../core/wire/index.js';
-import type { ConsumerConfig } from './consumer.js';
 import type { ConsumerLogger } from '../../core/logger.js';
-import { describeReap, reportFailure } from './failure-log.js';
+import type { ResolvedConsumerOptions } from '../queue-options.js';
+import type { ConsumerListener } from '../telemetry-hooks.js';
+import { describeReap, reportFailure, type FailureListener } from './failure-log.js';
 import type { Held, JobRunner } from './job-runner.js';
+
+/**
+ * The consumer settings upkeep reads (its consumer passes its `ConsumerConfig`): the queue, the
+ * declared policy, the retry and reap limits, and where failures and reaps are reported.
+ */
+export interface UpkeepConfig
+  extends Pick<ResolvedConsumerOptions, 'leaseMs' | 'attempts' | 'backoff' | 'deadCap' | 'rateLimit' | 'groupPolicy'> {
+  readonly queue: string;
+  readonly onFailure?: FailureListener;
+  readonly listener?: Pick<ConsumerListener, 'reaped'>;
+}
 
 /**
  * A consumer's calls beside its claim/complete rounds: handing jobs back (`release.lua`), failing
@@ -21,7 +33,7 @@ export class ConsumerUpkeep {
   constructor(
     private readonly conn: EchoMqConnection,
     private readonly k: QueueKeys,
-    private readonly cfg: ConsumerConfig,
+    private readonly cfg: UpkeepConfig,
     private readonly runner: JobRunner,
     private readonly log: ConsumerLogger,
   ) {}
