@@ -29,7 +29,8 @@ export { FatalJobError, WaitingForChildren, JobCancelledError, JobTimeoutError }
 // The Queue.
 export { QueueService } from './queue/queue-service.js';
 export type { EnqueueItem } from './queue/queue-service.js';
-export type { BackoffOptions, QueueDefaults, EnqueueOptions, ProcessorOptions, BatchOptions, RateLimit } from './queue/queue-options.js';
+export type { QueueDefaults, EnqueueOptions, ProcessorOptions, BatchOptions } from './queue/queue-options.js';
+export type { BackoffOptions, RateLimit } from './queue/base-options.js';
 export type { GroupOptions, GroupSettings } from './queue/lane-policy.js';
 export type { BatchHandler, BatchOutcome } from './queue/batch-handler.js';
 export type { Job, JobView, UndecodedText, JobStatus, JobCounts, JobHandler, QueueEvent, QueueEventKind } from './queue/job.js';
@@ -44,18 +45,8 @@ export { FlowService } from './queue/flows/index.js';
 export type { FlowOptions } from './queue/flows/index.js';
 export { Flow } from './nest/flow-decorator.js';
 export type { FlowStepOptions } from './nest/flow-decorator.js';
-export type {
-  ChildFailurePolicy,
-  ChildOutcome,
-  ChildResult,
-  FlowBounds,
-  FlowChildView,
-  FlowChildren,
-  FlowJob,
-  FlowNode,
-  FlowSpec,
-  FlowView,
-} from './queue/flows/index.js';
+export type { ChildResult, FlowBounds, FlowChildren, FlowJob, FlowNode, FlowSpec } from './queue/flows/index.js';
+export type { ChildFailurePolicy, ChildOutcome, FlowChildView, FlowView } from './queue/job.js';
 
 // The Bus.
 export { BusService } from './bus/bus-service.js';

@@ -1,5 +1,4 @@
 import type { Json } from '../core/codec.js';
-import type { FlowView } from './flows/index.js';
 
 /** The ladder: every job is in exactly one of these states. */
 export type JobStatus = 'scheduled' | 'pending' | 'active' | 'done' | 'dead' | 'cancelled' | 'waiting';
@@ -36,6 +35,46 @@ export interface Job<T = Json> {
   progress(value: Json): Promise<void>;
   /** Appends a line (1..4096 bytes) to the job's log (the newest 100 kept), fenced like `checkpoint`. */
   log(line: string): Promise<void>;
+}
+
+/**
+ * What a child's failure (buried, or cancelled) does to its parent: `fail` buries the parent with
+ * the child's error and cancels the siblings still pending or scheduled; `ignore` lets the parent
+ * run without it; `continue` lets the parent run with the failure among its children's results.
+ */
+export type ChildFailurePolicy = 'fail' | 'ignore' | 'continue';
+
+/** How a child ended, as its parent sees it. */
+export type ChildOutcome = 'done' | 'failed' | 'cancelled';
+
+/** A child as `getJob` of its parent shows it. */
+export interface FlowChildView {
+  /** The child's job id. */
+  readonly id: string;
+  /** The child's queue. */
+  readonly queue: string;
+  /** Its key among its siblings. */
+  readonly key: string;
+  /** Its failure policy. */
+  readonly policy: ChildFailurePolicy;
+  /** How it ended, once its parent heard. */
+  readonly outcome?: ChildOutcome;
+  /** Its status now (read from its queue), while its outcome has not arrived. */
+  readonly status?: JobStatus;
+  /** Its return value, once delivered as done. */
+  readonly result?: Json;
+  /** Its error text, once delivered as failed or cancelled. */
+  readonly error?: string;
+}
+
+/** Flow fields of a job view. */
+export interface FlowView {
+  /** The job's parent, for a flow child. */
+  readonly parent?: { readonly queue: string; readonly id: string };
+  /** The job's children, for a flow parent (in no particular order). */
+  readonly children?: readonly FlowChildView[];
+  /** Children whose outcome has not arrived (a parent that still waits). */
+  readonly waitingFor?: number;
 }
 
 /**

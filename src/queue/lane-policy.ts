@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../core/errors.js';
 import { intIn, keySet, refuseUnknownKeys } from '../core/known-keys.js';
-import type { RateLimit } from './queue-options.js';
+import type { RateLimit } from './base-options.js';
 
 /** What applies to one group (fair lane) of a queue. */
 export interface GroupSettings {

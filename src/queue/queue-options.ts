@@ -3,14 +3,7 @@ import { DEFAULT_MAX_PAYLOAD_BYTES } from '../core/codec.js';
 import { intIn, keySet, refuseUnknownKeys } from '../core/known-keys.js';
 import type { ProcessorSchedule } from './schedules/index.js';
 import { checkPolicyOptions, groupPolicyWire, type GroupOptions } from './lane-policy.js';
-
-/** How long to wait before attempt n+1: fixed, or doubling from `delayMs` (capped at a day). */
-export interface BackoffOptions {
-  /** `fixed`: always `delayMs`; `exponential`: `delayMs` × 2^(n − 1) after the n-th failed attempt (at most a day). */
-  readonly type: 'fixed' | 'exponential';
-  /** The base delay (ms, 0..86,400,000). */
-  readonly delayMs: number;
-}
+import { MAX_DELAY_MS, MAX_RUN_AT_MS, backoffWire, checkAttempts, type BackoffOptions, type RateLimit } from './base-options.js';
 
 /** Per-queue behaviour; every field has a default. */
 export interface QueueDefaults {
@@ -51,14 +44,6 @@ export interface QueueDefaults {
   readonly groups?: GroupOptions;
 }
 
-/** A rate limit: `max` jobs (1..1,000,000) per `intervalMs` (1..86,400,000). */
-export interface RateLimit {
-  /** Jobs per window. */
-  readonly max: number;
-  /** The window in ms, on the server clock. */
-  readonly intervalMs: number;
-}
-
 /** The defaults that apply when neither the module nor the queue says otherwise. */
 export const BUILTIN_DEFAULTS: QueueDefaults = {
   attempts: 3,
@@ -74,22 +59,7 @@ export const BUILTIN_DEFAULTS: QueueDefaults = {
 
 /** Most jobs in one `enqueueMany` (one script call, one round trip). */
 export const MAX_BATCH = 1000;
-/** Longest `delay`: ten 365-day years, in ms (the wire refuses more). */
-export const MAX_DELAY_MS = 315_360_000_000;
-/** Latest `runAt`: 2200-01-01T00:00:00Z, in epoch ms (the wire refuses later). */
-export const MAX_RUN_AT_MS = 7_258_118_400_000;
 
-/** Validates a backoff and renders its wire form (`f:<ms>` or `e:<ms>`). */
-export function backoffWire(b: BackoffOptions): string {
-  if (!b || (b.type !== 'fixed' && b.type !== 'exponential')) {
-    throw new InvalidOptionError(`backoff.type must be "fixed" or "exponential"`);
-  }
-  intIn(b.delayMs, 0, 86_400_000, 'backoff.delayMs');
-  return `${b.type === 'fixed' ? 'f' : 'e'}:${b.delayMs}`;
-}
-
-/** Validates attempts (1..1000). */
-export const checkAttempts = (v: unknown): number => intIn(v, 1, 1000, 'attempts');
 /** Highest job priority (`EnqueueOptions.priority` is 0..this; higher is claimed first). */
 export const MAX_PRIORITY = 9;
 /** Validates a job priority (an integer 0..`MAX_PRIORITY`), else `InvalidOptionError`. */

@@ -22,8 +22,6 @@ import type { JobCounts, JobStatus, JobView, QueueEvent, QueueEventKind, Undecod
 import {
   BUILTIN_DEFAULTS,
   MAX_BATCH,
-  backoffWire,
-  checkAttempts,
   checkPriority,
   checkGroup,
   resolveDefaults,
@@ -31,6 +29,7 @@ import {
   type EnqueueOptions,
   type QueueDefaults,
 } from './queue-options.js';
+import { backoffWire, checkAttempts } from './base-options.js';
 import { checkPolicyOptions, groupPolicyWire, type PolicyOptions } from './lane-policy.js';
 
 /** The priority levels whose lists `counts` reads (docs/protocol.md §5, Priorities). */

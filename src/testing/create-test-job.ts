@@ -4,8 +4,8 @@ import { WaitingForChildren } from '../queue/job-signals.js';
 import { IdMinter, assertBrandedId } from '../core/ids.js';
 import { assertName } from '../core/keys.js';
 import { encodeFlow } from '../queue/flows/index.js';
-import { DEFAULT_FLOW_BOUNDS, type ChildFailurePolicy, type ChildOutcome, type ChildResult, type FlowChildren, type FlowJob, type FlowSpec } from '../queue/flows/index.js';
-import type { Job } from '../queue/job.js';
+import { DEFAULT_FLOW_BOUNDS, type ChildResult, type FlowChildren, type FlowJob, type FlowSpec } from '../queue/flows/index.js';
+import type { ChildFailurePolicy, ChildOutcome, Job } from '../queue/job.js';
 
 /** What `createTestJob` lets a test choose; everything has a default. */
 export interface TestJobOverrides {

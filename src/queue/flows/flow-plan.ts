@@ -3,8 +3,9 @@ import { FlowCycleError, FlowTooDeepError, FlowTooLargeError, InvalidOptionError
 import type { OutboxEntry, WireFlowEdge, WireFlowNode } from '../../core/wire/index.js';
 import { assertBrandedId } from '../../core/ids.js';
 import { assertName } from '../../core/keys.js';
-import type { ChildFailurePolicy, FlowBounds, FlowNode, FlowSpec } from './flow-types.js';
-import { backoffWire, checkAttempts } from '../queue-options.js';
+import type { FlowBounds, FlowNode, FlowSpec } from './flow-types.js';
+import type { ChildFailurePolicy } from '../job.js';
+import { backoffWire, checkAttempts } from '../base-options.js';
 
 /**
  * A validated flow node with its id, encoded for the wire. This is also the JSON a creation entry

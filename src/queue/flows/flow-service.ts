@@ -7,19 +7,8 @@ import { queueKeys } from '../../core/keys.js';
 import { wire } from '../../core/wire/index.js';
 import { FlowRelay, type FlowRelayOptions } from './flow-relay.js';
 import { encodeFlow, flowNodes, flowQueues, planExpand, planQueue, writtenEntries, type QueuePlan, type WireTree } from './flow-plan.js';
-import {
-  DEFAULT_FLOW_BOUNDS,
-  type ChildFailurePolicy,
-  type ChildOutcome,
-  type ChildResult,
-  type FlowBounds,
-  type FlowChildView,
-  type FlowChildren,
-  type FlowNode,
-  type FlowSpec,
-  type FlowView,
-} from './flow-types.js';
-import type { JobStatus } from '../job.js';
+import { DEFAULT_FLOW_BOUNDS, type ChildResult, type FlowBounds, type FlowChildren, type FlowNode, type FlowSpec } from './flow-types.js';
+import type { ChildFailurePolicy, ChildOutcome, FlowChildView, FlowView, JobStatus } from '../job.js';
 import { MAX_BATCH } from '../queue-options.js';
 
 /** Options of the flow surface. */

@@ -1,13 +1,6 @@
 import type { Json } from '../../core/codec.js';
-import type { Job, JobStatus } from '../job.js';
-import type { BackoffOptions } from '../queue-options.js';
-
-/**
- * What a child's failure (buried, or cancelled) does to its parent: `fail` buries the parent with
- * the child's error and cancels the siblings still pending or scheduled; `ignore` lets the parent
- * run without it; `continue` lets the parent run with the failure among its children's results.
- */
-export type ChildFailurePolicy = 'fail' | 'ignore' | 'continue';
+import type { ChildFailurePolicy, ChildOutcome, Job } from '../job.js';
+import type { BackoffOptions } from '../base-options.js';
 
 /** One node of a flow: a job, and the children it waits for (docs/flows.md). */
 export interface FlowSpec<T = Json> {
@@ -54,9 +47,6 @@ export interface FlowBounds {
 /** The default bounds of a flow. */
 export const DEFAULT_FLOW_BOUNDS: FlowBounds = { maxDepth: 10, maxChildren: 1000, maxNodes: 1000 };
 
-/** How a child ended, as its parent sees it. */
-export type ChildOutcome = 'done' | 'failed' | 'cancelled';
-
 /** One child's result, handed to its parent's handler. */
 export interface ChildResult<R = Json> {
   /** The child's job id. */
@@ -95,34 +85,4 @@ export interface FlowJob<T = Json, R = Json> extends Job<T> {
    * with their results in `children`. Rejects with `WaitingForChildren` once that is recorded.
    */
   waitFor(children: readonly FlowSpec[]): Promise<never>;
-}
-
-/** A child as `getJob` of its parent shows it. */
-export interface FlowChildView {
-  /** The child's job id. */
-  readonly id: string;
-  /** The child's queue. */
-  readonly queue: string;
-  /** Its key among its siblings. */
-  readonly key: string;
-  /** Its failure policy. */
-  readonly policy: ChildFailurePolicy;
-  /** How it ended, once its parent heard. */
-  readonly outcome?: ChildOutcome;
-  /** Its status now (read from its queue), while its outcome has not arrived. */
-  readonly status?: JobStatus;
-  /** Its return value, once delivered as done. */
-  readonly result?: Json;
-  /** Its error text, once delivered as failed or cancelled. */
-  readonly error?: string;
-}
-
-/** Flow fields of a job view. */
-export interface FlowView {
-  /** The job's parent, for a flow child. */
-  readonly parent?: { readonly queue: string; readonly id: string };
-  /** The job's children, for a flow parent (in no particular order). */
-  readonly children?: readonly FlowChildView[];
-  /** Children whose outcome has not arrived (a parent that still waits). */
-  readonly waitingFor?: number;
 }

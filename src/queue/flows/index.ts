@@ -9,4 +9,4 @@ export type { FlowRelayOptions } from './flow-relay.js';
 export { FlowService } from './flow-service.js';
 export type { FlowOptions } from './flow-service.js';
 export { DEFAULT_FLOW_BOUNDS } from './flow-types.js';
-export type { ChildFailurePolicy, ChildOutcome, ChildResult, FlowBounds, FlowChildView, FlowChildren, FlowJob, FlowNode, FlowSpec, FlowView } from './flow-types.js';
+export type { ChildResult, FlowBounds, FlowChildren, FlowJob, FlowNode, FlowSpec } from './flow-types.js';

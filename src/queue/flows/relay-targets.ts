@@ -4,7 +4,18 @@ import { queueKeys } from '../../core/keys.js';
 import { wire } from '../../core/wire/index.js';
 import { batched, parseCreate, parseDeliver, settle } from './flow-entries.js';
 import { planQueue, writtenEntries, type CreateEntry } from './flow-plan.js';
-import type { FlowRelayOptions } from './flow-relay.js';
+import type { QueueDefaults } from '../queue-options.js';
+import type { FlowReleaseListener } from '../telemetry-hooks.js';
+
+/** What the target side reads of its relay's options (`FlowRelayOptions` is one). */
+export interface RelayTargetOptions {
+  /** The settings of a queue: its morgue cap, payload limit and cancelled retention. */
+  readonly settings: (queue: string) => Pick<QueueDefaults, 'deadCap' | 'maxPayloadBytes' | 'keepCancelled'>;
+  /** Where a malformed entry is reported. */
+  readonly logger?: { warn(message: string): void };
+  /** Told of each parent a delivery released. */
+  readonly onReleased?: FlowReleaseListener;
+}
 
 /** What the target side needs of its relay. */
 export interface RelayHooks {
@@ -25,7 +36,7 @@ export interface RelayHooks {
 export class RelayTargets {
   constructor(
     private readonly conn: EchoMqConnection,
-    private readonly opts: FlowRelayOptions,
+    private readonly opts: RelayTargetOptions,
     private readonly outboxBound: number,
     private readonly hooks: RelayHooks,
   ) {}

@@ -4,7 +4,7 @@ import { encodePayload } from '../../core/codec.js';
 import { assertName } from '../../core/keys.js';
 import { keySet, refuseUnknownKeys } from '../../core/known-keys.js';
 import { compileCron, type NextTick } from './cron.js';
-import { MAX_DELAY_MS, MAX_RUN_AT_MS, backoffWire, checkAttempts } from '../queue-options.js';
+import { MAX_DELAY_MS, MAX_RUN_AT_MS, backoffWire, checkAttempts } from '../base-options.js';
 import type { MissedPolicy, ProcessorSchedule, ScheduleOptions, ScheduleSpec } from './schedule-types.js';
 
 /** Shortest interval (ms). */

@@ -3,7 +3,6 @@ import type { EchoMqConnection } from '../../core/connection/index.js';
 import { fromReplyError } from '../../core/reply-errors.js';
 import { assertName, queueKeys } from '../../core/keys.js';
 import { scheduleWire, type UpsertOutcome } from '../../core/wire/index.js';
-import type { QueueDefaults } from '../queue-options.js';
 import { decodeSchedule, encodeSchedule, firstTick } from './schedule-plan.js';
 import type { ScheduleInfo, ScheduleOptions, ScheduleSpec } from './schedule-types.js';
 
@@ -24,7 +23,8 @@ export async function serverNow(conn: EchoMqConnection): Promise<number> {
 export class ScheduleService {
   constructor(
     private readonly conn: EchoMqConnection,
-    private readonly settings: (queue: string) => QueueDefaults,
+    /** What the service reads of a queue's settings (`QueueDefaults`): its payload limit. */
+    private readonly settings: (queue: string) => { readonly maxPayloadBytes: number },
   ) {}
 
   /**

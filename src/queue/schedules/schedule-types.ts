@@ -1,5 +1,5 @@
 import type { Json } from '../../core/codec.js';
-import type { BackoffOptions } from '../queue-options.js';
+import type { BackoffOptions } from '../base-options.js';
 
 /** When a schedule fires: a cron expression in a time zone, or a fixed interval. */
 export type ScheduleSpec =
