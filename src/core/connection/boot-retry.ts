@@ -1,15 +1,8 @@
 import { connectClient, createClient } from './client.js';
 import type { EchoMqConnection } from './connection.js';
+import type { BootRetryOptions } from './connection-options.js';
 import { EchoMqError, InvalidOptionError, ValkeyUnavailableError } from '../errors.js';
 import { describeError } from '../reply-errors.js';
-
-/** How long an app starting while Valkey is down waits for it (`connection.retryAtBoot`). */
-export interface BootRetryOptions {
-  /** The longest wait in all (ms, 1..3,600,000). Default 30,000. */
-  readonly maxWaitMs?: number;
-  /** The first pause between attempts (ms, 10..60,000), doubling up to 5 s. Default 250. */
-  readonly intervalMs?: number;
-}
 
 /** Boot retry with its defaults, or undefined when off. */
 export interface ResolvedBootRetry {

@@ -1,6 +1,7 @@
 import { Cluster, type Redis } from 'iovalkey';
 import { clientName, nameClient, type ClientRole } from './client-setup.js';
-import { connectClient, createClient, resolveEvictionCheckMs, type ValkeyClient, type ValkeyConnectionOptions } from './client.js';
+import { connectClient, createClient, resolveEvictionCheckMs, type ValkeyClient } from './client.js';
+import type { ValkeyConnectionOptions } from './connection-options.js';
 import { ValkeyUnavailableError } from '../errors.js';
 import { describeError } from '../reply-errors.js';
 import { EvictionPolicyWatch, processWarnings, type ConnectionLogger, type EvictionPolicyListener, type EvictionPolicyState } from './eviction-policy.js';
@@ -9,7 +10,8 @@ import type { ScriptClient } from '../scripts.js';
 import { keySlot } from '../slot.js';
 
 export { connectClient, createClient } from './client.js';
-export type { ValkeyClient, ValkeyConnectionOptions } from './client.js';
+export type { ValkeyClient } from './client.js';
+export type { ValkeyConnectionOptions } from './connection-options.js';
 
 /**
  * One process's link to Valkey: a command client, blocking clients on demand,

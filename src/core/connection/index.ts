@@ -4,10 +4,11 @@
  * under. The rest of src/ imports this folder through this file only.
  */
 export { openAtBoot, resolveBootRetry } from './boot-retry.js';
-export type { BootRetryOptions, ResolvedBootRetry } from './boot-retry.js';
+export type { ResolvedBootRetry } from './boot-retry.js';
 export type { ClientRole } from './client-setup.js';
 export { createClient } from './client.js';
-export type { ValkeyClient, ValkeyConnectionOptions } from './client.js';
+export type { ValkeyClient } from './client.js';
+export type { BootRetryOptions, ValkeyConnectionOptions } from './connection-options.js';
 export { EchoMqConnection } from './connection.js';
 export type { ConnectionLogger, EvictionPolicyListener, EvictionPolicyState } from './eviction-policy.js';
 export { NodeLease } from './node-lease.js';
