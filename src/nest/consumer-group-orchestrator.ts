@@ -50,7 +50,7 @@ export class GroupOrchestrator implements OnApplicationBootstrap, BeforeApplicat
       this.subs.push(g.losses$.subscribe((l) => this.losses$.next(l)));
       await g.start();
       this.groups.push(g);
-      this.logger.log(`${h.name} consumes "${h.topic}" in group "${g.o.group}" as ${g.consumer} (concurrency ${g.o.concurrency})`);
+      this.logger.log(`${h.name} consumes "${h.topic}" in group "${g.group}" as ${g.consumer} (concurrency ${g.concurrency})`);
     }
   }
 

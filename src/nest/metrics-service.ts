@@ -63,8 +63,8 @@ export class EchoMqMetrics implements OnApplicationBootstrap {
       jobs: jobs[i],
     }));
     const groups = this.groups.consumers.map((g) => {
-      const s = g.reclaimer.snapshot;
-      return { topic: g.topic, group: g.o.group, lag: s ? s.lag : null, pending: s?.pending ?? 0 };
+      const s = g.snapshot;
+      return { topic: g.topic, group: g.group, lag: s ? s.lag : null, pending: s?.pending ?? 0 };
     });
     return { queues, groups, cache: this.cache.stats() };
   }

@@ -10,7 +10,7 @@ import { reportProcessLoss, type GroupLoss, type GroupLossKind } from './losses.
 import { consumerName, intIn, resolveGroupOptions, startId, type GroupConsumerConfig, type ResolvedGroupOptions } from './options.js';
 import { GroupReader } from './reader.js';
 import { GroupReclaimer } from './reclaim.js';
-import { estimateLoss } from './upkeep.js';
+import { estimateLoss, type GroupSnapshot } from './upkeep.js';
 import { announce } from '../../core/announce.js';
 import { cmd, compareStreamIds, createGroup, errorText, isNoGroup, type GroupEntry } from './group-wire.js';
 
@@ -28,29 +28,22 @@ const silent: ConsumerLogger = { warn: () => undefined, error: () => undefined }
  * `NOGROUP` (log or group deleted) recreates the group and reports the loss on `losses$`.
  */
 export class GroupConsumer {
-  /** The topic's keys. */
-  readonly k: TopicKeys;
-  /** The validated options with defaults. @internal */
-  readonly o: ResolvedGroupOptions;
   /** This member's consumer name in the group. */
   readonly consumer: string;
   readonly #losses = new Subject<GroupLoss>();
   /** Lost, recreated and dead-lettered reports of this loop (also sent to the process-wide stream, `BusService.losses$`). */
   readonly losses$: Observable<GroupLoss> = this.#losses.asObservable();
-  /** Stream ids of the entries whose handlers are running → their (lazily made) abort signals. @internal */
-  readonly running = new Map<string, LazyAbort>();
-  /** Last error text seen per stream id (bounded), recorded with a dead letter. @internal */
-  readonly lastError = new Map<string, string>();
-  /** Where warnings go. */
-  readonly log: ConsumerLogger;
-  /** Dead-letter log cap. */
-  readonly deadCap: number;
-  /** Idle time after which a member without pending entries counts as gone. */
-  readonly forgetIdleMs: number;
-  /** Acknowledgements not yet sent. @internal */
-  readonly acks: AckBuffer;
-  /** The timer side: heartbeat, dead letters, gone members, the group snapshot. @internal */
-  readonly reclaimer: GroupReclaimer;
+  private readonly k: TopicKeys;
+  private readonly o: ResolvedGroupOptions;
+  /** Stream ids of the entries whose handlers are running → their (lazily made) abort signals. */
+  private readonly running = new Map<string, LazyAbort>();
+  /** Last error text seen per stream id (bounded), recorded with a dead letter. */
+  private readonly lastError = new Map<string, string>();
+  private readonly log: ConsumerLogger;
+  /** Acknowledgements not yet sent. */
+  private readonly acks: AckBuffer;
+  /** The timer side: heartbeat, dead letters, gone members, the group snapshot. */
+  private readonly reclaimer: GroupReclaimer;
   private stopping = false;
   private phase: 'own' | 'new' = 'own';
   private isolate = false;
@@ -65,26 +58,55 @@ export class GroupConsumer {
   private recovering?: Promise<void>;
 
   constructor(
-    readonly conn: EchoMqConnection,
+    private readonly conn: EchoMqConnection,
     private readonly cfg: GroupConsumerConfig,
   ) {
     this.k = topicKeys(cfg.topic);
     this.o = resolveGroupOptions(cfg.options);
     this.consumer = cfg.consumer ?? consumerName(cfg.instance);
     assertName(this.consumer, 'consumer');
-    this.deadCap = intIn(cfg.deadCap ?? 10_000, 1, 1_000_000, 'deadCap');
-    this.forgetIdleMs = intIn(cfg.forgetIdleMs ?? Math.max(this.o.ackTimeoutMs, 60_000), 100, 86_400_000, 'forgetIdleMs');
+    const deadCap = intIn(cfg.deadCap ?? 10_000, 1, 1_000_000, 'deadCap');
+    const forgetIdleMs = intIn(cfg.forgetIdleMs ?? Math.max(this.o.ackTimeoutMs, 60_000), 100, 86_400_000, 'forgetIdleMs');
     this.log = cfg.logger ?? silent;
     this.acks = new AckBuffer(conn.client, (c, ids) => cmd(c, 'XACK', [this.k.log, this.o.group, ...ids]), (err) =>
       this.log.warn(`group ${this.name}: ack failed (${errorText(err)}); retried on the next tick`),
     );
-    this.reclaimer = new GroupReclaimer(this);
+    this.reclaimer = new GroupReclaimer({
+      conn,
+      k: this.k,
+      o: this.o,
+      consumer: this.consumer,
+      name: this.name,
+      log: this.log,
+      deadCap,
+      forgetIdleMs,
+      running: this.running,
+      lastError: this.lastError,
+      acks: this.acks,
+      isStopping: () => this.stopping,
+      dispatch: (e, deliveries) => this.dispatch(e, deliveries),
+      report: (kind, ids, detail, extra) => this.report(kind, ids, detail, extra),
+      requestIsolation: () => {
+        this.isolate = true;
+      },
+      recoverGroup: () => this.recoverGroup(),
+    });
     this.reader = new GroupReader(conn, this.k, this.o.group, this.consumer, this.acks, cfg.hangMs ?? 10_000);
   }
 
   /** The topic. */
   get topic(): string {
     return this.cfg.topic;
+  }
+
+  /** The group's name. */
+  get group(): string {
+    return this.o.group;
+  }
+
+  /** Handlers this member runs at once. */
+  get concurrency(): number {
+    return this.o.concurrency;
   }
 
   /** Free handler slots. */
@@ -100,6 +122,11 @@ export class GroupConsumer {
   /** `topic/group/consumer`, for logs. */
   get name(): string {
     return `${this.topic}/${this.o.group}/${this.consumer}`;
+  }
+
+  /** The last look at the group (pending entries, lag), taken by the timer; undefined before the first or right after a recreation. */
+  get snapshot(): GroupSnapshot | undefined {
+    return this.reclaimer.snapshot;
   }
 
   /** Creates the group if needed and starts reading. */
@@ -135,11 +162,6 @@ export class GroupConsumer {
     await this.acks.settled();
     await this.acks.flush();
     await this.reclaimer.idle();
-  }
-
-  /** Asks the loop for an isolation pass (idle entries wait to be re-delivered, one at a time). */
-  requestIsolation(): void {
-    this.isolate = true;
   }
 
   /**
@@ -211,8 +233,8 @@ export class GroupConsumer {
     else this.dispatch(e, n);
   }
 
-  /** Starts the handler of one entry, or acknowledges and reports it lost when it has no fields. @internal */
-  dispatch(e: GroupEntry, deliveries: number): void {
+  /** Starts the handler of one entry, or acknowledges and reports it lost when it has no fields. */
+  private dispatch(e: GroupEntry, deliveries: number): void {
     if (this.running.has(e.streamId)) return;
     if (this.lastSeen === undefined || compareStreamIds(e.streamId, this.lastSeen) > 0) this.lastSeen = e.streamId;
     let id: string;
@@ -258,13 +280,13 @@ export class GroupConsumer {
   }
 
   /** Queues an acknowledgement: it rides on the loop's next read when the loop waits for this slot, else goes out next turn. */
-  ack(streamId: string): void {
+  private ack(streamId: string): void {
     this.lastError.delete(streamId);
     this.acks.push(streamId, this.slotParked && !this.stopping);
   }
 
   /** Reports a loss on this loop's `losses$` and on the process-wide stream. */
-  report(kind: GroupLossKind, ids: readonly string[], detail: string, extra: Pick<GroupLoss, 'count' | 'first' | 'last'> = {}): void {
+  private report(kind: GroupLossKind, ids: readonly string[], detail: string, extra: Pick<GroupLoss, 'count' | 'first' | 'last'> = {}): void {
     const count = extra.count ?? (kind === 'group-recreated' ? undefined : ids.length);
     const loss: GroupLoss = { kind, topic: this.topic, group: this.o.group, consumer: this.consumer, ids, count, first: extra.first, last: extra.last, detail, at: new Date() };
     this.log.warn(`group ${this.name}: ${detail}`);
@@ -273,7 +295,7 @@ export class GroupConsumer {
   }
 
   /** After NOGROUP, seen by the loop or the timer: recreates the group (once at a time) and reports the loss. */
-  recoverGroup(): Promise<void> {
+  private recoverGroup(): Promise<void> {
     this.recovering ??= this.recover().finally(() => (this.recovering = undefined));
     return this.recovering;
   }

@@ -1,7 +1,11 @@
-import type { GroupConsumer } from './group-consumer.js';
+import type { EchoMqConnection } from '../../core/connection/index.js';
 import { eventIdOf } from '../../core/event-id.js';
+import type { TopicKeys } from '../../core/keys.js';
+import type { ConsumerLogger } from '../../core/logger.js';
+import type { AckBuffer } from './acks.js';
 import { cmd, compareStreamIds, createGroup, deadLetter, errorText, isNoGroup, parseEntries, pending, type GroupEntry } from './group-wire.js';
-import { startId } from './options.js';
+import type { GroupLoss, GroupLossKind } from './losses.js';
+import { startId, type ResolvedGroupOptions } from './options.js';
 import { forgetGone, snapshotGroup, type GroupSnapshot } from './upkeep.js';
 
 /** Most entries one isolation pass re-delivers (one at a time) before new entries get a turn. */
@@ -17,6 +21,45 @@ const brand = (s: string): string => {
     return s;
   }
 };
+
+/**
+ * What the reclaimer reads of its group loop and asks of it: the loop (`GroupConsumer`) builds
+ * one and passes it in, so the reclaimer never sees the loop's class or its other state.
+ */
+export interface ReclaimHost {
+  /** The shared connection (its command and script clients). */
+  readonly conn: EchoMqConnection;
+  /** The topic's keys. */
+  readonly k: TopicKeys;
+  /** The group's options with defaults. */
+  readonly o: ResolvedGroupOptions;
+  /** This member's consumer name in the group. */
+  readonly consumer: string;
+  /** `topic/group/consumer`, for logs. */
+  readonly name: string;
+  /** Where warnings go. */
+  readonly log: ConsumerLogger;
+  /** Dead-letter log cap. */
+  readonly deadCap: number;
+  /** Idle time after which a member without pending entries counts as gone. */
+  readonly forgetIdleMs: number;
+  /** Stream ids of the entries whose handlers run here (kept fresh, never claimed). */
+  readonly running: ReadonlyMap<string, unknown>;
+  /** Last error text per stream id: written into a dead letter, dropped once the entry is settled. */
+  readonly lastError: Map<string, string>;
+  /** The loop's acknowledgements, flushed by every tick and before every claim. */
+  readonly acks: Pick<AckBuffer, 'flush' | 'settled'>;
+  /** True once the loop is stopping. */
+  isStopping(): boolean;
+  /** Starts the handler of a claimed entry (`deliveries`: its delivery count). */
+  dispatch(e: GroupEntry, deliveries: number): void;
+  /** Reports a loss (lost entries, a removed member, a dead letter). */
+  report(kind: GroupLossKind, ids: readonly string[], detail: string, extra?: Pick<GroupLoss, 'count' | 'first' | 'last'>): void;
+  /** Asks the loop for an isolation pass (idle entries are re-delivered one at a time). */
+  requestIsolation(): void;
+  /** Recreates the group after NOGROUP (once at a time) and reports the loss. */
+  recoverGroup(): Promise<void>;
+}
 
 /**
  * The timer side of a group loop, one tick every min(ackTimeoutMs / 3, 5 s):
@@ -39,7 +82,7 @@ export class GroupReclaimer {
   /** The last look at the group (see `snapshotGroup`). */
   snapshot?: GroupSnapshot;
 
-  constructor(private readonly c: GroupConsumer) {}
+  constructor(private readonly c: ReclaimHost) {}
 
   /** Runs one tick unless the previous one is still running. */
   tick(): Promise<void> {
@@ -47,7 +90,7 @@ export class GroupReclaimer {
       this.busy = this.run()
         .catch((err: unknown) => {
           // The log or the group vanished while the loop waits for its handlers: recover now.
-          if (isNoGroup(err) && !this.c.isStopping) return this.c.recoverGroup().catch((e: unknown) => this.c.log.warn(`group ${this.c.name}: recreating the group failed (${errorText(e)})`));
+          if (isNoGroup(err) && !this.c.isStopping()) return this.c.recoverGroup().catch((e: unknown) => this.c.log.warn(`group ${this.c.name}: recreating the group failed (${errorText(e)})`));
           this.c.log.warn(`group ${this.c.name}: maintenance failed (${errorText(err)})`);
         })
         .finally(() => (this.busy = undefined));
@@ -158,7 +201,7 @@ export class GroupReclaimer {
       await cmd(client, 'XCLAIM', [k.log, o.group, c.consumer, 0, ...ids.slice(i, i + 1000), 'JUSTID']);
     }
     await c.acks.flush();
-    if (c.isStopping) return;
+    if (c.isStopping()) return;
 
     const idle = await pending(client, k, o.group, { idleMs: o.ackTimeoutMs, count: 100 });
     let waiting = false;
