@@ -1,11 +1,12 @@
 /**
- * The dependency check of `src/` (issue 36): layers only point down, and no file-level import
- * circle. Layers, lowest first: the `core` → `queue` | `bus` | `cache` (each imports only the core)
- * → `admin`, `telemetry`, `follow` (the Bus → Cache follower) → `nest` → `cli`, `dashboard`, `testing`. The entry points are the files
- * directly in `src/` (`index.ts`, `protocol.ts`, `testing.ts`, `unstable.ts`): they gather layers
- * from outside and no layer imports them, and `/protocol`'s entry may gather the core only (the wire). Pure: `analyse` reads the files it is given; `test/unit/deps.spec.ts` compares
- * the result with `scripts/deps-baseline.json`, the violations known today, so a new one fails
- * and a fixed one must leave the list (a ratchet towards 0).
+ * The dependency check of `src/` (issue 36). Layers, lowest first: `core` → `queue` | `bus` |
+ * `cache` (each imports only the core) → `admin`, `telemetry`, `follow` (the Bus → Cache
+ * follower) → `nest` → `cli`, `dashboard`, `testing`. A file imports its own layer and lower ones.
+ * The entry points are the files directly in `src/` (`index.ts`, `protocol.ts`, `testing.ts`,
+ * `unstable.ts`): they gather layers from outside, no layer imports them, and `/protocol`'s entry
+ * gathers the core only (the wire). A concept folder inside a layer is entered through its
+ * `index.ts` only, never from inside. No file-level import circle. Pure: `analyse` reads the files
+ * it is given; `test/unit/deps.spec.ts` requires the repository's report to be empty.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
