@@ -29,14 +29,6 @@ describe('the Lua build (lua/src + lua/lib -> lua/*.lua, lua/manifest.json)', ()
     }
   });
 
-  it('keeps every source and fragment under ~300 lines', () => {
-    for (const folder of ['src', 'lib']) {
-      for (const [name, text] of readLuaFolder(join(LUA, folder))) {
-        expect([`${folder}/${name}`, text.split('\n').length <= 300]).toEqual([`${folder}/${name}`, true]);
-      }
-    }
-  });
-
   it('puts the shebang flags first, the banner next, the body in main and the runner last', () => {
     const out = build({
       sources: new Map([['x', '-- Does x.\n-- @arg version version v\n-- @returns 1\n-- @flags allow-oom\n-- @uses b\nreturn a() + b()\n']]),
