@@ -37,9 +37,9 @@ export class EchoMqDriver implements Driver {
     const svc = new QueueService(conn, this.defaults);
     let k = 0;
     const opts = () => {
-      const group = groupOf(lanes, k);
+      const lane = groupOf(lanes, k);
       const priority = laneOf(lanes, k++);
-      return group !== undefined ? { group } : priority === undefined ? undefined : { priority };
+      return lane !== undefined ? { lane } : priority === undefined ? undefined : { priority };
     };
     return {
       add: (payload) => svc.enqueue(queue, payload, opts()),
@@ -79,8 +79,8 @@ export class EchoMqDriver implements Driver {
     const k = queueKeys(queue);
     const lists = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((p) => this.raw.llen(k.pendingAt(p)));
     const [s, a, ...p] = await Promise.all([this.raw.zcard(k.scheduled), this.raw.zcount(k.active, '-inf', '(+inf'), ...lists]);
-    const ring = [...new Set(await this.raw.lrange(k.groups, 0, -1))].filter((g) => g !== '');
-    const g = await Promise.all(ring.map((x) => this.raw.llen(k.group(x))));
+    const ring = [...new Set(await this.raw.lrange(k.laneRing, 0, -1))].filter((g) => g !== '');
+    const g = await Promise.all(ring.map((x) => this.raw.llen(k.lane(x))));
     return [...p, ...g].reduce((x, y) => x + y, 0) + s + a;
   }
 

@@ -31,7 +31,7 @@ export { QueueService } from './queue/queue-service.js';
 export type { EnqueueItem } from './queue/queue-service.js';
 export type { QueueDefaults, EnqueueOptions, ProcessorOptions, BatchOptions } from './queue/queue-options.js';
 export type { BackoffOptions, RateLimit } from './queue/base-options.js';
-export type { GroupOptions, GroupSettings } from './queue/lane-policy.js';
+export type { LaneOptions, LaneSettings } from './queue/lane-policy.js';
 export type { BatchHandler, BatchOutcome } from './queue/batch-handler.js';
 export type { Job, JobView, UndecodedText, JobStatus, JobCounts, JobHandler, QueueEvent, QueueEventKind } from './queue/job.js';
 export { Processor } from './nest/processor-decorator.js';

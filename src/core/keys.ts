@@ -86,13 +86,13 @@ export class QueueKeys {
     return this.pending.slice(0, -'pending'.length) + 'inbox:' + tag;
   }
 
-  /** Fair lanes: list `group:<g>` of the pending ids of group `g`. */
-  group(g: string): string {
-    return `${this.pending.slice(0, -'pending'.length)}group:${g}`;
+  /** Fair lanes: the list of the pending ids of lane `lane` (key `group:<lane>`, the wire's name). */
+  lane(lane: string): string {
+    return `${this.pending.slice(0, -'pending'.length)}group:${lane}`;
   }
 
-  /** Fair lanes: the ring (list) of lanes with pending work: group names, `""` for `pending`. */
-  get groups(): string {
+  /** Fair lanes: the ring (list, key `groups`, the wire's name) of lanes with pending work: lane names, `""` for `pending`. */
+  get laneRing(): string {
     return this.pending.slice(0, -'pending'.length) + 'groups';
   }
 

@@ -13,6 +13,19 @@ export function refuseUnknownKeys(o: unknown, known: ReadonlySet<string>, what: 
 }
 
 /**
+ * Refuses the keys of `o` that `renamed` maps to their new name (an option renamed in a breaking
+ * release): throws `InvalidOptionError` (EMQ_BAD_OPTION) naming the old key and the new one, e.g.
+ * `unknown option "groups" (renamed to "lanes") in queue options`, so an old key is never a
+ * silently ignored one. Anything but a plain object passes (the caller's own checks refuse it).
+ */
+export function refuseRenamedKeys(o: unknown, renamed: Readonly<Record<string, string>>, what: string): void {
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) return;
+  for (const k of Object.keys(o)) {
+    if (Object.hasOwn(renamed, k)) throw new InvalidOptionError(`unknown option "${k}" (renamed to "${renamed[k]}") in ${what}`);
+  }
+}
+
+/**
  * The key set of an options interface `T`, from a record naming each key: a key added to `T`
  * and not here (or named here and not in `T`) fails to compile, so the set cannot drift.
  */

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { EchoMqConnection } from '../core/connection/index.js';
 import { resolveConsumerOptions } from '../queue/queue-options.js';
-import { groupPolicyWire } from '../queue/lane-policy.js';
+import { lanePolicyWire } from '../queue/lane-policy.js';
 import { declarePolicy, describePolicy } from '../core/wire/index.js';
 import { queueKeys } from '../core/keys.js';
 import { Consumer } from '../queue/consumer/index.js';
@@ -76,9 +76,9 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
   private async declarePolicies(): Promise<void> {
     const consumed = new Set(this.options.consumers === false ? [] : this.explorer.processors.map((p) => p.queue));
     for (const queue of Object.keys(this.registry.overrides)) {
-      const { rateLimit, groups } = this.queues.settings(queue);
-      if (consumed.has(queue) || (rateLimit === undefined && groups === undefined)) continue;
-      const mine = { rateLimit, groupPolicy: groups === undefined ? undefined : groupPolicyWire(groups) };
+      const { rateLimit, lanes } = this.queues.settings(queue);
+      if (consumed.has(queue) || (rateLimit === undefined && lanes === undefined)) continue;
+      const mine = { rateLimit, lanePolicy: lanes === undefined ? undefined : lanePolicyWire(lanes) };
       const before = await declarePolicy(this.conn.scriptClient, queueKeys(queue), mine);
       if (before) {
         this.logger.warn(`queue "${queue}": this app's policy (${describePolicy(mine)}) replaced the stored one (${describePolicy(before)}); every claim now enforces it`);

@@ -1,8 +1,8 @@
 import { InvalidOptionError } from '../core/errors.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../core/codec.js';
-import { intIn, keySet, refuseUnknownKeys } from '../core/known-keys.js';
+import { intIn, keySet, refuseRenamedKeys, refuseUnknownKeys } from '../core/known-keys.js';
 import type { ProcessorSchedule } from './schedules/index.js';
-import { checkPolicyOptions, groupPolicyWire, type GroupOptions } from './lane-policy.js';
+import { RENAMED_LANE_OPTIONS, checkPolicyOptions, lanePolicyWire, type LaneOptions } from './lane-policy.js';
 import { MAX_DELAY_MS, MAX_RUN_AT_MS, backoffWire, checkAttempts, type BackoffOptions, type RateLimit } from './base-options.js';
 
 /** Per-queue behaviour; every field has a default. */
@@ -38,10 +38,10 @@ export interface QueueDefaults {
    */
   readonly rateLimit?: RateLimit;
   /**
-   * Fair lanes: per-group concurrency caps, weights and rate limits, for every group and for
-   * named ones (docs/queue.md, "Fair lanes"). Default: none (every group weight 1, no cap or limit).
+   * Fair lanes: per-lane concurrency caps, weights and rate limits, for every lane and for
+   * named ones (docs/queue.md, "Fair lanes"). Default: none (every lane weight 1, no cap or limit).
    */
-  readonly groups?: GroupOptions;
+  readonly lanes?: LaneOptions;
 }
 
 /** The defaults that apply when neither the module nor the queue says otherwise. */
@@ -64,12 +64,15 @@ export const MAX_BATCH = 1000;
 export const MAX_PRIORITY = 9;
 /** Validates a job priority (an integer 0..`MAX_PRIORITY`), else `InvalidOptionError`. */
 export const checkPriority = (v: unknown): number => intIn(v, 0, MAX_PRIORITY, 'priority');
-const GROUP_RE = /^[A-Za-z0-9_.-]{1,100}$/;
-/** Validates a job group (1..100 of `A-Z a-z 0-9 _ . -`), else `InvalidOptionError`. */
-export function checkGroup(v: unknown): string {
-  if (typeof v !== 'string' || !GROUP_RE.test(v)) throw new InvalidOptionError('group must be 1..100 characters of A-Z a-z 0-9 _ . -');
+const LANE_RE = /^[A-Za-z0-9_.-]{1,100}$/;
+/** Validates a job's lane (1..100 of `A-Z a-z 0-9 _ . -`), else `InvalidOptionError`. */
+export function checkLane(v: unknown): string {
+  if (typeof v !== 'string' || !LANE_RE.test(v)) throw new InvalidOptionError('lane must be 1..100 characters of A-Z a-z 0-9 _ . -');
   return v;
 }
+
+/** The enqueue option renamed from "group" to "lane" (issue 36): refused with a hint, never ignored. */
+export const RENAMED_ENQUEUE_OPTIONS: Readonly<Record<string, string>> = { group: 'lane' };
 
 /** Merges partial defaults over a base and validates the result. */
 export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefaults>): QueueDefaults {
@@ -83,7 +86,7 @@ export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefault
   intIn(d.maxPayloadBytes, 1, 64 * 1024 * 1024, 'maxPayloadBytes');
   intIn(d.eventsLog, 0, 1_000_000, 'eventsLog');
   intIn(d.dedupWindowMs, 1, 2_592_000_000, 'dedupWindowMs');
-  checkPolicyOptions(d);
+  checkPolicyOptions(d, 'queue options');
   return d;
 }
 
@@ -143,10 +146,10 @@ export interface EnqueueOptions {
   readonly priority?: number;
   /**
    * A fair lane (tenant, account, symbol; the key grammar's name rules, 1..100 characters):
-   * claims rotate over the groups with pending work, so a group's backlog cannot starve
+   * claims rotate over the lanes with pending work, so a lane's backlog cannot starve
    * another's. Not with `priority`.
    */
-  readonly group?: string;
+  readonly lane?: string;
   /**
    * This job's own timeout (1..86,400,000 ms): its handler is aborted and the attempt fails with
    * `JobTimeoutError` after it, on every attempt. With a processor `timeoutMs` too, the shorter wins.
@@ -209,6 +212,7 @@ const BATCH_KEYS = keySet<BatchOptions>({ size: true, maxWaitMs: true });
  * in the message (e.g. `@Processor("orders") options`).
  */
 export function checkProcessorOptions(o: ProcessorOptions, what = 'processor options'): void {
+  refuseRenamedKeys(o, RENAMED_LANE_OPTIONS, what);
   refuseUnknownKeys(o, PROCESSOR_KEYS, what);
   if (o.concurrency !== undefined) intIn(o.concurrency, 1, 1000, 'concurrency');
   if (o.prefetch !== undefined) intIn(o.prefetch, 0, 1000, 'prefetch');
@@ -238,8 +242,8 @@ export interface ResolvedConsumerOptions {
   readonly timeoutMs?: number;
   /** The queue's rate limit this process declares: written as the queue's stored policy at start. */
   readonly rateLimit?: RateLimit;
-  /** The group policy this process declares, in its wire form (policy.lua): written at start. */
-  readonly groupPolicy?: string;
+  /** The lane policy this process declares, in its wire form (policy.lua): written at start. */
+  readonly lanePolicy?: string;
 }
 
 /** Resolves a processor's options over its queue's settings (processor first, then queue). */
@@ -257,6 +261,6 @@ export function resolveConsumerOptions(d: QueueDefaults, o: ProcessorOptions = {
     maxResultBytes: d.maxPayloadBytes,
     timeoutMs: o.timeoutMs,
     rateLimit: d.rateLimit,
-    groupPolicy: d.groups === undefined ? undefined : groupPolicyWire(d.groups),
+    lanePolicy: d.lanes === undefined ? undefined : lanePolicyWire(d.lanes),
   };
 }

@@ -7,6 +7,7 @@ import { queueKeys } from '../core/keys.js';
 import { wire, type WireJob } from '../core/wire/index.js';
 import { readPolicy, writePolicy, type ClaimLimits } from '../core/wire/index.js';
 import { encodeExtras } from '../core/extras.js';
+import { refuseRenamedKeys } from '../core/known-keys.js';
 import { map, type Observable } from 'rxjs';
 import { SignalHub } from '../core/signal-hub.js';
 import { FlowService, type FlowOptions } from './flows/index.js';
@@ -22,15 +23,16 @@ import type { JobCounts, JobStatus, JobView, QueueEvent, QueueEventKind, Undecod
 import {
   BUILTIN_DEFAULTS,
   MAX_BATCH,
+  RENAMED_ENQUEUE_OPTIONS,
   checkPriority,
-  checkGroup,
+  checkLane,
   resolveDefaults,
   scheduleWire,
   type EnqueueOptions,
   type QueueDefaults,
 } from './queue-options.js';
 import { backoffWire, checkAttempts } from './base-options.js';
-import { checkPolicyOptions, groupPolicyWire, type PolicyOptions } from './lane-policy.js';
+import { checkPolicyOptions, lanePolicyWire, type PolicyOptions } from './lane-policy.js';
 
 /** The priority levels whose lists `counts` reads (docs/protocol.md §5, Priorities). */
 
@@ -93,17 +95,17 @@ export class QueueService {
   }
 
   /**
-   * Stores `p` as the queue's policy (policy.lua): the rate limit and group policy that every
+   * Stores `p` as the queue's policy (policy.lua): the rate limit and lane policy that every
    * claim of every consumer and runtime enforces (absent parts: none). Validated as the queue
    * options are (InvalidOptionError). Answers the policy stored before.
    */
   async setPolicy(queue: string, p: PolicyOptions): Promise<ClaimLimits> {
-    checkPolicyOptions(p);
-    const r = await writePolicy(this.conn.scriptClient, queueKeys(queue), { rateLimit: p.rateLimit, groupPolicy: p.groups === undefined ? undefined : groupPolicyWire(p.groups) });
+    checkPolicyOptions(p, 'setPolicy options');
+    const r = await writePolicy(this.conn.scriptClient, queueKeys(queue), { rateLimit: p.rateLimit, lanePolicy: p.lanes === undefined ? undefined : lanePolicyWire(p.lanes) });
     return r.previous;
   }
 
-  /** The queue's stored policy (meta `rate`, `gpol`), decoded: the group policy as its wire text. */
+  /** The queue's stored policy (meta `rate`, `gpol`), decoded: the lane policy as its wire text. */
   policy(queue: string): Promise<ClaimLimits> {
     return readPolicy(this.conn.client, queueKeys(queue));
   }
@@ -223,7 +225,8 @@ export class QueueService {
     } else {
       id = this.conn.ids.next('job');
     }
-    if (o.group !== undefined && o.priority !== undefined) throw new InvalidOptionError('give priority or group, not both');
+    if ('group' in o) refuseRenamedKeys(o, RENAMED_ENQUEUE_OPTIONS, 'enqueue options');
+    if (o.lane !== undefined && o.priority !== undefined) throw new InvalidOptionError('give priority or lane, not both');
     const { delayMs, runAtMs } = scheduleWire(o);
     return {
       id,
@@ -234,7 +237,7 @@ export class QueueService {
       backoff: o.backoff === undefined ? undefined : backoffWire(o.backoff),
       dedupKey,
       priority: o.priority === undefined ? undefined : checkPriority(o.priority),
-      group: o.group === undefined ? undefined : checkGroup(o.group),
+      lane: o.lane === undefined ? undefined : checkLane(o.lane),
       extras: o.timeoutMs === undefined && o.traceparent === undefined ? undefined : encodeExtras({ t: o.timeoutMs, tp: o.traceparent }),
     };
   }
@@ -277,7 +280,7 @@ export class QueueService {
     );
   }
 
-  /** Jobs per status, read in one round trip (plus one for the group lanes, when a queue has them). */
+  /** Jobs per status, read in one round trip (plus one for the fair lanes, when a queue has them). */
   counts(queue: string): Promise<JobCounts> {
     return readCounts(this.conn.client, queue);
   }

@@ -114,7 +114,7 @@ describe('drain', () => {
     const q = randomQueue('drain');
     const k = queueKeys(q);
     await finished(q, 1, 'done');
-    await f.queues.enqueueMany(q, [{ payload: 1 }, { payload: 2, opts: { priority: 5 } }, { payload: 3, opts: { group: 'g1' } }, { payload: 4 }, { payload: 5, opts: { group: 'g2' } }]);
+    await f.queues.enqueueMany(q, [{ payload: 1 }, { payload: 2, opts: { priority: 5 } }, { payload: 3, opts: { lane: 'g1' } }, { payload: 4 }, { payload: 5, opts: { lane: 'g2' } }]);
     const later = await f.queues.enqueue(q, { later: 1 }, { delay: 600_000 });
     const calls = [await admin.drain(q, { limit: 2 }), await admin.drain(q, { limit: 2 }), await admin.drain(q, { limit: 2 })];
     expect(calls.map((c) => c.count)).toEqual([2, 2, 1]);

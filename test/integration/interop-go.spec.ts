@@ -10,7 +10,7 @@
  *     relay): the TS parent runs once, with every child's result;
  * (d) a Go-consumed parent whose children a TS consumer runs, relayed by TS: the Go parent is
  *     released and sees its children's results.
- * (e) a group cap stored by TS (setPolicy) holds for a Go worker of concurrency 10;
+ * (e) a lane cap stored by TS (setPolicy) holds for a Go worker of concurrency 10;
  * (f) a Go Bus consumer-group member (echomq-bus) reads a topic a TS BusService publishes to.
  * The Go binaries come from dist/go (scripts/build-go.sh, run by `npm test`), built here if missing.
  */
@@ -233,21 +233,21 @@ describe('interop with the Go peer', () => {
     expect(worker.lines.filter((l) => l.startsWith(`ran ${flow.id} `))).toEqual([`ran ${flow.id} 1 ok`]);
   }, 60_000);
 
-  test('a group cap declared by a Nest app holds for a Go worker of concurrency 10 (the Go peer knows only the wire)', async () => {
+  test('a lane cap declared by a Nest app holds for a Go worker of concurrency 10 (the Go peer knows only the wire)', async () => {
     const q = randomQueue('go-gcap');
     const CAP = 2;
     // A producer-only Nest app declares the cap in its options: bootstrap stores it (policy.lua).
-    const app = await startApp([EchoMqModule.forRoot({ connection: { url: testUrl() }, consumers: false, queues: { [q]: { groups: { concurrency: CAP } } } })]);
+    const app = await startApp([EchoMqModule.forRoot({ connection: { url: testUrl() }, consumers: false, queues: { [q]: { lanes: { concurrency: CAP } } } })]);
     afterThis.push(() => app.close());
-    expect((await f.queues.policy(q)).groupPolicy).toMatch(/^\*=2,/);
+    expect((await f.queues.policy(q)).lanePolicy).toMatch(/^\*=2,/);
     await f.queues.enqueueMany(q, [
-      ...Array.from({ length: 24 }, (_, i) => ({ payload: { i, g: 'capped' }, opts: { group: 'capped' } })),
-      ...Array.from({ length: 24 }, (_, i) => ({ payload: { i, g: 'other' }, opts: { group: 'other' } })),
+      ...Array.from({ length: 24 }, (_, i) => ({ payload: { i, g: 'capped' }, opts: { lane: 'capped' } })),
+      ...Array.from({ length: 24 }, (_, i) => ({ payload: { i, g: 'other' }, opts: { lane: 'other' } })),
       ...Array.from({ length: 24 }, (_, i) => ({ payload: { i } })),
     ]);
     const worker = runGo('echomq-worker', ['-queue', q, '-concurrency', '10', '-events', '-sleep-ms', '40']);
     await eventually(() => worker.lines.filter((l) => l.startsWith('ran ')).length === 72, 30_000, `every job to run (Go stderr: ${worker.stderr.slice(-3).join(' | ')})`);
-    // In flight per group, replayed from the handler's start/end lines (printed in order).
+    // In flight per lane, replayed from the handler's start/end lines (printed in order).
     const now = new Map<string, number>();
     const peak = new Map<string, number>();
     let all = 0;
@@ -264,7 +264,7 @@ describe('interop with the Go peer', () => {
     expect(peak.get('capped')).toBeLessThanOrEqual(CAP);
     expect(peak.get('other')).toBeLessThanOrEqual(CAP);
     expect(peak.get('capped')).toBeGreaterThanOrEqual(1);
-    expect(peakAll).toBeGreaterThan(CAP); // the worker does run more at once: the cap is per group
+    expect(peakAll).toBeGreaterThan(CAP); // the worker does run more at once: the cap is per lane
     expect(peakAll).toBeLessThanOrEqual(10);
     await eventually(async () => (await f.queues.counts(q)).done === 72, 5000, 'every job done');
     expect(await f.queues.counts(q)).toMatchObject({ pending: 0, active: 0, dead: 0, done: 72 });

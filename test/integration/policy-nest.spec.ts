@@ -6,7 +6,7 @@
  */
 import type { INestApplication } from '@nestjs/common';
 import { EchoMqModule, QueueService } from '../../src/index.js';
-import { groupPolicyWire } from '../../src/queue/lane-policy.js';
+import { lanePolicyWire } from '../../src/queue/lane-policy.js';
 import { CapturedLogs, startApp } from '../helpers/nest.js';
 import { randomQueue, testUrl } from '../helpers/valkey.js';
 
@@ -23,20 +23,20 @@ describe('the queue policy declared in the Nest options', () => {
 
   it('a producer-only app stores its declared policy at bootstrap; a second app with another one replaces it and warns; an app declaring none changes nothing', async () => {
     const q = randomQueue('pnest');
-    const first = await app({ [q]: { groups: { concurrency: 2 }, rateLimit: { max: 100, intervalMs: 1000 } } });
-    expect(await first.service.policy(q)).toEqual({ rateLimit: { max: 100, intervalMs: 1000 }, groupPolicy: groupPolicyWire({ concurrency: 2 }) });
+    const first = await app({ [q]: { lanes: { concurrency: 2 }, rateLimit: { max: 100, intervalMs: 1000 } } });
+    expect(await first.service.policy(q)).toEqual({ rateLimit: { max: 100, intervalMs: 1000 }, lanePolicy: lanePolicyWire({ concurrency: 2 }) });
     expect(first.logs.find('warn', 'replaced')).toEqual([]);
 
-    const second = await app({ [q]: { groups: { concurrency: 3 } } });
-    expect(await first.service.policy(q)).toEqual({ groupPolicy: groupPolicyWire({ concurrency: 3 }) });
+    const second = await app({ [q]: { lanes: { concurrency: 3 } } });
+    expect(await first.service.policy(q)).toEqual({ lanePolicy: lanePolicyWire({ concurrency: 3 }) });
     const warned = second.logs.find('warn', `queue "${q}"`);
     expect(warned).toHaveLength(1);
-    expect(warned[0]).toMatch(/replaced the stored one \(rate 100\/1000 ms, groups/);
+    expect(warned[0]).toMatch(/replaced the stored one \(rate 100\/1000 ms, lanes/);
 
     const silent = await app({});
-    expect(await silent.service.policy(q)).toEqual({ groupPolicy: groupPolicyWire({ concurrency: 3 }) });
+    expect(await silent.service.policy(q)).toEqual({ lanePolicy: lanePolicyWire({ concurrency: 3 }) });
     // The same declaration again is no change and no warning.
-    const again = await app({ [q]: { groups: { concurrency: 3 } } });
+    const again = await app({ [q]: { lanes: { concurrency: 3 } } });
     expect(again.logs.find('warn', `queue "${q}"`)).toEqual([]);
   });
 });

@@ -7,7 +7,7 @@
  */
 import { queueKeys } from '../../src/core/keys.js';
 import { wire } from '../../src/core/wire/queue.js';
-import { groupPolicyWire } from '../../src/queue/lane-policy.js';
+import { lanePolicyWire } from '../../src/queue/lane-policy.js';
 import type { Job } from '../../src/queue/job.js';
 import { codeOf } from '../helpers/refusals.js';
 import { startConsumer } from '../helpers/consumers.js';
@@ -21,19 +21,19 @@ describe('the stored policy', () => {
   it('setPolicy stores and answers the previous policy; policy() reads it back; bad options are typed errors', async () => {
     const q = randomQueue('pset');
     expect(await f.queues.policy(q)).toEqual({});
-    expect(await f.queues.setPolicy(q, { rateLimit: { max: 5, intervalMs: 1000 }, groups: { concurrency: 2 } })).toEqual({});
-    const stored = { rateLimit: { max: 5, intervalMs: 1000 }, groupPolicy: groupPolicyWire({ concurrency: 2 }) };
+    expect(await f.queues.setPolicy(q, { rateLimit: { max: 5, intervalMs: 1000 }, lanes: { concurrency: 2 } })).toEqual({});
+    const stored = { rateLimit: { max: 5, intervalMs: 1000 }, lanePolicy: lanePolicyWire({ concurrency: 2 }) };
     expect(await f.queues.policy(q)).toEqual(stored);
     expect(await f.queues.setPolicy(q, {})).toEqual(stored);
     expect(await f.queues.policy(q)).toEqual({});
     expect(await codeOf(() => f.queues.setPolicy(q, { rateLimit: { max: 0, intervalMs: 1000 } }))).toBe('EMQ_BAD_OPTION');
-    expect(await codeOf(() => f.queues.setPolicy(q, { groups: { concurrency: -1 } }))).toBe('EMQ_BAD_OPTION');
+    expect(await codeOf(() => f.queues.setPolicy(q, { lanes: { concurrency: -1 } }))).toBe('EMQ_BAD_OPTION');
   });
 
   it('a consumer that passes no policy on a queue with a stored cap is still capped', async () => {
     const q = randomQueue('pbypass');
-    await f.queues.setPolicy(q, { groups: { concurrency: 1 } });
-    await f.queues.enqueueMany(q, Array.from({ length: 6 }, (_, i) => ({ payload: { i }, opts: { group: 'g' } })));
+    await f.queues.setPolicy(q, { lanes: { concurrency: 1 } });
+    await f.queues.enqueueMany(q, Array.from({ length: 6 }, (_, i) => ({ payload: { i }, opts: { lane: 'g' } })));
     let now = 0;
     let peak = 0;
     let done = 0;
@@ -51,7 +51,7 @@ describe('the stored policy', () => {
 
   it('two consumers declaring different policies: the later wins and warns, the cap holds across both, the earlier warns from its upkeep', async () => {
     const q = randomQueue('ptwo');
-    const a = await startConsumer(f.conn, q, () => sleep(40), { concurrency: 4, groupPolicy: groupPolicyWire({ concurrency: 3 }), leaseMs: 600 });
+    const a = await startConsumer(f.conn, q, () => sleep(40), { concurrency: 4, lanePolicy: lanePolicyWire({ concurrency: 3 }), leaseMs: 600 });
     f.consumers.push(a.consumer);
     expect(a.log.warnings).toEqual([]);
     let now = 0;
@@ -64,12 +64,12 @@ describe('the stored policy', () => {
       done++;
     };
     await a.consumer.stop(2000);
-    const a2 = await startConsumer(f.conn, q, handler, { concurrency: 4, groupPolicy: groupPolicyWire({ concurrency: 3 }), leaseMs: 600 });
+    const a2 = await startConsumer(f.conn, q, handler, { concurrency: 4, lanePolicy: lanePolicyWire({ concurrency: 3 }), leaseMs: 600 });
     f.consumers.push(a2.consumer);
-    const b = await startConsumer(f.conn, q, handler, { concurrency: 4, groupPolicy: groupPolicyWire({ concurrency: 1 }), leaseMs: 600 });
+    const b = await startConsumer(f.conn, q, handler, { concurrency: 4, lanePolicy: lanePolicyWire({ concurrency: 1 }), leaseMs: 600 });
     f.consumers.push(b.consumer);
-    expect(b.log.warnings.join('\n')).toMatch(/replaced the queue's stored policy \(groups "\*=3,1,0,0"\)/);
-    await f.queues.enqueueMany(q, Array.from({ length: 8 }, (_, i) => ({ payload: { i }, opts: { group: 'g' } })));
+    expect(b.log.warnings.join('\n')).toMatch(/replaced the queue's stored policy \(lanes "\*=3,1,0,0"\)/);
+    await f.queues.enqueueMany(q, Array.from({ length: 8 }, (_, i) => ({ payload: { i }, opts: { lane: 'g' } })));
     await eventually(async () => done === 8, 15_000, 'all jobs');
     expect(peak).toBe(1);
     await eventually(async () => a2.log.warnings.some((w) => w.includes('differs from the one this process declared')), 5000, 'the upkeep warning');

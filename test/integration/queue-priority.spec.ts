@@ -17,9 +17,9 @@ describe('priorities', () => {
     const k = queueKeys(q);
     const [a, b] = await Promise.all([f.queues.enqueue(q, { n: 1 }, { key: 'order-7', priority: 5 }), f.queues.enqueue(q, { n: 2 }, { key: 'order-7', priority: 5 })]);
     expect(b).toBe(a);
-    const other = await f.queues.enqueue(q, { n: 3 }, { key: 'order-8', group: 'acme' });
+    const other = await f.queues.enqueue(q, { n: 3 }, { key: 'order-8', lane: 'acme' });
     expect(await f.raw.lrange(k.pendingAt(5), 0, -1)).toEqual([a]);
-    expect(await f.raw.lrange(k.group('acme'), 0, -1)).toEqual([other]);
+    expect(await f.raw.lrange(k.lane('acme'), 0, -1)).toEqual([other]);
     expect(await f.raw.get(`emq:{${q}}:key:order-7`)).toBe(a);
     expect((await f.queues.counts(q)).pending).toBe(2);
   });

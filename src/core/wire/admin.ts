@@ -33,7 +33,7 @@ export const adminWire = {
 
   /** Drops up to `limit` waiting jobs (removed with their rows; flow parents told `cancelled`). */
   async drain(c: ScriptClient, k: QueueKeys, limit: number): Promise<BulkReply> {
-    return bulk(await runScript(c, 'drain', [k.meta, k.pending, k.data, k.opts, k.jobPrefix, k.levels, k.groups, k.outbox, k.outdue], [PROTOCOL_VERSION, limit]));
+    return bulk(await runScript(c, 'drain', [k.meta, k.pending, k.data, k.opts, k.jobPrefix, k.levels, k.laneRing, k.outbox, k.outdue], [PROTOCOL_VERSION, limit]));
   },
 
   /** Retries one dead job by hand (fresh attempts, due now). */

@@ -35,13 +35,13 @@ export function parkCall(k: QueueKeys, spot: ParkSpot, ttlMs: number): ScriptCal
 }
 
 /**
- * `claim` (claim.lua, without a rate limit or group policy) as the parked consumer of `spot` sends
+ * `claim` (claim.lua, without a rate limit or lane policy) as the parked consumer of `spot` sends
  * it ahead of its `BLPOP`: with the registration's keys and `ttlMs`, it claims, then registers
  * `spot` for `ttlMs` (server clock) when it claimed fewer jobs than it asked for and no lease waits
  * in the inbox, else ends the registration.
  */
 export function parkedClaimCall(claim: ScriptCall<ClaimReply>, spot: ParkSpot, ttlMs: number): ScriptCall<ClaimReply> {
-  if (claim.args.length !== 4) throw new Error('a parked claim carries no rate limit or group policy');
+  if (claim.args.length !== 4) throw new Error('a parked claim carries no rate limit or lane policy');
   return { ...claim, keys: [...claim.keys, spot.parked, spot.inbox], args: [...claim.args, registrationMs(ttlMs)] };
 }
 

@@ -13,8 +13,8 @@ import type { QueueKeys } from '../keys.js';
 export interface ClaimLimits {
   /** At most `max` jobs per `intervalMs`, all consumers together. */
   readonly rateLimit?: { readonly max: number; readonly intervalMs: number };
-  /** The group policy text (`groupPolicyWire`). */
-  readonly groupPolicy?: string;
+  /** The lane policy text (`lanePolicyWire`; meta `gpol`, the wire's name). */
+  readonly lanePolicy?: string;
 }
 
 /** policy.lua's reply: whether it wrote anything, and the policy stored before. */
@@ -23,25 +23,25 @@ export interface PolicyReply {
   readonly previous: ClaimLimits;
 }
 
-/** A stored rate text ("<max> <ms>") and group policy text ("" or absent: none) as a policy. */
-export function decodePolicy(rate: string | null | undefined, groups: string | null | undefined): ClaimLimits {
+/** A stored rate text ("<max> <ms>") and lane policy text ("" or absent: none) as a policy. */
+export function decodePolicy(rate: string | null | undefined, lanes: string | null | undefined): ClaimLimits {
   const m = rate ? /^(\d+) (\d+)$/.exec(rate) : null;
   return {
     ...(m ? { rateLimit: { max: Number(m[1]), intervalMs: Number(m[2]) } } : {}),
-    ...(groups ? { groupPolicy: groups } : {}),
+    ...(lanes ? { lanePolicy: lanes } : {}),
   };
 }
 
 /** True when two policies are the same rule. */
 export function samePolicy(a: ClaimLimits, b: ClaimLimits): boolean {
-  return (a.rateLimit?.max ?? 0) === (b.rateLimit?.max ?? 0) && (a.rateLimit?.intervalMs ?? 0) === (b.rateLimit?.intervalMs ?? 0) && (a.groupPolicy ?? '') === (b.groupPolicy ?? '');
+  return (a.rateLimit?.max ?? 0) === (b.rateLimit?.max ?? 0) && (a.rateLimit?.intervalMs ?? 0) === (b.rateLimit?.intervalMs ?? 0) && (a.lanePolicy ?? '') === (b.lanePolicy ?? '');
 }
 
 /** A policy as one line of text (logs). */
 export function describePolicy(p: ClaimLimits): string {
   const parts: string[] = [];
   if (p.rateLimit) parts.push(`rate ${p.rateLimit.max}/${p.rateLimit.intervalMs} ms`);
-  if (p.groupPolicy) parts.push(`groups "${p.groupPolicy}"`);
+  if (p.lanePolicy) parts.push(`lanes "${p.lanePolicy}"`);
   return parts.length > 0 ? parts.join(', ') : 'none';
 }
 
@@ -52,13 +52,13 @@ export interface HashReader {
 
 /** A queue's stored policy (meta `rate`, `gpol`: what every claim enforces), decoded. */
 export async function readPolicy(c: HashReader, k: QueueKeys): Promise<ClaimLimits> {
-  const [rate, groups] = await c.hmget(k.meta, 'rate', 'gpol');
-  return decodePolicy(rate, groups);
+  const [rate, lanes] = await c.hmget(k.meta, 'rate', 'gpol');
+  return decodePolicy(rate, lanes);
 }
 
 /** policy.lua: stores `p` as the queue's policy (absent parts: none); answers the previous one. */
 export async function writePolicy(c: ScriptClient, k: QueueKeys, p: ClaimLimits): Promise<PolicyReply> {
-  const r = (await runScript(c, 'policy', [k.meta, k.wake], [PROTOCOL_VERSION, 'set', p.rateLimit?.max ?? 0, p.rateLimit?.intervalMs ?? 0, p.groupPolicy ?? ''])) as [number, string, string];
+  const r = (await runScript(c, 'policy', [k.meta, k.wake], [PROTOCOL_VERSION, 'set', p.rateLimit?.max ?? 0, p.rateLimit?.intervalMs ?? 0, p.lanePolicy ?? ''])) as [number, string, string];
   return { changed: Number(r[0]) === 1, previous: decodePolicy(r[1], r[2]) };
 }
 
@@ -69,5 +69,5 @@ export async function writePolicy(c: ScriptClient, k: QueueKeys, p: ClaimLimits)
  */
 export async function declarePolicy(c: ScriptClient, k: QueueKeys, mine: ClaimLimits): Promise<ClaimLimits | undefined> {
   const { changed, previous } = await writePolicy(c, k, mine);
-  return changed && (previous.rateLimit !== undefined || previous.groupPolicy !== undefined) ? previous : undefined;
+  return changed && (previous.rateLimit !== undefined || previous.lanePolicy !== undefined) ? previous : undefined;
 }

@@ -16,15 +16,15 @@ export interface WireJob {
   readonly dedupKey?: string;
   /** 0..9, higher claimed first (0 or absent: the plain `pending` list). */
   readonly priority?: number;
-  /** A fair lane (group name); excludes `priority`. */
-  readonly group?: string;
+  /** A fair lane (sent as `g:<lane>`, the wire's name); excludes `priority`. */
+  readonly lane?: string;
   /** The job's extras as `encodeExtras` spells them ("" or absent: none; docs/protocol.md §3). */
   readonly extras?: string;
 }
 
 /** True when `j` has nothing but an id and a payload (enqueue's compact form carries it). */
 function isPlain(j: WireJob): boolean {
-  return j.delayMs === 0 && j.runAtMs === 0 && j.maxAttempts === undefined && (j.backoff ?? '') === '' && !j.priority && !j.group && !j.extras;
+  return j.delayMs === 0 && j.runAtMs === 0 && j.maxAttempts === undefined && (j.backoff ?? '') === '' && !j.priority && !j.lane && !j.extras;
 }
 
 /** A fenced completion. */
@@ -51,7 +51,7 @@ export interface ReapReply {
 
 /** Script calls that are also sent together in one pipeline (the consumer's round). */
 export const calls = {
-  /** The queue's rate limit and group policy are the stored ones (policy.lua): a claim carries none. */
+  /** The queue's rate limit and lane policy are the stored ones (policy.lua): a claim carries none. */
   claim(k: QueueKeys, n: number, leaseMs: number, promote = 1000): ScriptCall<ClaimReply> {
     const args: (string | number)[] = [PROTOCOL_VERSION, n, leaseMs, promote];
     return {
@@ -124,11 +124,11 @@ export const wire = {
     if (jobs.every(isPlain)) for (const j of jobs) args.push(j.id, j.payload);
     else {
       for (const j of jobs) args.push(j.id, j.payload, j.delayMs, j.runAtMs, j.maxAttempts ?? '', j.backoff ?? '');
-      // Priorities and groups ride after the jobs, one per job, only when a job has one; the
+      // Priorities and lanes ride after the jobs, one per job, only when a job has one; the
       // dedup window comes last (lua/enqueue.lua). Extras come after the lanes (so a call with
       // extras sends lanes too).
       const extras = jobs.some((j) => j.extras);
-      if (extras || jobs.some((j) => j.priority || j.group)) for (const j of jobs) args.push(j.group ? `g:${j.group}` : (j.priority ?? 0));
+      if (extras || jobs.some((j) => j.priority || j.lane)) for (const j of jobs) args.push(j.lane ? `g:${j.lane}` : (j.priority ?? 0));
       if (extras) for (const j of jobs) args.push(j.extras ?? '');
     }
     const keys = [k.meta, k.pending, k.scheduled, k.wake, k.data, k.opts, k.events];

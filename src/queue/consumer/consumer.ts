@@ -102,7 +102,7 @@ export class Consumer {
       },
       orphaned: (claimed) => this.upkeep.release(claimed.jobs),
       // Every consumer sends the parked claim: claim.lua decides (a queue with a stored rate limit
-      // or group policy is claimed plainly, and nothing is registered).
+      // or lane policy is claimed plainly, and nothing is registered).
     }, new ParkedWait(conn, this.k, parkSpot(this.k, consumerTag(), cfg.leaseMs)));
     this.capacity = cfg.concurrency + (cfg.prefetch ?? cfg.concurrency);
     // Rounds in flight keep both the client and Valkey busy: while one round's scripts run, the

@@ -14,7 +14,7 @@ import type { Held, JobRunner } from './job-runner.js';
  * declared policy, the retry and reap limits, and where failures and reaps are reported.
  */
 export interface UpkeepConfig
-  extends Pick<ResolvedConsumerOptions, 'leaseMs' | 'attempts' | 'backoff' | 'deadCap' | 'rateLimit' | 'groupPolicy'> {
+  extends Pick<ResolvedConsumerOptions, 'leaseMs' | 'attempts' | 'backoff' | 'deadCap' | 'rateLimit' | 'lanePolicy'> {
   readonly queue: string;
   readonly onFailure?: FailureListener;
   readonly listener?: Pick<ConsumerListener, 'reaped'>;
@@ -38,10 +38,10 @@ export class ConsumerUpkeep {
     private readonly log: ConsumerLogger,
   ) {}
 
-  /** The policy this process declares for the queue (its rateLimit / groups options), if any. */
+  /** The policy this process declares for the queue (its rateLimit / lanes options), if any. */
   private declared(): ClaimLimits | undefined {
-    const { rateLimit, groupPolicy } = this.cfg;
-    return rateLimit === undefined && groupPolicy === undefined ? undefined : { rateLimit, groupPolicy };
+    const { rateLimit, lanePolicy } = this.cfg;
+    return rateLimit === undefined && lanePolicy === undefined ? undefined : { rateLimit, lanePolicy };
   }
 
   /**

@@ -67,7 +67,7 @@ export class WakeWaiter {
     private readonly conn: EchoMqConnection,
     private readonly key: string,
     private readonly events: WaiterEvents,
-    /** Set for a consumer to which enqueue may lease jobs (no rate limit, no group policy). */
+    /** Set for a consumer to which enqueue may lease jobs (no rate limit, no lane policy). */
     private readonly parked?: ParkedWait,
   ) {}
 
