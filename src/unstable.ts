@@ -19,7 +19,7 @@ export type { BusTracer, TracedEvent } from './bus/bus-tracer.js';
 export { BUILTIN_DEFAULTS, MAX_BATCH, resolveDefaults, resolveConsumerOptions } from './queue/queue-options.js';
 export type { ResolvedConsumerOptions } from './queue/queue-options.js';
 export { GroupConsumer } from './bus/consumer-group/index.js';
-export type { GroupConsumerConfig } from './bus/consumer-group/index.js';
+export type { GroupConsumerConfig, GroupSnapshot } from './bus/consumer-group/index.js';
 export { consumerName } from './bus/consumer-group/index.js';
 export { FlowRelay } from './queue/flows/index.js';
 export { CacheFollower, resolveInvalidationRules } from './follow/cache-follower.js';

@@ -31,7 +31,7 @@ export class BusService implements OnModuleDestroy {
   private readonly hub: SignalHub;
   private readonly dirty = new Set<string>();
   /** Publish calls per topic: concurrent publishes share one script call, each still atomic. */
-  private readonly lanes = new CoalescerPool<PublishItem, string>(
+  private readonly batches = new CoalescerPool<PublishItem, string>(
     (topic) => {
       const k = topicKeys(topic);
       return (items) => busWire.publish(this.conn.scriptClient, k, this.maxBytes, items);
@@ -77,7 +77,7 @@ export class BusService implements OnModuleDestroy {
     const texts = payloads.map((p) => encodePayload(p, this.maxBytes));
     announce(this.conn, 'topics', topic); // valid input: the registry of known topics (once per connection)
     const send = async (tp?: string): Promise<string[]> => {
-      const ids = await this.lanes.submit(topic, tp ? texts.map((p) => ({ p, tp })) : texts);
+      const ids = await this.batches.submit(topic, tp ? texts.map((p) => ({ p, tp })) : texts);
       this.markDirty(topic);
       return ids.map(eventIdOf);
     };

@@ -123,7 +123,7 @@ export class Coalescer<I, R> {
 
 /** One `Coalescer` per destination (queue, topic), made on first use from `sendFor(key)`. */
 export class CoalescerPool<I, R> {
-  private readonly lanes = new Map<string, Coalescer<I, R>>();
+  private readonly coalescers = new Map<string, Coalescer<I, R>>();
 
   constructor(
     private readonly sendFor: (key: string) => BatchSend<I, R>,
@@ -132,11 +132,11 @@ export class CoalescerPool<I, R> {
 
   /** Sends `items` to `key` in its next call (see `Coalescer.submit`). */
   submit(key: string, items: readonly I[]): Promise<R[]> {
-    let lane = this.lanes.get(key);
-    if (!lane) {
-      lane = new Coalescer(this.sendFor(key), this.maxItems);
-      this.lanes.set(key, lane);
+    let c = this.coalescers.get(key);
+    if (!c) {
+      c = new Coalescer(this.sendFor(key), this.maxItems);
+      this.coalescers.set(key, c);
     }
-    return lane.submit(items);
+    return c.submit(items);
   }
 }

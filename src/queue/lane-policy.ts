@@ -16,7 +16,8 @@ export interface LaneSettings {
  * The fair-lane policy of a queue (`QueueDefaults.lanes`): settings for every lane, and
  * `overrides` for named lanes (each a complete replacement of the shared settings' fields it
  * names, e.g. `{ concurrency: 2, overrides: { vip: { weight: 3 } } }` gives vip a cap of 2 and a
- * weight of 3). Every consumer of the queue sends it with each claim (docs/queue.md).
+ * weight of 3). Stored in the queue's meta (`QueueService.setPolicy`, or declared by a consumer at
+ * start) and enforced by every claim of every runtime (docs/queue.md).
  */
 export interface LaneOptions extends LaneSettings {
   /** Settings of named lanes (at most 1000), over the shared ones. */

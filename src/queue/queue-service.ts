@@ -55,14 +55,14 @@ const MINT_RETRIES = 5;
 export class QueueService {
   private readonly perQueue = new Map<string, QueueDefaults>();
   /** The enqueue calls per queue: concurrent requests merged, up to one batch per call. */
-  private readonly lanes = new CoalescerPool<WireJob, number | string>((queue) => {
+  private readonly batches = new CoalescerPool<WireJob, number | string>((queue) => {
     const keys = queueKeys(queue);
     const { maxPayloadBytes, eventsLog } = this.settings(queue);
     const c = this.conn.scriptClient;
     return (jobs) => wire.enqueue(c, keys, maxPayloadBytes, jobs, eventsLog);
   }, MAX_BATCH);
   /** The same for keyed enqueues (business-key dedup): their calls carry a dedup key per job. */
-  private readonly keyedLanes = new CoalescerPool<WireJob, number | string>((queue) => {
+  private readonly keyedBatches = new CoalescerPool<WireJob, number | string>((queue) => {
     const keys = queueKeys(queue);
     const { maxPayloadBytes, eventsLog, dedupWindowMs } = this.settings(queue);
     const c = this.conn.scriptClient;
@@ -193,12 +193,12 @@ export class QueueService {
   /** One call's worth (at most `MAX_BATCH`), through the queue's coalescer; re-mints colliding ids. */
   private async enqueueChunk<T>(queue: string, items: readonly EnqueueItem<T>[], jobs: WireJob[], keyed: boolean): Promise<string[]> {
     if (jobs.length > MAX_BATCH) throw new BatchTooLargeError(jobs.length, MAX_BATCH);
-    const lanes = keyed ? this.keyedLanes : this.lanes;
+    const batches = keyed ? this.keyedBatches : this.batches;
     const minted = items.map((it) => it.opts?.id === undefined);
     const holders: (string | undefined)[] = [];
     let send = jobs.map((_, i) => i);
     for (let round = 0; ; round++) {
-      const added = await lanes.submit(queue, send.map((i) => jobs[i]));
+      const added = await batches.submit(queue, send.map((i) => jobs[i]));
       // A key held by another job: the reply is that job's id (docs/queue.md, dedup).
       send.forEach((i, pos) => {
         if (typeof added[pos] === 'string') holders[i] = added[pos];

@@ -10,3 +10,4 @@ export type { GroupLoss, GroupLossKind } from './losses.js';
 export { consumerName, resolveGroupOptions } from './options.js';
 export type { BusEvent, EventHandler, GroupConsumerConfig, GroupStart, OnEventOptions } from './options.js';
 export { fields, text } from './upkeep.js';
+export type { GroupSnapshot } from './upkeep.js';

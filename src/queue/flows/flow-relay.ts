@@ -33,7 +33,7 @@ export interface FlowRelayOptions {
 }
 
 /** Concurrent drains per queue. */
-const LANES = 4;
+const DRAINS = 4;
 
 /** Entries taken per outbox-take call. */
 const TAKE = 100;
@@ -48,7 +48,7 @@ const TAKE = 100;
  */
 export class FlowRelay {
   private readonly watched = new Map<string, Subscription>();
-  /** Drains running per queue (lanes: each takes its own leased entries). */
+  /** Drains running per queue (each takes its own leased entries). */
   private readonly running = new Map<string, Set<Promise<void>>>();
   /** Acknowledgements in flight (not awaited by the drain: the entries are leased meanwhile). */
   private readonly acks = new Set<Promise<unknown>>();
@@ -96,18 +96,18 @@ export class FlowRelay {
   }
 
   /**
-   * Drains `queue`'s outbox now, in up to `LANES` concurrent drains (a signal arriving while they
+   * Drains `queue`'s outbox now, in up to `DRAINS` concurrent drains (a signal arriving while they
    * all run makes one of them go round again), so a hand-off never waits behind a whole batch.
    */
   drain(queue: string): Promise<void> {
     if (this.closed) return Promise.resolve();
-    let lanes = this.running.get(queue);
-    if (lanes && lanes.size >= LANES) {
+    let drains = this.running.get(queue);
+    if (drains && drains.size >= DRAINS) {
       this.again.add(queue);
-      return [...lanes][0];
+      return [...drains][0];
     }
-    if (!lanes) this.running.set(queue, (lanes = new Set()));
-    const set = lanes;
+    if (!drains) this.running.set(queue, (drains = new Set()));
+    const set = drains;
     let run: Promise<void> | undefined = undefined;
     run = (async () => {
       try {
