@@ -1,7 +1,8 @@
 /**
  * `@echomq/nestjs`: what a NestJS application uses — the module and its options, the services,
- * the decorators, the job, event, flow and cache types, and every error class. The wire for other
- * runtimes and low-level use is `@echomq/nestjs/protocol`; test helpers are `@echomq/nestjs/testing`.
+ * the decorators, the job, event, flow and cache types, `EchoMqError` and the `errors` namespace.
+ * The wire for other runtimes is `@echomq/nestjs/protocol`; test helpers are `@echomq/nestjs/testing`;
+ * the loops without Nest, with no stability promise, are `@echomq/nestjs/unstable`.
  *
  * @module @echomq/nestjs
  */
@@ -31,7 +32,7 @@ export { QueueService } from './queue/queue-service.js';
 export type { EnqueueItem } from './queue/queue-service.js';
 export type { QueueDefaults, EnqueueOptions, ProcessorOptions, BatchOptions } from './queue/queue-options.js';
 export type { BackoffOptions, RateLimit } from './queue/base-options.js';
-export type { LaneOptions, LaneSettings } from './queue/lane-policy.js';
+export type { LaneOptions, LaneSettings, PolicyOptions } from './queue/lane-policy.js';
 export type { BatchHandler, BatchOutcome } from './queue/batch-handler.js';
 export type { Job, JobView, UndecodedText, JobStatus, JobCounts, JobHandler, QueueEvent, QueueEventKind } from './queue/job.js';
 export { Processor } from './nest/processor-decorator.js';

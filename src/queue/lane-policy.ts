@@ -73,13 +73,11 @@ export function lanePolicyWire(o: LaneOptions): string {
   return parts.join(' ');
 }
 
-/**
- * A queue's policy as `QueueService.setPolicy` takes it: the `rateLimit` and `lanes` options.
- *
- * @inline
- */
+/** A queue's policy as `QueueService.setPolicy` takes it: the `rateLimit` and `lanes` options. */
 export interface PolicyOptions {
+  /** The queue-wide rate limit (absent: none). */
   readonly rateLimit?: RateLimit;
+  /** The fair-lane policy (absent: none: every lane weight 1, no cap or limit). */
   readonly lanes?: LaneOptions;
 }
 
