@@ -26,7 +26,8 @@ export type EchoMqErrorCode =
   | 'EMQ_FLOW_TOO_LARGE'
   | 'EMQ_FLOW_TOO_DEEP'
   | 'EMQ_BAD_SCHEDULE'
-  | 'EMQ_BAD_CURSOR';
+  | 'EMQ_BAD_CURSOR'
+  | 'EMQ_JOB_STATE';
 
 /** Base class of every EchoMQ error; `code` is stable across releases. */
 export class EchoMqError extends Error {
@@ -209,6 +210,16 @@ export class FlowTooDeepError extends EchoMqError {
 export class NotFoundError extends EchoMqError {
   constructor(message: string) {
     super('EMQ_NOT_FOUND', message);
+  }
+}
+
+/**
+ * A job control found its job in a state it does not apply to (e.g. `changePriority` of a job
+ * that is active, finished or in a fair lane): nothing was written.
+ */
+export class JobStateError extends EchoMqError {
+  constructor(message: string) {
+    super('EMQ_JOB_STATE', message);
   }
 }
 

@@ -14,6 +14,7 @@ import {
   WrongTypeError,
   NotFoundError,
   InvalidCursorError,
+  JobStateError,
   InvalidScheduleError,
   FlowTooLargeError,
   OutOfMemoryError,
@@ -39,6 +40,7 @@ const byCode: Record<string, (msg: string) => EchoMqError> = {
   EMQ_WRONGTYPE: (m) => new WrongTypeError(m),
   EMQ_NOT_FOUND: (m) => new NotFoundError(m),
   EMQ_BAD_CURSOR: (m) => new InvalidCursorError(m),
+  EMQ_JOB_STATE: (m) => new JobStateError(m),
   EMQ_BAD_SCHEDULE: (m) => new InvalidScheduleError(m),
   EMQ_FLOW_TOO_LARGE: (m) => new FlowTooLargeError(m),
 };

@@ -1,6 +1,6 @@
 import { encodePayload, decodePayload, type Json } from '../core/codec.js';
 import type { EchoMqConnection } from '../core/connection/index.js';
-import { BatchTooLargeError, IdCollisionError, InvalidOptionError } from '../core/errors.js';
+import { BatchTooLargeError, IdCollisionError, InvalidOptionError, JobStateError, NotFoundError } from '../core/errors.js';
 import { CoalescerPool } from '../core/coalescer.js';
 import { assertBrandedId, parseId } from '../core/ids.js';
 import { queueKeys } from '../core/keys.js';
@@ -283,6 +283,25 @@ export class QueueService {
   /** Jobs per status, read in one round trip (plus one for the fair lanes, when a queue has them). */
   counts(queue: string): Promise<JobCounts> {
     return readCounts(this.conn.client, queue);
+  }
+
+  /**
+   * Changes the priority (0..9, higher first) of a job that waits, pending or scheduled, in one
+   * atomic step (priority.lua): a pending job joins the back of its new level's line, a scheduled
+   * one keeps its run-at. Resolves to `changed`, or `unchanged` when it had that priority. Throws
+   * `InvalidOptionError` for a bad priority or id, `NotFoundError` for no such job, and
+   * `JobStateError` for a job that does not wait (active, finished, cancelled, a waiting flow
+   * parent) or waits in a lane (priority and lane are exclusive); nothing is written then.
+   */
+  async changePriority(queue: string, id: string, priority: number): Promise<'changed' | 'unchanged'> {
+    const k = queueKeys(queue);
+    assertBrandedId(id, 'job');
+    const p = checkPriority(priority);
+    const r = await wire.priority(this.conn.scriptClient, k, id, p);
+    if (r === -1) throw new NotFoundError(`job ${id} of queue ${queue} does not exist`);
+    if (r === -2) throw new JobStateError(`job ${id} of queue ${queue} does not wait (active, finished or cancelled): its priority cannot change`);
+    if (r === -3) throw new JobStateError(`job ${id} of queue ${queue} waits in a lane: a job has a priority or a lane, not both`);
+    return r === 1 ? 'changed' : 'unchanged';
   }
 
   /**

@@ -230,6 +230,15 @@ export const wire = {
     )) as number;
   },
 
+  /**
+   * Changes a waiting job's priority (0..9; priority.lua): 1 changed, 0 it had that priority, -1
+   * no such job, -2 it does not wait (active, finished, cancelled, a waiting flow parent), -3 it
+   * is in a fair lane. Nothing is written but by 1.
+   */
+  async priority(c: ScriptClient, k: QueueKeys, id: string, priority: number): Promise<1 | 0 | -1 | -2 | -3> {
+    return (await runScript(c, 'priority', [k.meta, k.pending, k.scheduled, k.data, k.opts, k.jobPrefix, k.job(id)], [PROTOCOL_VERSION, id, priority])) as 1 | 0 | -1 | -2 | -3;
+  },
+
   /** Reads one job atomically: flat field/value pairs, empty when there is no such job. */
   async peek(c: ScriptClient, k: QueueKeys, id: string): Promise<Record<string, string>> {
     const r = (await runScript(
