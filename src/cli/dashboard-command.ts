@@ -16,15 +16,16 @@ export function dashboardCommand(program: Command, ctx: () => CliContext): void 
     .option('--token <token>', 'the access token (default: generated and printed)')
     .option('--no-token', 'serve without a token (only where the network is trusted)')
     .option('--read-only', 'no buttons; every action refused')
-    .action(async (o: { port: string; host: string; token?: string | boolean; readOnly?: boolean }) => {
+    .option('--allowed-host <host>', 'a Host to answer besides localhost, 127.0.0.1 and [::1] (name or name:port; repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
+    .action(async (o: { port: string; host: string; token?: string | boolean; readOnly?: boolean; allowedHost: string[] }) => {
       const port = parseCount(o.port);
       if (port > 65_535) throw new CliUsageError(`not a port: ${o.port}`);
       if (typeof o.token === 'string' && o.token.length < 16) throw new CliUsageError('--token must be at least 16 characters');
       const c = ctx();
       const { queues, bus, cache } = await c.admin();
       const token = o.token === false ? null : typeof o.token === 'string' ? o.token : undefined;
-      const dash = await startStandaloneDashboard({ queues, bus, caches: cache, conn: await c.connection(), port, host: o.host, token, readOnly: o.readOnly === true });
-      if (token === null && !isLoopback(o.host)) process.stderr.write(`echomq: warning: serving ${o.host} without a token: anyone who reaches it can retry, remove and pause\n`);
+      const warn = (m: string): void => void process.stderr.write(`echomq: warning: ${m}${token === null && !isLoopback(o.host) ? ' (and it is not bound to loopback)' : ''}\n`);
+      const dash = await startStandaloneDashboard({ queues, bus, caches: cache, conn: await c.connection(), port, host: o.host, token, readOnly: o.readOnly === true, allowedHosts: o.allowedHost, logger: { warn } });
       c.out.line(`EchoMQ dashboard: ${dash.url}`, { ok: true, url: dash.url });
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);

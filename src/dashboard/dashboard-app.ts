@@ -11,7 +11,7 @@ import { assertBrandedId } from '../core/ids.js';
 import { echoMqErrorReply } from '../nest/exception-filter.js';
 import { errorPage, page, seg, type PageContext } from './dashboard-layout.js';
 import { html, type SafeHtml } from './html.js';
-import { checkCsrf, HttpRefusal, securityHeaders } from './dashboard-security.js';
+import { checkCsrf, checkHost, HttpRefusal, securityHeaders, type HostPolicy } from './dashboard-security.js';
 import { jobPage } from './job-page.js';
 import { overviewPage } from './overview-page.js';
 import { queuePage } from './queue-page.js';
@@ -63,6 +63,10 @@ export interface DashboardBehaviour {
   readonly readOnly: boolean;
   /** Live refresh period of counts and charts, ms (0 = off). */
   readonly refreshMs: number;
+  /** The `Host` values answered (others get 421); undefined: no Host check. */
+  readonly allowedHosts?: readonly string[];
+  /** The origins a POST may come from; undefined: those of `allowedHosts`. */
+  readonly allowedOrigins?: readonly string[];
 }
 
 /** The fixed notices a redirect after a POST may show (`?notice=`): never text from the request. */
@@ -99,11 +103,17 @@ export class DashboardApp {
     this.sections = [...(src.bus ? (['bus'] as const) : []), ...(src.caches ? (['cache'] as const) : [])];
   }
 
+  /** The Host and Origin allow-lists, read per request (the standalone server learns its port after listening). */
+  private get hosts(): HostPolicy {
+    return { hosts: this.behaviour.allowedHosts, origins: this.behaviour.allowedOrigins };
+  }
+
   /** Answers one request. */
   async handle(req: DashboardRequest): Promise<DashboardResponse> {
     const ctx: PageContext = { base: req.base, nonce: randomBytes(16).toString('base64'), csrf: this.csrf, readOnly: this.behaviour.readOnly, refreshMs: this.behaviour.refreshMs, sections: this.sections };
-    this.src.throughput?.touch();
     try {
+      checkHost(req.headers, this.hosts); // before anything is read or rendered: a rebound name gets nothing
+      this.src.throughput?.touch();
       const parts = req.path.split('/').filter(Boolean).map(decodeSegment);
       if (req.method === 'POST') return await this.post(ctx, req, parts);
       if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpRefusal(405, 'the dashboard answers GET and POST only');
@@ -165,7 +175,7 @@ export class DashboardApp {
 
   private async post(ctx: PageContext, req: DashboardRequest, parts: string[]): Promise<DashboardResponse> {
     if (this.behaviour.readOnly) throw new HttpRefusal(403, 'this dashboard is read-only');
-    checkCsrf(req.headers, req.form._csrf, this.csrf);
+    checkCsrf(req.headers, req.form._csrf, this.csrf, this.hosts);
     const [root, queue, a, id, verb] = parts;
     if (root !== 'queues' || queue === undefined) throw new HttpRefusal(404, 'no such action');
     const q = this.src.queues;

@@ -1,6 +1,7 @@
 import type { CanActivate, ModuleMetadata, Type } from '@nestjs/common';
 import { InvalidOptionError } from '../core/errors.js';
 import type { ThroughputOptions } from './throughput-sampler.js';
+import { normaliseHost, normaliseOrigin } from './dashboard-security.js';
 
 /** Options of `EchoMqDashboardModule.register` (docs/dashboard.md). */
 export interface EchoMqDashboardOptions {
@@ -20,6 +21,15 @@ export interface EchoMqDashboardOptions {
   readonly refreshMs?: number;
   /** The throughput sampler behind the charts, or `false` for no charts (default: sampling at 1 s). */
   readonly throughput?: ThroughputOptions | false;
+  /**
+   * The `Host` header values the mount answers (`ops.example.com`, any port; `127.0.0.1:3000`,
+   * that port): any other Host is refused with 421, and a POST's `Origin` must be `http(s)://` one
+   * of them. Set it to shut out DNS rebinding (docs/dashboard.md, "Hosts and origins"). Default:
+   * no Host check.
+   */
+  readonly allowedHosts?: readonly string[];
+  /** The origins a POST may come from (`https://ops.example.com`); default: those of `allowedHosts`. */
+  readonly allowedOrigins?: readonly string[];
 }
 
 /** The options with defaults applied. */
@@ -34,6 +44,17 @@ export interface ResolvedDashboardOptions {
   readonly refreshMs: number;
   /** The sampler's options, or false. */
   readonly throughput: ThroughputOptions | false;
+  /** The allowed `Host` values, normalised (undefined: no Host check). */
+  readonly allowedHosts?: readonly string[];
+  /** The allowed POST origins, normalised (undefined: those of the allowed hosts). */
+  readonly allowedOrigins?: readonly string[];
+}
+
+/** A list option of strings, each checked by `one`. */
+function listOf(v: unknown, what: string, one: (entry: unknown) => string): readonly string[] | undefined {
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v) || v.length === 0) throw new InvalidOptionError(`${what} must be a non-empty array of strings`);
+  return v.map(one);
 }
 
 const intIn = (v: unknown, lo: number, hi: number, what: string): void => {
@@ -57,5 +78,7 @@ export function resolveDashboardOptions(o: EchoMqDashboardOptions): ResolvedDash
     intIn(t.maxQueues, 1, 500, 'throughput.maxQueues');
     intIn(t.idleAfterMs, 1000, 86_400_000, 'throughput.idleAfterMs');
   }
-  return { path, guard: o.guard, readOnly: o.readOnly === true, refreshMs: o.refreshMs ?? 2000, throughput: t ?? {} };
+  const allowedHosts = listOf(o.allowedHosts, 'allowedHosts', normaliseHost);
+  const allowedOrigins = listOf(o.allowedOrigins, 'allowedOrigins', normaliseOrigin);
+  return { path, guard: o.guard, readOnly: o.readOnly === true, refreshMs: o.refreshMs ?? 2000, throughput: t ?? {}, allowedHosts, allowedOrigins };
 }

@@ -9,7 +9,7 @@ import { DashboardApp } from './dashboard-app.js';
 import { serveNode, type NodeRequest } from './http-adapter.js';
 import { ThroughputSampler, type ThroughputOptions } from './throughput-sampler.js';
 import { escapeHtml } from './html.js';
-import { sameSecret } from './dashboard-security.js';
+import { hostAllowed, loopbackHosts, normaliseHost, sameSecret } from './dashboard-security.js';
 
 /** Options of the standalone dashboard (`npx echomq dashboard`, docs/dashboard.md). */
 export interface StandaloneDashboardOptions {
@@ -33,6 +33,14 @@ export interface StandaloneDashboardOptions {
   readonly refreshMs?: number;
   /** The sampler's options. */
   readonly throughput?: ThroughputOptions;
+  /**
+   * `Host` values answered besides the loopback names (`localhost`, `127.0.0.1`, `[::1]` with the
+   * server's port, always allowed) and the bound address: `name` (any port) or `name:port`. Any
+   * other Host is refused with 421, token or not (DNS rebinding, docs/dashboard.md).
+   */
+  readonly allowedHosts?: readonly string[];
+  /** Where the warnings go (serving without a token); default: stderr. */
+  readonly logger?: { warn(message: string): void };
 }
 
 /** A running standalone dashboard. */
@@ -75,14 +83,32 @@ function admit(req: NodeRequest, res: ServerResponse, token: string, cookieName:
   return false;
 }
 
+/** Answers 421 to a request whose `Host` is not allowed; true when the request may go on. */
+function hostGate(req: NodeRequest, res: ServerResponse, hosts: readonly string[]): boolean {
+  if (hostAllowed(req.headers.host, hosts)) return true;
+  res.writeHead(421, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store', 'Content-Security-Policy': "default-src 'none'" });
+  res.end('<!doctype html><title>421 Misdirected Request</title><h1>421 Misdirected Request</h1><p>This dashboard does not answer that Host. Open the URL it printed, or start it with --allowed-host.</p>');
+  return false;
+}
+
+/** The `Host` values a server bound to `host` on `port` answers by default, plus `extra` (normalised). */
+function allowedHostsOf(host: string, port: number, extra: readonly string[]): string[] {
+  const bound = host === '0.0.0.0' || host === '::' ? [] : [`${host.includes(':') ? `[${host}]` : host}:${port}`.toLowerCase()];
+  return [...new Set([...loopbackHosts(port), ...bound, ...extra])];
+}
+
 /** Starts the dashboard on its own HTTP server (no Nest app, no Express). */
 export async function startStandaloneDashboard(o: StandaloneDashboardOptions): Promise<StandaloneDashboard> {
   const host = o.host ?? '127.0.0.1';
+  const extra = (o.allowedHosts ?? []).map(normaliseHost); // EMQ_BAD_OPTION before anything listens
   const token = o.token === null ? null : (o.token ?? randomBytes(18).toString('base64url'));
   const sampler = new ThroughputSampler(o.conn, o.throughput);
-  const app = new DashboardApp({ queues: o.queues, bus: o.bus, caches: o.caches, throughput: sampler }, { readOnly: o.readOnly === true, refreshMs: o.refreshMs ?? 2000 });
+  let hosts: string[] = [];
+  const behaviour = { readOnly: o.readOnly === true, refreshMs: o.refreshMs ?? 2000, get allowedHosts(): readonly string[] { return hosts; } };
+  const app = new DashboardApp({ queues: o.queues, bus: o.bus, caches: o.caches, throughput: sampler }, behaviour);
   let cookieName = 'echomq_dashboard';
   const server: Server = createServer((req: NodeRequest, res) => {
+    if (!hostGate(req, res, hosts)) return; // token or not: a DNS-rebound name gets nothing
     if (token !== null && !admit(req, res, token, cookieName)) return;
     serveNode(app, req, res, '').catch(() => {
       if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'text/plain' });
@@ -95,6 +121,8 @@ export async function startStandaloneDashboard(o: StandaloneDashboardOptions): P
   });
   const port = (server.address() as AddressInfo).port;
   cookieName = `echomq_dashboard_${port}`;
+  hosts = allowedHostsOf(host, port, extra);
+  if (token === null) (o.logger ?? { warn: (m: string) => process.stderr.write(`${m}\n`) }).warn(`EchoMQ dashboard: serving ${host}:${port} without a token: anyone who reaches it can retry, remove, cancel and pause`);
   sampler.start();
   const shown = host.includes(':') ? `[${host}]` : host;
   return {
