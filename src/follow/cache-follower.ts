@@ -53,8 +53,8 @@ export function resolveInvalidationRules(rules: unknown, defaultNs: string): Res
   if (rules === undefined) return [];
   if (!Array.isArray(rules)) throw new InvalidOptionError('cache.invalidateOn must be an array of { topic, tags?, keys?, namespace? }');
   const seen = new Set<string>();
-  return (rules as CacheInvalidationRule[]).map((r) => {
-    refuseUnknownKeys(r, RULE_KEYS, 'cache.invalidateOn rule');
+  return (rules as CacheInvalidationRule[]).map((r, i) => {
+    refuseUnknownKeys(r, RULE_KEYS, 'cache options', { path: `invalidateOn[${i}]` });
     assertName(r.topic, 'topic');
     const namespace = r.namespace ?? defaultNs;
     assertName(namespace, 'cache namespace');

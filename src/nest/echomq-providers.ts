@@ -8,7 +8,7 @@ import { BusService } from '../bus/bus-service.js';
 import { CacheService } from '../cache/cache-service.js';
 import { ECHOMQ_OPTIONS } from './echomq-constants.js';
 import { cacheServiceOptions, type EchoMqModuleAsyncOptions, type EchoMqModuleOptions, type EchoMqOptionsFactory, type QueueRegistration } from './echomq-options.js';
-import { validateModuleOptions, validateRegistration } from './echomq-validation.js';
+import { validateAsyncOptions, validateModuleOptions, validateRegistration } from './echomq-validation.js';
 import { ECHOMQ_EMBEDDED, EchoMqEmbeddedServer, startEmbeddedDefault, type EmbeddedDefault } from './embedded-default.js';
 import { QueueRegistry, RegisteredQueueService } from './queue-registry.js';
 import { Queue } from './queue-handle.js';
@@ -100,6 +100,7 @@ export const ROOT_PROVIDERS: Provider[] = [
  * validated as `forRoot`'s options are. Exactly one style must be given (EMQ_BAD_OPTION).
  */
 export function asyncOptionsProviders(a: EchoMqModuleAsyncOptions): Provider[] {
+  validateAsyncOptions(a);
   const styles = [a.useFactory, a.useClass, a.useExisting].filter((s) => s !== undefined).length;
   if (styles !== 1) throw new InvalidOptionError(`forRootAsync takes exactly one of useFactory, useClass, useExisting (got ${styles})`);
   if (a.inject && !a.useFactory) throw new InvalidOptionError('forRootAsync: inject goes with useFactory');
@@ -122,7 +123,7 @@ export function asyncOptionsProviders(a: EchoMqModuleAsyncOptions): Provider[] {
  */
 export function featureProviders(queues: readonly QueueRegistration[]): Provider[] {
   if (!Array.isArray(queues)) throw new InvalidOptionError('forFeature takes an array of { name, defaults? }');
-  for (const q of queues) validateRegistration(q);
+  queues.forEach((q, i) => validateRegistration(q, i));
   return queues.map((q) => ({
     provide: getQueueToken(q.name),
     inject: [QueueRegistry, QueueService],

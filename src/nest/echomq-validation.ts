@@ -1,16 +1,21 @@
 import { InvalidOptionError } from '../core/errors.js';
 import { assertName } from '../core/keys.js';
-import { validateTelemetryOptions } from '../telemetry/telemetry-options.js';
-import type { ValkeyConnectionOptions } from '../core/connection/index.js';
-import { resolveBootRetry } from '../core/connection/index.js';
+import { boolOpt, intIn, keySet, optionPath, refuseNonObject, refuseUnknownKeys, type KeyPlace } from '../core/known-keys.js';
+import { validateTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
+import type { BootRetryOptions, ValkeyConnectionOptions } from '../core/connection/index.js';
+import { resolveBootRetry, resolveEvictionCheckMs } from '../core/connection/index.js';
 import type { BusOptions } from '../bus/bus-options.js';
 import { resolveCacheOptions } from '../cache/cache-options.js';
 import { resolveInvalidationRules } from '../follow/cache-follower.js';
+import type { FlowBounds } from '../queue/flows/index.js';
 import { BUILTIN_DEFAULTS, resolveDefaults } from '../queue/queue-options.js';
-import { cacheServiceOptions, type EchoMqModuleOptions, type QueueRegistration } from './echomq-options.js';
+import { cacheServiceOptions, type EchoMqCacheOptions, type EchoMqModuleAsyncOptions, type EchoMqModuleOptions, type QueueRegistration } from './echomq-options.js';
 
-// Records over `keyof`: a key added to an option type without being listed here fails to compile.
-const MODULE_KEYS: Record<keyof EchoMqModuleOptions, true> = {
+/** The call every path of the module options is named under. */
+const ROOT = 'EchoMqModule options';
+
+// keySet<T>: a key added to an option type without being listed here fails to compile.
+const MODULE_KEYS = keySet<EchoMqModuleOptions>({
   connection: true,
   defaults: true,
   queues: true,
@@ -22,8 +27,13 @@ const MODULE_KEYS: Record<keyof EchoMqModuleOptions, true> = {
   warnUnknownQueues: true,
   scheduler: true,
   telemetry: true,
+});
+/** BullMQ's names at the top level, refused with what EchoMQ calls them. */
+const MODULE_HINTS: Readonly<Record<string, string>> = {
+  defaultJobOptions: 'defaults: { attempts, backoff, … } of every queue',
+  prefix: 'not offered: the key grammar is fixed (docs/protocol.md §2)',
 };
-const CONNECTION_KEYS: Record<keyof ValkeyConnectionOptions, true> = {
+const CONNECTION_KEYS = keySet<ValkeyConnectionOptions>({
   url: true,
   host: true,
   port: true,
@@ -38,9 +48,31 @@ const CONNECTION_KEYS: Record<keyof ValkeyConnectionOptions, true> = {
   allowEvictingPolicy: true,
   evictionCheckMs: true,
   retryAtBoot: true,
+});
+/** iovalkey's own option names, refused with the EchoMQ option that sets them. */
+const CONNECTION_HINTS: Readonly<Record<string, string>> = {
+  connectTimeout: 'connectTimeoutMs',
+  commandTimeout: 'commandTimeoutMs',
+  enableAutoPipelining: 'autoPipelining',
+  maxRetriesPerRequest: 'not offered: EchoMQ sets the client (docs/deployment.md)',
 };
-const BUS_KEYS: Record<keyof BusOptions, true> = { instance: true, maxPayloadBytes: true, deadCap: true, trimIntervalMs: true };
-const FLOW_KEYS: Record<keyof NonNullable<EchoMqModuleOptions['flows']>, true> = {
+const EMBEDDED_KEYS: ReadonlySet<string> = new Set(['embedded']);
+const CLUSTER_NODE_KEYS: ReadonlySet<string> = new Set(['host', 'port']);
+const RETRY_KEYS = keySet<BootRetryOptions>({ maxWaitMs: true, intervalMs: true });
+const BUS_KEYS = keySet<BusOptions>({ instance: true, maxPayloadBytes: true, deadCap: true, trimIntervalMs: true });
+const CACHE_KEYS = keySet<EchoMqCacheOptions>({
+  namespace: true,
+  ttlMs: true,
+  l1MaxEntries: true,
+  l1MaxBytes: true,
+  maxValueBytes: true,
+  tombstoneMs: true,
+  pollMs: true,
+  clockSkewMs: true,
+  invalidateOn: true,
+});
+type ModuleFlowOptions = NonNullable<EchoMqModuleOptions['flows']>;
+const FLOW_KEYS = keySet<ModuleFlowOptions>({
   bounds: true,
   leaseMs: true,
   sweepMs: true,
@@ -50,18 +82,18 @@ const FLOW_KEYS: Record<keyof NonNullable<EchoMqModuleOptions['flows']>, true> =
   logger: true,
   onReleased: true,
   relay: true,
-};
-const FEATURE_KEYS: Record<keyof QueueRegistration, true> = { name: true, defaults: true };
+});
+const BOUNDS_KEYS = keySet<FlowBounds>({ maxDepth: true, maxChildren: true, maxNodes: true });
+const TELEMETRY_KEYS = keySet<TelemetryOptions>({ tracing: true, otelMetrics: true });
+const FEATURE_KEYS = keySet<QueueRegistration>({ name: true, defaults: true });
+const ASYNC_KEYS = keySet<EchoMqModuleAsyncOptions>({ imports: true, useFactory: true, inject: true, useClass: true, useExisting: true });
 
-/** Refuses a value that is not a plain object, or that has keys outside `known`. */
-function knownKeys(o: unknown, known: object, what: string): void {
-  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new InvalidOptionError(`${what} must be an object`);
-  const unknown = Object.keys(o).filter((k) => !Object.hasOwn(known, k));
-  if (unknown.length > 0) throw new InvalidOptionError(`unknown ${what}: ${unknown.join(', ')} (known: ${Object.keys(known).join(', ')})`);
-}
+/** Checks the keys of the object at `path` of the module options (refused: `unknown EchoMqModule options: <path>.<key>`). */
+const keysAt = (o: unknown, known: ReadonlySet<string>, path: string, hints?: KeyPlace['hints']): void => refuseUnknownKeys(o, known, ROOT, { path, hints });
 
-function bool(v: unknown, what: string): void {
-  if (v !== undefined && typeof v !== 'boolean') throw new InvalidOptionError(`${what} must be a boolean`);
+/** An optional integer at `path` in `lo..hi`. */
+function optInt(v: unknown, lo: number, hi: number, path: string): void {
+  if (v !== undefined) intIn(v, lo, hi, path);
 }
 
 /**
@@ -89,54 +121,121 @@ export function refuseEmbeddedInProduction(o: EchoMqModuleOptions, env: NodeJS.P
 }
 
 /**
- * Validates module options before any I/O (typed errors, EMQ_BAD_OPTION / EMQ_BAD_NAME): unknown
- * keys at the top level and in `connection`, `bus` and `cache` are refused, values are range-checked,
- * queue names follow the key grammar, and the embedded default is refused in production.
+ * `connection`: every key is EchoMQ's (iovalkey's own names are refused with a hint), and so are
+ * `cluster[i]` and `retryAtBoot`; `tls` is Node's `tls.ConnectionOptions`, handed on unchecked
+ * (the line: an object EchoMQ defines is checked key by key, one it passes to Node is not).
+ */
+function validateConnection(c: unknown): void {
+  refuseNonObject(c, ROOT, 'connection');
+  if ('embedded' in c) {
+    keysAt(c, EMBEDDED_KEYS, 'connection');
+    if ((c as { embedded: unknown }).embedded !== true) throw new InvalidOptionError('connection.embedded must be true (or give a url, host/port or cluster)');
+    return;
+  }
+  keysAt(c, CONNECTION_KEYS, 'connection', CONNECTION_HINTS);
+  const o = c as ValkeyConnectionOptions;
+  if (o.url !== undefined && (typeof o.url !== 'string' || !/^rediss?:\/\/./.test(o.url))) {
+    throw new InvalidOptionError(`connection.url must be a redis:// or rediss:// URL, got ${JSON.stringify(o.url)}`);
+  }
+  for (const k of ['host', 'username', 'password'] as const) {
+    if (o[k] !== undefined && typeof o[k] !== 'string') throw new InvalidOptionError(`connection.${k} must be a string`);
+  }
+  optInt(o.port, 1, 65_535, 'connection.port');
+  optInt(o.db, 0, 2_147_483_647, 'connection.db');
+  optInt(o.connectTimeoutMs, 1, 3_600_000, 'connection.connectTimeoutMs');
+  optInt(o.commandTimeoutMs, 0, 3_600_000, 'connection.commandTimeoutMs');
+  boolOpt(o.autoPipelining, 'connection.autoPipelining');
+  boolOpt(o.allowEvictingPolicy, 'connection.allowEvictingPolicy');
+  resolveEvictionCheckMs(o.evictionCheckMs);
+  if (o.tls !== undefined && typeof o.tls !== 'boolean' && (typeof o.tls !== 'object' || o.tls === null)) {
+    throw new InvalidOptionError('connection.tls must be true, false or Node TLS options');
+  }
+  if (o.cluster !== undefined) {
+    if (!Array.isArray(o.cluster) || o.cluster.length === 0) throw new InvalidOptionError('connection.cluster must be a non-empty array of { host, port }');
+    o.cluster.forEach((n: unknown, i) => {
+      const path = optionPath('connection.cluster', i);
+      keysAt(n, CLUSTER_NODE_KEYS, path);
+      const node = (n ?? {}) as { host?: unknown; port?: unknown };
+      if (typeof node.host !== 'string' || node.host === '') throw new InvalidOptionError(`${path}.host must be a host name or address`);
+      intIn(node.port, 1, 65_535, `${path}.port`);
+    });
+  }
+  if (typeof o.retryAtBoot === 'object') keysAt(o.retryAtBoot, RETRY_KEYS, 'connection.retryAtBoot');
+  resolveBootRetry(o.retryAtBoot);
+}
+
+/** `flows`: its keys, `bounds`' keys, and the relay's numbers. */
+function validateFlows(f: unknown): void {
+  keysAt(f, FLOW_KEYS, 'flows');
+  const o = f as ModuleFlowOptions;
+  if (o.bounds !== undefined) {
+    keysAt(o.bounds, BOUNDS_KEYS, 'flows.bounds');
+    for (const k of BOUNDS_KEYS) optInt(o.bounds[k as keyof FlowBounds], 1, 1_000_000, `flows.bounds.${k}`);
+  }
+  optInt(o.leaseMs, 1, 3_600_000, 'flows.leaseMs');
+  optInt(o.sweepMs, 1, 3_600_000, 'flows.sweepMs');
+  optInt(o.outboxBound, 1, 10_000_000, 'flows.outboxBound');
+  optInt(o.waitReplicas, 0, 100, 'flows.waitReplicas');
+  optInt(o.waitTimeoutMs, 1, 60_000, 'flows.waitTimeoutMs');
+  boolOpt(o.relay, 'flows.relay');
+  for (const k of ['logger', 'onReleased'] as const) {
+    if (o[k] !== undefined && typeof o[k] !== (k === 'logger' ? 'object' : 'function')) throw new InvalidOptionError(`flows.${k} has the wrong type`);
+  }
+}
+
+/**
+ * Validates module options before any I/O (typed errors, EMQ_BAD_OPTION / EMQ_BAD_NAME): an
+ * unknown key at any depth is refused naming its path (`queues.orders.attemps`), values are
+ * range-checked (NaN and Infinity included), queue names follow the key grammar, and the
+ * embedded default is refused in production.
  */
 export function validateModuleOptions(o: EchoMqModuleOptions): EchoMqModuleOptions {
-  knownKeys(o, MODULE_KEYS, 'EchoMqModule options');
-  if (o.connection !== undefined) {
-    if ('embedded' in o.connection) {
-      knownKeys(o.connection, { embedded: true }, 'embedded connection options');
-      if (o.connection.embedded !== true) throw new InvalidOptionError('connection.embedded must be true (or give a url, host/port or cluster)');
-    } else {
-      knownKeys(o.connection, CONNECTION_KEYS, 'connection options');
-      resolveBootRetry(o.connection.retryAtBoot);
-      const { url } = o.connection;
-      if (url !== undefined && (typeof url !== 'string' || !/^rediss?:\/\/./.test(url))) {
-        throw new InvalidOptionError(`connection.url must be a redis:// or rediss:// URL, got ${JSON.stringify(url)}`);
-      }
-    }
-  }
-  const defaults = resolveDefaults(BUILTIN_DEFAULTS, o.defaults);
+  refuseUnknownKeys(o, MODULE_KEYS, ROOT, { hints: MODULE_HINTS });
+  if (o.connection !== undefined) validateConnection(o.connection);
+  const defaults = resolveDefaults(BUILTIN_DEFAULTS, o.defaults, ROOT, 'defaults');
   if (o.queues !== undefined) {
-    if (typeof o.queues !== 'object' || o.queues === null || Array.isArray(o.queues)) throw new InvalidOptionError('queues must be an object');
+    refuseNonObject(o.queues, ROOT, 'queues');
     for (const [name, over] of Object.entries(o.queues)) {
       assertName(name, 'queue');
-      resolveDefaults(defaults, over);
+      resolveDefaults(defaults, over, ROOT, optionPath('queues', name));
     }
   }
-  if (o.cache !== undefined) resolveInvalidationRules(o.cache.invalidateOn, resolveCacheOptions(cacheServiceOptions(o.cache)).namespace);
-  if (o.bus !== undefined) knownKeys(o.bus, BUS_KEYS, 'bus options');
-  if (o.flows !== undefined) {
-    knownKeys(o.flows, FLOW_KEYS, 'flows options');
-    bool(o.flows.relay, 'flows.relay');
+  if (o.cache !== undefined) {
+    keysAt(o.cache, CACHE_KEYS, 'cache');
+    resolveInvalidationRules(o.cache.invalidateOn, resolveCacheOptions(cacheServiceOptions(o.cache)).namespace);
   }
-  const t = o.shutdownTimeoutMs;
-  if (t !== undefined && (typeof t !== 'number' || !Number.isInteger(t) || t < 0 || t > 3_600_000)) {
-    throw new InvalidOptionError(`shutdownTimeoutMs must be an integer in 0..3600000, got ${String(t)}`);
+  if (o.bus !== undefined) {
+    keysAt(o.bus, BUS_KEYS, 'bus');
+    if (o.bus.instance !== undefined && (typeof o.bus.instance !== 'string' || o.bus.instance === '')) throw new InvalidOptionError('bus.instance must be a non-empty string');
+    optInt(o.bus.maxPayloadBytes, 1, 536_870_912, 'bus.maxPayloadBytes');
+    optInt(o.bus.deadCap, 1, 100_000_000, 'bus.deadCap');
+    optInt(o.bus.trimIntervalMs, 0, 86_400_000, 'bus.trimIntervalMs');
   }
-  bool(o.consumers, 'consumers');
-  bool(o.warnUnknownQueues, 'warnUnknownQueues');
-  bool(o.scheduler, 'scheduler');
-  if (o.telemetry !== undefined) validateTelemetryOptions(o.telemetry);
+  if (o.flows !== undefined) validateFlows(o.flows);
+  optInt(o.shutdownTimeoutMs, 0, 3_600_000, 'shutdownTimeoutMs');
+  boolOpt(o.consumers, 'consumers');
+  boolOpt(o.warnUnknownQueues, 'warnUnknownQueues');
+  boolOpt(o.scheduler, 'scheduler');
+  if (o.telemetry !== undefined) {
+    keysAt(o.telemetry, TELEMETRY_KEYS, 'telemetry');
+    validateTelemetryOptions(o.telemetry);
+  }
   refuseEmbeddedInProduction(o);
   return o;
 }
 
-/** Validates one `forFeature` entry: its keys, its name (EMQ_BAD_NAME) and its defaults. */
-export function validateRegistration(r: QueueRegistration): void {
-  knownKeys(r, FEATURE_KEYS, 'forFeature queue options');
+/** Refuses unknown keys of `forRootAsync`'s own options (`injects`, `useFactroy`): EMQ_BAD_OPTION. */
+export function validateAsyncOptions(a: EchoMqModuleAsyncOptions): void {
+  refuseUnknownKeys(a, ASYNC_KEYS, 'forRootAsync options');
+}
+
+/**
+ * Validates one `forFeature` entry (number `i`): its keys, its name (EMQ_BAD_NAME) and its
+ * defaults, each refusal naming its path (`[0].defaults.attemps`).
+ */
+export function validateRegistration(r: QueueRegistration, i = 0): void {
+  const what = 'forFeature queue options';
+  refuseUnknownKeys(r, FEATURE_KEYS, what, { path: `[${i}]` });
   assertName(r.name, 'queue');
-  resolveDefaults(BUILTIN_DEFAULTS, r.defaults);
+  resolveDefaults(BUILTIN_DEFAULTS, r.defaults, what, `[${i}].defaults`);
 }

@@ -4,7 +4,7 @@
  * flows all import it and none of them has to import another for these.
  */
 import { InvalidOptionError } from '../core/errors.js';
-import { intIn } from '../core/known-keys.js';
+import { intIn, keySet, refuseUnknownKeys } from '../core/known-keys.js';
 
 /** How long to wait before attempt n+1: fixed, or doubling from `delayMs` (capped at a day). */
 export interface BackoffOptions {
@@ -27,12 +27,18 @@ export const MAX_DELAY_MS = 315_360_000_000;
 /** Latest `runAt`: 2200-01-01T00:00:00Z, in epoch ms (the wire refuses later). */
 export const MAX_RUN_AT_MS = 7_258_118_400_000;
 
-/** Validates a backoff and renders its wire form (`f:<ms>` or `e:<ms>`). */
-export function backoffWire(b: BackoffOptions): string {
+const BACKOFF_KEYS = keySet<BackoffOptions>({ type: true, delayMs: true });
+
+/**
+ * Validates a backoff and renders its wire form (`f:<ms>` or `e:<ms>`). Unknown keys are refused
+ * naming their path (`path`, default `backoff`, under the call `what`), BullMQ's `delay` with a hint.
+ */
+export function backoffWire(b: BackoffOptions, what = 'backoff options', path = 'backoff'): string {
+  refuseUnknownKeys(b ?? {}, BACKOFF_KEYS, what, { path, hints: { delay: 'the delay is delayMs here' } });
   if (!b || (b.type !== 'fixed' && b.type !== 'exponential')) {
-    throw new InvalidOptionError(`backoff.type must be "fixed" or "exponential"`);
+    throw new InvalidOptionError(`${path}.type must be "fixed" or "exponential"`);
   }
-  intIn(b.delayMs, 0, 86_400_000, 'backoff.delayMs');
+  intIn(b.delayMs, 0, 86_400_000, `${path}.delayMs`);
   return `${b.type === 'fixed' ? 'f' : 'e'}:${b.delayMs}`;
 }
 

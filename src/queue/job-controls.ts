@@ -11,6 +11,23 @@ export const MAX_PROGRESS_BYTES = 4096;
 export const LOG_LINES = 100;
 
 /**
+ * Refuses a value holding NaN or ±Infinity, anywhere in it (`InvalidOptionError`, EMQ_BAD_OPTION):
+ * JSON would store it as `null`, so `progress(NaN)` would silently read back as null.
+ */
+function refuseNonFinite(value: unknown, what: string): void {
+  try {
+    JSON.stringify(value, (key: string, v: unknown) => {
+      if (typeof v === 'number' && !Number.isFinite(v)) {
+        throw new InvalidOptionError(`${what} must be JSON: ${key ? `its "${key}" is` : 'it is'} ${v}, which JSON would store as null`);
+      }
+      return v;
+    });
+  } catch (err) {
+    if (err instanceof InvalidOptionError) throw err; // anything else is for encodePayload to refuse
+  }
+}
+
+/**
  * The fenced row writes of one queue's running jobs (checkpoint, progress, log) and the read of
  * a retried job's last checkpoint. A stale holder's write is refused with `StaleTokenError` and
  * writes nothing.
@@ -22,13 +39,15 @@ export class JobControls {
     private readonly maxCheckpointBytes: number,
   ) {}
 
-  /** Saves `state` as the job's checkpoint, fenced by its claim token. */
+  /** Saves `state` as the job's checkpoint, fenced by its claim token (a NaN or ±Infinity in it: `InvalidOptionError`). */
   async checkpoint(job: { id: string; token: string }, state: Json): Promise<void> {
+    refuseNonFinite(state, 'a checkpoint');
     return this.write(job, 'c', encodePayload(state, this.maxCheckpointBytes), this.maxCheckpointBytes);
   }
 
-  /** Records the job's progress, fenced by its claim token. */
+  /** Records the job's progress, fenced by its claim token (`progress(NaN)`: `InvalidOptionError`, nothing written). */
   async progress(job: { id: string; token: string }, value: Json): Promise<void> {
+    refuseNonFinite(value, 'progress');
     return this.write(job, 'p', encodePayload(value, MAX_PROGRESS_BYTES), 0);
   }
 

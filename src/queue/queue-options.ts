@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../core/errors.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../core/codec.js';
-import { intIn, keySet, refuseRenamedKeys, refuseUnknownKeys } from '../core/known-keys.js';
+import { intIn, keySet, optionPath, refuseNonObject, refuseRenamedKeys, refuseUnknownKeys } from '../core/known-keys.js';
 import type { ProcessorSchedule } from './schedules/index.js';
 import { RENAMED_LANE_OPTIONS, checkPolicyOptions, lanePolicyWire, type LaneOptions } from './lane-policy.js';
 import { MAX_DELAY_MS, MAX_RUN_AT_MS, backoffWire, checkAttempts, type BackoffOptions, type RateLimit } from './base-options.js';
@@ -74,18 +74,46 @@ export function checkLane(v: unknown): string {
 /** The enqueue option renamed from "group" to "lane" (issue 36): refused with a hint, never ignored. */
 export const RENAMED_ENQUEUE_OPTIONS: Readonly<Record<string, string>> = { group: 'lane' };
 
-/** Merges partial defaults over a base and validates the result. */
-export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefaults>): QueueDefaults {
+const DEFAULTS_KEYS = keySet<QueueDefaults>({
+  attempts: true,
+  backoff: true,
+  leaseMs: true,
+  keepDone: true,
+  deadCap: true,
+  keepCancelled: true,
+  maxPayloadBytes: true,
+  eventsLog: true,
+  dedupWindowMs: true,
+  rateLimit: true,
+  lanes: true,
+});
+/** BullMQ's names for what the queue settings do here. */
+const DEFAULTS_HINTS: Readonly<Record<string, string>> = {
+  removeOnComplete: 'keepDone: the done rows kept',
+  removeOnFail: 'deadCap: the morgue cap',
+  limiter: 'rateLimit: { max, intervalMs }',
+  lockDuration: 'leaseMs',
+};
+
+/**
+ * Merges partial defaults over a base and validates the result. Unknown keys of `over` are
+ * refused naming their path (`path` under the call `what`, e.g. `queues.orders` of `EchoMqModule
+ * options`), as are out-of-range values; BullMQ's names (`removeOnComplete`) with a hint.
+ */
+export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefaults>, what = 'queue options', path?: string): QueueDefaults {
+  refuseRenamedKeys(over, RENAMED_LANE_OPTIONS, 'queue options');
+  refuseUnknownKeys(over, DEFAULTS_KEYS, what, { path, hints: DEFAULTS_HINTS });
   const d = { ...base, ...(over ?? {}) };
-  checkAttempts(d.attempts);
-  backoffWire(d.backoff);
-  intIn(d.leaseMs, 100, 86_400_000, 'leaseMs');
-  intIn(d.keepDone, 0, 1_000_000, 'keepDone');
-  intIn(d.deadCap, 1, 1_000_000, 'deadCap');
-  intIn(d.keepCancelled, 1, 1_000_000, 'keepCancelled');
-  intIn(d.maxPayloadBytes, 1, 64 * 1024 * 1024, 'maxPayloadBytes');
-  intIn(d.eventsLog, 0, 1_000_000, 'eventsLog');
-  intIn(d.dedupWindowMs, 1, 2_592_000_000, 'dedupWindowMs');
+  const at = (k: string): string => optionPath(path, k);
+  intIn(d.attempts, 1, 1000, at('attempts'));
+  backoffWire(d.backoff, what, at('backoff'));
+  intIn(d.leaseMs, 100, 86_400_000, at('leaseMs'));
+  intIn(d.keepDone, 0, 1_000_000, at('keepDone'));
+  intIn(d.deadCap, 1, 1_000_000, at('deadCap'));
+  intIn(d.keepCancelled, 1, 1_000_000, at('keepCancelled'));
+  intIn(d.maxPayloadBytes, 1, 64 * 1024 * 1024, at('maxPayloadBytes'));
+  intIn(d.eventsLog, 0, 1_000_000, at('eventsLog'));
+  intIn(d.dedupWindowMs, 1, 2_592_000_000, at('dedupWindowMs'));
   checkPolicyOptions(d, 'queue options');
   return d;
 }
@@ -205,6 +233,61 @@ export interface BatchOptions {
 
 const PROCESSOR_KEYS = keySet<ProcessorOptions>({ concurrency: true, prefetch: true, leaseMs: true, attempts: true, backoff: true, timeoutMs: true, batch: true, schedules: true });
 const BATCH_KEYS = keySet<BatchOptions>({ size: true, maxWaitMs: true });
+/** BullMQ's worker options, refused with what does it here. */
+const PROCESSOR_HINTS: Readonly<Record<string, string>> = {
+  lockDuration: 'leaseMs',
+  limiter: "the queue's rateLimit (module defaults or setPolicy)",
+  removeOnComplete: "the queue's keepDone",
+  removeOnFail: "the queue's deadCap",
+  connection: "the module's connection",
+};
+
+const ENQUEUE_KEYS = keySet<EnqueueOptions>({
+  delay: true,
+  runAt: true,
+  attempts: true,
+  backoff: true,
+  id: true,
+  key: true,
+  priority: true,
+  lane: true,
+  timeoutMs: true,
+  traceparent: true,
+});
+/** BullMQ's job options, refused with what EchoMQ offers instead (never silently ignored). */
+const ENQUEUE_HINTS: Readonly<Record<string, string>> = {
+  jobId: 'de-duplicate by a business key with key, or pass a minted id (QueueService.mintId()) as id',
+  removeOnComplete: "the queue's keepDone (done rows kept) in its defaults",
+  removeOnFail: "the queue's deadCap (morgue cap) in its defaults",
+  repeat: 'a recurring job is a schedule: QueueService.schedule or @Processor schedules',
+  timeout: 'timeoutMs',
+  lifo: 'not offered: FIFO within a priority',
+  parent: 'a parent waiting for children is a flow: QueueService.flow',
+};
+
+/**
+ * Refuses enqueue options that are not an object, or that have keys EchoMQ does not know
+ * (`InvalidOptionError`, EMQ_BAD_OPTION): the renamed `group` with its new name, BullMQ's
+ * `jobId`, `removeOnComplete`, … with a hint, any other key naming it (`path`: e.g. `[3].opts`
+ * of one `enqueueMany` item). Values are checked where the job's wire form is built.
+ */
+export function checkEnqueueOptions(o: unknown, what = 'enqueue options', path?: string): void {
+  refuseRenamedKeys(o, RENAMED_ENQUEUE_OPTIONS, what, path);
+  refuseUnknownKeys(o, ENQUEUE_KEYS, what, { path, hints: ENQUEUE_HINTS });
+  const b = (o as EnqueueOptions | undefined)?.backoff;
+  if (b !== undefined) backoffWire(b, what, optionPath(path, 'backoff'));
+}
+
+const ITEM_KEYS: ReadonlySet<string> = new Set(['payload', 'opts']);
+const ITEM_HINTS: Readonly<Record<string, string>> = { data: "the job's data is its payload here", name: 'a job has no name: its queue names the work' };
+
+/** Refuses an `enqueueMany` item (number `i`) that is not `{ payload, opts? }` or whose `opts` has unknown keys. */
+export function checkEnqueueItem(it: unknown, i: number): void {
+  const what = 'enqueueMany items';
+  refuseNonObject(it, what, `[${i}]`);
+  refuseUnknownKeys(it, ITEM_KEYS, what, { path: `[${i}]`, hints: ITEM_HINTS });
+  checkEnqueueOptions((it as { opts?: unknown }).opts, what, `[${i}].opts`);
+}
 
 /**
  * Validates the options of a processor: unknown keys (a typo such as `concurency`) and
@@ -213,15 +296,15 @@ const BATCH_KEYS = keySet<BatchOptions>({ size: true, maxWaitMs: true });
  */
 export function checkProcessorOptions(o: ProcessorOptions, what = 'processor options'): void {
   refuseRenamedKeys(o, RENAMED_LANE_OPTIONS, what);
-  refuseUnknownKeys(o, PROCESSOR_KEYS, what);
+  refuseUnknownKeys(o, PROCESSOR_KEYS, what, { hints: PROCESSOR_HINTS });
   if (o.concurrency !== undefined) intIn(o.concurrency, 1, 1000, 'concurrency');
   if (o.prefetch !== undefined) intIn(o.prefetch, 0, 1000, 'prefetch');
   if (o.leaseMs !== undefined) intIn(o.leaseMs, 100, 86_400_000, 'leaseMs');
   if (o.attempts !== undefined) checkAttempts(o.attempts);
-  if (o.backoff !== undefined) backoffWire(o.backoff);
+  if (o.backoff !== undefined) backoffWire(o.backoff, what);
   if (o.timeoutMs !== undefined) intIn(o.timeoutMs, 1, 86_400_000, 'timeoutMs');
   if (o.batch !== undefined) {
-    refuseUnknownKeys(o.batch, BATCH_KEYS, `${what} batch`);
+    refuseUnknownKeys(o.batch, BATCH_KEYS, what, { path: 'batch' });
     intIn(o.batch.size, 2, 1000, 'batch.size');
     if (o.batch.maxWaitMs !== undefined) intIn(o.batch.maxWaitMs, 0, 60_000, 'batch.maxWaitMs');
   }

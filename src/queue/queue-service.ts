@@ -7,7 +7,6 @@ import { queueKeys } from '../core/keys.js';
 import { wire, type WireJob } from '../core/wire/index.js';
 import { readPolicy, writePolicy, type ClaimLimits } from '../core/wire/index.js';
 import { encodeExtras } from '../core/extras.js';
-import { refuseRenamedKeys } from '../core/known-keys.js';
 import { map, type Observable } from 'rxjs';
 import { SignalHub } from '../core/signal-hub.js';
 import { FlowService, type FlowOptions } from './flows/index.js';
@@ -23,7 +22,8 @@ import type { JobCounts, JobStatus, JobView, QueueEvent, QueueEventKind, Undecod
 import {
   BUILTIN_DEFAULTS,
   MAX_BATCH,
-  RENAMED_ENQUEUE_OPTIONS,
+  checkEnqueueItem,
+  checkEnqueueOptions,
   checkPriority,
   checkLane,
   resolveDefaults,
@@ -161,6 +161,7 @@ export class QueueService {
 
   /** Adds one job; resolves to its branded id. */
   async enqueue<T = Json>(queue: string, payload: T, opts?: EnqueueOptions): Promise<string> {
+    checkEnqueueOptions(opts);
     const [id] = await this.enqueueMany(queue, [{ payload, opts }]);
     return id;
   }
@@ -174,6 +175,7 @@ export class QueueService {
   async enqueueMany<T = Json>(queue: string, items: readonly EnqueueItem<T>[]): Promise<string[]> {
     const k = queueKeys(queue); // the name is checked before anything is minted
     if (!Array.isArray(items) || items.length === 0) throw new InvalidOptionError('enqueueMany needs at least one item');
+    items.forEach((it, i) => checkEnqueueItem(it, i)); // unknown keys: refused before anything is minted
     const keyed = items[0]?.opts?.key !== undefined;
     if (items.some((it) => (it?.opts?.key !== undefined) !== keyed)) {
       throw new InvalidOptionError('enqueueMany: give every item a dedup key, or none');
@@ -225,7 +227,6 @@ export class QueueService {
     } else {
       id = this.conn.ids.next('job');
     }
-    if ('group' in o) refuseRenamedKeys(o, RENAMED_ENQUEUE_OPTIONS, 'enqueue options');
     if (o.lane !== undefined && o.priority !== undefined) throw new InvalidOptionError('give priority or lane, not both');
     const { delayMs, runAtMs } = scheduleWire(o);
     return {

@@ -74,6 +74,11 @@ describe('checkpoint, progress and log', () => {
     await expect(c.checkpoint(held, { big: 'x'.repeat(100) })).rejects.toMatchObject({ code: 'EMQ_PAYLOAD_TOO_LARGE' });
     await expect(c.progress(held, 'x'.repeat(5000))).rejects.toMatchObject({ code: 'EMQ_PAYLOAD_TOO_LARGE' });
     await expect(c.log(held, '')).rejects.toMatchObject({ code: 'EMQ_BAD_OPTION' });
+    // JSON would store NaN and Infinity as null: refused, not written as a silent null.
+    for (const v of [NaN, Infinity, -Infinity, { pct: NaN }, [1, Infinity]]) {
+      await expect(c.progress(held, v as number)).rejects.toMatchObject({ code: 'EMQ_BAD_OPTION', message: expect.stringContaining('which JSON would store as null') });
+      await expect(c.checkpoint(held, v as number)).rejects.toMatchObject({ code: 'EMQ_BAD_OPTION' });
+    }
     await expect(c.log(held, 'y'.repeat(4097))).rejects.toMatchObject({ code: 'EMQ_BAD_OPTION' });
     // The script holds the same bounds for any runtime.
     await expect(wire.progress(f.conn.scriptClient, k, held, 'p', 'x'.repeat(4097), 0)).rejects.toMatchObject({ code: 'EMQ_BAD_ARG' });

@@ -6,7 +6,7 @@
 export { openAtBoot, resolveBootRetry } from './boot-retry.js';
 export type { ResolvedBootRetry } from './boot-retry.js';
 export type { ClientRole } from './client-setup.js';
-export { createClient } from './client.js';
+export { connectClient, createClient, resolveEvictionCheckMs } from './client.js';
 export type { ValkeyClient } from './client.js';
 export type { BootRetryOptions, ValkeyConnectionOptions } from './connection-options.js';
 export { EchoMqConnection } from './connection.js';
