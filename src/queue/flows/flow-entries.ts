@@ -1,6 +1,3 @@
-import { Cluster } from 'iovalkey';
-import type { ValkeyClient } from '../../core/connection/index.js';
-import { keySlot } from '../../core/slot.js';
 import type { Delivery } from '../../core/wire/index.js';
 import type { CreateEntry } from './flow-plan.js';
 
@@ -65,22 +62,4 @@ export function settle<T>(p: Promise<T>): Promise<PromiseSettledResult<T>> {
 /** The queue an outbox entry's target script runs on (the first queue its text names). */
 export function targetOf(text: string): string | undefined {
   return /^[cdx] (\S+) /.exec(text)?.[1];
-}
-
-/**
- * Waits until the writes this client sent to the node owning `key` reached `replicas` replicas
- * (`WAIT`, on that node's own connection on a cluster); false when they did not within `timeoutMs`.
- */
-export async function replicated(client: ValkeyClient, key: string, replicas: number, timeoutMs: number): Promise<boolean> {
-  let node: ValkeyClient | undefined = client;
-  if (client instanceof Cluster) {
-    const owner = (client as unknown as { slots: string[][] }).slots[keySlot(key)]?.[0];
-    node = client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === owner);
-  }
-  if (!node) return false;
-  try {
-    return Number(await node.call('WAIT', replicas, timeoutMs)) >= replicas;
-  } catch {
-    return false;
-  }
 }

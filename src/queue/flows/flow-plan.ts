@@ -5,7 +5,8 @@ import { assertBrandedId } from '../../core/ids.js';
 import { assertName } from '../../core/keys.js';
 import type { FlowBounds, FlowNode, FlowSpec } from './flow-types.js';
 import type { ChildFailurePolicy } from '../job.js';
-import { backoffWire, checkAttempts } from '../base-options.js';
+import { backoffWire, checkAttempts, type BackoffOptions } from '../base-options.js';
+import { keySet } from '../../core/known-keys.js';
 
 /**
  * A validated flow node with its id, encoded for the wire. This is also the JSON a creation entry
@@ -45,6 +46,28 @@ export interface QueuePlan {
 
 const KEY_RE = /^[A-Za-z0-9_.-]{1,100}$/;
 const POLICIES: readonly ChildFailurePolicy[] = ['fail', 'ignore', 'continue'];
+/** The keys a flow node may have: any other is refused (a typo never becomes a silent default). */
+const NODE_KEYS = keySet<FlowSpec>({ queue: true, payload: true, id: true, key: true, onFailure: true, attempts: true, backoff: true, children: true });
+const BACKOFF_KEYS = keySet<BackoffOptions>({ type: true, delayMs: true });
+
+/** Refuses keys of `o` outside `known`, naming each by its path (`flows[1].children[2].opts`). */
+function unknownKeys(o: object, known: ReadonlySet<string>, path: string): void {
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new InvalidOptionError(`${path} must be an object`);
+  const bad = Object.keys(o).filter((k) => !known.has(k));
+  if (bad.length > 0) {
+    throw new InvalidOptionError(`unknown flow option ${bad.map((k) => `${path}.${k}`).join(', ')} (known: ${[...known].join(', ')})`);
+  }
+}
+
+/** `InvalidOptionError` whose message starts with the node's path (`flows[1].children[2]`). */
+function atPath<T>(path: string, run: () => T): T {
+  try {
+    return run();
+  } catch (err) {
+    if (err instanceof InvalidOptionError && !err.message.startsWith(path)) throw new InvalidOptionError(`${path}: ${err.message}`);
+    throw err;
+  }
+}
 
 /**
  * Validates a flow spec and encodes it: names, ids, keys, policies, options and payloads are
@@ -56,50 +79,55 @@ export function encodeFlow(
   bounds: FlowBounds,
   maxBytes: (queue: string) => number,
   mint: () => string,
+  root = 'flow',
+  givenIds = new Map<string, string>(),
 ): WireTree {
   let count = 0;
   const ancestors = new Set<object>();
-  const givenIds = new Set<string>();
   type Checked = Omit<WireTree, 'id' | 'kids'> & { id?: string; kids: Checked[] };
-  const check = (s: FlowSpec<unknown>, depth: number, key: string): Checked => {
-    if (typeof s !== 'object' || s === null) throw new InvalidOptionError('a flow node must be an object');
-    if (ancestors.has(s)) throw new FlowCycleError('the flow spec has a cycle: a node is its own ancestor');
-    if (depth > bounds.maxDepth) throw new FlowTooDeepError(`the flow is nested deeper than ${bounds.maxDepth} levels`);
+  const check = (s: FlowSpec<unknown>, depth: number, key: string, path: string): Checked => {
+    if (typeof s !== 'object' || s === null || Array.isArray(s)) throw new InvalidOptionError(`${path}: a flow node must be an object`);
+    if (ancestors.has(s)) throw new FlowCycleError(`${path}: the flow spec has a cycle: a node is its own ancestor`);
+    if (depth > bounds.maxDepth) throw new FlowTooDeepError(`the flow is nested deeper than ${bounds.maxDepth} levels (at ${path})`);
     if (++count > bounds.maxNodes) throw new FlowTooLargeError(`the flow has more than ${bounds.maxNodes} nodes`);
+    unknownKeys(s, NODE_KEYS, path);
     assertName(s.queue, 'queue');
     if (s.id !== undefined) {
-      assertBrandedId(s.id, 'job');
-      if (givenIds.has(s.id)) throw new InvalidOptionError(`the flow names the id ${s.id} twice`);
-      givenIds.add(s.id);
+      atPath(`${path}.id`, () => assertBrandedId(s.id, 'job'));
+      const first = givenIds.get(s.id);
+      if (first !== undefined) throw new InvalidOptionError(`${path}.id: the id ${s.id} is named twice (first at ${first})`);
+      givenIds.set(s.id, path);
     }
     const pol = s.onFailure ?? 'fail';
-    if (!POLICIES.includes(pol)) throw new InvalidOptionError(`onFailure must be one of ${POLICIES.join(', ')}`);
+    if (!POLICIES.includes(pol)) throw new InvalidOptionError(`${path}.onFailure must be one of ${POLICIES.join(', ')}, got ${JSON.stringify(pol)}`);
+    if (s.backoff !== undefined) unknownKeys(s.backoff, BACKOFF_KEYS, `${path}.backoff`);
     const kids = s.children ?? [];
-    if (!Array.isArray(kids)) throw new InvalidOptionError('children must be an array');
+    if (!Array.isArray(kids)) throw new InvalidOptionError(`${path}.children must be an array`);
     if (kids.length > bounds.maxChildren) throw new FlowTooLargeError(`a flow node has ${kids.length} children, the bound is ${bounds.maxChildren}`);
     const p = encodePayload(s.payload, maxBytes(s.queue));
     ancestors.add(s);
     const keys = new Set<string>();
     const out: Checked[] = kids.map((k, i) => {
+      const at = path === '' ? `children[${i}]` : `${path}.children[${i}]`;
       const kk = (k as FlowSpec<unknown> | null)?.key ?? String(i);
-      if (typeof kk !== 'string' || !KEY_RE.test(kk)) throw new InvalidOptionError(`child key ${JSON.stringify(kk)} must be 1..100 of [A-Za-z0-9_.-]`);
-      if (keys.has(kk)) throw new InvalidOptionError(`two children share the key ${kk}`);
+      if (typeof kk !== 'string' || !KEY_RE.test(kk)) throw new InvalidOptionError(`${at}.key ${JSON.stringify(kk)} must be 1..100 of [A-Za-z0-9_.-]`);
+      if (keys.has(kk)) throw new InvalidOptionError(`${at}: two children share the key ${kk}`);
       keys.add(kk);
-      return check(k, depth + 1, kk);
+      return check(k, depth + 1, kk, at);
     });
     ancestors.delete(s);
     return {
       q: s.queue,
       id: s.id,
       p,
-      a: s.attempts === undefined ? undefined : checkAttempts(s.attempts),
-      b: s.backoff === undefined ? undefined : backoffWire(s.backoff),
+      a: s.attempts === undefined ? undefined : atPath(path, () => checkAttempts(s.attempts)),
+      b: s.backoff === undefined ? undefined : atPath(path, () => backoffWire(s.backoff as BackoffOptions)),
       pol,
       key,
       kids: out,
     };
   };
-  const checked = check(spec, 1, '0');
+  const checked = check(spec, 1, '0', root);
   const assign = (c: Checked): WireTree => ({ ...c, id: c.id ?? mint(), kids: c.kids.map(assign) });
   return assign(checked);
 }

@@ -1,11 +1,12 @@
 import type { Subscription } from 'rxjs';
-import type { EchoMqConnection } from '../../core/connection/index.js';
+import type { EchoMqConnection, ValkeyClient } from '../../core/connection/index.js';
 import { describeError } from '../../core/reply-errors.js';
 import { flowWire, type OutboxEntry } from '../../core/wire/index.js';
 import { queueKeys } from '../../core/keys.js';
 import { SignalHub } from '../../core/signal-hub.js';
 import type { QueueDefaults } from '../queue-options.js';
-import { replicated, targetOf, testHold } from './flow-entries.js';
+import { targetOf, testHold } from './flow-entries.js';
+import { ReplicaWait } from './replica-wait.js';
 import type { FlowReleaseListener } from '../telemetry-hooks.js';
 import { RelayTargets } from './relay-targets.js';
 
@@ -20,9 +21,11 @@ export interface FlowRelayOptions {
   /** The most entries an outbox holds before flow-add refuses new flows on its queue. Default 100,000. */
   readonly outboxBound?: number;
   /**
-   * Replicas each target write must reach (`WAIT`) before its entry is acknowledged; an entry
-   * whose target did not confirm is relayed again after its lease (harmlessly). Narrows the window
-   * in which a failover loses a relayed effect after its entry was acknowledged. Default 0 (off).
+   * Replicas each target write must reach (`WAIT`, on the relay's own connection) before its entry
+   * is acknowledged; an entry whose target did not confirm is relayed again after its lease
+   * (harmlessly), and after `UNCONFIRMED_LEASES` leases acknowledged anyway and reported
+   * (`FlowRelay.unconfirmed`, a warning). Narrows the window in which a failover loses a relayed
+   * effect after its entry was acknowledged. Default 0 (off).
    */
   readonly waitReplicas?: number;
   /** How long that `WAIT` may block (ms). Default 100. */
@@ -37,6 +40,9 @@ const DRAINS = 4;
 
 /** Entries taken per outbox-take call. */
 const TAKE = 100;
+
+/** Leases an entry whose target did not confirm its replicas is relayed again before it is acknowledged anyway. */
+export const UNCONFIRMED_LEASES = 5;
 
 /**
  * Relays flow hand-offs (docs/flows.md): watches the outbox of each queue it is told about (the
@@ -59,6 +65,14 @@ export class FlowRelay {
   private readonly targets: RelayTargets;
   private timer?: NodeJS.Timeout;
   private closed = false;
+  /** With `waitReplicas`: the relay's own client (target scripts and `WAIT` run on it), and its waits. */
+  private own?: Promise<ValkeyClient>;
+  private ownClient?: ValkeyClient;
+  private readonly waits?: ReplicaWait;
+  /** Entries (`<queue> <id>`) whose target did not confirm, since when (ms). */
+  private readonly unconfirmedSince = new Map<string, number>();
+  /** Entries acknowledged without their replicas' confirmation (after `UNCONFIRMED_LEASES` leases); a metric. */
+  unconfirmed = 0;
   readonly leaseMs: number;
   readonly outboxBound: number;
 
@@ -69,7 +83,8 @@ export class FlowRelay {
     this.hub = new SignalHub(conn, 1024);
     this.leaseMs = opts.leaseMs ?? 5000;
     this.outboxBound = opts.outboxBound ?? 100_000;
-    this.targets = new RelayTargets(conn, opts, this.outboxBound, {
+    if ((opts.waitReplicas ?? 0) > 0) this.waits = new ReplicaWait(opts.waitReplicas ?? 0, opts.waitTimeoutMs ?? 100);
+    this.targets = new RelayTargets(() => this.ownClient ?? this.conn.client, opts, this.outboxBound, {
       selfLease: () => this.selfLease(),
       relayCreated: (q, es) => this.relayCreated(q, es),
       follow: (q) => this.follow(q),
@@ -138,6 +153,7 @@ export class FlowRelay {
     await Promise.allSettled([...this.running.values()].flatMap((l) => [...l]));
     await Promise.allSettled([...this.acks]);
     await this.hub.close();
+    if (this.ownClient) this.conn.release(this.ownClient);
   }
 
   /**
@@ -192,9 +208,10 @@ export class FlowRelay {
     const k = queueKeys(queue);
     const hold = testHold('before-relay', entries.map((e) => e.id));
     if (hold) await hold;
+    if (this.waits) await this.openOwn();
     const settled = await this.targets.relayAll(entries);
     let done = entries.filter((_, i) => settled[i].status === 'fulfilled');
-    if ((this.opts.waitReplicas ?? 0) > 0) done = await this.durable(done);
+    if (this.waits) done = await this.durable(queue, done);
     settled.forEach((s, i) => {
       if (s.status === 'rejected') this.opts.logger?.warn(`flow relay ${queue}: entry ${entries[i].id} not relayed (${describeError(s.reason)}); retried after its lease`);
     });
@@ -210,17 +227,52 @@ export class FlowRelay {
     }
   }
 
-  /** The relayed entries whose target queue's node confirmed `waitReplicas` replicas. */
-  private async durable(done: readonly OutboxEntry[]): Promise<OutboxEntry[]> {
+  /** Opens the relay's own client (`waitReplicas`): every command to a node behind a `WAIT` waits; none of the app's does. */
+  private async openOwn(): Promise<void> {
+    this.own ??= this.conn.blockingClient('block').then((c) => (this.ownClient = c));
+    try {
+      await this.own;
+    } catch (err) {
+      this.own = undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * The relayed entries to acknowledge: those whose target queue's node confirmed `waitReplicas`
+   * replicas, and those unconfirmed for `UNCONFIRMED_LEASES` leases (counted and reported: a
+   * replica that is missing does not come back by relaying them forever).
+   */
+  private async durable(queue: string, done: readonly OutboxEntry[]): Promise<OutboxEntry[]> {
+    const client = this.ownClient;
     const targets = [...new Set(done.map((e) => targetOf(e.text) ?? ''))];
     const ok = new Map<string, boolean>();
-    await Promise.all(
-      targets.map(async (q) => {
-        const good = q === '' || (await replicated(this.conn.client, queueKeys(q).meta, this.opts.waitReplicas ?? 0, this.opts.waitTimeoutMs ?? 100));
-        ok.set(q, good);
-      }),
-    );
-    return done.filter((e) => ok.get(targetOf(e.text) ?? ''));
+    await Promise.all(targets.map(async (q) => ok.set(q, q === '' || (!!client && !!(await this.waits?.confirm(client, queueKeys(q).meta))))));
+    const now = Date.now();
+    const out: OutboxEntry[] = [];
+    let given = 0;
+    for (const e of done) {
+      const at = `${queue} ${e.id}`;
+      if (ok.get(targetOf(e.text) ?? '')) {
+        this.unconfirmedSince.delete(at);
+        out.push(e);
+        continue;
+      }
+      const since = this.unconfirmedSince.get(at) ?? now;
+      if (now - since >= UNCONFIRMED_LEASES * this.leaseMs) {
+        this.unconfirmedSince.delete(at);
+        out.push(e);
+        given++;
+      } else {
+        if (this.unconfirmedSince.size >= 100_000) this.unconfirmedSince.delete(this.unconfirmedSince.keys().next().value ?? '');
+        this.unconfirmedSince.set(at, since);
+      }
+    }
+    if (given > 0) {
+      this.unconfirmed += given;
+      this.opts.logger?.warn(`flow relay ${queue}: ${given} entries acknowledged without ${this.opts.waitReplicas ?? 0} replica(s) confirming their target's write, after ${UNCONFIRMED_LEASES} leases (${this.unconfirmed} so far)`);
+    }
+    return out;
   }
 
   /** A queue that just received outbox entries: relay them now, and keep watching it. */

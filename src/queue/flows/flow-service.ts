@@ -1,6 +1,6 @@
 import { decodePayload, type Json } from '../../core/codec.js';
 import type { EchoMqConnection } from '../../core/connection/index.js';
-import { BatchTooLargeError, InvalidOptionError, StaleTokenError } from '../../core/errors.js';
+import { BatchTooLargeError, IdCollisionError, InvalidOptionError, StaleTokenError } from '../../core/errors.js';
 import { WaitingForChildren } from '../job-signals.js';
 import { flowWire } from '../../core/wire/index.js';
 import { queueKeys } from '../../core/keys.js';
@@ -10,6 +10,7 @@ import { encodeFlow, flowNodes, flowQueues, planExpand, planQueue, writtenEntrie
 import { DEFAULT_FLOW_BOUNDS, type ChildResult, type FlowBounds, type FlowChildren, type FlowNode, type FlowSpec } from './flow-types.js';
 import type { ChildFailurePolicy, ChildOutcome, FlowChildView, FlowView, JobStatus } from '../job.js';
 import { MAX_BATCH } from '../queue-options.js';
+import { givenNodes, preflight, skippedRoots } from './flow-preflight.js';
 
 /** Options of the flow surface. */
 export interface FlowOptions extends Omit<FlowRelayOptions, 'settings'> {
@@ -80,36 +81,57 @@ export class FlowService {
 
   /** Creates one flow; resolves to the ids of every node, shaped like the spec. */
   async flow<T = Json>(spec: FlowSpec<T>): Promise<FlowNode> {
-    const [one] = await this.flowMany([spec]);
+    const [one] = await this.create([spec], () => 'flow');
     return one;
   }
 
   /**
-   * Creates many flows: every spec is validated first (nothing is written when one is refused),
-   * then one flow-add call per queue of their roots (more only past 1000 nodes or edges).
+   * Creates many flows, all or nothing for everything that can be checked (docs/flows.md, "All
+   * or nothing"): every spec and every conflict between specs is validated, and the caller-given
+   * ids and the outbox room are read, before the first write; then one flow-add call per queue of
+   * their roots (more only past 1000 nodes or edges).
    */
-  async flowMany<T = Json>(specs: readonly FlowSpec<T>[]): Promise<FlowNode[]> {
+  flowMany<T = Json>(specs: readonly FlowSpec<T>[]): Promise<FlowNode[]> {
+    return this.create(specs, (i) => `flows[${i}]`);
+  }
+
+  private async create<T>(specs: readonly FlowSpec<T>[], path: (i: number) => string): Promise<FlowNode[]> {
     if (!Array.isArray(specs) || specs.length === 0) throw new InvalidOptionError('flowMany needs at least one flow');
     if (specs.length > MAX_BATCH) throw new BatchTooLargeError(specs.length, MAX_BATCH);
     await this.conn.ids.ready();
     const max = (q: string) => this.settings(q).maxPayloadBytes;
-    const trees = specs.map((s) => encodeFlow(s as FlowSpec<unknown>, this.bounds, max, () => this.conn.ids.next('job')));
+    const given = new Map<string, string>();
+    const trees = specs.map((s, i) => encodeFlow(s as FlowSpec<unknown>, this.bounds, max, () => this.conn.ids.next('job'), path(i), given));
     const byQueue = new Map<string, WireTree[]>();
     for (const t of trees) byQueue.set(t.q, [...(byQueue.get(t.q) ?? []), t]);
-    const queues = new Set<string>();
-    for (const t of trees) flowQueues(t, queues);
+    const calls = [...byQueue].flatMap(([queue, roots]) => chunk(queue, roots).map((plan) => ({ queue, plan })));
+    const replays = await preflight(this.conn.client, givenNodes(trees, given), given, calls, this.relay.outboxBound);
+    const skipped: string[] = [];
+    let failed: unknown;
     await Promise.all(
-      [...byQueue].map(async ([q, roots]) => {
-        for (const plan of chunk(q, roots)) {
+      [...byQueue.keys()].map(async (q) => {
+        for (const { plan } of calls.filter((c) => c.queue === q)) {
+          if (failed !== undefined) return; // a call refused: no further call is started
           // The creations are written leased to this process, which relays them at once.
           const lease = this.relay.selfLease();
-          const made = await flowWire.add(this.conn.scriptClient, queueKeys(q), max(q), this.relay.outboxBound, plan.nodes, plan.edges, lease);
-          if (lease !== undefined) this.relay.relayCreated(q, writtenEntries(plan, made));
+          try {
+            const made = await flowWire.add(this.conn.scriptClient, queueKeys(q), max(q), this.relay.outboxBound, plan.nodes, plan.edges, lease);
+            if (lease !== undefined) this.relay.relayCreated(q, writtenEntries(plan, made));
+            skipped.push(...skippedRoots(plan, made).filter((id) => !replays.has(id)));
+          } catch (err) {
+            failed ??= err;
+          }
         }
       }),
     );
     // This process relays every queue of its flows: the creations now, the hand-offs later.
+    const queues = new Set<string>();
+    for (const t of trees) flowQueues(t, queues);
     for (const q of queues) this.relay.watch(q);
+    if (failed !== undefined) throw failed;
+    if (skipped.length > 0) {
+      throw new IdCollisionError(`flows with root ${skipped.join(', ')} were not written: one of their ids was taken after it was checked (the other flows were written)`);
+    }
     return trees.map((t) => flowNodes(t));
   }
 
@@ -122,10 +144,14 @@ export class FlowService {
     if (!Array.isArray(children) || children.length === 0) throw new InvalidOptionError('a fan-out needs at least one child');
     await this.conn.ids.ready();
     const max = (q: string) => this.settings(q).maxPayloadBytes;
-    const tree = encodeFlow({ queue, payload: null, children } as FlowSpec<unknown>, this.bounds, max, () => this.conn.ids.next('job'));
+    const given = new Map<string, string>();
+    const tree = encodeFlow({ queue, payload: null, children } as FlowSpec<unknown>, this.bounds, max, () => this.conn.ids.next('job'), '', given);
     const plan = planExpand(queue, job.id, tree.kids);
     const size = Math.max(plan.nodes.length, plan.edges.length);
     if (size > MAX_BATCH) throw new BatchTooLargeError(size, MAX_BATCH);
+    const taken = givenNodes(tree.kids, given, `${queue} ${job.id}`);
+    const replays = await preflight(this.conn.client, taken, given, [], this.relay.outboxBound);
+    if (replays.size > 0) throw new IdCollisionError(`a fan-out's child ids exist already (${[...replays].join(', ')}): a fan-out is applied once; nothing was written`);
     const lease = this.relay.selfLease();
     const ok = await flowWire.expand(this.conn.scriptClient, queueKeys(queue), max(queue), this.relay.outboxBound, job, plan.nodes, plan.edges, lease);
     if (!ok) throw new StaleTokenError(`job ${job.id} of ${queue} is no longer held under token ${job.token}: no children were added`);

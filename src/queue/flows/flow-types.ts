@@ -8,7 +8,10 @@ export interface FlowSpec<T = Json> {
   readonly queue: string;
   /** The job's payload (JSON). */
   readonly payload: T;
-  /** A caller-chosen job id (idempotent: a flow whose nodes exist is not written again). */
+  /**
+   * A caller-chosen job id (`mintId()`). Creating the same flow again is a replay (nothing written);
+   * an id held by any other job is refused with `EMQ_ID_COLLISION`.
+   */
   readonly id?: string;
   /** Its key among its siblings (default: its position, "0", "1", …); 1..100 of [A-Za-z0-9_.-]. */
   readonly key?: string;

@@ -1,4 +1,5 @@
-import type { EchoMqConnection } from '../../core/connection/index.js';
+import type { ValkeyClient } from '../../core/connection/index.js';
+import type { ScriptClient } from '../../core/scripts.js';
 import { flowWire, type Delivery, type OutboxEntry } from '../../core/wire/index.js';
 import { queueKeys } from '../../core/keys.js';
 import { wire } from '../../core/wire/index.js';
@@ -35,11 +36,16 @@ export interface RelayHooks {
  */
 export class RelayTargets {
   constructor(
-    private readonly conn: EchoMqConnection,
+    /** The client target scripts run on (the relay's own client when it waits for replicas). */
+    private readonly valkey: () => ValkeyClient,
     private readonly opts: RelayTargetOptions,
     private readonly outboxBound: number,
     private readonly hooks: RelayHooks,
   ) {}
+
+  private client(): ScriptClient {
+    return this.valkey() as unknown as ScriptClient;
+  }
 
   /**
    * Relays a batch: the creations bound for one queue go in one flow-add call (idempotent per
@@ -79,7 +85,7 @@ export class RelayTargets {
   private async deliver(queue: string, ds: readonly Delivery[]): Promise<PromiseSettledResult<void>[]> {
     const t0 = Date.now();
     const cap = this.opts.settings(queue).deadCap;
-    const got = await batched(ds, 1000, (part) => flowWire.deliverMany(this.conn.scriptClient, queueKeys(queue), part, cap));
+    const got = await batched(ds, 1000, (part) => flowWire.deliverMany(this.client(), queueKeys(queue), part, cap));
     let buried = false;
     const out = got.map((r, i): PromiseSettledResult<void> => {
       if (r.status === 'rejected') return r;
@@ -100,8 +106,10 @@ export class RelayTargets {
     const lease = this.hooks.selfLease();
     const add = async (part: readonly CreateEntry[]): Promise<number> => {
       const plan = planQueue(queue, part.map((r) => ({ tree: r.tree, up: r.up })));
-      const made = await flowWire.add(this.conn.scriptClient, queueKeys(queue), s.maxPayloadBytes, this.outboxBound, plan.nodes, plan.edges, lease);
+      const made = await flowWire.add(this.client(), queueKeys(queue), s.maxPayloadBytes, this.outboxBound, plan.nodes, plan.edges, lease);
       if (lease !== undefined) this.hooks.relayCreated(queue, writtenEntries(plan, made));
+      const skipped = part.filter((r) => made[plan.nodes.findIndex((n) => n.id === r.tree.id)] === 0);
+      if (skipped.length > 0) await this.collisions(queue, skipped);
       return plan.crosses;
     };
     const out: PromiseSettledResult<void>[] = [];
@@ -137,9 +145,29 @@ export class RelayTargets {
     return out;
   }
 
+  /**
+   * Creations flow-add skipped because their root id holds data: a replay (the child's row names
+   * this parent) changes nothing; a job of that id that is not this child (its id was taken by
+   * another job since the flow was checked) is reported to the parent as the child's failure
+   * (EMQ_ID_COLLISION), so the parent never waits forever for a child that will not report.
+   */
+  private async collisions(queue: string, skipped: readonly CreateEntry[]): Promise<void> {
+    const k = queueKeys(queue);
+    const c = this.valkey();
+    for (const r of skipped) {
+      const parent = await c.hget(k.job(r.tree.id), 'parent');
+      if (parent === r.up) continue;
+      const [pq, pid] = r.up.split(' ');
+      const text = `EMQ_ID_COLLISION: a job with the id ${r.tree.id} exists already in ${queue}; the child was not created`;
+      this.opts.logger?.warn(`flow relay: child ${r.tree.id} of ${r.up} not created (${text}); reported to its parent as failed`);
+      await flowWire.deliverMany(this.client(), queueKeys(pq), [{ parentId: pid, childId: r.tree.id, outcome: 'failed', text }], this.opts.settings(pq).deadCap);
+      this.hooks.follow(pq);
+    }
+  }
+
   /** Runs one entry's target script (idempotent); queues that got entries of their own are drained too. */
   private async relay(e: OutboxEntry): Promise<void> {
-    const c = this.conn.scriptClient;
+    const c = this.client();
     const kind = e.text.slice(0, 2);
     if (kind === 'x ') {
       const m = /^x (\S+) (\S+)$/.exec(e.text);
