@@ -98,6 +98,24 @@ export class StaleTokenError extends EchoMqError {
   }
 }
 
+/**
+ * The reason `job.signal` aborts with when the running job's lease was lost (the extend was
+ * refused: the lease ran out during a stall and the job was reaped or re-claimed, or it
+ * finished elsewhere). Its outcome is ignored; the job goes on without this holder. A
+ * `StaleTokenError` (EMQ_STALE_TOKEN), so one `instanceof` covers it and a refused fenced write.
+ */
+export class LeaseLostError extends StaleTokenError {
+  constructor(
+    /** The job whose lease was lost. */
+    readonly jobId: string,
+    /** The queue of the job. */
+    readonly queue: string,
+    message = `job ${jobId} of "${queue}" lost its lease (its token is stale): another holder or the reaper has it; this attempt's outcome is ignored`,
+  ) {
+    super(message);
+  }
+}
+
 /** The runtime and the data or scripts speak different protocol versions. */
 export class VersionMismatchError extends EchoMqError {
   constructor(message: string) {

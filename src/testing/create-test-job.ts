@@ -1,5 +1,5 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES, type Json } from '../core/codec.js';
-import { InvalidOptionError } from '../core/errors.js';
+import { InvalidOptionError, LeaseLostError } from '../core/errors.js';
 import { WaitingForChildren } from '../queue/job-signals.js';
 import { IdMinter, assertBrandedId } from '../core/ids.js';
 import { assertName } from '../core/keys.js';
@@ -35,7 +35,10 @@ export interface TestJobWrites {
 
 /** A job made for a unit test: a real `Job` shape, plus a way to fire its signal. */
 export interface TestJob<T = Json> extends Job<T> {
-  /** Aborts `signal`, as a lost lease or a shutdown past its deadline would. */
+  /**
+   * Aborts `signal`, as a lost lease (no `reason`: with `LeaseLostError`, as the runtime does) or
+   * a shutdown past its deadline (`reason`: with an `Error` of that message) would.
+   */
   abort(reason?: string): void;
   /** What the handler wrote (recorded, not sent anywhere). */
   readonly writes: TestJobWrites;
@@ -106,7 +109,7 @@ export function createTestJob<T = Json>(payload: T, overrides: TestJobOverrides 
     attempt,
     token,
     signal,
-    abort: (reason = 'EchoMQ lease lost') => controller.abort(new Error(reason)),
+    abort: (reason) => controller.abort(reason === undefined ? new LeaseLostError(id, queue, 'EchoMQ lease lost') : new Error(reason)),
     checkpointed: overrides.checkpointed,
     writes,
     checkpoint: async (state) => void writes.checkpoints.push(state),

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { Test } from '@nestjs/testing';
-import { EchoMqError, WaitingForChildren } from '../../src/index.js';
+import { EchoMqError, WaitingForChildren, errors } from '../../src/index.js';
 import { isBrandedId } from '../../src/protocol.js';
 import { createTestFlowJob, createTestJob } from '../../src/testing.js';
 import { InvoiceWorker, SettlementStep } from '../helpers/testing-doc.handlers.js';
@@ -94,6 +94,10 @@ describe('createTestJob', () => {
     job.signal.addEventListener('abort', () => seen.push((job.signal.reason as Error).message));
     job.abort('shutting down');
     expect(seen).toEqual(['shutting down']);
+    const lost = createTestJob(null, { queue: 'orders' });
+    lost.abort(); // no reason: a lost lease, typed as the runtime types it
+    expect(lost.signal.reason).toBeInstanceOf(errors.LeaseLostError);
+    expect(lost.signal.reason).toMatchObject({ code: 'EMQ_STALE_TOKEN', jobId: lost.id, queue: 'orders' });
     const own = new AbortController();
     const linked = createTestJob(null, { signal: own.signal });
     own.abort(new Error('mine'));

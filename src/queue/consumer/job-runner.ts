@@ -48,9 +48,9 @@ export interface RunnerSink {
 const MAX_ERROR_BYTES = 8192;
 const CANCELLED = 'JobCancelledError: cancel requested';
 
-function abort(h: Held, reason: string): void {
+function abort(h: Held, reason: Error): void {
   h.lost = true;
-  h.abort.abort(new Error(reason));
+  h.abort.abort(reason);
 }
 
 /**
@@ -118,8 +118,8 @@ export class JobRunner {
     this.sink.failed(h, CANCELLED, false);
   }
 
-  /** Marks a job's lease lost: its handler is aborted and its outcome ignored. */
-  lose(h: Held, reason: string): void {
+  /** Marks a job's lease lost: its handler is aborted with `reason` (`LeaseLostError`, …) and its outcome ignored. */
+  lose(h: Held, reason: Error): void {
     abort(h, reason);
     const i = this.buffer.indexOf(h);
     if (i >= 0) {
@@ -138,7 +138,7 @@ export class JobRunner {
   /** Aborts every running handler and returns the jobs it abandons. */
   abandonRunning(reason: string): Held[] {
     const out = [...this.held.values()].filter((h) => !h.lost);
-    for (const h of out) abort(h, reason);
+    for (const h of out) abort(h, new Error(reason));
     return out;
   }
 

@@ -1,5 +1,7 @@
 import type { EchoMqConnection } from '../../core/connection/index.js';
+import { LeaseLostError } from '../../core/errors.js';
 import { describeError } from '../../core/reply-errors.js';
+import { JobCancelledError } from '../job-signals.js';
 import type { QueueKeys } from '../../core/keys.js';
 import { wire } from '../../core/wire/index.js';
 import { declarePolicy, describePolicy, readPolicy, samePolicy, type ClaimLimits } from '../../core/wire/index.js';
@@ -101,7 +103,26 @@ export class ConsumerUpkeep {
   }
 
   /**
-   * Extends the leases held (a lost one aborts its handler; a requested cancel aborts it with
+   * Aborts the handlers of jobs whose lease was lost (extend answered 0) with the reason that
+   * tells why: `JobCancelledError` when the job was cancelled meanwhile (its row is `cancelled`,
+   * or a cancel is requested: the reaper ends such a job cancelled), else `LeaseLostError`. The
+   * extend reply cannot tell these apart, so the rows are read (one round trip, only on a loss;
+   * a cancel is sticky, so a read after the refusal sees it). A failed read means `LeaseLostError`.
+   */
+  private async loseAll(lost: readonly Held[]): Promise<void> {
+    const rows = await Promise.all(
+      lost.map((h) => this.conn.client.hmget(this.k.claimedRow(h.id), 'status', 'cancel').catch(() => [null, null] as (string | null)[])),
+    );
+    lost.forEach((h, i) => {
+      const [status, cancel] = rows[i];
+      const cancelled = status === 'cancelled' || cancel === '1';
+      this.runner.lose(h, cancelled ? new JobCancelledError('cancel requested (the lease was lost meanwhile)') : new LeaseLostError(h.id, this.cfg.queue));
+    });
+  }
+
+  /**
+   * Extends the leases held (a lost one aborts its handler with `LeaseLostError`, or
+   * `JobCancelledError` when it was cancelled meanwhile; a requested cancel aborts it with
    * `JobCancelledError`), then, unless stopping, reaps expired leases. Returns true when the reap
    * put jobs back in pending (the loop should claim).
    */
@@ -112,10 +133,12 @@ export class ConsumerUpkeep {
       for (let i = 0; i < held.length; i += 1000) {
         const part = held.slice(i, i + 1000);
         const ok = await wire.extend(c, this.k, this.cfg.leaseMs, part);
+        const lost: Held[] = [];
         ok.forEach((v, j) => {
-          if (v === 0) this.runner.lose(part[j], 'EchoMQ lease lost');
+          if (v === 0) lost.push(part[j]);
           else if (v === 2) this.runner.cancel(part[j]); // a cancel was requested: abort the handler
         });
+        if (lost.length > 0) await this.loseAll(lost);
       }
       if (stopping) return false;
       await this.checkPolicy();
