@@ -1,5 +1,6 @@
 import type { EchoMqConnection } from '../../core/connection/index.js';
 import { describeError } from '../../core/reply-errors.js';
+import { escapeControls } from '../../core/control-chars.js';
 import { queueKeys } from '../../core/keys.js';
 import type { ReapedJob } from '../../core/wire/index.js';
 
@@ -61,10 +62,11 @@ const MAX_LOGGED_ERROR = 1000;
 /**
  * The log line of one failure: `job <id> of "<queue>" failed attempt 2/5; retry at <ISO time>:
  * <error>` or `job <id> of "<queue>" is dead after attempt 5/5 (buried at <ISO time>): <error>`
- * (`, fatal error` when `FatalJobError` ended it). The error is cut to 1000 characters.
+ * (`, fatal error` when `FatalJobError` ended it). The error is cut to 1000 characters and its
+ * control characters escaped (`\n`, `\x1b`): one failure is one line, whatever the handler threw.
  */
 export function describeFailure(f: JobFailure, maxAttempts: number): string {
-  const err = f.error.length > MAX_LOGGED_ERROR ? `${f.error.slice(0, MAX_LOGGED_ERROR)}…` : f.error;
+  const err = escapeControls(f.error.length > MAX_LOGGED_ERROR ? `${f.error.slice(0, MAX_LOGGED_ERROR)}…` : f.error);
   const head = `job ${f.id} of "${f.queue}"`;
   if (f.outcome === 'retry') return `${head} failed attempt ${f.attempt}/${maxAttempts}; retry at ${f.at.toISOString()}: ${err}`;
   return `${head} is dead after attempt ${f.attempt}/${maxAttempts} (buried at ${f.at.toISOString()}${f.fatal ? ', fatal error' : ''}): ${err}`;
