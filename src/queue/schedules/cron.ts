@@ -66,10 +66,14 @@ export type NextTick = (after: number) => number | null;
  * default UTC). Throws `InvalidScheduleError` (EMQ_BAD_SCHEDULE) for a malformed expression, an
  * unknown zone, or an expression that never fires.
  *
- * DST rule (as Vixie cron): an expression whose hour field is `*` or `*​/n` follows real time (it
- * fires every n real hours through a transition); any other fires on wall-clock times, each
- * at most once a day: a time a spring-forward skips fires at the end of the gap, a time a
- * fall-back repeats fires at its first occurrence only.
+ * DST rule: an expression whose hour field is `*` (or `*​/1`, `@hourly`) runs every hour, so it
+ * follows real time (every real hour fires, both of a fall-back's repeated hour, none is
+ * invented in a spring-forward's gap). Any other hour field — a fixed hour, a list, a range or a
+ * step such as `*​/2` — names wall-clock hours of the zone, and each wall-clock time fires exactly
+ * once: a time a spring-forward skips fires at the end of the gap, a time a fall-back repeats
+ * fires at its first occurrence only. So `0 *​/2 * * *` fires at the even wall-clock hours
+ * (00:00, 02:00, …; real gaps of 2, 2, 2, 1, 2 hours through a spring-forward whose gap holds
+ * 02:00, 2, 3, 2 hours through the fall-back that repeats 02:00), never twice at one wall time.
  */
 export function compileCron(expr: unknown, tz?: unknown): NextTick {
   if (typeof expr !== 'string' || expr.trim().length === 0 || expr.length > MAX_CRON_LENGTH) {
@@ -80,7 +84,8 @@ export function compileCron(expr: unknown, tz?: unknown): NextTick {
   }
   const zone = tz ?? 'UTC';
   tzOffsetMs(zone, Date.now()); // refuses an unknown zone
-  const realTime = zone === 'UTC' || hourField(expr).startsWith('*');
+  // Every hour (`*`, `*/1`) is real time; a step or list of hours (`*/2`, `0,12`) is wall-clock.
+  const realTime = zone === 'UTC' || /^\*(\/1)?$/.test(hourField(expr));
   let cron: Cron;
   try {
     cron = new Cron(expr, { paused: true, ...(realTime ? { timezone: zone } : { timezone: 'UTC' }) });
