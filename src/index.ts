@@ -71,6 +71,7 @@ export type { EchoMqErrorBody, EchoMqErrorReply } from './nest/exception-filter.
 // The operator plane (docs/admin.md).
 export { QueueAdmin } from './admin/queue-admin.js';
 export type { QueueInfo, NamePage, BulkOptions, PurgeOptions } from './admin/queue-admin.js';
+export type { EntryProblem } from './admin/registry.js';
 export type { JobSummary, JobPage, JobListOptions } from './admin/job-pages.js';
 export type { JobCursor, ListableStatus } from './admin/job-cursor.js';
 export type { BulkReply, PurgeableStatus } from './core/wire/index.js';

@@ -10,7 +10,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import { fromReplyError } from '../core/reply-errors.js';
 import { topicKeys } from '../core/keys.js';
 import { bulkLimit, type NamePage } from './queue-admin.js';
-import { assertKnown, pageItem, registryPage } from './registry.js';
+import { assertKnown, readEntries, registryPage, type EntryProblem } from './registry.js';
 
 /** A topic as an operator sees it. */
 export interface TopicInfo {
@@ -24,8 +24,10 @@ export interface TopicInfo {
   readonly groups: number;
   /** Dead letters kept. */
   readonly deadLetters: number;
-  /** In a `topics` page only: why the topic's keys could not be read (its figures are then 0). */
+  /** In a `topics` page only: why the entry could not be read (its figures are then 0), as `EMQ_<CODE> message`. */
   readonly error?: string;
+  /** In a `topics` page only, with `error`: `invalid name` (a registry entry the key grammar refuses) or `unreadable`. */
+  readonly problem?: EntryProblem;
 }
 
 /** One consumer group of a topic, with its backlog. */
@@ -59,8 +61,8 @@ export class BusAdmin {
   /** One page of the known topics, in name order, after `after`. */
   async topics(opts: { after?: string; limit?: number } = {}): Promise<NamePage<TopicInfo>> {
     const page = await registryPage(this.conn, 'topics', opts.after, bulkLimit(opts.limit ?? 100));
-    const items = await Promise.all(page.names.map((t) => pageItem(() => this.read(t), { name: t, length: 0, groups: 0, deadLetters: 0 })));
-    return { items, next: page.next };
+    const { items, unreadable } = await readEntries(this.conn, 'topics', page.names, (t) => this.read(t), (t) => ({ name: t, length: 0, groups: 0, deadLetters: 0 }));
+    return { items, next: page.next, unreadable };
   }
 
   /** One topic's log length, newest event, groups and dead letters. */

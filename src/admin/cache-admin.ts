@@ -5,7 +5,7 @@ import type { EchoMqConnection } from '../core/connection/index.js';
 import { fromReplyError } from '../core/reply-errors.js';
 import { CacheKeys } from '../core/keys.js';
 import { bulkLimit, type NamePage } from './queue-admin.js';
-import { assertKnown, pageItem, registryPage } from './registry.js';
+import { assertKnown, readEntries, registryPage, type EntryProblem } from './registry.js';
 
 /** A cache namespace as the server knows it (its entries live in their own slots: not counted, no SCAN). */
 export interface CacheNamespaceInfo {
@@ -17,8 +17,10 @@ export interface CacheNamespaceInfo {
   readonly retained: number;
   /** When the last invalidation was announced (server clock), if any. */
   readonly lastInvalidationAt?: Date;
-  /** In a `stats` page only: why the namespace's log could not be read (its figures are then 0). */
+  /** In a `stats` page only: why the entry could not be read (its figures are then 0), as `EMQ_<CODE> message`. */
   readonly error?: string;
+  /** In a `stats` page only, with `error`: `invalid name` (a registry entry the key grammar refuses) or `unreadable`. */
+  readonly problem?: EntryProblem;
 }
 
 /** `CacheAdmin.stats`: the namespaces' server-side figures and this process's counters. */
@@ -41,8 +43,8 @@ export class CacheAdmin {
   /** One page of the known namespaces (name order, after `after`) with their figures, and this process's counters. */
   async stats(opts: { after?: string; limit?: number } = {}): Promise<CacheAdminStats> {
     const page = await registryPage(this.conn, 'caches', opts.after, bulkLimit(opts.limit ?? 100));
-    const items = await Promise.all(page.names.map((n) => pageItem(() => this.read(n), { name: n, invalidations: 0, retained: 0 })));
-    return { items, next: page.next, process: this.cache.stats() };
+    const { items, unreadable } = await readEntries(this.conn, 'caches', page.names, (n) => this.read(n), (n) => ({ name: n, invalidations: 0, retained: 0 }));
+    return { items, next: page.next, unreadable, process: this.cache.stats() };
   }
 
   /** One namespace's figures. */

@@ -1,7 +1,7 @@
 import type { ValkeyClient } from '../core/connection/index.js';
 import { InvalidOptionError } from '../core/errors.js';
-import { fromReplyError } from '../core/reply-errors.js';
-import { parseId } from '../core/ids.js';
+import { describeError, fromReplyError } from '../core/reply-errors.js';
+import { isBrandedId, parseId } from '../core/ids.js';
 import type { QueueKeys } from '../core/keys.js';
 import { decodeCursor, encodeCursor, type CursorPoint, type JobCursor, type ListableStatus } from './job-cursor.js';
 
@@ -19,6 +19,12 @@ export interface JobSummary {
   readonly attempts: number;
   /** The last error, when an attempt failed. */
   readonly error?: string;
+  /**
+   * Why this entry could not be read, as `EMQ_<CODE> message`: an index member that is not a job
+   * id, or a job row of another type (written by hand). Its other fields are then defaults
+   * (`createdAt` the epoch when the id does not say it, `attempts` 0). Never fails the page.
+   */
+  readonly unreadable?: string;
 }
 
 /** One page of jobs, newest first; `next` is absent on the last page. */
@@ -87,6 +93,33 @@ async function listEntries(c: ValkeyClient, key: string, limit: number, at?: Cur
   return ids.map((id, i) => ({ id, pos: start + i }));
 }
 
+/** A date, or undefined for an instant that is not one (a score of ±inf planted by hand). */
+const instant = (ms: number): Date | undefined => (Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms) : undefined);
+
+/** One entry's summary; an id that is not a job id or a row that cannot be read is marked `unreadable`, never thrown. */
+function summary(e: Entry, status: ListableStatus, reply: [Error | null, unknown] | undefined): JobSummary {
+  let createdAt = new Date(0);
+  let unreadable: string | undefined;
+  try {
+    createdAt = new Date(parseId(e.id).ms);
+  } catch (err) {
+    unreadable = describeError(err);
+  }
+  const [err, row] = reply ?? [new Error('no reply'), null];
+  if (err) unreadable ??= describeError(fromReplyError(err));
+  const [attempts, error] = err ? [null, null] : (row as (string | null)[]);
+  const n = Number(attempts ?? 0);
+  return {
+    id: e.id,
+    status,
+    createdAt,
+    at: status === 'pending' ? undefined : instant(e.pos),
+    attempts: Number.isSafeInteger(n) && n >= 0 ? n : 0,
+    error: error ?? undefined,
+    ...(unreadable === undefined ? {} : { unreadable }),
+  };
+}
+
 /** One page of `status` jobs of a queue, newest first, from an optional cursor. */
 export async function jobPage(c: ValkeyClient, k: QueueKeys, o: JobListOptions): Promise<JobPage> {
   const limit = o.limit ?? 50;
@@ -100,22 +133,17 @@ export async function jobPage(c: ValkeyClient, k: QueueKeys, o: JobListOptions):
     p.hmget(k.data, ...(entries.length ? entries.map((e) => e.id) : ['-']));
     for (const e of entries) p.hmget(k.jobPrefix + e.id, 'attempts', 'error');
     const replies = (await p.exec()) ?? [];
-    for (const [err] of replies) if (err) throw err;
-    const data = replies[0][1] as (string | null)[];
+    const [dataErr, dataReply] = replies[0] ?? [new Error('no reply'), null];
+    if (dataErr && o.status === 'pending') throw dataErr; // ghosts cannot be told from jobs: the page cannot be read
+    const data = (dataErr ? [] : dataReply) as (string | null)[];
     const jobs: JobSummary[] = [];
     entries.forEach((e, i) => {
       if (o.status === 'pending' && !data[i]) return; // a ghost (cancelled or removed while pending)
-      const [attempts, error] = replies[i + 1][1] as (string | null)[];
-      jobs.push({
-        id: e.id,
-        status: o.status,
-        createdAt: new Date(parseId(e.id).ms),
-        at: o.status === 'pending' ? undefined : new Date(e.pos),
-        attempts: Number(attempts ?? 0),
-        error: error ?? undefined,
-      });
+      jobs.push(summary(e, o.status, replies[i + 1]));
     });
-    const last = entries[entries.length - 1];
+    // The next page starts after the last entry a cursor can name (a planted member that is not a
+    // job id, or a score that is not an integer, cannot be one: the page after repeats it).
+    const last = [...entries].reverse().find((e) => Number.isSafeInteger(e.pos) && isBrandedId(e.id, 'job'));
     return { jobs, next: more && last ? encodeCursor(k.queue, o.status, last) : undefined };
   } catch (err) {
     throw fromReplyError(err);

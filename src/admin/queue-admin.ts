@@ -9,7 +9,7 @@ import type { QueueService } from '../queue/queue-service.js';
 import { readCounts } from '../queue/queue-counts.js';
 import type { Json } from '../core/codec.js';
 import { jobPage, type JobListOptions, type JobPage } from './job-pages.js';
-import { assertKnown, pageItem, registryPage } from './registry.js';
+import { assertKnown, readEntries, registryPage, type EntryProblem } from './registry.js';
 
 /** A queue as an operator sees it. */
 export interface QueueInfo {
@@ -19,8 +19,10 @@ export interface QueueInfo {
   readonly paused: boolean;
   /** Jobs per status. */
   readonly counts: JobCounts;
-  /** In a `list` page only: why the queue's keys could not be read (its counts are then 0). */
+  /** In a `list` page only: why the entry could not be read (its counts are then 0), as `EMQ_<CODE> message`. */
   readonly error?: string;
+  /** In a `list` page only, with `error`: `invalid name` (a registry entry the key grammar refuses) or `unreadable`. */
+  readonly problem?: EntryProblem;
 }
 
 /** A page of names from a registry; `next` (the last name) is absent on the last page. */
@@ -29,6 +31,8 @@ export interface NamePage<T> {
   readonly items: T[];
   /** Pass as `after` for the next page. */
   readonly next?: string;
+  /** How many items of this page could not be read (each carries `error` and `problem`). */
+  readonly unreadable?: number;
 }
 
 /** Options of a bounded bulk call. */
@@ -70,8 +74,8 @@ export class QueueAdmin {
   async list(opts: { after?: string; limit?: number } = {}): Promise<NamePage<QueueInfo>> {
     const page = await registryPage(this.conn, 'queues', opts.after, bulkLimit(opts.limit ?? 100));
     const none: JobCounts = { scheduled: 0, pending: 0, active: 0, done: 0, dead: 0, cancelled: 0, waiting: 0 };
-    const items = await Promise.all(page.names.map((q) => pageItem(() => this.read(q), { name: q, paused: false, counts: none })));
-    return { items, next: page.next };
+    const { items, unreadable } = await readEntries(this.conn, 'queues', page.names, (q) => this.read(q), (q) => ({ name: q, paused: false, counts: none }));
+    return { items, next: page.next, unreadable };
   }
 
   /** One queue's counts and pause state. */
@@ -143,6 +147,20 @@ export class QueueAdmin {
     return this.found(queue, id, await adminWire.remove(this.conn.scriptClient, queueKeys(queue), id));
   }
 
+  /**
+   * Cancels a job (`QueueService.cancel`, `cancel.lua`): a pending or scheduled job (or a `waiting`
+   * flow parent) becomes `cancelled` at once; an active one is flagged for a cooperative cancel
+   * (its handler sees `job.signal` abort and stops at its next check). `finished` when it had
+   * already ended (nothing written); `NotFoundError` when there is no such job.
+   */
+  async cancel(queue: string, id: string): Promise<'cancelled' | 'flagged' | 'finished'> {
+    assertBrandedId(id, 'job');
+    await this.assertKnown(queue);
+    const r = await this.queues.cancel(queue, id);
+    if (r === 'missing') throw new NotFoundError(`no job ${id} in queue ${queue}`);
+    return r;
+  }
+
   /** Deletes up to `limit` finished jobs of a status older than the bound; call again while `more`. */
   async purge(queue: string, opts: PurgeOptions): Promise<BulkReply> {
     if (!['done', 'dead', 'cancelled'].includes(opts?.status)) throw new InvalidOptionError('purge status must be done, dead or cancelled');
@@ -159,8 +177,9 @@ export class QueueAdmin {
   }
 
   private async read(queue: string): Promise<QueueInfo> {
+    const meta = queueKeys(queue).meta; // throws on a bad name before any read starts
     try {
-      const [counts, paused] = await Promise.all([readCounts(this.conn.client, queue), this.conn.client.hget(queueKeys(queue).meta, 'paused')]);
+      const [counts, paused] = await Promise.all([readCounts(this.conn.client, queue), this.conn.client.hget(meta, 'paused')]);
       return { name: queue, paused: paused === '1', counts };
     } catch (err) {
       throw fromReplyError(err);

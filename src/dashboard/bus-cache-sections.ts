@@ -3,6 +3,7 @@ import type { CacheAdminStats } from '../admin/cache-admin.js';
 import type { CacheStats } from '../cache/cache-types.js';
 import { html, type SafeHtml } from './html.js';
 import { seg, type PageContext } from './dashboard-layout.js';
+import { iso, problemCell, shownName } from './entry-rows.js';
 
 /** A topic with its consumer groups. */
 export interface TopicWithGroups {
@@ -16,7 +17,7 @@ export interface TopicWithGroups {
 export function busSection(ctx: PageContext, topics: readonly TopicWithGroups[], next: string | undefined): SafeHtml {
   if (!topics.length) return html`<h1>Bus</h1><p>No topic has announced itself yet.</p>`;
   const rows = topics.map(({ topic: t, groups }) => {
-    if (t.error) return html`<tr data-topic="${t.name}"><td>${t.name}</td><td colspan="6" class="err">unreadable: ${t.error}</td></tr>`;
+    if (t.error) return html`<tr data-topic="${shownName(t.name)}"><td>${shownName(t.name)}</td>${problemCell(t, 6)}</tr>`;
     const span = Math.max(1, groups.length);
     const first = groups[0];
     const cells = (g?: GroupInfo): SafeHtml =>
@@ -35,8 +36,8 @@ export function cacheSection(ctx: PageContext, stats: CacheAdminStats, processSt
     ? html`<table id="caches" data-live><thead><tr><th>namespace</th><th>invalidations</th><th>retained</th><th>last invalidation</th></tr></thead><tbody>${names.map(
         (n) =>
           n.error
-            ? html`<tr data-namespace="${n.name}"><td>${n.name}</td><td colspan="3" class="err">unreadable: ${n.error}</td></tr>`
-            : html`<tr data-namespace="${n.name}"><td>${n.name}</td><td class="n">${n.invalidations}</td><td class="n">${n.retained}</td><td>${n.lastInvalidationAt?.toISOString()}</td></tr>`,
+            ? html`<tr data-namespace="${shownName(n.name)}"><td>${shownName(n.name)}</td>${problemCell(n, 3)}</tr>`
+            : html`<tr data-namespace="${n.name}"><td>${n.name}</td><td class="n">${n.invalidations}</td><td class="n">${n.retained}</td><td>${iso(n.lastInvalidationAt)}</td></tr>`,
       )}</tbody></table>`
     : html`<p>No cache namespace has announced itself yet.</p>`;
   const own = processStats

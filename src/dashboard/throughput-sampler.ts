@@ -1,6 +1,7 @@
 import type { EchoMqConnection } from '../core/connection/index.js';
 import { queueKeys } from '../core/keys.js';
-import { registryPage } from '../admin/registry.js';
+import { logOnce, nameProblem, registryPage } from '../admin/registry.js';
+import { describeError } from '../core/reply-errors.js';
 
 /** How the sampler behind the throughput charts runs (`EchoMqDashboardOptions.throughput`). */
 export interface ThroughputOptions {
@@ -112,25 +113,37 @@ export class ThroughputSampler {
       this.last = undefined; // the next window starts when someone looks again
       return;
     }
+    const c = this.conn.client;
+    let now: number;
+    let from: number | undefined;
     try {
       if (this.ticks++ % NAMES_EVERY === 0) this.names = (await registryPage(this.conn, 'queues', undefined, this.maxQueues)).names;
-      const c = this.conn.client;
       const [s, us] = await c.time();
-      const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
-      const from = this.last;
+      now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
+      from = this.last;
       this.last = now;
-      if (from === undefined) return;
-      const names = [...new Set([...this.names, ...this.watched])];
-      const counts = await Promise.all(
-        names.map(async (q) => {
-          const k = queueKeys(q);
-          return Promise.all([c.zcount(k.done, `(${from}`, now), c.zcount(k.dead, `(${from}`, now)]);
-        }),
-      );
-      names.forEach((q, i) => this.push(q, counts[i][0], counts[i][1]));
     } catch {
       this.last = undefined; // an outage: the chart shows a gap rather than a spike
+      return;
     }
+    if (from === undefined) return;
+    // Each queue on its own: a registry entry that is not a queue name (planted by hand) is never
+    // read, and a queue whose index cannot be read (a key of another type) gets no sample; the
+    // others are sampled as usual. Each trouble is logged once.
+    const names = [...new Set([...this.names, ...this.watched])];
+    await Promise.all(
+      names.map(async (q) => {
+        const bad = nameProblem(q, 'queue');
+        if (bad) return logOnce(this.conn, `sampler\0${q}`, `EchoMQ dashboard: not sampling the registry entry ${JSON.stringify(q.slice(0, 120))}: ${bad}`);
+        try {
+          const k = queueKeys(q);
+          const [done, dead] = await Promise.all([c.zcount(k.done, `(${from}`, now), c.zcount(k.dead, `(${from}`, now)]);
+          this.push(q, done, dead);
+        } catch (err) {
+          logOnce(this.conn, `sampler\0${q}`, `EchoMQ dashboard: cannot sample the throughput of queue ${q}: ${describeError(err)}`);
+        }
+      }),
+    );
   }
 
   private push(queue: string, done: number, dead: number): void {

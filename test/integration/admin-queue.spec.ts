@@ -58,7 +58,7 @@ describe('the registry of known queues', () => {
     await f.raw.set(queueKeys(q).scheduled, 'not a zset');
     await eventually(async () => (await f.raw.zscore(globalKeys.queues, q)) !== null, 5000, 'announced');
     const page = await admin.list({ after: q.slice(0, -1), limit: 1 });
-    expect(page.items).toEqual([{ name: q, paused: false, counts: expect.objectContaining({ pending: 0 }), error: expect.stringMatching(/^EMQ_WRONGTYPE /) }]);
+    expect(page.items).toEqual([{ name: q, paused: false, counts: expect.objectContaining({ pending: 0 }), error: expect.stringMatching(/^EMQ_WRONGTYPE /), problem: 'unreadable' }]);
     await expect(admin.info(q)).rejects.toMatchObject({ code: 'EMQ_WRONGTYPE' });
   });
 });
