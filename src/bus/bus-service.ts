@@ -75,9 +75,9 @@ export class BusService implements OnModuleDestroy {
     if (payloads.length > BUS_BATCH_LIMIT) throw new BatchTooLargeError(payloads.length, BUS_BATCH_LIMIT);
     if (payloads.length === 0) return [];
     const texts = payloads.map((p) => encodePayload(p, this.maxBytes));
-    announce(this.conn, 'topics', topic); // valid input: the registry of known topics (once per connection)
     const send = async (tp?: string): Promise<string[]> => {
       const ids = await this.batches.submit(topic, tp ? texts.map((p) => ({ p, tp })) : texts);
+      announce(this.conn, 'topics', topic); // after the publish went through: a refused one leaves the registry alone
       this.markDirty(topic);
       return ids.map(eventIdOf);
     };

@@ -183,11 +183,11 @@ export class QueueService {
     const { maxPayloadBytes } = this.settings(queue);
     await this.conn.ids.ready(); // never mint on a node number this process does not certainly hold
     const jobs = items.map((it) => this.toWire(it, maxPayloadBytes, keyed ? k.dedup(it.opts!.key!) : undefined));
-    announce(this.conn, 'queues', queue); // valid input: the registry of known queues (once per connection)
-    if (jobs.length <= MAX_BATCH) return this.enqueueChunk(queue, items, jobs, keyed);
     const ids: string[] = [];
     for (let at = 0; at < jobs.length; at += MAX_BATCH) {
       ids.push(...(await this.enqueueChunk(queue, items.slice(at, at + MAX_BATCH), jobs.slice(at, at + MAX_BATCH), keyed)));
+      // After a write that went through: a refused one (EMQ_NOPERM, …) leaves the registry alone (once per connection).
+      announce(this.conn, 'queues', queue);
     }
     return ids;
   }
