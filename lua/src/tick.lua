@@ -10,6 +10,12 @@
 -- `attempts` (1..1000) and `backoff` (`f:<ms>` / `e:<ms>`, ms 0..86400000), when present, become
 -- the job's own options as in enqueue.lua.
 --
+-- A spec's `limit` (1..1000000000), `start` and `end` (epoch ms, 0..7258118400000), when present,
+-- are enforced here on a tick that would write a job: a tick before `start` advances without a
+-- job; a tick after `end`, or once the schedule's ticks wrote `limit` jobs (counted in `fires`,
+-- KEYS[10], required then), writes no job and ends the schedule (its name leaves `ticks`); the
+-- job that reaches the limit ends it too, and so does a `next` after `end`.
+--
 -- No script flags: a tick writes a new job (memory grows), so under OOM it is refused at its
 -- first write, as an enqueue is.
 --
@@ -22,6 +28,8 @@
 -- @key events emq:{q}:events lifecycle events (as enqueue.lua)
 -- @key schedules emq:{q}:schedules hash name -> spec text
 -- @key ticks emq:{q}:ticks zset name -> next tick (epoch ms)
+-- @key fires? emq:{q}:fires hash name -> jobs the schedule's ticks wrote; required when the
+--   stored spec has a `limit`
 -- @arg version version the protocol version
 -- @arg name bytes:1..100 the schedule name (1..100 bytes of [A-Za-z0-9_.-])
 -- @arg sha sha1 SHA1 (40 lowercase hex digits) of the spec text the caller computed from
@@ -36,11 +44,14 @@
 --   stored tick or spec is not the caller's, or no such schedule); -1 the job id is taken
 --   (nothing written: mint another).
 -- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments or keys, a stored spec that
---   is not a JSON object with a string payload and valid options), EMQ_BAD_ID, EMQ_WRONGTYPE.
+--   is not a JSON object with a string payload and valid options, a spec with a `limit` and no
+--   `fires` key), EMQ_BAD_ID, EMQ_WRONGTYPE.
 --   Every check comes before the first write.
 -- @uses keys ids types meta names job-args job-write
-need(#KEYS == 9 and #ARGV == 8, 'expected 9 keys and 8 arguments')
-need_keys(KEYS, queue_base(KEYS[1]), { 'meta', 'pending', 'scheduled', 'wake', 'data', 'opts', 'events', 'schedules', 'ticks' })
+need((#KEYS == 9 or #KEYS == 10) and #ARGV == 8, 'expected 9 (or 10) keys and 8 arguments')
+local names = { 'meta', 'pending', 'scheduled', 'wake', 'data', 'opts', 'events', 'schedules', 'ticks' }
+if #KEYS == 10 then names[10] = 'fires' end
+need_keys(KEYS, queue_base(KEYS[1]), names)
 local name, sha = ARGV[2], ARGV[3]
 need(not bad_name(name), 'a schedule name is 1..100 bytes of letters, digits, _ . -')
 need(#sha == 40 and string.match(sha, '^[0-9a-f]+$'), 'the spec SHA1 must be 40 lowercase hex digits')
@@ -70,6 +81,25 @@ need(maxA == nil or (type(maxA) == 'number' and maxA == math.floor(maxA) and max
   'the stored spec of ' .. name .. ' has bad attempts (1..1000)')
 need(backoff == nil or (type(backoff) == 'string' and good_backoff(backoff)),
   'the stored spec of ' .. name .. ' has a bad backoff (f:<ms> or e:<ms>, ms 0..86400000)')
+-- The window and the limit (docs/protocol.md §11).
+local lim, st, en = s.limit, s.start, s['end']
+local function whole(v, hi) return v == nil or (type(v) == 'number' and v == math.floor(v) and v >= 0 and v <= hi) end
+need(whole(lim, 1000000000) and lim ~= 0 and whole(st, 7258118400000) and whole(en, 7258118400000),
+  'the stored spec of ' .. name .. ' has a bad limit (1..1000000000), start or end (0..7258118400000)')
+local fires, count = KEYS[10], 0
+if lim then
+  need(fires, 'the stored spec of ' .. name .. ' has a limit: the call needs the fires key (KEYS[10])')
+  count = tonumber(checked(redis.pcall('HGET', fires, name), fires)) or 0
+end
+if (en and due > en) or (lim and count >= lim) then
+  redis.call('ZREM', KEYS[9], name)
+  return 2
+end
+if st and due < st then
+  if next == 0 then redis.call('ZREM', KEYS[9], name) else redis.call('ZADD', KEYS[9], next, name) end
+  return 2
+end
+if (en and next > en) or (lim and count + 1 >= lim) then next = 0 end
 if checked(redis.pcall('HEXISTS', KEYS[5], id), KEYS[5]) == 1 then return -1 end
 local later = runAt > now_ms()
 local own = maxA ~= nil or backoff ~= nil
@@ -78,6 +108,7 @@ local queued, scheduled = later and {} or { id }, later and { id } or {}
 push_new_jobs(KEYS, queued, later and { runAt, id } or {})
 store_new_jobs(KEYS, { id, s.payload }, own and { id, (maxA and string.format('%d', maxA) or '') .. '|' .. (backoff or '') } or {})
 stamp_version(KEYS[1], meta.v)
+if lim then redis.call('HINCRBY', fires, name, 1) end
 if next == 0 then redis.call('ZREM', KEYS[9], name) else redis.call('ZADD', KEYS[9], next, name) end
 announce_new_jobs(KEYS, meta.elog, wakeLen, queued, scheduled)
 return 1

@@ -21,7 +21,7 @@ export function assertName(name: unknown, what = 'queue'): asserts name is strin
 }
 
 /** The per-queue key kinds of protocol v1. */
-export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake' | 'data' | 'opts' | 'events' | 'outbox' | 'outdue' | 'schedules' | 'ticks' | 'levels' | 'parked';
+export type QueueKeyKind = 'meta' | 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled' | 'wake' | 'data' | 'opts' | 'events' | 'outbox' | 'outdue' | 'schedules' | 'ticks' | 'levels' | 'parked' | 'fires';
 
 /**
  * The keys of one queue. Every key carries the queue name as its hash tag, so all of them
@@ -52,6 +52,8 @@ export class QueueKeys {
   readonly schedules: string;
   /** Schedules: zset schedule name → next tick (epoch ms, server clock). */
   readonly ticks: string;
+  /** Schedules: hash schedule name → jobs its ticks wrote (counted for a spec's `limit`). */
+  readonly fires: string;
   /** Priorities: zset of the levels 1..9 whose list (`pendingAt(p)`) holds jobs (score = level). */
   readonly levels: string;
   /** Parked consumers: zset `<lease ms>:<tag>` → registration end (a parked claim or park.lua; enqueue hands jobs off to them). */
@@ -76,6 +78,7 @@ export class QueueKeys {
     this.outdue = base + 'outdue';
     this.schedules = base + 'schedules';
     this.ticks = base + 'ticks';
+    this.fires = base + 'fires';
     this.levels = base + 'levels';
     this.parked = base + 'parked';
   }

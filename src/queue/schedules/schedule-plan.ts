@@ -24,12 +24,29 @@ export interface StoredSchedule {
   readonly grace: number;
   readonly attempts?: number;
   readonly backoff?: string;
+  /** At most this many jobs from ticks (tick.lua counts them in `fires`). */
+  readonly limit?: number;
+  /** No tick before (epoch ms). */
+  readonly start?: number;
+  /** No tick after (epoch ms). */
+  readonly end?: number;
   /** The first tick strictly after an instant (null: none). */
   readonly nextAfter: NextTick;
 }
 
 const SPEC_KEYS = keySet<{ cron: true; tz: true; every: true }>({ cron: true, tz: true, every: true });
-const OPTION_KEYS = keySet<ScheduleOptions>({ missed: true, graceMs: true, attempts: true, backoff: true });
+const OPTION_KEYS = keySet<ScheduleOptions>({ missed: true, graceMs: true, attempts: true, backoff: true, limit: true, startAt: true, endAt: true });
+const MAX_LIMIT = 1_000_000_000;
+
+/** An instant option (a Date or epoch ms in 0..MAX_RUN_AT_MS), else `InvalidScheduleError`. */
+function instant(v: Date | number | undefined, what: string): number | undefined {
+  if (v === undefined) return undefined;
+  const t = v instanceof Date ? v.getTime() : v;
+  if (typeof t !== 'number' || !Number.isFinite(t) || t < 0 || t > MAX_RUN_AT_MS) {
+    throw new InvalidScheduleError(`${what} must be a Date or epoch ms in 0..${MAX_RUN_AT_MS}, got ${String(v)}`);
+  }
+  return Math.ceil(t);
+}
 
 function compile(cron: unknown, tz: unknown, every: unknown): NextTick {
   if (cron !== undefined) {
@@ -61,6 +78,14 @@ export function encodeSchedule(spec: ScheduleSpec, payload: string, opts: Schedu
   if (typeof grace !== 'number' || !Number.isInteger(grace) || grace < 0 || grace > MAX_GRACE_MS) {
     throw new InvalidScheduleError(`graceMs must be an integer in 0..${MAX_GRACE_MS}, got ${String(grace)}`);
   }
+  const limit = opts.limit;
+  if (limit !== undefined && (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)) {
+    throw new InvalidScheduleError(`limit must be an integer in 1..${MAX_LIMIT}, got ${String(limit)}`);
+  }
+  const start = instant(opts.startAt, 'startAt');
+  const end = instant(opts.endAt, 'endAt');
+  if (start !== undefined && end !== undefined && end < start) throw new InvalidScheduleError('endAt must not be before startAt');
+  // Fields absent when unset, so a declaration without them renders the text it always did.
   const fields = {
     cron: s.cron as string | undefined,
     tz: s.tz as string | undefined,
@@ -70,6 +95,9 @@ export function encodeSchedule(spec: ScheduleSpec, payload: string, opts: Schedu
     grace,
     attempts: opts.attempts === undefined ? undefined : checkAttempts(opts.attempts),
     backoff: opts.backoff === undefined ? undefined : backoffWire(opts.backoff),
+    limit,
+    start,
+    end,
   };
   return { text: JSON.stringify(fields), stored: { ...fields, nextAfter } };
 }
@@ -94,6 +122,9 @@ export function decodeSchedule(text: string): StoredSchedule {
     grace,
     attempts: o.attempts as number | undefined,
     backoff: o.backoff as string | undefined,
+    limit: typeof o.limit === 'number' ? o.limit : undefined,
+    start: typeof o.start === 'number' ? o.start : undefined,
+    end: typeof o.end === 'number' ? o.end : undefined,
     nextAfter: compile(o.cron, o.tz, o.every),
   };
 }
@@ -101,9 +132,15 @@ export function decodeSchedule(text: string): StoredSchedule {
 /** SHA1 (hex) of a spec text, as `redis.sha1hex` computes it. */
 export const specSha = (text: string): string => createHash('sha1').update(text).digest('hex');
 
-/** The first tick of a new schedule created at server time `now`. */
+/**
+ * The first tick of a new schedule created at server time `now`: the first one after now and at
+ * or after `start`. A schedule whose window is over gets a tick just after its `end`, which
+ * ends it without a job (planTick, tick.lua).
+ */
 export function firstTick(s: StoredSchedule, now: number): number {
-  const t = s.nextAfter(now);
+  const from = s.start !== undefined ? Math.max(now, s.start - 1) : now;
+  const t = s.every !== undefined && s.start !== undefined && s.start > now ? s.start : s.nextAfter(from);
+  if (s.end !== undefined && (t === null || t > s.end)) return Math.min(s.end + 1, MAX_RUN_AT_MS);
   if (t === null || t > MAX_RUN_AT_MS) throw new InvalidScheduleError('the schedule has no tick before 2200-01-01');
   return t;
 }
@@ -123,11 +160,13 @@ export interface TickPlan {
  * first tick at or after `now − grace` (which is then on time and runs on its own).
  */
 export function planTick(s: StoredSchedule, due: number, now: number): TickPlan {
-  const clamp = (t: number | null): number => (t === null || t > MAX_RUN_AT_MS ? 0 : t);
+  const last = Math.min(s.end ?? MAX_RUN_AT_MS, MAX_RUN_AT_MS);
+  const clamp = (t: number | null): number => (t === null || t > last ? 0 : t);
+  if (due > last) return { write: false, runAt: 0, next: 0 }; // the window is over: the schedule ends
   if (now - due <= s.grace) return { write: true, runAt: due, next: clamp(s.nextAfter(due)) };
   const from = now - s.grace;
   const next = s.every !== undefined ? due + Math.ceil((from - due) / s.every) * s.every : clamp(s.nextAfter(from - 1));
-  return { write: s.missed === 'once', runAt: 0, next: next <= due ? clamp(s.nextAfter(due)) : next };
+  return { write: s.missed === 'once', runAt: 0, next: next <= due ? clamp(s.nextAfter(due)) : clamp(next) };
 }
 
 const PROCESSOR_SCHEDULE_KEYS = keySet<{ name: true; payload: true; cron: true; tz: true; every: true } & { [K in keyof ScheduleOptions]-?: true }>({
@@ -140,13 +179,16 @@ const PROCESSOR_SCHEDULE_KEYS = keySet<{ name: true; payload: true; cron: true; 
   graceMs: true,
   attempts: true,
   backoff: true,
+  limit: true,
+  startAt: true,
+  endAt: true,
 });
 
 /** Splits a `@Processor` schedule declaration into its spec and options, refusing unknown keys. */
 export function splitProcessorSchedule(d: ProcessorSchedule, what: string): { spec: ScheduleSpec; opts: ScheduleOptions } {
   refuseUnknownKeys(d, PROCESSOR_SCHEDULE_KEYS, what);
-  const { name: _name, payload: _payload, missed, graceMs, attempts, backoff, ...spec } = d;
-  const opts = Object.fromEntries(Object.entries({ missed, graceMs, attempts, backoff }).filter(([, v]) => v !== undefined)) as ScheduleOptions;
+  const { name: _name, payload: _payload, missed, graceMs, attempts, backoff, limit, startAt, endAt, ...spec } = d;
+  const opts = Object.fromEntries(Object.entries({ missed, graceMs, attempts, backoff, limit, startAt, endAt }).filter(([, v]) => v !== undefined)) as ScheduleOptions;
   return { spec: spec as ScheduleSpec, opts };
 }
 

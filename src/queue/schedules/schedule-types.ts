@@ -27,6 +27,12 @@ export interface ScheduleOptions {
   readonly attempts?: number;
   /** Backoff of each job (default: the consumer's). */
   readonly backoff?: BackoffOptions;
+  /** Fire at most this many times (1..1,000,000,000), then the schedule ends. Run-now jobs do not count. */
+  readonly limit?: number;
+  /** No tick before this instant (a Date or epoch ms): the first tick is the first one at or after it. */
+  readonly startAt?: Date | number;
+  /** No tick after this instant (a Date or epoch ms): the schedule ends at its last tick before it. */
+  readonly endAt?: Date | number;
 }
 
 /** A schedule as `@Processor(queue, { schedules: [...] })` declares it. */
@@ -58,6 +64,14 @@ export interface ScheduleInfo<T = Json> {
   readonly attempts?: number;
   /** Wire form of each job's backoff (`f:<ms>` / `e:<ms>`), when set. */
   readonly backoff?: string;
+  /** At most this many jobs from its ticks, when set. */
+  readonly limit?: number;
+  /** No tick before this instant, when set. */
+  readonly startAt?: Date;
+  /** No tick after this instant, when set. */
+  readonly endAt?: Date;
+  /** Jobs its ticks wrote, counted for a schedule with a `limit` (0 otherwise). */
+  readonly fired: number;
   /** The next tick (server clock), or null when the schedule has no more ticks. */
   readonly next: Date | null;
 }

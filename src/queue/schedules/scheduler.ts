@@ -170,8 +170,11 @@ export class Scheduler {
       const r = await scheduleWire.tick(this.conn.scriptClient, k, { name, specSha: specSha(text), due, next: plan.next, id, runAt: plan.runAt });
       if (r === 'id-taken') continue;
       if (r === 'stale') return false;
-      if (r === 'skipped') this.warn(`schedule ${queue}/${name}: missed tick(s) from ${new Date(due).toISOString()} skipped (policy "skip")`);
-      this.options.onTick?.({ queue, name, tick: due, ...(id !== undefined ? { jobId: id } : {}) });
+      // Skipped without a job: missed ticks (policy "skip"), or the schedule ended (its endAt
+      // passed, or tick.lua found its limit reached); only the first is worth a warning.
+      const ended = plan.write || (s.end !== undefined && due > s.end);
+      if (r === 'skipped' && !ended) this.warn(`schedule ${queue}/${name}: missed tick(s) from ${new Date(due).toISOString()} skipped (policy "skip")`);
+      this.options.onTick?.({ queue, name, tick: due, ...(r === 'written' && id !== undefined ? { jobId: id } : {}) });
       return true;
     }
     return false;
