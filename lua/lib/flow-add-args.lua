@@ -80,3 +80,22 @@ local function flow_roots(n, ids, index, up, edgeOf, jid)
   end
   return root
 end
+-- Run times (optional, after the lease): per node i, A[at + i] is "" (ready now), "d:<ms>" (a
+-- delay, 0..315360000000, from `now` on the server clock) or "t:<ms>" (a run-at, epoch ms
+-- 0..7258118400000). Only a leaf may have one. Answers run (i -> its run-at, only when after now).
+local function flow_runs(A, n, at, kids, now)
+  local run = {}
+  if not at then return run end
+  for i = 1, n do
+    local s = A[at + i]
+    if s ~= '' then
+      local kind, v = string.match(s, '^([dt]):(.*)$')
+      local ms = kind == 'd' and int(v, 0, 315360000000) or (kind == 't' and int(v, 0, 7258118400000)) or nil
+      if not ms then fail('BAD_ARG', 'node ' .. i .. ' has a malformed run time (expected "", "d:<ms>" or "t:<epoch ms>")') end
+      if kids[i] then fail('BAD_ARG', 'node ' .. i .. ' has children and a run time (only a leaf may be delayed)') end
+      local when = kind == 'd' and now + ms or ms
+      if when > now then run[i] = when end
+    end
+  end
+  return run
+end

@@ -24,7 +24,13 @@
 --   (1..86400000): the caller relays the creation entries this call writes itself (it knows
 --   them: the entry texts of the edges of the trees created); they are written already taken
 --   (due at now + lease, as outbox-take would leave them) and no outbox signal is sent. If the
---   caller dies first, any relay takes them when the lease lapses.
+--   caller dies first, any relay takes them when the lease lapses. Then, optionally (the
+--   run-times form: the lease argument is then required, "" for none), one run time per node
+--   (n arguments, node order): "" = ready now, "d:<ms>" = a delay (0..315360000000) from now on
+--   the server clock, "t:<ms>" = a run-at (epoch ms, 0..7258118400000). Only a leaf may have
+--   one; a leaf whose instant is after now is written `scheduled` (its row's status, its id in
+--   emq:{q}:scheduled at that instant, spelt from the base of KEYS[1]: same slot; event
+--   `scheduled`) instead of `pending`: claim makes it pending when due, as a retried job.
 --
 -- @key meta emq:{q}:meta queue meta hash
 -- @key pending emq:{q}:pending list of pending ids
@@ -46,7 +52,8 @@
 -- @arg token? token (fan-out mode only) the running job's fencing token
 -- @arg node* node per node: five arguments, see above
 -- @arg edge* edge per edge: six arguments, see above
--- @arg lease? 1..86400000 the self-relay lease in ms, optional, last
+-- @arg lease? 1..86400000 the self-relay lease in ms ("" = none in the run-times form), optional
+-- @arg run* run per node (the run-times form, after the lease): "", "d:<ms>" or "t:<epoch ms>"
 -- @mode create 9 keys: creates the nodes and edges of the call.
 -- @mode fan-out 11 keys (and the running job's id and token as ARGV[6], ARGV[7]): gives a
 --   RUNNING job children (docs/flows.md, "Fanning out from a running job"). Fenced by the job's
@@ -81,16 +88,23 @@ if X then
   need_row(KEYS[11], KEYS[6], jid)
   token = need_token(ARGV[7])
 end
-local selfLease = nil
-if #ARGV == 6 + o + 5 * n + 6 * m then
+local selfLease, runsAt = nil, nil
+local last = 5 + o + 5 * n + 6 * m
+if #ARGV == last + 1 then
   selfLease = need_int(ARGV[#ARGV], 1, 86400000, 'the self-relay lease (ms)')
+elseif n > 0 and #ARGV == last + 1 + n then
+  -- The run-times form: the lease ("" = none), then one run time per node.
+  if ARGV[last + 1] ~= '' then selfLease = need_int(ARGV[last + 1], 1, 86400000, 'the self-relay lease (ms)') end
+  runsAt = last + 1
 else
-  need(#ARGV == 5 + o + 5 * n + 6 * m, 'expected ' .. (5 * n) .. ' node and ' .. (6 * m) .. ' edge arguments (and an optional self-relay lease)')
+  need(#ARGV == last, 'expected ' .. (5 * n) .. ' node and ' .. (6 * m) .. ' edge arguments (and an optional self-relay lease, then optional run times)')
 end
 local ids, index, up = flow_nodes(ARGV, n, o, maxBytes, q, jid)
 local base = 5 + o + 5 * n
 local kids, edgeOf, keys = flow_edges(ARGV, m, base, index, up, q, jid)
 local root = flow_roots(n, ids, index, up, edgeOf, jid)
+local run = flow_runs(ARGV, n, runsAt, kids, now_ms())
+local delayed = next(run) ~= nil
 
 -- Reads first: every key this call writes is read before anything is written.
 local meta = queue_meta(KEYS[1])
@@ -122,6 +136,7 @@ checked(redis.pcall('LLEN', KEYS[2]), KEYS[2])
 checked(redis.pcall('LLEN', KEYS[3]), KEYS[3])
 checked(redis.pcall('HLEN', KEYS[5]), KEYS[5])
 checked(redis.pcall('ZCARD', KEYS[9]), KEYS[9])
+if delayed then checked(redis.pcall('ZCARD', b .. 'scheduled'), b .. 'scheduled') end
 local held = checked(redis.pcall('HLEN', KEYS[8]), KEYS[8])
 if entries > 0 and held + entries > cap then
   fail('FLOW_TOO_LARGE', 'the outbox of ' .. q .. ' holds ' .. held .. ' entries, its bound is ' .. cap .. ' (relays are behind)')
@@ -132,7 +147,7 @@ end
 if elog > 0 then need_type(KEYS[7], 'stream') end
 
 local now = now_ms()
-local queued, waiting, data, opts = {}, {}, {}, {}
+local queued, waiting, data, opts, later, sched = {}, {}, {}, {}, {}, {}
 if X then
   fanout_wait(KEYS[11], KEYS[10], jid, cur, kids[0] or 0)
   waiting[1] = jid
@@ -154,6 +169,11 @@ for i = 1, n do
     if kids[i] then
       row = { 'status', 'waiting', 'deps', kids[i] }
       waiting[#waiting + 1] = id
+    elseif run[i] then
+      row = { 'status', 'scheduled' }
+      later[#later + 1] = id
+      sched[#sched + 1] = run[i]
+      sched[#sched + 1] = id
     else
       row = { 'status', 'pending' }
       queued[#queued + 1] = id
@@ -194,6 +214,7 @@ if #data > 0 then
   stamp_version(KEYS[1], meta.v)
 end
 if #opts > 0 then redis.call('HSET', KEYS[5], unpack(opts)) end
+if #sched > 0 then redis.call('ZADD', b .. 'scheduled', unpack(sched)) end
 if #queued > 0 then
   if redis.call('LPUSH', KEYS[2], unpack(queued)) == #queued and lanes then redis.call('LPUSH', b .. 'groups', '') end
   if redis.call('LLEN', KEYS[3]) == 0 then redis.call('LPUSH', KEYS[3], '1') end
@@ -203,5 +224,6 @@ if #waiting > 0 then redis.call('HINCRBY', KEYS[1], 'waits', #waiting) end
 if boxed > 0 and not selfLease then redis.call('SPUBLISH', KEYS[8], boxed) end
 emit(KEYS[7], elog, 'enqueued', queued)
 emit(KEYS[7], elog, 'waiting', waiting)
+emit(KEYS[7], elog, 'scheduled', later)
 if X then return 1 end
 return out

@@ -17,13 +17,16 @@ import (
 // member names are part of the wire. P is the job's payload JSON text (carried as a JSON string);
 // A and B are the node's own attempt limit and backoff (0 / "" = none, omitted from the JSON);
 // Pol is its failure policy towards its parent (fail, ignore, continue), Key its key among its
-// siblings; Kids its children ([] for a leaf, never null).
+// siblings; Kids its children ([] for a leaf, never null). Dl and At are a leaf's delay (ms from
+// its creation, server clock) and run-at (epoch ms); 0 = none, omitted from the JSON.
 type FlowTree struct {
 	Q    string     `json:"q"`
 	ID   string     `json:"id"`
 	P    string     `json:"p"`
 	A    int        `json:"a,omitempty"`
 	B    string     `json:"b,omitempty"`
+	Dl   int64      `json:"dl,omitempty"`
+	At   int64      `json:"at,omitempty"`
 	Pol  string     `json:"pol"`
 	Key  string     `json:"key"`
 	Kids []FlowTree `json:"kids"`
@@ -42,6 +45,18 @@ type FlowNode struct {
 	Parent      string // "" or "<queue> <id>"
 	MaxAttempts int    // 0 = none
 	Backoff     string // "" = none
+	Run         string // "" = ready now, "d:<ms>" a delay, "t:<epoch ms>" a run-at (a leaf only)
+}
+
+// runOf is a node's run time as flow-add's run-times form takes it.
+func runOf(t FlowTree) string {
+	if t.Dl > 0 {
+		return "d:" + strconv.FormatInt(t.Dl, 10)
+	}
+	if t.At > 0 {
+		return "t:" + strconv.FormatInt(t.At, 10)
+	}
+	return ""
 }
 
 // FlowEdge is one child edge of a flow-add call: Entry is the creation entry text of a child in
@@ -74,7 +89,7 @@ func PlanQueue(queue string, roots []FlowRoot) (FlowPlan, error) {
 	var plan FlowPlan
 	var visit func(t FlowTree, up string) error
 	visit = func(t FlowTree, up string) error {
-		plan.Nodes = append(plan.Nodes, FlowNode{ID: t.ID, Payload: t.P, Parent: up, MaxAttempts: t.A, Backoff: t.B})
+		plan.Nodes = append(plan.Nodes, FlowNode{ID: t.ID, Payload: t.P, Parent: up, MaxAttempts: t.A, Backoff: t.B, Run: runOf(t)})
 		ref := queue + " " + t.ID
 		for _, k := range t.Kids {
 			entry := ""
@@ -234,6 +249,16 @@ func (q *Queue) FlowAdd(ctx context.Context, maxPayload, outboxBound int, plan F
 	}
 	for _, e := range plan.Edges {
 		args = append(args, e.ParentID, e.ChildID, e.ChildQueue, e.Policy, e.Key, e.Entry)
+	}
+	// The run-times form (docs/protocol.md §10): no lease (""), then one run time per node.
+	for _, n := range plan.Nodes {
+		if n.Run != "" {
+			args = append(args, "")
+			for _, m := range plan.Nodes {
+				args = append(args, m.Run)
+			}
+			break
+		}
 	}
 	v, err := q.scripts.Run(ctx, q.rdb, "flow-add", []string{k.Meta, k.Pending, k.Wake, k.Data, k.Opts, k.RowPrefix, k.Events, k.Outbox, k.OutDue}, args...)
 	if err != nil {

@@ -179,3 +179,18 @@ func TestFlowFlags(t *testing.T) {
 		}
 	}
 }
+
+// A delayed leaf (the creation entry's "dl" / "at", docs/protocol.md §10) plans its run time.
+func TestPlanQueueRunTimes(t *testing.T) {
+	_, e, err := ParseCreate(`c q1 {"up":"q0 ` + tid(8) + `","tree":{"q":"q1","id":"` + tid(9) + `","p":"{}","pol":"fail","key":"0","dl":60000,"kids":[]}}`)
+	if err != nil || e.Tree.Dl != 60000 {
+		t.Fatalf("ParseCreate: %+v %v", e, err)
+	}
+	plan, err := PlanQueue("q1", []FlowRoot{{Tree: e.Tree, Up: e.Up}})
+	if err != nil || plan.Nodes[0].Run != "d:60000" {
+		t.Fatalf("PlanQueue: %+v %v", plan, err)
+	}
+	if runOf(FlowTree{At: 5}) != "t:5" || runOf(FlowTree{}) != "" {
+		t.Fatal("runOf")
+	}
+}

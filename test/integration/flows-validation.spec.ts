@@ -33,8 +33,9 @@ describe('flows: every flow-node option is validated (unknown keys and misspelt 
   const kid = { queue: b, payload: {} };
 
   it.each([
-    ['delay', { delay: 60_000 }, 'flow.children[2].delay'],
-    ['runAt', { runAt: Date.now() + 60_000 }, 'flow.children[2].runAt'],
+    ['priority', { priority: 5 }, 'flow.children[2].priority'],
+    ['lane', { lane: 'tenant-1' }, 'flow.children[2].lane'],
+    ['delayMs (the enqueue option is delay)', { delayMs: 60_000 }, 'flow.children[2].delayMs'],
     ['BullMQ opts', { opts: { attempts: 3, failParentOnFailure: true } }, 'flow.children[2].opts'],
     ['a misspelt key', { onfailure: 'ignore' }, 'flow.children[2].onfailure'],
   ])('refuses %s on a node with EMQ_BAD_OPTION naming its path', async (_what, extra, path) => {

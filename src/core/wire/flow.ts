@@ -9,6 +9,16 @@ export interface WireFlowNode {
   readonly parent: string;
   readonly maxAttempts?: number;
   readonly backoff?: string;
+  /** A leaf's run time: `d:<ms>` (a delay from its creation, server clock) or `t:<epoch ms>`; absent = ready now. */
+  readonly run?: string;
+}
+
+/** flow-add's optional tail: the lease, then (the run-times form, when a node has a run time) one run time per node. */
+function tail(args: (string | number)[], nodes: readonly WireFlowNode[], selfLeaseMs?: number): void {
+  if (nodes.some((n) => n.run !== undefined)) {
+    args.push(selfLeaseMs ?? '');
+    for (const n of nodes) args.push(n.run ?? '');
+  } else if (selfLeaseMs !== undefined) args.push(selfLeaseMs);
 }
 
 /** One child edge of a flow-add call. */
@@ -60,7 +70,7 @@ export const flowWire = {
     const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, outboxBound, nodes.length, edges.length];
     for (const n of nodes) args.push(n.id, n.payload, n.parent, n.maxAttempts ?? '', n.backoff ?? '');
     for (const e of edges) args.push(e.parentId, e.childId, e.childQueue, e.policy, e.key, e.entry);
-    if (selfLeaseMs !== undefined) args.push(selfLeaseMs);
+    tail(args, nodes, selfLeaseMs);
     const keys = [k.meta, k.pending, k.wake, k.data, k.opts, k.jobPrefix, k.events, k.outbox, k.outdue];
     return (await runScript(c, 'flow-add', keys, args)) as number[];
   },
@@ -82,7 +92,7 @@ export const flowWire = {
     const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, outboxBound, nodes.length, edges.length, job.id, job.token];
     for (const n of nodes) args.push(n.id, n.payload, n.parent, n.maxAttempts ?? '', n.backoff ?? '');
     for (const e of edges) args.push(e.parentId, e.childId, e.childQueue, e.policy, e.key, e.entry);
-    if (selfLeaseMs !== undefined) args.push(selfLeaseMs);
+    tail(args, nodes, selfLeaseMs);
     const keys = [k.meta, k.pending, k.wake, k.data, k.opts, k.jobPrefix, k.events, k.outbox, k.outdue, k.active, k.job(job.id)];
     return ((await runScript(c, 'flow-add', keys, args)) as number) === 1; // flow-add's fan-out mode
   },

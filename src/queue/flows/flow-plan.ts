@@ -6,6 +6,7 @@ import { assertName } from '../../core/keys.js';
 import type { FlowBounds, FlowNode, FlowSpec } from './flow-types.js';
 import type { ChildFailurePolicy } from '../job.js';
 import { backoffWire, checkAttempts, type BackoffOptions } from '../base-options.js';
+import { scheduleWire } from '../queue-options.js';
 import { keySet } from '../../core/known-keys.js';
 
 /**
@@ -22,6 +23,10 @@ export interface WireTree {
   readonly a?: number;
   /** Own backoff (`f:<ms>` / `e:<ms>`). */
   readonly b?: string;
+  /** Delay (ms, > 0) from its creation in its queue, on the server clock; a leaf only. */
+  readonly dl?: number;
+  /** Run-at (epoch ms); a leaf only. */
+  readonly at?: number;
   /** Policy towards its parent. */
   readonly pol: ChildFailurePolicy;
   /** Key among its siblings. */
@@ -47,7 +52,7 @@ export interface QueuePlan {
 const KEY_RE = /^[A-Za-z0-9_.-]{1,100}$/;
 const POLICIES: readonly ChildFailurePolicy[] = ['fail', 'ignore', 'continue'];
 /** The keys a flow node may have: any other is refused (a typo never becomes a silent default). */
-const NODE_KEYS = keySet<FlowSpec>({ queue: true, payload: true, id: true, key: true, onFailure: true, attempts: true, backoff: true, children: true });
+const NODE_KEYS = keySet<FlowSpec>({ queue: true, payload: true, id: true, key: true, onFailure: true, attempts: true, backoff: true, delay: true, runAt: true, children: true });
 const BACKOFF_KEYS = keySet<BackoffOptions>({ type: true, delayMs: true });
 
 /** Refuses keys of `o` outside `known`, naming each by its path (`flows[1].children[2].opts`). */
@@ -104,6 +109,10 @@ export function encodeFlow(
     const kids = s.children ?? [];
     if (!Array.isArray(kids)) throw new InvalidOptionError(`${path}.children must be an array`);
     if (kids.length > bounds.maxChildren) throw new FlowTooLargeError(`a flow node has ${kids.length} children, the bound is ${bounds.maxChildren}`);
+    const when = atPath(path, () => scheduleWire(s));
+    if ((when.delayMs > 0 || when.runAtMs > 0) && kids.length > 0) {
+      throw new InvalidOptionError(`${path}: delay and runAt are for leaves (a parent runs when its children have finished)`);
+    }
     const p = encodePayload(s.payload, maxBytes(s.queue));
     ancestors.add(s);
     const keys = new Set<string>();
@@ -122,6 +131,8 @@ export function encodeFlow(
       p,
       a: s.attempts === undefined ? undefined : atPath(path, () => checkAttempts(s.attempts)),
       b: s.backoff === undefined ? undefined : atPath(path, () => backoffWire(s.backoff as BackoffOptions)),
+      dl: when.delayMs > 0 ? when.delayMs : undefined,
+      at: when.runAtMs > 0 && when.delayMs === 0 ? when.runAtMs : undefined,
       pol,
       key,
       kids: out,
@@ -163,7 +174,8 @@ export function planQueue(queue: string, roots: readonly { tree: WireTree; up: s
   const edges: WireFlowEdge[] = [];
   let crosses = 0;
   const visit = (t: WireTree, up: string): void => {
-    nodes.push({ id: t.id, payload: t.p, parent: up, maxAttempts: t.a, backoff: t.b });
+    const run = t.dl !== undefined ? `d:${t.dl}` : t.at !== undefined ? `t:${t.at}` : undefined;
+    nodes.push({ id: t.id, payload: t.p, parent: up, maxAttempts: t.a, backoff: t.b, run });
     const ref = `${queue} ${t.id}`;
     for (const k of t.kids) {
       let entry = '';

@@ -21,6 +21,14 @@ export interface FlowSpec<T = Json> {
   readonly attempts?: number;
   /** Its own backoff. */
   readonly backoff?: BackoffOptions;
+  /**
+   * A leaf only: run no sooner than this many ms after it is created in its queue (0..ten years,
+   * on the server's clock), as the enqueue option. A child in another queue is created by the
+   * relay, normally within ms of `flow()` (up to the relay lease later after a crash).
+   */
+  readonly delay?: number;
+  /** A leaf only: run no sooner than this instant (a Date or epoch ms, up to 2200-01-01), as the enqueue option. */
+  readonly runAt?: Date | number;
   /** Children it waits for (in any queue); a node with children starts `waiting`. */
   readonly children?: readonly FlowSpec[];
 }

@@ -1,0 +1,60 @@
+import type { FlowSpec } from '../../src/queue/flows/flow-types.js';
+import { EchoMqError } from '../../src/core/errors.js';
+import { startConsumer } from '../helpers/consumers.js';
+import { queueFixture } from '../helpers/queue-fixture.js';
+import { refusedUnchanged } from '../helpers/refusals.js';
+import { eventually, randomQueue } from '../helpers/valkey.js';
+
+const f = queueFixture();
+
+afterAll(async () => {
+  await f.queues?.flows.close();
+});
+
+describe('flows: delayed leaves (delay / runAt, as the enqueue options)', () => {
+  it('a delayed child, in the parent\'s queue or another, waits scheduled; the parent runs after it', async () => {
+    const [p, c] = [randomQueue('dp'), randomQueue('dc')];
+    const ran: Record<string, number> = {};
+    for (const q of [p, c]) {
+      f.consumers.push((await startConsumer(f.conn, q, (job) => ((ran[(job.payload as { n: string }).n] = Date.now()), 1))).consumer);
+    }
+    const t0 = Date.now();
+    const flow = await f.queues.flow({
+      queue: p,
+      payload: { n: 'parent' },
+      children: [
+        { queue: c, payload: { n: 'late' }, delay: 1200 },
+        { queue: p, payload: { n: 'at' }, runAt: new Date(t0 + 1200) },
+        { queue: c, payload: { n: 'now' } },
+      ],
+    });
+    const [late, at, now] = flow.children.map((k) => k.id);
+    await eventually(async () => ran.now !== undefined, 5000, 'the undelayed child to run');
+    await eventually(async () => (await f.queues.getJob(c, late))?.status === 'scheduled', 2000, 'the delayed child to be scheduled');
+    expect((await f.queues.getJob(p, at))?.status).toBe('scheduled');
+    expect((await f.queues.getJob(p, flow.id))?.status).toBe('waiting');
+    expect((await f.queues.getJob(c, now))?.status).toBe('done');
+    await eventually(async () => (await f.queues.getJob(p, flow.id))?.status === 'done', 10_000, 'the parent to run');
+    expect(ran.late - t0).toBeGreaterThanOrEqual(1100);
+    expect(ran.at - t0).toBeGreaterThanOrEqual(1100);
+    expect(ran.parent).toBeGreaterThanOrEqual(Math.max(ran.late, ran.at));
+    const parent = await f.queues.getJob(p, flow.id);
+    expect(parent?.children?.map((k) => k.outcome)).toEqual(['done', 'done', 'done']);
+  });
+
+  it('refuses a delay on a node with children, delay with runAt, and out-of-range values (nothing written)', async () => {
+    const [p, c] = [randomQueue('dp'), randomQueue('dc')];
+    const both = [`emq:{${p}}:*`, `emq:{${c}}:*`];
+    const cases: FlowSpec[] = [
+      { queue: p, payload: {}, delay: 100, children: [{ queue: c, payload: {} }] },
+      { queue: p, payload: {}, children: [{ queue: c, payload: {}, delay: 100, runAt: Date.now() + 100 }] },
+      { queue: p, payload: {}, children: [{ queue: c, payload: {}, delay: -1 }] },
+      { queue: p, payload: {}, children: [{ queue: c, payload: {}, runAt: 'tomorrow' as unknown as number }] },
+    ];
+    for (const spec of cases) {
+      await refusedUnchanged(f.raw, p, 'EMQ_BAD_OPTION', () => f.queues.flow(spec), both);
+      const err = await f.queues.flow(spec).catch((e: unknown) => e);
+      expect((err as EchoMqError).message).toMatch(/^flow/);
+    }
+  });
+});
