@@ -101,7 +101,7 @@ describe('no silent option: a misspelt key at any depth is refused naming its pa
     ['a BullMQ name', { lockDuration: 5 }, 'lockDuration (leaseMs)'],
     ['backoff', { backoff: { type: 'fixed', delayMs: 1, jitter: 1 } }, 'unknown @Processor("orders") options: backoff.jitter'],
     ['batch', { batch: { size: 2, maxWait: 5 } }, 'unknown @Processor("orders") options: batch.maxWait'],
-    ['schedules[i]', { schedules: [{ name: 's', every: 1000, payloadd: 1 }] }, 'payloadd'],
+    ['schedules[i]', { schedules: [{ name: 'r', every: 1000 }, { name: 's', every: 1000, payloadd: 1 }] }, 'unknown @Processor("orders") options: schedules[1].payloadd (known: name'],
     ['schedules[i].backoff', { schedules: [{ name: 's', every: 1000, backoff: { type: 'fixed', delay: 1 } }] }, 'backoff.delay'],
   ];
   it.each(processorCases)('@Processor: %s', (_what, options, named) => {

@@ -200,8 +200,9 @@ export function checkProcessorSchedules(list: unknown, what: string): void {
   if (list === undefined) return;
   if (!Array.isArray(list)) throw new InvalidScheduleError(`${what}: schedules must be an array`);
   const names = new Set<string>();
-  for (const d of list as ProcessorSchedule[]) {
+  for (const [i, d] of (list as ProcessorSchedule[]).entries()) {
     if (typeof d !== 'object' || d === null) throw new InvalidScheduleError(`${what}: each schedule must be an object`);
+    refuseUnknownKeys(d, PROCESSOR_SCHEDULE_KEYS, `${what} options`, { path: `schedules[${i}]` });
     assertName(d.name, 'schedule');
     if (names.has(d.name)) throw new InvalidScheduleError(`${what}: schedule "${d.name}" is declared twice`);
     names.add(d.name);
