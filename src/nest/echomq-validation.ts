@@ -206,7 +206,7 @@ export function validateModuleOptions(o: EchoMqModuleOptions): EchoMqModuleOptio
   }
   if (o.bus !== undefined) {
     keysAt(o.bus, BUS_KEYS, 'bus');
-    if (o.bus.instance !== undefined && (typeof o.bus.instance !== 'string' || o.bus.instance === '')) throw new InvalidOptionError('bus.instance must be a non-empty string');
+    if (o.bus.instance !== undefined) assertName(o.bus.instance, 'instance'); // as consumerName checks it (EMQ_BAD_NAME)
     optInt(o.bus.maxPayloadBytes, 1, 536_870_912, 'bus.maxPayloadBytes');
     optInt(o.bus.deadCap, 1, 100_000_000, 'bus.deadCap');
     optInt(o.bus.trimIntervalMs, 0, 86_400_000, 'bus.trimIntervalMs');
