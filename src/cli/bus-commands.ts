@@ -4,7 +4,7 @@ import type { CliContext } from './context.js';
 import type { TopicInfo } from '../admin/bus-admin.js';
 import type { CacheNamespaceInfo } from '../admin/cache-admin.js';
 import { registryCommand } from './registry-command.js';
-import { CliUsageError, parseCount, parseDuration, untilDone } from './output.js';
+import { CliUsageError, parseCount, parseDuration, problemOf, untilDone } from './output.js';
 
 /** Registers the Bus and Cache commands (docs/admin.md, "The CLI"). */
 export function busCommands(program: Command, ctx: () => CliContext): void {
@@ -14,7 +14,7 @@ export function busCommands(program: Command, ctx: () => CliContext): void {
     what: 'topics',
     head: ['topic', 'length', 'last event', 'groups', 'dead letters', 'error'],
     page: (admin, after, limit) => admin.bus.topics({ after, limit }),
-    row: (t: TopicInfo) => [t.name, t.length, t.lastEventId, t.groups, t.deadLetters, t.error],
+    row: (t: TopicInfo) => [t.name, t.length, t.lastEventId, t.groups, t.deadLetters, problemOf(t)],
   });
 
   program
@@ -78,7 +78,7 @@ export function busCommands(program: Command, ctx: () => CliContext): void {
     what: 'namespaces',
     head: ['namespace', 'invalidations', 'retained', 'last invalidation', 'error'],
     page: (admin, after, limit) => admin.cache.stats({ after, limit }),
-    row: (n: CacheNamespaceInfo) => [n.name, n.invalidations, n.retained, n.lastInvalidationAt, n.error],
+    row: (n: CacheNamespaceInfo) => [n.name, n.invalidations, n.retained, n.lastInvalidationAt, problemOf(n)],
   });
   cache
     .command('invalidate <namespace> <key>')

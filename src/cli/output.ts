@@ -64,7 +64,7 @@ export class Output {
 /** A table cell: dates as ISO text, absent values empty, long text cut. */
 function cell(v: unknown): string {
   if (v === undefined || v === null) return '';
-  if (v instanceof Date) return v.toISOString();
+  if (v instanceof Date) return Number.isNaN(v.getTime()) ? 'invalid date' : v.toISOString(); // a planted instant never throws
   const s = typeof v === 'string' ? v : JSON.stringify(v);
   return s.length > 80 ? s.slice(0, 77) + '...' : s;
 }
@@ -93,3 +93,7 @@ export async function untilDone(step: () => Promise<BulkReply>): Promise<number>
   }
 }
 
+/** The text of an item that could not be read (`invalid name: EMQ_BAD_NAME …`, `unreadable: EMQ_WRONGTYPE …`), or undefined. */
+export function problemOf(item: { readonly error?: string; readonly problem?: string }): string | undefined {
+  return item.error === undefined ? undefined : `${item.problem ?? 'unreadable'}: ${item.error}`;
+}

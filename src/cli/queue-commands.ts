@@ -5,7 +5,8 @@ import type { JobView } from '../queue/job.js';
 import type { CliContext } from './context.js';
 import type { QueueInfo } from '../admin/queue-admin.js';
 import { registryCommand } from './registry-command.js';
-import { CliUsageError, StateRefusal, parseCount, parseDuration, untilDone } from './output.js';
+import { CliUsageError, StateRefusal, parseCount, parseDuration, problemOf, untilDone } from './output.js';
+import { readJob } from './read-job.js';
 
 /** The rows of a job's detail table: one field per row. */
 function jobRows(j: JobView): [string, unknown][] {
@@ -41,7 +42,7 @@ export function queueCommands(program: Command, ctx: () => CliContext): void {
     what: 'queues',
     head: ['queue', 'paused', 'pending', 'scheduled', 'active', 'done', 'dead', 'cancelled', 'waiting', 'error'],
     page: (admin, after, limit) => admin.queues.list({ after, limit }),
-    row: (q: QueueInfo) => [q.name, q.paused ? 'yes' : '', q.counts.pending, q.counts.scheduled, q.counts.active, q.counts.done, q.counts.dead, q.counts.cancelled, q.counts.waiting, q.error],
+    row: (q: QueueInfo) => [q.name, q.paused ? 'yes' : '', q.counts.pending, q.counts.scheduled, q.counts.active, q.counts.done, q.counts.dead, q.counts.cancelled, q.counts.waiting, problemOf(q)],
   });
 
   program
@@ -54,7 +55,7 @@ export function queueCommands(program: Command, ctx: () => CliContext): void {
       if (!LISTABLE.includes(o.status as ListableStatus)) throw new CliUsageError(`--status must be one of ${LISTABLE.join(', ')}`);
       const c = ctx();
       const page = await (await c.admin()).queues.jobs(queue, { status: o.status as ListableStatus, limit: parseCount(o.limit), cursor: o.cursor as JobCursor | undefined });
-      const rows = page.jobs.map((j) => [j.id, j.status, j.createdAt, j.at, j.attempts, j.error]);
+      const rows = page.jobs.map((j) => [j.id, j.status, j.createdAt, j.at, j.attempts, j.unreadable ? `unreadable: ${j.unreadable}` : j.error]);
       c.out.table(['id', 'status', 'created', 'at', 'attempts', 'error'], rows, page);
       if (page.next && !c.out.json) process.stdout.write(`next page: --cursor ${page.next}\n`);
     });
@@ -64,8 +65,8 @@ export function queueCommands(program: Command, ctx: () => CliContext): void {
     .description('one job: row, attempts, error, result, progress, checkpoint, timings')
     .action(async (queue: string, id: string) => {
       const c = ctx();
-      const job = await (await c.admin()).queues.job(queue, id);
-      c.out.table(['field', 'value'], jobRows(job), job);
+      const job = await readJob((await c.admin()).queues, queue, id);
+      c.out.table(['field', 'value'], 'unreadable' in job ? Object.entries(job) : jobRows(job), job);
     });
 
   program

@@ -13,7 +13,7 @@ export interface RegistryListing<T> {
   /** The table's columns. */
   readonly head: readonly string[];
   /** Reads one page. */
-  readonly page: (admin: AdminServices, after: string | undefined, limit: number) => Promise<{ readonly items: T[]; readonly next?: string }>;
+  readonly page: (admin: AdminServices, after: string | undefined, limit: number) => Promise<{ readonly items: T[]; readonly next?: string; readonly unreadable?: number }>;
   /** One table row of an item. */
   readonly row: (item: T) => readonly unknown[];
 }
@@ -28,7 +28,9 @@ export function registryCommand<T>(parent: Command, ctx: () => CliContext, l: Re
     .action(async (o: { after?: string; limit: string }) => {
       const c = ctx();
       const page = await l.page(await c.admin(), o.after, parseCount(o.limit));
-      c.out.table(l.head, page.items.map(l.row), { items: page.items, next: page.next });
+      c.out.table(l.head, page.items.map(l.row), { items: page.items, next: page.next, unreadable: page.unreadable ?? 0 });
+      // Entries that could not be read are rows like the others (their `error` column says why); said once, on stderr.
+      if (page.unreadable) process.stderr.write(`echomq: warning: ${page.unreadable} of ${page.items.length} ${l.what} could not be read (see their error column)\n`);
       if (page.next && !c.out.json) process.stdout.write(`next page: --after ${page.next}\n`);
     });
 }

@@ -12,9 +12,10 @@ import { echoMqErrorReply } from '../nest/exception-filter.js';
 import { errorPage, page, seg, type PageContext } from './dashboard-layout.js';
 import { html, type SafeHtml } from './html.js';
 import { checkCsrf, checkHost, HttpRefusal, securityHeaders, type HostPolicy } from './dashboard-security.js';
-import { jobPage } from './job-page.js';
+import { jobPage, unreadableJobPage } from './job-page.js';
+import { readOutcome } from './entry-rows.js';
 import { overviewPage } from './overview-page.js';
-import { queuePage } from './queue-page.js';
+import { queueData, queuePage } from './queue-page.js';
 import type { ThroughputSampler } from './throughput-sampler.js';
 
 /** A request as the dashboard sees it (adapted from Express or `node:http`). */
@@ -140,20 +141,22 @@ export class DashboardApp {
       const status = (req.query.get('status') ?? 'pending') as ListableStatus;
       if (!LISTABLE.includes(status)) throw new InvalidOptionError(`status must be one of ${LISTABLE.join(', ')}`);
       const cursor = (req.query.get('cursor') ?? undefined) as JobCursor | undefined;
-      const [info, jobs] = await Promise.all([queues.info(queue), queues.jobs(queue, { status, cursor, limit: 50 })]);
+      // Counts and jobs each on their own: what cannot be read is shown as such (entry-rows.ts).
+      const [info, jobs] = await Promise.all([readOutcome(queues.info(queue)), readOutcome(queues.jobs(queue, { status, cursor, limit: 50 }))]);
       this.src.throughput?.touch(queue); // sampled from now on, even beyond the registry's first maxQueues
       const series = this.src.throughput?.series(queue);
-      return { title: queue, body: queuePage(ctx, { info, status, jobs, paged: cursor !== undefined, series }, shown) };
+      return { title: queue, body: queuePage(ctx, { ...queueData(queue, info, jobs), status, paged: cursor !== undefined, series }, shown) };
     }
     if (parts.length === 3 && sub === 'search') {
       const wanted = (req.query.get('id') ?? '').trim();
       assertBrandedId(wanted, 'job');
-      await queues.job(queue, wanted);
+      await readOutcome(queues.job(queue, wanted)); // unknown: 404; unreadable: its page says why
       throw new Redirect(`/queues/${seg(queue)}/jobs/${seg(wanted)}`);
     }
     if (parts.length === 4 && sub === 'jobs') {
-      const job = await queues.job(queue, id);
-      return { title: `Job ${job.id}`, body: jobPage(ctx, job, shown) };
+      assertBrandedId(id, 'job');
+      const job = await readOutcome(queues.job(queue, id));
+      return { title: `Job ${id}`, body: job.ok ? jobPage(ctx, job.value, shown) : unreadableJobPage(ctx, queue, id, job.error) };
     }
     throw new HttpRefusal(404, 'no such page');
   }

@@ -1,6 +1,7 @@
 import type { JobView } from '../queue/job.js';
 import { html, type HtmlValue, type SafeHtml } from './html.js';
 import { action, seg, type PageContext } from './dashboard-layout.js';
+import { iso } from './entry-rows.js';
 
 /** JSON as indented text (escaped by the template like any other text). */
 const json = (v: unknown): string => (v === undefined ? '' : JSON.stringify(v, null, 2));
@@ -28,8 +29,8 @@ export function jobPage(ctx: PageContext, j: JobView, notice?: SafeHtml): SafeHt
 <table id="job" data-live>
 ${field('status', j.status)}
 ${field('attempts', j.maxAttempts === undefined ? String(j.attempts) : `${j.attempts} of ${j.maxAttempts}`)}
-${field('created', j.createdAt.toISOString())}
-${field('finished', j.finishedAt?.toISOString())}
+${field('created', iso(j.createdAt))}
+${field('finished', iso(j.finishedAt))}
 ${field('cancel requested', j.cancelRequested ? 'yes' : undefined)}
 ${field('error', pre(j.error ?? ''))}
 ${field('payload', pre(payload))}
@@ -38,4 +39,11 @@ ${field('progress', pre(json(j.progress)))}
 ${field('checkpoint', pre(json(j.checkpoint)))}
 ${field('log', j.logs.length ? pre(j.logs.join('\n')) : undefined)}
 </table>`;
+}
+
+/** A job whose data cannot be read (a row of another type, …): its id and why, no buttons. */
+export function unreadableJobPage(ctx: PageContext, queue: string, id: string, error: string): SafeHtml {
+  return html`<p><a href="${ctx.base}/">Queues</a> / <a href="${ctx.base}/queues/${seg(queue)}">${queue}</a></p>
+<h1>Job ${id}</h1>
+<table id="job" data-live><tr><th>status</th><td data-field="status" class="err" data-problem="unreadable">unreadable: ${error}</td></tr></table>`;
 }

@@ -5,6 +5,7 @@ import { throughputChart } from './chart.js';
 import { html, type SafeHtml } from './html.js';
 import { action, seg, type PageContext } from './dashboard-layout.js';
 import type { ThroughputSeries } from './throughput-sampler.js';
+import { iso, problemText, type ReadOutcome } from './entry-rows.js';
 
 /** What a queue's page shows. */
 export interface QueuePageData {
@@ -18,6 +19,19 @@ export interface QueuePageData {
   readonly paged: boolean;
   /** The queue's throughput, when the sampler runs. */
   readonly series?: ThroughputSeries;
+  /** Why the listed jobs could not be read (an index of another type, …): the table is then empty. */
+  readonly jobsError?: string;
+}
+
+const NO_COUNTS = { scheduled: 0, pending: 0, active: 0, done: 0, dead: 0, cancelled: 0, waiting: 0 };
+
+/** The counts and jobs of a queue's page from two reads that may each have failed on the data (shown, not thrown). */
+export function queueData(queue: string, info: ReadOutcome<QueueInfo>, jobs: ReadOutcome<JobPage>): Pick<QueuePageData, 'info' | 'jobs' | 'jobsError'> {
+  return {
+    info: info.ok ? info.value : { name: queue, paused: false, counts: NO_COUNTS, error: info.error, problem: 'unreadable' },
+    jobs: jobs.ok ? jobs.value : { jobs: [] },
+    jobsError: jobs.ok ? undefined : jobs.error,
+  };
 }
 
 /** The status tabs, each with its count (live). */
@@ -34,20 +48,27 @@ export function queuePage(ctx: PageContext, d: QueuePageData, notice?: SafeHtml)
   const q = `/queues/${seg(name)}`;
   const toggle = d.info.paused ? action(ctx, `${q}/resume`, 'Resume') : action(ctx, `${q}/pause`, 'Pause');
   const retryAll = d.status === 'dead' && d.jobs.jobs.length ? action(ctx, `${q}/retry-dead`, 'Retry all dead', `Retry every dead job of ${name}?`) : undefined;
-  const rows = d.jobs.jobs.map(
-    (j) => html`<tr data-job="${j.id}"><td><a href="${ctx.base}${q}/jobs/${seg(j.id)}">${j.id}</a></td><td>${j.createdAt.toISOString()}</td>
-<td>${j.at?.toISOString()}</td><td class="n">${j.attempts}</td><td>${j.error}</td><td>${j.status === 'dead' ? action(ctx, `${q}/jobs/${seg(j.id)}/retry`, 'Retry') : ''}</td></tr>`,
-  );
+  const rows = d.jobs.jobs.map((j) => {
+    // An index member that is not a job id has no page; a row of another type shows why it is unreadable.
+    const id = j.unreadable?.startsWith('EMQ_BAD_ID') ? html`${j.id}` : html`<a href="${ctx.base}${q}/jobs/${seg(j.id)}">${j.id}</a>`;
+    const error = j.unreadable ? html`<span class="err" data-problem="unreadable">unreadable: ${j.unreadable}</span>` : j.error;
+    return html`<tr data-job="${j.id}"><td>${id}</td><td>${iso(j.createdAt)}</td>
+<td>${iso(j.at)}</td><td class="n">${j.attempts}</td><td>${error}</td><td>${j.status === 'dead' && !j.unreadable ? action(ctx, `${q}/jobs/${seg(j.id)}/retry`, 'Retry') : ''}</td></tr>`;
+  });
+  const unreadable = [
+    d.info.error ? html`<p class="notice err" id="counts-unreadable">counts ${problemText(d.info)}</p>` : '',
+    d.jobsError ? html`<p class="notice err" id="jobs-unreadable">${d.status} jobs unreadable: ${d.jobsError}</p>` : '',
+  ];
   const pager = [
     d.paged ? html`<a href="${ctx.base}${q}?status=${d.status}">← Newest</a> ` : '',
     d.jobs.next ? html`<a id="next" href="${ctx.base}${q}?status=${d.status}&amp;cursor=${seg(d.jobs.next)}">Older →</a>` : '',
   ];
   return html`<p><a href="${ctx.base}/">Queues</a></p>
 <h1>${name} ${d.info.paused ? html`<span class="paused">paused</span>` : ''}</h1>${notice ?? ''}
-<p>${toggle}${retryAll}</p>${tabs(ctx, d)}
+<p>${toggle}${retryAll}</p>${unreadable}${tabs(ctx, d)}
 ${d.series ? html`<div id="chart" data-live>${throughputChart(d.series, { width: 720, height: 100 }, 120)}</div>` : ''}
 <form method="get" action="${ctx.base}${q}/search"><label>Job id <input name="id" size="34" required></label> <button type="submit">Find</button></form>
 <h2>${d.status} jobs, newest first</h2>
 <table id="jobs"><thead><tr><th>id</th><th>created</th><th>at</th><th>attempts</th><th>error</th><th></th></tr></thead><tbody>${rows}</tbody></table>
-${d.jobs.jobs.length ? '' : html`<p>No ${d.status} jobs.</p>`}<p>${pager}</p>`;
+${d.jobs.jobs.length || d.jobsError ? '' : html`<p>No ${d.status} jobs.</p>`}<p>${pager}</p>`;
 }
