@@ -1,0 +1,144 @@
+/**
+ * Issue 38 #4: read-only monitoring. The reading CLI commands and every dashboard page need read
+ * permissions only — no node lease, no write — so a monitoring user with the grant
+ * docs/deployment.md gives (`+@read` and a few exact commands, every key read-only) runs
+ * `echomq queues`, `jobs`, `job`, `topics`, `groups`, `dead-letters`, `retention`,
+ * `cache stats` and the standalone dashboard; a write is refused with EMQ_NOPERM and writes
+ * nothing. And a refused call leaves the registry alone: an enqueue or publish refused with
+ * EMQ_NOPERM does not add its name to `{emq}:queues` / `{emq}:topics`.
+ */
+import type { Redis } from 'iovalkey';
+import { BusService, CacheService, EchoMqError, QueueService } from '../../src/index.js';
+import { EchoMqConnection, globalKeys } from '../../src/protocol.js';
+import { freePort } from '../../src/testing.js';
+import { aclUser, type TestUser } from '../helpers/acl.js';
+import { spawnScript } from '../helpers/child.js';
+import { MAIN, runCli } from '../helpers/cli.js';
+import { buryJobs } from '../helpers/dashboard.js';
+import { queueFixture } from '../helpers/queue-fixture.js';
+import { randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
+
+/** The monitoring grant of docs/deployment.md ("A monitoring user"), word for word. */
+export const MONITOR = ['resetkeys', 'resetchannels', '-@all', '+@read', '-@dangerous', '+info', '+time', '+evalsha', '+eval', '+client|setname', '~{emq}:*', '~emq:*'];
+/** The base grant of docs/operations.md §3, for one queue. */
+const BASE = ['~{emq}:*', '-@all', '+@read', '+@write', '+@blocking', '+@pubsub', '-@dangerous', '-function', '+evalsha', '+eval', '+info', '+time', '+auth', '+hello', '+ping', '+quit', '+select', '+client|setname', '+client|id', '+client|unblock'];
+
+const f = queueFixture();
+const raw: Redis = rawClient();
+const users: TestUser[] = [];
+afterAll(async () => {
+  for (const u of users) await u.drop();
+  await raw.quit();
+});
+const user = async (rules: string[]): Promise<TestUser> => {
+  const u = await aclUser(raw, rules, 'emq-ro');
+  users.push(u);
+  return u;
+};
+const urlOf = (u: TestUser): string => {
+  const url = new URL(testUrl());
+  url.username = u.username;
+  url.password = u.password;
+  return url.toString();
+};
+
+describe('a monitoring user (read permissions only)', () => {
+  it('runs every reading CLI command and serves every dashboard page; writes are refused and write nothing; no node lease', async () => {
+    const q = randomQueue('ro');
+    const [dead] = await buryJobs(f.conn, f.queues, q, [{ n: 1 }]);
+    await f.queues.enqueue(q, { n: 2 });
+    const topic = randomQueue('ro-topic');
+    const bus = new BusService(f.conn, { trimIntervalMs: 0 });
+    await bus.publish(topic, { n: 1 });
+    await bus.close();
+    await raw.xgroup('CREATE', `emq:{${topic}}:bus:log`, 'g1', '0');
+    const ns = randomQueue('ro-ns');
+    const cache = new CacheService(f.conn, { namespace: ns });
+    await cache.set('k', { v: 1 });
+    await cache.invalidate('k');
+    await cache.close();
+    const u = await user(MONITOR);
+    const url = urlOf(u);
+    const seq = await raw.get(globalKeys.nodeSeq);
+    const cli = (...args: string[]) => runCli(['--url', url, ...args]);
+
+    const queues = await cli('queues', '--after', q.slice(0, -1));
+    expect([queues.code, queues.stderr]).toEqual([0, '']);
+    expect(queues.stdout).toContain(q);
+    const jobs = await cli('--json', 'jobs', q, '--status', 'dead');
+    expect([jobs.code, jobs.stderr]).toEqual([0, '']);
+    expect(JSON.parse(jobs.stdout)).toMatchObject({ jobs: [{ id: dead, status: 'dead' }] });
+    const job = await cli('--json', 'job', q, dead);
+    expect([job.code, job.stderr]).toEqual([0, '']);
+    expect(JSON.parse(job.stdout)).toMatchObject({ id: dead, status: 'dead', payload: { n: 1 } });
+    for (const args of [['topics', '--after', topic.slice(0, -1)], ['groups', topic], ['dead-letters', topic], ['retention', topic], ['cache', 'stats', '--after', ns.slice(0, -1)], ['jobs', q, '--status', 'pending']]) {
+      const r = await cli(...args);
+      expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 0, '']);
+    }
+    // A write is refused (exit 3, EMQ_NOPERM) and writes nothing.
+    const pause = await cli('pause', q);
+    expect(pause.code).toBe(3);
+    expect(pause.stderr).toMatch(/^echomq: EMQ_NOPERM /);
+    expect(await raw.hget(`emq:{${q}}:meta`, 'paused')).toBeNull();
+
+    const port = await freePort();
+    const token = 'monitor-' + 'x'.repeat(20);
+    const auth = { authorization: `Bearer ${token}` };
+    const child = spawnScript(MAIN, ['--url', url, 'dashboard', '--port', String(port), '--token', token, '--read-only']);
+    try {
+      const [, printed] = await child.waitForLine(/^EchoMQ dashboard: (\S+)$/);
+      const origin = new URL(printed).origin;
+      const pages = [`/?after=${q.slice(0, -1)}`, `/queues/${q}`, `/queues/${q}?status=dead`, `/queues/${q}/jobs/${dead}`, `/bus?after=${topic.slice(0, -1)}`, `/cache?after=${ns.slice(0, -1)}`];
+      for (const p of pages) {
+        const r = await fetch(origin + p, { headers: auth, redirect: 'manual' });
+        const body = await r.text();
+        expect([p, r.status]).toEqual([p, 200]);
+        expect(body).not.toContain('unreadable');
+      }
+      expect((await fetch(`${origin}/queues/${q}/search?id=${dead}`, { headers: auth, redirect: 'manual' })).status).toBe(303);
+      await new Promise((r) => setTimeout(r, 1500)); // the sampler ticks as this user too
+      expect(child.hasExited()).toBe(false);
+    } finally {
+      child.signal('SIGTERM');
+      expect((await child.exited).code).toBe(0);
+    }
+    expect(child.stderr()).toBe('');
+    expect(await raw.get(globalKeys.nodeSeq)).toBe(seq); // no node number was leased (a lease INCRs the sequence)
+  });
+
+  it('a full user still leases lazily for a command that mints an id (cache invalidate)', async () => {
+    const ns = randomQueue('lazy-ns');
+    const cache = new CacheService(f.conn, { namespace: ns });
+    await cache.set('k', { v: 1 });
+    await cache.close();
+    const seq = Number(await raw.get(globalKeys.nodeSeq));
+    expect(await runCli(['--url', testUrl(), 'cache', 'invalidate', ns, 'k'])).toMatchObject({ code: 0 });
+    expect(Number(await raw.get(globalKeys.nodeSeq))).toBeGreaterThan(seq);
+  });
+});
+
+describe('a refused call leaves the registry alone', () => {
+  it('an enqueue or a publish refused with EMQ_NOPERM adds no name to the registry', async () => {
+    const mine = randomQueue('granted');
+    const u = await user([...BASE, `~emq:{${mine}}:*`, `&emq:{${mine}}:*`]);
+    const conn = new EchoMqConnection({ url: testUrl(), username: u.username, password: u.password });
+    await conn.open();
+    const queues = new QueueService(conn);
+    const bus = new BusService(conn, { trimIntervalMs: 0 });
+    try {
+      const other = randomQueue('refused');
+      const otherTopic = randomQueue('refused-topic');
+      const code = (e: unknown) => (e instanceof EchoMqError ? e.code : String(e));
+      expect(await queues.enqueue(other, { n: 1 }).catch(code)).toBe('EMQ_NOPERM');
+      expect(await bus.publish(otherTopic, { n: 1 }).catch(code)).toBe('EMQ_NOPERM');
+      await queues.enqueue(mine, { n: 1 });
+      await new Promise((r) => setTimeout(r, 300)); // the background announcements have run
+      expect(await raw.zscore(globalKeys.queues, other)).toBeNull();
+      expect(await raw.zscore(globalKeys.topics, otherTopic)).toBeNull();
+      expect(await raw.zscore(globalKeys.queues, mine)).toBe('0');
+    } finally {
+      await bus.close();
+      await conn.close();
+    }
+  });
+});
