@@ -7,6 +7,7 @@ import { queueKeys } from '../../src/core/keys.js';
 import { wire } from '../../src/core/wire/queue.js';
 import { LeaseLostError, StaleTokenError } from '../../src/core/errors.js';
 import { spawnFixture, type ChildHandle } from '../helpers/child.js';
+import { startConsumer } from '../helpers/consumers.js';
 import { eventually, randomQueue, testUrl } from '../helpers/valkey.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 
@@ -49,6 +50,45 @@ describe('the abort reason of a lost lease', () => {
     const [, , attempt, name, code] = await child.waitForLine(/^ABORTED (\S+) (\d+) (\S+) (\S+)$/);
     expect({ attempt, name, code }).toEqual({ attempt: '1', name: 'JobCancelledError', code: '-' });
     await eventually(async () => (await f.queues.getJob(q, id))?.status === 'cancelled', 5000, 'the job to stay cancelled');
+  });
+
+  it('a write the token refuses aborts the signal with LeaseLostError at once, not at the next extension', async () => {
+    const q = randomQueue('lostwrite');
+    const k = queueKeys(q);
+    const id = await f.queues.enqueue(q, { n: 1 });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    const seen: { write?: unknown; reason?: unknown; at?: number } = {};
+    // A 30 s lease: the holder's next extension is up to 5 s away, so an abort within a second
+    // can only come from the refused write.
+    const { consumer } = await startConsumer(f.conn, q, async (job) => {
+      if (job.attempt > 1) return 'again';
+      started();
+      await gate;
+      seen.write = await job.progress(50).then(() => 'written', (e: unknown) => e);
+      seen.reason = job.signal.reason;
+      seen.at = Date.now();
+      return 'late'; // ignored: the lease is gone
+    });
+    f.consumers.push(consumer);
+    await running;
+    // Expire the lease and reap it (again, should the holder's extension have raced the expiry).
+    await eventually(async () => {
+      await f.raw.zadd(k.active, 'XX', 0, id);
+      return (await wire.reap(f.conn.scriptClient, k, 100, 3, 1000)).jobs.some((j) => j.id === id);
+    }, 5000, 'the reap to take the job');
+    const t0 = Date.now();
+    release();
+    await eventually(async () => seen.at !== undefined, 2000, 'the handler to see the refusal');
+    expect(seen.write).toBeInstanceOf(StaleTokenError);
+    expect(seen.write).not.toBeInstanceOf(LeaseLostError);
+    expect(seen.reason).toBeInstanceOf(LeaseLostError);
+    expect(seen.at! - t0).toBeLessThan(1000);
+    // The job runs again (attempt 2) and completes; the stale attempt's 'late' never lands.
+    await eventually(async () => (await f.queues.getJob(q, id))?.status === 'done', 10_000, 'the retry to complete');
+    expect(await f.queues.getJob(q, id)).toMatchObject({ result: 'again', attempts: 2 });
   });
 
   it('LeaseLostError is a StaleTokenError naming the job and queue', () => {

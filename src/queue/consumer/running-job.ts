@@ -3,6 +3,7 @@ import type { Json } from '../../core/codec.js';
 import type { Job } from '../job.js';
 import type { JobControls } from '../job-controls.js';
 import type { WireClaim } from '../../core/wire/index.js';
+import { LeaseLostError, StaleTokenError } from '../../core/errors.js';
 
 /**
  * The claimed job a `RunningJob` reads (the runner passes its `Held` record itself, so a job costs
@@ -12,7 +13,9 @@ export interface RunningClaim {
   readonly id: string;
   readonly token: string;
   readonly claim: Pick<WireClaim, 'attempt' | 'extras'>;
-  readonly abort: { readonly signal: AbortSignal };
+  readonly abort: { readonly signal: AbortSignal; abort(reason: unknown): void };
+  /** Set once the lease is known lost: the handler's outcome is ignored. */
+  lost?: boolean;
 }
 
 const noWrite = (): Promise<void> => Promise.reject(new Error('job writes need a consumer with controls'));
@@ -62,16 +65,31 @@ export class RunningJob implements Job<unknown> {
 
   /** Saves a checkpoint, fenced by the claim token. */
   checkpoint(state: Json): Promise<void> {
-    return this.controls ? this.controls.checkpoint(this.h, state) : noWrite();
+    return this.controls ? this.fenced(this.controls.checkpoint(this.h, state)) : noWrite();
   }
 
   /** Records progress, fenced by the claim token. */
   progress(value: Json): Promise<void> {
-    return this.controls ? this.controls.progress(this.h, value) : noWrite();
+    return this.controls ? this.fenced(this.controls.progress(this.h, value)) : noWrite();
   }
 
   /** Appends a log line, fenced by the claim token. */
   log(line: string): Promise<void> {
-    return this.controls ? this.controls.log(this.h, line) : noWrite();
+    return this.controls ? this.fenced(this.controls.log(this.h, line)) : noWrite();
+  }
+
+  /**
+   * A write the token refused (`StaleTokenError`) proves the lease lost: the signal aborts with
+   * `LeaseLostError` at once, not at the next extension, and the outcome is ignored. The write
+   * still rejects with the `StaleTokenError`.
+   */
+  private fenced(write: Promise<void>): Promise<void> {
+    return write.catch((err: unknown) => {
+      if (err instanceof StaleTokenError && !this.h.lost) {
+        this.h.lost = true;
+        this.h.abort.abort(new LeaseLostError(this.h.id, this.queue));
+      }
+      throw err;
+    });
   }
 }
