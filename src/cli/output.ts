@@ -1,6 +1,7 @@
 import Table from 'cli-table3';
 import { EchoMqError, type EchoMqErrorCode } from '../core/errors.js';
 import type { BulkReply } from '../core/wire/index.js';
+import { escapeControls } from '../core/control-chars.js';
 
 /**
  * The CLI's exit codes (docs/admin.md, "Exit codes"): scripts may rely on them.
@@ -28,10 +29,10 @@ export class CliUsageError extends Error {}
 /** The operation was refused by the state of its target (exit 4): nothing was written. */
 export class StateRefusal extends Error {}
 
-/** The one-line message of an error (credentials in URLs masked). */
+/** The one-line message of an error (credentials in URLs masked, control characters escaped). */
 export function errorLine(err: unknown): string {
   const text = err instanceof EchoMqError ? `${err.code} ${err.message}` : err instanceof Error ? err.message : String(err);
-  return text.replace(/(rediss?:\/\/)[^@/\s]*@/g, '$1***@').split('\n')[0];
+  return escapeControls(text.replace(/(rediss?:\/\/)[^@/\s]*@/g, '$1***@'));
 }
 
 /** Where a command writes: stdout as a table (default) or JSON (`--json`). */
@@ -49,10 +50,15 @@ export class Output {
     this.write(t.toString() + '\n');
   }
 
-  /** Prints one line of text, or `value` as JSON. */
+  /** Prints one line of text (control characters escaped), or `value` as JSON. */
   line(text: string, value: unknown): void {
     if (this.json) return this.print(value);
-    this.write(text + '\n');
+    this.write(escapeControls(text) + '\n');
+  }
+
+  /** Prints a hint line after a table (control characters escaped); nothing with `--json`. */
+  note(text: string): void {
+    if (!this.json) this.write(escapeControls(text) + '\n');
   }
 
   /** Prints a value as JSON (always). */
@@ -61,11 +67,11 @@ export class Output {
   }
 }
 
-/** A table cell: dates as ISO text, absent values empty, long text cut. */
+/** A table cell: dates as ISO text, absent values empty, control characters escaped (`\x1b`, `\n`), long text cut. */
 function cell(v: unknown): string {
   if (v === undefined || v === null) return '';
   if (v instanceof Date) return Number.isNaN(v.getTime()) ? 'invalid date' : v.toISOString(); // a planted instant never throws
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
+  const s = escapeControls(typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v)));
   return s.length > 80 ? s.slice(0, 77) + '...' : s;
 }
 

@@ -31,6 +31,6 @@ export function registryCommand<T>(parent: Command, ctx: () => CliContext, l: Re
       c.out.table(l.head, page.items.map(l.row), { items: page.items, next: page.next, unreadable: page.unreadable ?? 0 });
       // Entries that could not be read are rows like the others (their `error` column says why); said once, on stderr.
       if (page.unreadable) process.stderr.write(`echomq: warning: ${page.unreadable} of ${page.items.length} ${l.what} could not be read (see their error column)\n`);
-      if (page.next && !c.out.json) process.stdout.write(`next page: --after ${page.next}\n`);
+      if (page.next) c.out.note(`next page: --after ${page.next}`);
     });
 }
