@@ -4,6 +4,7 @@ import type { CliContext } from './context.js';
 import type { TopicInfo } from '../admin/bus-admin.js';
 import type { CacheNamespaceInfo } from '../admin/cache-admin.js';
 import { registryCommand } from './registry-command.js';
+import { confirmed, destructive, type DestructiveFlags } from './confirm.js';
 import { CliUsageError, parseCount, parseDuration, problemOf, untilDone } from './output.js';
 
 /** Registers the Bus and Cache commands (docs/admin.md, "The CLI"). */
@@ -26,28 +27,33 @@ export function busCommands(program: Command, ctx: () => CliContext): void {
       c.out.table(['group', 'consumers', 'pending', 'lag', 'last delivered'], groups.map((g) => [g.name, g.consumers, g.pending, g.lag ?? 'unknown', g.lastDeliveredId]), groups);
     });
 
-  program
-    .command('dead-letters <topic>')
-    .description("a topic's dead letters, newest first; --replay or --purge them (the given dead ids, or --all)")
+  destructive(program.command('dead-letters <topic>'))
+    .description("a topic's dead letters, newest first; --replay or --purge them (the given dead ids, or --all; asks first)")
     .argument('[deadIds...]', 'dead-letter ids (the "dead id" column) for --replay / --purge')
     .option('--count <n>', 'how many to list (1..1000)', '20')
     .option('--replay', 'publish them to the topic again (new event ids) and delete them')
     .option('--purge', 'delete them')
     .option('--all', 'with --replay / --purge: every dead letter (bounded calls)')
-    .action(async (topic: string, deadIds: string[], o: { count: string; replay?: boolean; purge?: boolean; all?: boolean }) => {
+    .action(async (topic: string, deadIds: string[], o: DestructiveFlags & { count: string; replay?: boolean; purge?: boolean; all?: boolean }) => {
       const c = ctx();
       const { bus } = await c.admin();
       if (!o.replay && !o.purge) {
-        if (deadIds.length || o.all) throw new CliUsageError('dead ids and --all go with --replay or --purge');
+        if (deadIds.length || o.all || o.yes || o.dryRun) throw new CliUsageError('dead ids, --all, --yes and --dry-run go with --replay or --purge');
         const rows = await bus.deadLetters(topic, { count: parseCount(o.count) });
         c.out.table(['dead id', 'event', 'group', 'deliveries', 'error', 'at', 'payload'], rows.map((d) => [d.deadId, d.id, d.group, d.deliveries, d.error, d.at, d.payload]), rows);
         return;
       }
       if (o.replay && o.purge) throw new CliUsageError('give --replay or --purge, not both');
       if ((deadIds.length > 0) === (o.all === true)) throw new CliUsageError('give dead ids or --all (not both)');
+      const verb = o.replay ? 'replayed' : 'purged';
+      if (o.purge || o.all) {
+        const count = o.all ? (await bus.topic(topic)).deadLetters : deadIds.length;
+        const what = o.all ? `${count} dead letter(s) of topic ${topic} (all of them)` : `${count} dead letter(s) of topic ${topic} (${deadIds.join(', ')})`;
+        const action = o.replay ? `replay ${what} as new events, deleting them` : `delete ${what}`;
+        if (!(await confirmed(c, o, { action, count, value: { [verb]: count } }))) return;
+      }
       const act = (opts: { ids?: string[]; limit?: number }): Promise<BulkReply> => (o.replay ? bus.replayDead(topic, opts) : bus.purgeDead(topic, opts));
       const n = deadIds.length ? (await act({ ids: deadIds })).count : await untilDone(() => act({}));
-      const verb = o.replay ? 'replayed' : 'purged';
       c.out.line(`${verb} ${n} dead letter(s)`, { ok: true, [verb]: n });
     });
 

@@ -1,7 +1,11 @@
 import type { Command } from 'commander';
 import type { JobCursor, ListableStatus } from '../admin/job-cursor.js';
 import { LISTABLE } from '../admin/job-cursor.js';
-import type { JobView } from '../queue/job.js';
+import type { JobStatus, JobView } from '../queue/job.js';
+import type { PurgeableStatus } from '../core/wire/index.js';
+import { queueKeys } from '../core/keys.js';
+import { fromReplyError } from '../core/reply-errors.js';
+import { confirmed, destructive, type DestructiveFlags } from './confirm.js';
 import type { CliContext } from './context.js';
 import type { QueueInfo } from '../admin/queue-admin.js';
 import { registryCommand } from './registry-command.js';
@@ -57,7 +61,7 @@ export function queueCommands(program: Command, ctx: () => CliContext): void {
       const page = await (await c.admin()).queues.jobs(queue, { status: o.status as ListableStatus, limit: parseCount(o.limit), cursor: o.cursor as JobCursor | undefined });
       const rows = page.jobs.map((j) => [j.id, j.status, j.createdAt, j.at, j.attempts, j.unreadable ? `unreadable: ${j.unreadable}` : j.error]);
       c.out.table(['id', 'status', 'created', 'at', 'attempts', 'error'], rows, page);
-      if (page.next && !c.out.json) process.stdout.write(`next page: --cursor ${page.next}\n`);
+      if (page.next) c.out.note(`next page: --cursor ${page.next}`);
     });
 
   program
@@ -69,17 +73,18 @@ export function queueCommands(program: Command, ctx: () => CliContext): void {
       c.out.table(['field', 'value'], 'unreadable' in job ? Object.entries(job) : jobRows(job), job);
     });
 
-  program
-    .command('retry <queue> [id]')
-    .description('retry one dead job, or every dead job with --all-dead (bounded calls)')
+  destructive(program.command('retry <queue> [id]'))
+    .description('retry one dead job, or every dead job with --all-dead (bounded calls; asks first)')
     .option('--all-dead', 'retry every dead job of the queue')
     .option('--limit <n>', 'jobs per call with --all-dead (1..1000)', '1000')
-    .action(async (queue: string, id: string | undefined, o: { allDead?: boolean; limit: string }) => {
+    .action(async (queue: string, id: string | undefined, o: DestructiveFlags & { allDead?: boolean; limit: string }) => {
       if ((id === undefined) === !o.allDead) throw new CliUsageError('give a job id or --all-dead (not both)');
       const c = ctx();
       const { queues } = await c.admin();
       if (id !== undefined) return done(c, await queues.retry(queue, id), `retried ${id}`, `job ${id} is not dead`, { id });
       const limit = parseCount(o.limit);
+      const dead = (await queues.info(queue)).counts.dead;
+      if (!(await confirmed(c, o, { action: `retry ${dead} dead job(s) of queue ${queue}`, count: dead, value: { retried: dead } }))) return;
       const n = await untilDone(() => queues.retryDead(queue, { limit }));
       c.out.line(`retried ${n} dead job(s)`, { ok: true, retried: n });
     });
@@ -96,27 +101,34 @@ export function queueCommands(program: Command, ctx: () => CliContext): void {
       });
   }
 
-  program
-    .command('drain <queue>')
-    .description('drop every waiting job (removed with its row; bounded calls)')
-    .action(async (queue: string) => {
+  destructive(program.command('drain <queue>'))
+    .description('drop every waiting job (removed with its row; bounded calls; asks first)')
+    .action(async (queue: string, o: DestructiveFlags) => {
       const c = ctx();
       const { queues } = await c.admin();
+      const waiting = (await queues.info(queue)).counts.pending;
+      if (!(await confirmed(c, o, { action: `delete ${waiting} waiting job(s) of queue ${queue} (drain)`, count: waiting, value: { drained: waiting } }))) return;
       const n = await untilDone(() => queues.drain(queue));
       c.out.line(`drained ${n} job(s)`, { ok: true, drained: n });
     });
 
-  program
-    .command('purge <queue>')
-    .description('delete finished jobs older than a bound (bounded calls)')
+  destructive(program.command('purge <queue>'))
+    .description('delete finished jobs older than a bound, or all of a status with --all (bounded calls; asks first)')
     .option('--status <status>', 'done, dead or cancelled', 'done')
-    .option('--older-than <duration>', 'e.g. 30s, 15m, 2h, 7d (default: all)', '0')
-    .action(async (queue: string, o: { status: string; olderThan: string }) => {
-      if (!['done', 'dead', 'cancelled'].includes(o.status)) throw new CliUsageError('--status must be done, dead or cancelled');
+    .option('--older-than <duration>', 'only jobs finished at least this long ago: e.g. 30s, 15m, 2h, 7d')
+    .option('--all', 'every job of the status, whatever its age')
+    .action(async (queue: string, o: DestructiveFlags & { status: string; olderThan?: string; all?: boolean }) => {
+      if (!PURGEABLE.includes(o.status as PurgeableStatus)) throw new CliUsageError('--status must be done, dead or cancelled');
+      if (o.olderThan === undefined && !o.all) throw new CliUsageError('purge needs a bound: --older-than <duration> (e.g. 7d), or --all for every ' + o.status + ' job');
+      if (o.olderThan !== undefined && o.all) throw new CliUsageError('give --older-than or --all, not both');
+      const status = o.status as PurgeableStatus;
+      const olderThanMs = o.all ? 0 : parseDuration(o.olderThan!);
       const c = ctx();
       const { queues } = await c.admin();
-      const olderThanMs = parseDuration(o.olderThan);
-      const n = await untilDone(() => queues.purge(queue, { status: o.status as 'done', olderThanMs }));
+      const count = await purgeable(c, queue, status, olderThanMs);
+      const which = o.all ? '(all of them)' : `finished over ${o.olderThan} ago`;
+      if (!(await confirmed(c, o, { action: `delete ${count} ${status} job(s) of queue ${queue} ${which}`, count, value: { purged: count } }))) return;
+      const n = await untilDone(() => queues.purge(queue, { status, olderThanMs }));
       c.out.line(`purged ${n} job(s)`, { ok: true, purged: n });
     });
 
@@ -128,11 +140,48 @@ export function queueCommands(program: Command, ctx: () => CliContext): void {
       done(c, await (await c.admin()).queues.promote(queue, id), `promoted ${id}`, `job ${id} is not scheduled`, { id });
     });
 
-  program
-    .command('remove <queue> <id>')
-    .description('remove a job that is not running, with its row and payload')
-    .action(async (queue: string, id: string) => {
+  destructive(program.command('remove <queue> <id>'))
+    .description('remove a job that is not running, with its row and payload (asks first)')
+    .action(async (queue: string, id: string, o: DestructiveFlags) => {
       const c = ctx();
-      done(c, await (await c.admin()).queues.remove(queue, id), `removed ${id}`, `job ${id} is running, a waiting parent or an unfinished flow child: not removed`, { id });
+      const { queues } = await c.admin();
+      const job = await queues.job(queue, id);
+      if (!(await confirmed(c, o, { action: `remove job ${id} (${job.status}) of queue ${queue} with its row and payload`, count: 1, value: { id, status: job.status } }))) return;
+      done(c, await queues.remove(queue, id), `removed ${id}`, `job ${id} is running, a waiting parent or an unfinished flow child: not removed`, { id });
     });
+
+  destructive(program.command('cancel <queue> <id>'))
+    .description('cancel a job that has not run (or ask a running one to stop: cooperative cancel; asks first)')
+    .action(async (queue: string, id: string, o: DestructiveFlags) => {
+      const c = ctx();
+      const { queues } = await c.admin();
+      const job = await queues.job(queue, id);
+      if (FINISHED.includes(job.status)) throw new StateRefusal(`job ${id} has already finished (${job.status}): not cancelled`);
+      const action = job.status === 'active' ? `ask running job ${id} of queue ${queue} to stop (cooperative cancel)` : `cancel job ${id} (${job.status}) of queue ${queue}`;
+      if (!(await confirmed(c, o, { action, count: 1, value: { id, status: job.status } }))) return;
+      const r = await queues.cancel(queue, id);
+      if (r === 'finished') throw new StateRefusal(`job ${id} has already finished: not cancelled`);
+      if (r === 'flagged') c.out.line(`cancel requested for ${id}: it is running, and stops when its handler next checks job.signal`, { ok: true, id, outcome: r });
+      else c.out.line(`cancelled ${id}`, { ok: true, id, outcome: r });
+    });
+}
+
+/** The statuses `purge` deletes. */
+const PURGEABLE: readonly PurgeableStatus[] = ['done', 'dead', 'cancelled'];
+
+/** The statuses a cancel cannot change. */
+const FINISHED: readonly JobStatus[] = ['done', 'dead', 'cancelled'];
+
+/** How many jobs of `status` finished at least `olderThanMs` ago (server clock), as `purge.lua` selects them. */
+async function purgeable(c: CliContext, queue: string, status: PurgeableStatus, olderThanMs: number): Promise<number> {
+  const { queues } = await c.admin();
+  const counts = (await queues.info(queue)).counts; // EMQ_NOT_FOUND for an unknown queue
+  if (olderThanMs === 0) return counts[status];
+  const conn = await c.connection();
+  try {
+    const [s, us] = await conn.client.time();
+    return await conn.client.zcount(queueKeys(queue)[status], '-inf', Number(s) * 1000 + Math.floor(Number(us) / 1000) - olderThanMs);
+  } catch (err) {
+    throw fromReplyError(err); // a typed error (EMQ_WRONGTYPE for an index of another type, …)
+  }
 }

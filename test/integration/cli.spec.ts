@@ -58,12 +58,12 @@ describe('the echomq CLI, as a subprocess', () => {
     expect((await f.queues.counts(q)).pending).toBe(2);
     expect(await f.raw.hget(queueKeys(q).meta, 'paused')).toBe('1');
     expect(await cli('resume', q)).toMatchObject({ code: 0, stdout: `${q} resumed\n` });
-    expect(await cli('drain', q)).toMatchObject({ code: 0, stdout: 'drained 2 job(s)\n' });
+    expect(await cli('drain', q, '--yes')).toMatchObject({ code: 0, stdout: 'drained 2 job(s)\n' });
     const { jobs } = await wire.claim(f.conn.scriptClient, queueKeys(q), 10, 30_000); // the retried and the promoted job
     await wire.complete(f.conn.scriptClient, queueKeys(q), 1000, jobs.map((j) => ({ id: j.id, token: j.token, result: '' })));
-    expect(await cli('purge', q, '--status', 'done', '--older-than', '1h')).toMatchObject({ code: 0, stdout: 'purged 0 job(s)\n' });
-    expect(await cli('purge', q, '--status', 'done')).toMatchObject({ code: 0, stdout: 'purged 2 job(s)\n' });
-    expect(await cli('remove', q, dead)).toMatchObject({ code: 2 }); // purged with its row
+    expect(await cli('purge', q, '--status', 'done', '--older-than', '1h', '--yes')).toMatchObject({ code: 0, stdout: 'purged 0 job(s)\n' });
+    expect(await cli('purge', q, '--status', 'done', '--all', '--yes')).toMatchObject({ code: 0, stdout: 'purged 2 job(s)\n' });
+    expect(await cli('remove', q, dead, '--yes')).toMatchObject({ code: 2 }); // purged with its row
     expect(await f.queues.counts(q)).toEqual({ scheduled: 0, pending: 0, active: 0, done: 0, dead: 0, cancelled: 0, waiting: 0 });
   }, LONG);
 
@@ -104,7 +104,7 @@ describe('the echomq CLI, as a subprocess', () => {
       expect(JSON.parse((await cli('--json', 'groups', t)).stdout)).toEqual([{ name: 'billing', consumers: 1, pending: 0, lag: 1, lastDeliveredId: eventIdOf(sid) }]);
       const dead = await cli('dead-letters', t);
       expect(dead.stdout).toContain('Error: card declined');
-      expect(await cli('dead-letters', t, '--replay', '--all')).toMatchObject({ code: 0, stdout: 'replayed 1 dead letter(s)\n' });
+      expect(await cli('dead-letters', t, '--replay', '--all', '--yes')).toMatchObject({ code: 0, stdout: 'replayed 1 dead letter(s)\n' });
       expect(await f.raw.xlen(k.log)).toBe(3);
       expect(await cli('dead-letters', t, '--purge')).toMatchObject({ code: 1, stderr: 'echomq: give dead ids or --all (not both)\n' });
       expect(await cli('--json', 'retention', t, '--max-len', '500')).toMatchObject({ code: 0, stdout: JSON.stringify({ maxLen: 500 }, null, 2) + '\n' });
