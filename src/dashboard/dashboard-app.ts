@@ -13,6 +13,7 @@ import { errorPage, page, seg, type PageContext } from './dashboard-layout.js';
 import { html, type SafeHtml } from './html.js';
 import { checkCsrf, checkHost, HttpRefusal, securityHeaders, type HostPolicy } from './dashboard-security.js';
 import { jobPage, unreadableJobPage } from './job-page.js';
+import { confirmPage } from './confirm-page.js';
 import { readOutcome } from './entry-rows.js';
 import { overviewPage } from './overview-page.js';
 import { queueData, queuePage } from './queue-page.js';
@@ -83,7 +84,13 @@ const NOTICES: Readonly<Record<string, string>> = {
   removed: 'Removed.',
   'not-removed': 'Not removed: the job is running, a waiting parent or an unfinished flow child.',
   'retried-dead': 'Retried the dead jobs (up to 1,000 per click).',
+  cancelled: 'Cancelled: the job will not run.',
+  'cancel-requested': 'Cancel requested: the running job stops when its handler next checks job.signal.',
+  'not-cancelled': 'Not cancelled: the job had already finished.',
 };
+
+/** The notice of each cancel outcome. */
+const CANCELLED: Readonly<Record<'cancelled' | 'flagged' | 'finished', string>> = { cancelled: 'cancelled', flagged: 'cancel-requested', finished: 'not-cancelled' };
 
 /**
  * The dashboard itself, independent of the HTTP server: routes, renders, checks POSTs (CSRF
@@ -183,16 +190,29 @@ export class DashboardApp {
     if (root !== 'queues' || queue === undefined) throw new HttpRefusal(404, 'no such action');
     const q = this.src.queues;
     const back = `/queues/${seg(queue)}`;
+    const confirmed = req.form.confirm === 'yes'; // destructive actions: a first POST only asks (confirm-page.ts)
+    const ask = (path: string, question: string, button: string, to: string): DashboardResponse => this.ok(ctx, { title: 'Confirm', body: confirmPage(ctx, path, question, button, to) }, false);
     if (parts.length === 3) {
       if (a === 'pause') return this.redirect(ctx, back, (await q.pause(queue)) ? 'paused' : 'was-paused');
       if (a === 'resume') return this.redirect(ctx, back, (await q.resume(queue)) ? 'resumed' : 'was-running');
+      if (a === 'retry-dead' && !confirmed) {
+        const dead = (await q.info(queue)).counts.dead;
+        return ask(`${back}/retry-dead`, `Retry ${dead} dead job(s) of ${queue}${dead > 1000 ? ' (1,000 per click)' : ''}? Each runs again with fresh attempts.`, `Retry ${Math.min(dead, 1000)} dead job(s)`, `${back}?status=dead`);
+      }
       if (a === 'retry-dead') return (await q.retryDead(queue)), this.redirect(ctx, `${back}?status=dead`, 'retried-dead');
     }
     if (parts.length === 5 && a === 'jobs') {
       const job = `${back}/jobs/${seg(id)}`;
       if (verb === 'retry') return this.redirect(ctx, job, (await q.retry(queue, id)) ? 'retried' : 'not-dead');
       if (verb === 'promote') return this.redirect(ctx, job, (await q.promote(queue, id)) ? 'promoted' : 'not-scheduled');
+      if ((verb === 'remove' || verb === 'cancel') && !confirmed) {
+        const { status } = await q.job(queue, id);
+        if (verb === 'remove') return ask(`${job}/remove`, `Remove job ${id} (${status}) of ${queue} with its row, payload and options? This cannot be undone.`, 'Remove 1 job', job);
+        const running = status === 'active';
+        return ask(`${job}/cancel`, running ? `Ask running job ${id} of ${queue} to stop? Its handler sees job.signal abort and stops at its next check (cooperative cancel).` : `Cancel job ${id} (${status}) of ${queue}? It will not run.`, running ? 'Request cancel of 1 job' : 'Cancel 1 job', job);
+      }
       if (verb === 'remove') return (await q.remove(queue, id)) ? this.redirect(ctx, back, 'removed') : this.redirect(ctx, job, 'not-removed');
+      if (verb === 'cancel') return this.redirect(ctx, job, CANCELLED[await q.cancel(queue, id)]);
     }
     throw new HttpRefusal(404, 'no such action');
   }

@@ -1,4 +1,4 @@
-import type { JobView } from '../queue/job.js';
+import type { JobStatus, JobView } from '../queue/job.js';
 import { html, type HtmlValue, type SafeHtml } from './html.js';
 import { action, seg, type PageContext } from './dashboard-layout.js';
 import { iso } from './entry-rows.js';
@@ -6,20 +6,24 @@ import { iso } from './entry-rows.js';
 /** JSON as indented text (escaped by the template like any other text). */
 const json = (v: unknown): string => (v === undefined ? '' : JSON.stringify(v, null, 2));
 
+/** The statuses a Cancel button is shown for (an active job's cancel is cooperative). */
+const CANCELLABLE: readonly JobStatus[] = ['pending', 'scheduled', 'waiting', 'active'];
+
 /** A field row, or nothing when the value is absent. */
 function field(name: string, value: HtmlValue): SafeHtml | undefined {
   if (value === undefined || value === '') return undefined;
   return html`<tr><th>${name}</th><td data-field="${name}">${value}</td></tr>`;
 }
 
-/** A job's detail: row, attempts, payload, result, error, progress, checkpoint, log; retry/promote/remove. */
+/** A job's detail: row, attempts, payload, result, error, progress, checkpoint, log; retry/promote/cancel/remove. */
 export function jobPage(ctx: PageContext, j: JobView, notice?: SafeHtml): SafeHtml {
   const q = `/queues/${seg(j.queue)}`;
   const path = `${q}/jobs/${seg(j.id)}`;
   const buttons = [
     j.status === 'dead' ? action(ctx, `${path}/retry`, 'Retry') : undefined,
     j.status === 'scheduled' ? action(ctx, `${path}/promote`, 'Run now') : undefined,
-    j.status !== 'active' ? action(ctx, `${path}/remove`, 'Remove', `Remove job ${j.id} and everything it holds?`) : undefined,
+    CANCELLABLE.includes(j.status) && !j.cancelRequested ? action(ctx, `${path}/cancel`, j.status === 'active' ? 'Cancel (cooperative)…' : 'Cancel…') : undefined,
+    j.status !== 'active' ? action(ctx, `${path}/remove`, 'Remove…') : undefined, // both ask on a confirmation page first
   ];
   const pre = (v: string): SafeHtml | undefined => (v ? html`<pre>${v}</pre>` : undefined);
   const payload = j.payloadError ? j.payloadError.raw : json(j.payload);

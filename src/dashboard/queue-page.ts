@@ -47,7 +47,7 @@ export function queuePage(ctx: PageContext, d: QueuePageData, notice?: SafeHtml)
   const name = d.info.name;
   const q = `/queues/${seg(name)}`;
   const toggle = d.info.paused ? action(ctx, `${q}/resume`, 'Resume') : action(ctx, `${q}/pause`, 'Pause');
-  const retryAll = d.status === 'dead' && d.jobs.jobs.length ? action(ctx, `${q}/retry-dead`, 'Retry all dead', `Retry every dead job of ${name}?`) : undefined;
+  const retryAll = d.status === 'dead' && d.jobs.jobs.length ? action(ctx, `${q}/retry-dead`, `Retry all dead (${d.info.counts.dead})…`) : undefined; // asks on a confirmation page
   const rows = d.jobs.jobs.map((j) => {
     // An index member that is not a job id has no page; a row of another type shows why it is unreadable.
     const id = j.unreadable?.startsWith('EMQ_BAD_ID') ? html`${j.id}` : html`<a href="${ctx.base}${q}/jobs/${seg(j.id)}">${j.id}</a>`;

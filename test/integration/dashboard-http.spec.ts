@@ -98,7 +98,7 @@ describe('actions are POSTs with the page token', () => {
     expect(again.headers.get('location')).toContain('notice=not-dead');
     const promoted = await post(`/ops/queues/${q}/jobs/${other}/promote`, { _csrf: token });
     expect(promoted.headers.get('location')).toContain('notice=not-scheduled');
-    const removed = await post(`/ops/queues/${q}/jobs/${other}/remove`, { _csrf: token });
+    const removed = await post(`/ops/queues/${q}/jobs/${other}/remove`, { _csrf: token, confirm: 'yes' });
     expect(removed.headers.get('location')).toBe(`/ops/queues/${q}?notice=removed`);
     expect(await f.queues.getJob(q, other)).toBeNull();
   });
