@@ -1,7 +1,7 @@
 import { InvalidOptionError } from '../core/errors.js';
 import { assertName } from '../core/keys.js';
 import { boolOpt, intIn, keySet, optionPath, refuseNonObject, refuseUnknownKeys, type KeyPlace } from '../core/known-keys.js';
-import { validateTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
+import { validateTelemetryOptions } from '../telemetry/telemetry-options.js';
 import type { BootRetryOptions, ValkeyConnectionOptions } from '../core/connection/index.js';
 import { resolveBootRetry, resolveEvictionCheckMs } from '../core/connection/index.js';
 import type { BusOptions } from '../bus/bus-options.js';
@@ -84,7 +84,6 @@ const FLOW_KEYS = keySet<ModuleFlowOptions>({
   relay: true,
 });
 const BOUNDS_KEYS = keySet<FlowBounds>({ maxDepth: true, maxChildren: true, maxNodes: true });
-const TELEMETRY_KEYS = keySet<TelemetryOptions>({ tracing: true, otelMetrics: true });
 const FEATURE_KEYS = keySet<QueueRegistration>({ name: true, defaults: true });
 const ASYNC_KEYS = keySet<EchoMqModuleAsyncOptions>({ imports: true, useFactory: true, inject: true, useClass: true, useExisting: true });
 
@@ -216,10 +215,7 @@ export function validateModuleOptions(o: EchoMqModuleOptions): EchoMqModuleOptio
   boolOpt(o.consumers, 'consumers');
   boolOpt(o.warnUnknownQueues, 'warnUnknownQueues');
   boolOpt(o.scheduler, 'scheduler');
-  if (o.telemetry !== undefined) {
-    keysAt(o.telemetry, TELEMETRY_KEYS, 'telemetry');
-    validateTelemetryOptions(o.telemetry);
-  }
+  if (o.telemetry !== undefined) validateTelemetryOptions(o.telemetry);
   refuseEmbeddedInProduction(o);
   return o;
 }

@@ -1,4 +1,5 @@
 import { InvalidOptionError } from '../core/errors.js';
+import { keySet, refuseNonObject, refuseUnknownKeys } from '../core/known-keys.js';
 
 /** The module's `telemetry` options (docs/telemetry.md). */
 export interface TelemetryOptions {
@@ -11,13 +12,13 @@ export interface TelemetryOptions {
   readonly otelMetrics?: boolean;
 }
 
-const KEYS: Record<keyof TelemetryOptions, true> = { tracing: true, otelMetrics: true };
+const KEYS = keySet<TelemetryOptions>({ tracing: true, otelMetrics: true });
 
-/** Refuses telemetry options that are not an object of known boolean keys (EMQ_BAD_OPTION). */
+/** Refuses telemetry options that are not an object of known boolean keys (EMQ_BAD_OPTION, naming `telemetry.<key>`). */
 export function validateTelemetryOptions(o: unknown): void {
-  if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new InvalidOptionError('telemetry options must be an object');
+  refuseNonObject(o, 'telemetry options');
+  refuseUnknownKeys(o, KEYS, 'EchoMqModule options', { path: 'telemetry' });
   for (const [k, v] of Object.entries(o)) {
-    if (!Object.hasOwn(KEYS, k)) throw new InvalidOptionError(`unknown telemetry option ${JSON.stringify(k)} (known: ${Object.keys(KEYS).join(', ')})`);
     if (v !== undefined && typeof v !== 'boolean') throw new InvalidOptionError(`telemetry.${k} must be a boolean`);
   }
 }

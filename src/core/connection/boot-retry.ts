@@ -3,6 +3,7 @@ import type { EchoMqConnection } from './connection.js';
 import type { BootRetryOptions } from './connection-options.js';
 import { EchoMqError, InvalidOptionError, ValkeyUnavailableError } from '../errors.js';
 import { describeError } from '../reply-errors.js';
+import { keySet, refuseUnknownKeys } from '../known-keys.js';
 
 /** Boot retry with its defaults, or undefined when off. */
 export interface ResolvedBootRetry {
@@ -21,13 +22,14 @@ const intIn = (v: unknown, dflt: number, lo: number, hi: number, what: string): 
   return v;
 };
 
+const RETRY_KEYS = keySet<BootRetryOptions>({ maxWaitMs: true, intervalMs: true });
+
 /** Validates `retryAtBoot` (`false`/absent = off, `true` = the defaults); throws `InvalidOptionError`. */
 export function resolveBootRetry(o: boolean | BootRetryOptions | undefined): ResolvedBootRetry | undefined {
   if (o === undefined || o === false) return undefined;
   if (o === true) return { maxWaitMs: 30_000, intervalMs: 250 };
   if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new InvalidOptionError('connection.retryAtBoot must be a boolean or { maxWaitMs?, intervalMs? }');
-  const unknown = Object.keys(o).filter((k) => k !== 'maxWaitMs' && k !== 'intervalMs');
-  if (unknown.length > 0) throw new InvalidOptionError(`unknown connection.retryAtBoot options: ${unknown.join(', ')}`);
+  refuseUnknownKeys(o, RETRY_KEYS, 'connection options', { path: 'retryAtBoot' });
   return {
     maxWaitMs: intIn(o.maxWaitMs, 30_000, 1, 3_600_000, 'connection.retryAtBoot.maxWaitMs'),
     intervalMs: intIn(o.intervalMs, 250, 10, 60_000, 'connection.retryAtBoot.intervalMs'),
