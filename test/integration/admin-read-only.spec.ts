@@ -20,6 +20,8 @@ import { randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 
 /** The monitoring grant of docs/deployment.md ("A monitoring user"), word for word. */
 export const MONITOR = ['resetkeys', 'resetchannels', '-@all', '+@read', '-@dangerous', '+info', '+time', '+evalsha', '+eval', '+client|setname', '~{emq}:*', '~emq:*'];
+/** The stricter variant (docs/deployment.md): read-only key patterns, no scripting; only job details are refused. */
+const MONITOR_NO_SCRIPTS = ['resetkeys', 'resetchannels', '-@all', '+@read', '-@dangerous', '+info', '+time', '%R~{emq}:*', '%R~emq:*'];
 /** The base grant of docs/operations.md §3, for one queue. */
 const BASE = ['~{emq}:*', '-@all', '+@read', '+@write', '+@blocking', '+@pubsub', '-@dangerous', '-function', '+evalsha', '+eval', '+info', '+time', '+auth', '+hello', '+ping', '+quit', '+select', '+client|setname', '+client|id', '+client|unblock'];
 
@@ -104,6 +106,20 @@ describe('a monitoring user (read permissions only)', () => {
     }
     expect(child.stderr()).toBe('');
     expect(await raw.get(globalKeys.nodeSeq)).toBe(seq); // no node number was leased (a lease INCRs the sequence)
+  });
+
+  it('the stricter grant (read-only keys, no scripting) runs every reading command but job, refused with EMQ_NOPERM', async () => {
+    const q = randomQueue('ro-strict');
+    const [dead] = await buryJobs(f.conn, f.queues, q, [{ n: 1 }]);
+    const url = urlOf(await user(MONITOR_NO_SCRIPTS));
+    const cli = (...args: string[]) => runCli(['--url', url, ...args]);
+    for (const args of [['queues', '--after', q.slice(0, -1)], ['jobs', q, '--status', 'dead'], ['topics'], ['cache', 'stats']]) {
+      const r = await cli(...args);
+      expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 0, '']);
+    }
+    const job = await cli('job', q, dead);
+    expect(job.code).toBe(3);
+    expect(job.stderr).toMatch(/^echomq: EMQ_NOPERM /);
   });
 
   it('a full user still leases lazily for a command that mints an id (cache invalidate)', async () => {
