@@ -1,6 +1,5 @@
 import { InvalidOptionError } from '../core/errors.js';
 import { keySet, refuseUnknownKeys } from '../core/known-keys.js';
-import { ENTRY_KEYS } from '../cache/cache-options.js';
 import type { CacheEntryOptions } from '../cache/cache-types.js';
 
 /** Metadata key of `@Cached`. */
@@ -37,7 +36,19 @@ export interface CacheEvictOptions {
   readonly tags?: TagsOf;
 }
 
-const CACHED_KEYS: ReadonlySet<string> = new Set([...ENTRY_KEYS, 'key', 'scope']);
+// keySet: a key added to CachedOptions (or to the entry options it takes) and not listed fails to compile.
+const CACHED_KEYS = keySet<CachedOptions>({
+  namespace: true,
+  ttlMs: true,
+  jitter: true,
+  graceMs: true,
+  negativeTtlMs: true,
+  tags: true,
+  fillLease: true,
+  fillLeaseMs: true,
+  key: true,
+  scope: true,
+});
 const EVICT_KEYS = keySet<CacheEvictOptions>({ namespace: true, keys: true, tags: true });
 
 /**
