@@ -31,7 +31,11 @@
 --   the server clock, "t:<ms>" = a run-at (epoch ms, 0..7258118400000). Only a leaf may have
 --   one; a leaf whose instant is after now is written `scheduled` (its row's status, its id in
 --   emq:{q}:scheduled at that instant, spelt from the base of KEYS[1]: same slot; event
---   `scheduled`) instead of `pending`: claim makes it pending when due, as a retried job.
+--   `scheduled`) instead of `pending`: claim makes it pending when due, as a retried job. A
+--   leaf's run time may also be, or hold (space-separated, after its "d:" / "t:"), a lane as
+--   enqueue's lanes form takes it: "p:<1..9>" a priority or "g:<lane>" a fair lane; a ready leaf
+--   then joins its level or lane list (and the ring), a delayed one keeps it in its opts' third
+--   field, and meta `lanes` is set (docs/protocol.md §5).
 --
 -- @key meta emq:{q}:meta queue meta hash
 -- @key pending emq:{q}:pending list of pending ids
@@ -54,7 +58,7 @@
 -- @arg node* node per node: five arguments, see above
 -- @arg edge* edge per edge: six arguments, see above
 -- @arg lease? 1..86400000 the self-relay lease in ms ("" = none in the run-times form), optional
--- @arg run* run per node (the run-times form, after the lease): "", "d:<ms>" or "t:<epoch ms>"
+-- @arg run* run per node (the run-times form, after the lease): "" or tokens "d:<ms>" / "t:<epoch ms>", "p:<1..9>" / "g:<lane>"
 -- @mode create 9 keys: creates the nodes and edges of the call.
 -- @mode fan-out 11 keys (and the running job's id and token as ARGV[6], ARGV[7]): gives a
 --   RUNNING job children (docs/flows.md, "Fanning out from a running job"). Fenced by the job's
@@ -70,7 +74,7 @@
 --   match its child, a cycle, a repeated id), EMQ_WRONGTYPE, EMQ_BAD_ID, EMQ_PAYLOAD_TOO_LARGE,
 --   EMQ_BATCH_TOO_LARGE, EMQ_FLOW_TOO_LARGE (the outbox would pass its bound). Every check comes
 --   before the first write.
--- @uses args keys types meta clock events flow-add-args flow-add-fanout
+-- @uses args keys types meta clock events enqueue-lanes flow-add-args flow-add-fanout
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
 local PROTOCOL = '2'
@@ -125,6 +129,58 @@ local function now_ms()
     clock_memo = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
   return clock_memo
+end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- Before the first write: `levels`, the ring and every level or group list written are
+-- type-checked (byLevel and groupOrder nil when the call gave no lanes).
+local function enqueue_lanes_check(b, pending, byLevel, groupOrder)
+  checked(redis.pcall('ZCARD', b .. 'levels'), b .. 'levels')
+  checked(redis.pcall('LLEN', b .. 'groups'), b .. 'groups')
+  if not byLevel then return end
+  for p = 1, 9 do
+    if byLevel[p] then checked(redis.pcall('LLEN', pending .. ':' .. p), pending .. ':' .. p) end
+  end
+  for j = 1, #groupOrder do
+    local key = b .. 'group:' .. groupOrder[j]
+    checked(redis.pcall('LLEN', key), key)
+  end
+end
+-- The pushes onto the group and level lists; a group list that was empty is added to ringAdd.
+local function enqueue_lanes_push(b, pending, byLevel, byGroup, groupOrder, ringAdd)
+  for j = 1, #groupOrder do
+    local g = groupOrder[j]
+    if redis.call('LPUSH', b .. 'group:' .. g, unpack(byGroup[g])) == #byGroup[g] then ringAdd[#ringAdd + 1] = g end
+  end
+  for p = 1, 9 do
+    local l = byLevel[p]
+    if l then
+      redis.call('LPUSH', pending .. ':' .. p, unpack(l))
+      redis.call('ZADD', b .. 'levels', p, p)
+    end
+  end
+end
+-- After the pushes: the first lanes of the queue set meta `lanes` (and the jobs without a group
+-- enqueued before it: `pending` joins the ring too); the lanes that became non-empty join the ring.
+local function enqueue_lanes_ring(K, b, wasOn, lanesOn, plainQ, ringAdd)
+  if lanesOn and not wasOn then
+    redis.call('HSET', K[1], 'lanes', '1')
+    if ringAdd[1] ~= '' and redis.call('LLEN', K[2]) > #plainQ then table.insert(ringAdd, 1, '') end
+  end
+  if #ringAdd > 0 then redis.call('LPUSH', b .. 'groups', unpack(ringAdd)) end
 end
 -- Lifecycle events (docs/protocol.md §5a): one sharded pub/sub message per call and kind on the
 -- queue's events channel, and, when its `elog` is above 0, one entry in the bounded events stream.
@@ -258,39 +314,61 @@ local function flow_roots(n, ids, index, up, edgeOf, jid)
   end
   return root
 end
--- Run times (optional, after the lease): per node i, A[at + i] is "" (ready now), "d:<ms>" (a
--- delay, 0..315360000000, from `now` on the server clock) or "t:<ms>" (a run-at, epoch ms
--- 0..7258118400000). Only a leaf may have one. Answers run (i -> its run-at, only when after now).
+-- Run times (optional, after the lease): per node i, A[at + i] is "" (ready now, level 0) or
+-- space-separated tokens: "d:<ms>" (a delay, 0..315360000000, from `now` on the server clock)
+-- or "t:<ms>" (a run-at, epoch ms 0..7258118400000); "p:<1..9>" (a priority) or "g:<lane>" (a
+-- fair lane, 1..100 of [A-Za-z0-9_.-]). Only a leaf may have any. Answers run (i -> its run-at,
+-- only when after now) and lane (i -> "<p>" or "g:<lane>", as enqueue's lane argument).
 local function flow_runs(A, n, at, kids, now)
-  local run = {}
-  if not at then return run end
+  local run, lane = {}, {}
+  if not at then return run, lane end
   for i = 1, n do
     local s = A[at + i]
     if s ~= '' then
-      local kind, v = string.match(s, '^([dt]):(.*)$')
-      local ms = kind == 'd' and int(v, 0, 315360000000) or (kind == 't' and int(v, 0, 7258118400000)) or nil
-      if not ms then fail('BAD_ARG', 'node ' .. i .. ' has a malformed run time (expected "", "d:<ms>" or "t:<epoch ms>")') end
-      if kids[i] then fail('BAD_ARG', 'node ' .. i .. ' has children and a run time (only a leaf may be delayed)') end
-      local when = kind == 'd' and now + ms or ms
-      if when > now then run[i] = when end
+      if kids[i] then fail('BAD_ARG', 'node ' .. i .. ' has children and a run time or lane (only a leaf may have one)') end
+      local when, ln = nil, nil
+      for tok in string.gmatch(s .. ' ', '([^ ]*) ') do
+        local kind, v = string.match(tok, '^([dtpg]):(.+)$')
+        local ok = false
+        if (kind == 'd' or kind == 't') and not when then
+          local ms = int(v, 0, kind == 'd' and 315360000000 or 7258118400000)
+          if ms then when, ok = (kind == 'd' and now + ms or ms), true end
+        elseif kind == 'p' and not ln then
+          local pr = int(v, 1, 9)
+          if pr then ln, ok = tostring(pr), true end
+        elseif kind == 'g' and not ln and not bad_name(v) then
+          ln, ok = 'g:' .. v, true
+        end
+        if not ok then fail('BAD_ARG', 'node ' .. i .. ' has a malformed run time or lane (expected "d:<ms>" or "t:<epoch ms>", "p:<1..9>" or "g:<lane>", space-separated)') end
+      end
+      if when and when > now then run[i] = when end
+      lane[i] = ln
     end
   end
-  return run
+  return run, lane
 end
--- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
--- before the first write (Valkey does not roll a script back).
-local function need_type(key, want)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
-end
--- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
--- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
-local function checked(r, key)
-  if type(r) == 'table' and r.err then
-    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
-    error(r.err, 0)
+-- The ready leaves with a lane (docs/protocol.md §5), split as enqueue-lanes.lua splits a call:
+-- answers plainQ (ids for `pending`), byLevel (level -> ids), byGroup (lane -> ids) and
+-- groupOrder (the lanes in order of first appearance).
+local function flow_lanes_split(queued, laneOf)
+  local plainQ, byLevel, byGroup, groupOrder = {}, {}, {}, {}
+  for j = 1, #queued do
+    local id = queued[j]
+    local ln = laneOf[id]
+    local g = ln and string.match(ln, '^g:(.+)$')
+    if g then
+      local l = byGroup[g]
+      if not l then l = {}; byGroup[g] = l; groupOrder[#groupOrder + 1] = g end
+      l[#l + 1] = id
+    elseif ln then
+      local p = tonumber(ln)
+      byLevel[p] = byLevel[p] or {}
+      byLevel[p][#byLevel[p] + 1] = id
+    else
+      plainQ[#plainQ + 1] = id
+    end
   end
-  return r
+  return plainQ, byLevel, byGroup, groupOrder
 end
 -- flow-add.lua's fan-out mode (docs/flows.md, "Fanning out from a running job"): the running job
 -- `jid` (its row `row`, in `active`) gets children. Fenced by its claim token: a stale holder
@@ -408,8 +486,8 @@ local ids, index, up = flow_nodes(ARGV, n, o, maxBytes, q, jid)
 local base = 5 + o + 5 * n
 local kids, edgeOf, keys = flow_edges(ARGV, m, base, index, up, q, jid)
 local root = flow_roots(n, ids, index, up, edgeOf, jid)
-local run = flow_runs(ARGV, n, runsAt, kids, now_ms())
-local delayed = next(run) ~= nil
+local run, lane = flow_runs(ARGV, n, runsAt, kids, now_ms())
+local delayed, laned = next(run) ~= nil, next(lane) ~= nil
 
 -- Reads first: every key this call writes is read before anything is written.
 local meta = queue_meta(KEYS[1])
@@ -417,6 +495,7 @@ local meta = queue_meta(KEYS[1])
 -- when a push makes it non-empty; the ring is type-checked here, before any write.
 local lanes = meta.lanes == '1'
 if lanes then need_type(b .. 'groups', 'list') end
+local lanesMode = lanes or laned
 local elog = meta.elog
 local cur = nil
 if X then
@@ -442,6 +521,15 @@ checked(redis.pcall('LLEN', KEYS[3]), KEYS[3])
 checked(redis.pcall('HLEN', KEYS[5]), KEYS[5])
 checked(redis.pcall('ZCARD', KEYS[9]), KEYS[9])
 if delayed then checked(redis.pcall('ZCARD', b .. 'scheduled'), b .. 'scheduled') end
+if laned then
+  -- Every level and lane list a ready leaf may join is type-checked before the first write.
+  local lv, gs = {}, {}
+  for i = 1, n do
+    local ln = not run[i] and lane[i]
+    if ln and string.sub(ln, 1, 2) == 'g:' then gs[#gs + 1] = string.sub(ln, 3) elseif ln then lv[tonumber(ln)] = true end
+  end
+  enqueue_lanes_check(b, KEYS[2], lv, gs)
+end
 local held = checked(redis.pcall('HLEN', KEYS[8]), KEYS[8])
 if entries > 0 and held + entries > cap then
   fail('FLOW_TOO_LARGE', 'the outbox of ' .. q .. ' holds ' .. held .. ' entries, its bound is ' .. cap .. ' (relays are behind)')
@@ -452,7 +540,7 @@ end
 if elog > 0 then need_type(KEYS[7], 'stream') end
 
 local now = now_ms()
-local queued, waiting, data, opts, later, sched = {}, {}, {}, {}, {}, {}
+local queued, waiting, data, opts, later, sched, laneOf = {}, {}, {}, {}, {}, {}, {}
 if X then
   fanout_wait(KEYS[11], KEYS[10], jid, cur, kids[0] or 0)
   waiting[1] = jid
@@ -466,9 +554,11 @@ for i = 1, n do
     local id, parent, maxA, backoff = ids[i], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
     data[#data + 1] = id
     data[#data + 1] = ARGV[a + 2]
-    if maxA ~= '' or backoff ~= '' then
+    -- A delayed leaf's lane waits in its opts' third field for its promotion by claim (as enqueue's).
+    local ln = run[i] and lane[i]
+    if maxA ~= '' or backoff ~= '' or ln then
       opts[#opts + 1] = id
-      opts[#opts + 1] = maxA .. '|' .. backoff
+      opts[#opts + 1] = maxA .. '|' .. backoff .. (ln and ('|' .. ln) or '')
     end
     local row
     if kids[i] then
@@ -482,6 +572,7 @@ for i = 1, n do
     else
       row = { 'status', 'pending' }
       queued[#queued + 1] = id
+      if lane[i] then laneOf[id] = lane[i] end
     end
     if parent ~= '' then row[#row + 1] = 'parent'; row[#row + 1] = parent end
     rowOf[i] = row
@@ -521,8 +612,17 @@ end
 if #opts > 0 then redis.call('HSET', KEYS[5], unpack(opts)) end
 if #sched > 0 then redis.call('ZADD', b .. 'scheduled', unpack(sched)) end
 if #queued > 0 then
-  if redis.call('LPUSH', KEYS[2], unpack(queued)) == #queued and lanes then redis.call('LPUSH', b .. 'groups', '') end
+  -- Ready leaves with a lane join their level or lane list (lua/lib/enqueue-lanes.lua), the
+  -- others `pending`; in lanes mode a list that became non-empty joins the ring `groups`.
+  local plainQ, byLevel, byGroup, groupOrder = queued, nil, nil, nil
+  if laned then plainQ, byLevel, byGroup, groupOrder = flow_lanes_split(queued, laneOf) end
+  local ringAdd = {}
+  if #plainQ > 0 and redis.call('LPUSH', KEYS[2], unpack(plainQ)) == #plainQ and lanesMode then ringAdd[1] = '' end
+  if byLevel then enqueue_lanes_push(b, KEYS[2], byLevel, byGroup, groupOrder, ringAdd) end
+  if lanesMode then enqueue_lanes_ring(KEYS, b, lanes, laned, plainQ, ringAdd) end
   if redis.call('LLEN', KEYS[3]) == 0 then redis.call('LPUSH', KEYS[3], '1') end
+elseif laned and not lanes then
+  redis.call('HSET', KEYS[1], 'lanes', '1')
 end
 -- meta `waits`: how many jobs of the queue are `waiting` (counts, without a scan of the rows).
 if #waiting > 0 then redis.call('HINCRBY', KEYS[1], 'waits', #waiting) end

@@ -80,22 +80,59 @@ local function flow_roots(n, ids, index, up, edgeOf, jid)
   end
   return root
 end
--- Run times (optional, after the lease): per node i, A[at + i] is "" (ready now), "d:<ms>" (a
--- delay, 0..315360000000, from `now` on the server clock) or "t:<ms>" (a run-at, epoch ms
--- 0..7258118400000). Only a leaf may have one. Answers run (i -> its run-at, only when after now).
+-- Run times (optional, after the lease): per node i, A[at + i] is "" (ready now, level 0) or
+-- space-separated tokens: "d:<ms>" (a delay, 0..315360000000, from `now` on the server clock)
+-- or "t:<ms>" (a run-at, epoch ms 0..7258118400000); "p:<1..9>" (a priority) or "g:<lane>" (a
+-- fair lane, 1..100 of [A-Za-z0-9_.-]). Only a leaf may have any. Answers run (i -> its run-at,
+-- only when after now) and lane (i -> "<p>" or "g:<lane>", as enqueue's lane argument).
 local function flow_runs(A, n, at, kids, now)
-  local run = {}
-  if not at then return run end
+  local run, lane = {}, {}
+  if not at then return run, lane end
   for i = 1, n do
     local s = A[at + i]
     if s ~= '' then
-      local kind, v = string.match(s, '^([dt]):(.*)$')
-      local ms = kind == 'd' and int(v, 0, 315360000000) or (kind == 't' and int(v, 0, 7258118400000)) or nil
-      if not ms then fail('BAD_ARG', 'node ' .. i .. ' has a malformed run time (expected "", "d:<ms>" or "t:<epoch ms>")') end
-      if kids[i] then fail('BAD_ARG', 'node ' .. i .. ' has children and a run time (only a leaf may be delayed)') end
-      local when = kind == 'd' and now + ms or ms
-      if when > now then run[i] = when end
+      if kids[i] then fail('BAD_ARG', 'node ' .. i .. ' has children and a run time or lane (only a leaf may have one)') end
+      local when, ln = nil, nil
+      for tok in string.gmatch(s .. ' ', '([^ ]*) ') do
+        local kind, v = string.match(tok, '^([dtpg]):(.+)$')
+        local ok = false
+        if (kind == 'd' or kind == 't') and not when then
+          local ms = int(v, 0, kind == 'd' and 315360000000 or 7258118400000)
+          if ms then when, ok = (kind == 'd' and now + ms or ms), true end
+        elseif kind == 'p' and not ln then
+          local pr = int(v, 1, 9)
+          if pr then ln, ok = tostring(pr), true end
+        elseif kind == 'g' and not ln and not bad_name(v) then
+          ln, ok = 'g:' .. v, true
+        end
+        if not ok then fail('BAD_ARG', 'node ' .. i .. ' has a malformed run time or lane (expected "d:<ms>" or "t:<epoch ms>", "p:<1..9>" or "g:<lane>", space-separated)') end
+      end
+      if when and when > now then run[i] = when end
+      lane[i] = ln
     end
   end
-  return run
+  return run, lane
+end
+-- The ready leaves with a lane (docs/protocol.md §5), split as enqueue-lanes.lua splits a call:
+-- answers plainQ (ids for `pending`), byLevel (level -> ids), byGroup (lane -> ids) and
+-- groupOrder (the lanes in order of first appearance).
+local function flow_lanes_split(queued, laneOf)
+  local plainQ, byLevel, byGroup, groupOrder = {}, {}, {}, {}
+  for j = 1, #queued do
+    local id = queued[j]
+    local ln = laneOf[id]
+    local g = ln and string.match(ln, '^g:(.+)$')
+    if g then
+      local l = byGroup[g]
+      if not l then l = {}; byGroup[g] = l; groupOrder[#groupOrder + 1] = g end
+      l[#l + 1] = id
+    elseif ln then
+      local p = tonumber(ln)
+      byLevel[p] = byLevel[p] or {}
+      byLevel[p][#byLevel[p] + 1] = id
+    else
+      plainQ[#plainQ + 1] = id
+    end
+  end
+  return plainQ, byLevel, byGroup, groupOrder
 end

@@ -30,7 +30,11 @@
 --   the server clock, "t:<ms>" = a run-at (epoch ms, 0..7258118400000). Only a leaf may have
 --   one; a leaf whose instant is after now is written `scheduled` (its row's status, its id in
 --   emq:{q}:scheduled at that instant, spelt from the base of KEYS[1]: same slot; event
---   `scheduled`) instead of `pending`: claim makes it pending when due, as a retried job.
+--   `scheduled`) instead of `pending`: claim makes it pending when due, as a retried job. A
+--   leaf's run time may also be, or hold (space-separated, after its "d:" / "t:"), a lane as
+--   enqueue's lanes form takes it: "p:<1..9>" a priority or "g:<lane>" a fair lane; a ready leaf
+--   then joins its level or lane list (and the ring), a delayed one keeps it in its opts' third
+--   field, and meta `lanes` is set (docs/protocol.md §5).
 --
 -- @key meta emq:{q}:meta queue meta hash
 -- @key pending emq:{q}:pending list of pending ids
@@ -53,7 +57,7 @@
 -- @arg node* node per node: five arguments, see above
 -- @arg edge* edge per edge: six arguments, see above
 -- @arg lease? 1..86400000 the self-relay lease in ms ("" = none in the run-times form), optional
--- @arg run* run per node (the run-times form, after the lease): "", "d:<ms>" or "t:<epoch ms>"
+-- @arg run* run per node (the run-times form, after the lease): "" or tokens "d:<ms>" / "t:<epoch ms>", "p:<1..9>" / "g:<lane>"
 -- @mode create 9 keys: creates the nodes and edges of the call.
 -- @mode fan-out 11 keys (and the running job's id and token as ARGV[6], ARGV[7]): gives a
 --   RUNNING job children (docs/flows.md, "Fanning out from a running job"). Fenced by the job's
@@ -69,7 +73,7 @@
 --   match its child, a cycle, a repeated id), EMQ_WRONGTYPE, EMQ_BAD_ID, EMQ_PAYLOAD_TOO_LARGE,
 --   EMQ_BATCH_TOO_LARGE, EMQ_FLOW_TOO_LARGE (the outbox would pass its bound). Every check comes
 --   before the first write.
--- @uses args keys types meta clock events flow-add-args flow-add-fanout
+-- @uses args keys types meta clock events enqueue-lanes flow-add-args flow-add-fanout
 need((#KEYS == 9 or #KEYS == 11) and #ARGV >= 5, 'expected 9 (or 11) keys and at least 5 arguments')
 local X = #KEYS == 11 -- fan-out mode: a running job gets children
 local b = queue_base(KEYS[1])
@@ -103,8 +107,8 @@ local ids, index, up = flow_nodes(ARGV, n, o, maxBytes, q, jid)
 local base = 5 + o + 5 * n
 local kids, edgeOf, keys = flow_edges(ARGV, m, base, index, up, q, jid)
 local root = flow_roots(n, ids, index, up, edgeOf, jid)
-local run = flow_runs(ARGV, n, runsAt, kids, now_ms())
-local delayed = next(run) ~= nil
+local run, lane = flow_runs(ARGV, n, runsAt, kids, now_ms())
+local delayed, laned = next(run) ~= nil, next(lane) ~= nil
 
 -- Reads first: every key this call writes is read before anything is written.
 local meta = queue_meta(KEYS[1])
@@ -112,6 +116,7 @@ local meta = queue_meta(KEYS[1])
 -- when a push makes it non-empty; the ring is type-checked here, before any write.
 local lanes = meta.lanes == '1'
 if lanes then need_type(b .. 'groups', 'list') end
+local lanesMode = lanes or laned
 local elog = meta.elog
 local cur = nil
 if X then
@@ -137,6 +142,15 @@ checked(redis.pcall('LLEN', KEYS[3]), KEYS[3])
 checked(redis.pcall('HLEN', KEYS[5]), KEYS[5])
 checked(redis.pcall('ZCARD', KEYS[9]), KEYS[9])
 if delayed then checked(redis.pcall('ZCARD', b .. 'scheduled'), b .. 'scheduled') end
+if laned then
+  -- Every level and lane list a ready leaf may join is type-checked before the first write.
+  local lv, gs = {}, {}
+  for i = 1, n do
+    local ln = not run[i] and lane[i]
+    if ln and string.sub(ln, 1, 2) == 'g:' then gs[#gs + 1] = string.sub(ln, 3) elseif ln then lv[tonumber(ln)] = true end
+  end
+  enqueue_lanes_check(b, KEYS[2], lv, gs)
+end
 local held = checked(redis.pcall('HLEN', KEYS[8]), KEYS[8])
 if entries > 0 and held + entries > cap then
   fail('FLOW_TOO_LARGE', 'the outbox of ' .. q .. ' holds ' .. held .. ' entries, its bound is ' .. cap .. ' (relays are behind)')
@@ -147,7 +161,7 @@ end
 if elog > 0 then need_type(KEYS[7], 'stream') end
 
 local now = now_ms()
-local queued, waiting, data, opts, later, sched = {}, {}, {}, {}, {}, {}
+local queued, waiting, data, opts, later, sched, laneOf = {}, {}, {}, {}, {}, {}, {}
 if X then
   fanout_wait(KEYS[11], KEYS[10], jid, cur, kids[0] or 0)
   waiting[1] = jid
@@ -161,9 +175,11 @@ for i = 1, n do
     local id, parent, maxA, backoff = ids[i], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
     data[#data + 1] = id
     data[#data + 1] = ARGV[a + 2]
-    if maxA ~= '' or backoff ~= '' then
+    -- A delayed leaf's lane waits in its opts' third field for its promotion by claim (as enqueue's).
+    local ln = run[i] and lane[i]
+    if maxA ~= '' or backoff ~= '' or ln then
       opts[#opts + 1] = id
-      opts[#opts + 1] = maxA .. '|' .. backoff
+      opts[#opts + 1] = maxA .. '|' .. backoff .. (ln and ('|' .. ln) or '')
     end
     local row
     if kids[i] then
@@ -177,6 +193,7 @@ for i = 1, n do
     else
       row = { 'status', 'pending' }
       queued[#queued + 1] = id
+      if lane[i] then laneOf[id] = lane[i] end
     end
     if parent ~= '' then row[#row + 1] = 'parent'; row[#row + 1] = parent end
     rowOf[i] = row
@@ -216,8 +233,17 @@ end
 if #opts > 0 then redis.call('HSET', KEYS[5], unpack(opts)) end
 if #sched > 0 then redis.call('ZADD', b .. 'scheduled', unpack(sched)) end
 if #queued > 0 then
-  if redis.call('LPUSH', KEYS[2], unpack(queued)) == #queued and lanes then redis.call('LPUSH', b .. 'groups', '') end
+  -- Ready leaves with a lane join their level or lane list (lua/lib/enqueue-lanes.lua), the
+  -- others `pending`; in lanes mode a list that became non-empty joins the ring `groups`.
+  local plainQ, byLevel, byGroup, groupOrder = queued, nil, nil, nil
+  if laned then plainQ, byLevel, byGroup, groupOrder = flow_lanes_split(queued, laneOf) end
+  local ringAdd = {}
+  if #plainQ > 0 and redis.call('LPUSH', KEYS[2], unpack(plainQ)) == #plainQ and lanesMode then ringAdd[1] = '' end
+  if byLevel then enqueue_lanes_push(b, KEYS[2], byLevel, byGroup, groupOrder, ringAdd) end
+  if lanesMode then enqueue_lanes_ring(KEYS, b, lanes, laned, plainQ, ringAdd) end
   if redis.call('LLEN', KEYS[3]) == 0 then redis.call('LPUSH', KEYS[3], '1') end
+elseif laned and not lanes then
+  redis.call('HSET', KEYS[1], 'lanes', '1')
 end
 -- meta `waits`: how many jobs of the queue are `waiting` (counts, without a scan of the rows).
 if #waiting > 0 then redis.call('HINCRBY', KEYS[1], 'waits', #waiting) end

@@ -18,7 +18,8 @@ import (
 // A and B are the node's own attempt limit and backoff (0 / "" = none, omitted from the JSON);
 // Pol is its failure policy towards its parent (fail, ignore, continue), Key its key among its
 // siblings; Kids its children ([] for a leaf, never null). Dl and At are a leaf's delay (ms from
-// its creation, server clock) and run-at (epoch ms); 0 = none, omitted from the JSON.
+// its creation, server clock) and run-at (epoch ms), Pr and Ln its priority (1..9) and fair lane;
+// 0 / "" = none, omitted from the JSON.
 type FlowTree struct {
 	Q    string     `json:"q"`
 	ID   string     `json:"id"`
@@ -27,6 +28,8 @@ type FlowTree struct {
 	B    string     `json:"b,omitempty"`
 	Dl   int64      `json:"dl,omitempty"`
 	At   int64      `json:"at,omitempty"`
+	Pr   int        `json:"pr,omitempty"`
+	Ln   string     `json:"ln,omitempty"`
 	Pol  string     `json:"pol"`
 	Key  string     `json:"key"`
 	Kids []FlowTree `json:"kids"`
@@ -45,18 +48,23 @@ type FlowNode struct {
 	Parent      string // "" or "<queue> <id>"
 	MaxAttempts int    // 0 = none
 	Backoff     string // "" = none
-	Run         string // "" = ready now, "d:<ms>" a delay, "t:<epoch ms>" a run-at (a leaf only)
+	Run         string // "" = ready now; else "d:<ms>" / "t:<epoch ms>", "p:<1..9>" / "g:<lane>" (a leaf only)
 }
 
-// runOf is a node's run time as flow-add's run-times form takes it.
+// runOf is a node's run time and lane as flow-add's run-times form takes them ("" = none).
 func runOf(t FlowTree) string {
+	var parts []string
 	if t.Dl > 0 {
-		return "d:" + strconv.FormatInt(t.Dl, 10)
+		parts = append(parts, "d:"+strconv.FormatInt(t.Dl, 10))
+	} else if t.At > 0 {
+		parts = append(parts, "t:"+strconv.FormatInt(t.At, 10))
 	}
-	if t.At > 0 {
-		return "t:" + strconv.FormatInt(t.At, 10)
+	if t.Pr > 0 {
+		parts = append(parts, "p:"+strconv.Itoa(t.Pr))
+	} else if t.Ln != "" {
+		parts = append(parts, "g:"+t.Ln)
 	}
-	return ""
+	return strings.Join(parts, " ")
 }
 
 // FlowEdge is one child edge of a flow-add call: Entry is the creation entry text of a child in

@@ -190,7 +190,7 @@ func TestPlanQueueRunTimes(t *testing.T) {
 	if err != nil || plan.Nodes[0].Run != "d:60000" {
 		t.Fatalf("PlanQueue: %+v %v", plan, err)
 	}
-	if runOf(FlowTree{At: 5}) != "t:5" || runOf(FlowTree{}) != "" {
+	if runOf(FlowTree{At: 5}) != "t:5" || runOf(FlowTree{}) != "" || runOf(FlowTree{Dl: 7, Ln: "x"}) != "d:7 g:x" || runOf(FlowTree{Pr: 3}) != "p:3" {
 		t.Fatal("runOf")
 	}
 }

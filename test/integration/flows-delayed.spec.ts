@@ -12,6 +12,27 @@ afterAll(async () => {
 });
 
 describe('flows: delayed leaves (delay / runAt, as the enqueue options)', () => {
+  it('a leaf\'s priority and lane place it as an enqueue would: a priority-9 child runs first, a lone lane is not starved', async () => {
+    const [p, c, l] = [randomQueue('pp'), randomQueue('pc'), randomQueue('pl')];
+    const plain = { queue: c, payload: { n: 'plain' } };
+    const byLane = (lane: string) => ({ queue: l, payload: { n: lane }, lane });
+    const flow = await f.queues.flow({
+      queue: p,
+      payload: { n: 'parent' },
+      children: [plain, plain, plain, { queue: c, payload: { n: 'urgent' }, priority: 9 }, byLane('a'), byLane('a'), byLane('a'), byLane('b'), { queue: c, payload: { n: 'later' }, priority: 5, delay: 300 }],
+    });
+    const order: Record<string, string[]> = { [c]: [], [l]: [] };
+    // The children are created (by this process's relay) before any consumer starts.
+    await eventually(async () => (await f.raw.hlen(`emq:{${c}}:data`)) === 5 && (await f.raw.hlen(`emq:{${l}}:data`)) === 4, 5000, 'the children to be created');
+    for (const q of [c, l]) f.consumers.push((await startConsumer(f.conn, q, (job) => void order[q].push((job.payload as { n: string }).n), { prefetch: 0 })).consumer);
+    f.consumers.push((await startConsumer(f.conn, p, () => 1)).consumer);
+    await eventually(async () => (await f.queues.getJob(p, flow.id))?.status === 'done', 10_000, 'the parent to run');
+    expect(order[c][0]).toBe('urgent');
+    expect(order[c]).toContain('later');
+    expect(order[l].slice(0, 2)).toContain('b');
+  });
+
+
   it('a delayed child, in the parent\'s queue or another, waits scheduled; the parent runs after it', async () => {
     const [p, c] = [randomQueue('dp'), randomQueue('dc')];
     const ran: Record<string, number> = {};

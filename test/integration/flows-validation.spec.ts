@@ -33,8 +33,8 @@ describe('flows: every flow-node option is validated (unknown keys and misspelt 
   const kid = { queue: b, payload: {} };
 
   it.each([
-    ['priority', { priority: 5 }, 'flow.children[2].priority'],
-    ['lane', { lane: 'tenant-1' }, 'flow.children[2].lane'],
+    ['BullMQ name', { name: 'step' }, 'flow.children[2].name'],
+    ['group (renamed lane)', { group: 'tenant-1' }, 'flow.children[2].group'],
     ['delayMs (the enqueue option is delay)', { delayMs: 60_000 }, 'flow.children[2].delayMs'],
     ['BullMQ opts', { opts: { attempts: 3, failParentOnFailure: true } }, 'flow.children[2].opts'],
     ['a misspelt key', { onfailure: 'ignore' }, 'flow.children[2].onfailure'],

@@ -9,7 +9,10 @@ export interface WireFlowNode {
   readonly parent: string;
   readonly maxAttempts?: number;
   readonly backoff?: string;
-  /** A leaf's run time: `d:<ms>` (a delay from its creation, server clock) or `t:<epoch ms>`; absent = ready now. */
+  /**
+   * A leaf's run time and lane, space-separated: `d:<ms>` (a delay from its creation, server
+   * clock) or `t:<epoch ms>`; `p:<1..9>` (a priority) or `g:<lane>`. Absent = ready now, level 0.
+   */
   readonly run?: string;
 }
 

@@ -6,7 +6,7 @@ import { assertName } from '../../core/keys.js';
 import type { FlowBounds, FlowNode, FlowSpec } from './flow-types.js';
 import type { ChildFailurePolicy } from '../job.js';
 import { backoffWire, checkAttempts, type BackoffOptions } from '../base-options.js';
-import { scheduleWire } from '../queue-options.js';
+import { checkLane, checkPriority, scheduleWire } from '../queue-options.js';
 import { keySet } from '../../core/known-keys.js';
 
 /**
@@ -27,6 +27,10 @@ export interface WireTree {
   readonly dl?: number;
   /** Run-at (epoch ms); a leaf only. */
   readonly at?: number;
+  /** Priority 1..9; a leaf only. */
+  readonly pr?: number;
+  /** Fair lane; a leaf only. */
+  readonly ln?: string;
   /** Policy towards its parent. */
   readonly pol: ChildFailurePolicy;
   /** Key among its siblings. */
@@ -52,7 +56,7 @@ export interface QueuePlan {
 const KEY_RE = /^[A-Za-z0-9_.-]{1,100}$/;
 const POLICIES: readonly ChildFailurePolicy[] = ['fail', 'ignore', 'continue'];
 /** The keys a flow node may have: any other is refused (a typo never becomes a silent default). */
-const NODE_KEYS = keySet<FlowSpec>({ queue: true, payload: true, id: true, key: true, onFailure: true, attempts: true, backoff: true, delay: true, runAt: true, children: true });
+const NODE_KEYS = keySet<FlowSpec>({ queue: true, payload: true, id: true, key: true, onFailure: true, attempts: true, backoff: true, delay: true, runAt: true, priority: true, lane: true, children: true });
 const BACKOFF_KEYS = keySet<BackoffOptions>({ type: true, delayMs: true });
 
 /** Refuses keys of `o` outside `known`, naming each by its path (`flows[1].children[2].opts`). */
@@ -110,8 +114,11 @@ export function encodeFlow(
     if (!Array.isArray(kids)) throw new InvalidOptionError(`${path}.children must be an array`);
     if (kids.length > bounds.maxChildren) throw new FlowTooLargeError(`a flow node has ${kids.length} children, the bound is ${bounds.maxChildren}`);
     const when = atPath(path, () => scheduleWire(s));
-    if ((when.delayMs > 0 || when.runAtMs > 0) && kids.length > 0) {
-      throw new InvalidOptionError(`${path}: delay and runAt are for leaves (a parent runs when its children have finished)`);
+    const pr = s.priority === undefined ? 0 : atPath(path, () => checkPriority(s.priority));
+    const ln = s.lane === undefined ? undefined : atPath(path, () => checkLane(s.lane));
+    if (pr > 0 && ln !== undefined) throw new InvalidOptionError(`${path}: give priority or lane, not both`);
+    if ((when.delayMs > 0 || when.runAtMs > 0 || pr > 0 || ln !== undefined) && kids.length > 0) {
+      throw new InvalidOptionError(`${path}: delay, runAt, priority and lane are for leaves (a parent runs when its children have finished)`);
     }
     const p = encodePayload(s.payload, maxBytes(s.queue));
     ancestors.add(s);
@@ -133,6 +140,8 @@ export function encodeFlow(
       b: s.backoff === undefined ? undefined : atPath(path, () => backoffWire(s.backoff as BackoffOptions)),
       dl: when.delayMs > 0 ? when.delayMs : undefined,
       at: when.runAtMs > 0 && when.delayMs === 0 ? when.runAtMs : undefined,
+      pr: pr > 0 ? pr : undefined,
+      ln,
       pol,
       key,
       kids: out,
@@ -141,6 +150,12 @@ export function encodeFlow(
   const checked = check(spec, 1, '0', root);
   const assign = (c: Checked): WireTree => ({ ...c, id: c.id ?? mint(), kids: c.kids.map(assign) });
   return assign(checked);
+}
+
+/** A leaf's run time and lane as flow-add's run-times form takes them (`d:…`/`t:…`, `p:…`/`g:…`), or undefined. */
+function runOf(t: WireTree): string | undefined {
+  const parts = [t.dl !== undefined ? `d:${t.dl}` : t.at !== undefined ? `t:${t.at}` : '', t.pr !== undefined ? `p:${t.pr}` : t.ln !== undefined ? `g:${t.ln}` : ''].filter((x) => x !== '');
+  return parts.length > 0 ? parts.join(' ') : undefined;
 }
 
 /**
@@ -174,7 +189,7 @@ export function planQueue(queue: string, roots: readonly { tree: WireTree; up: s
   const edges: WireFlowEdge[] = [];
   let crosses = 0;
   const visit = (t: WireTree, up: string): void => {
-    const run = t.dl !== undefined ? `d:${t.dl}` : t.at !== undefined ? `t:${t.at}` : undefined;
+    const run = runOf(t);
     nodes.push({ id: t.id, payload: t.p, parent: up, maxAttempts: t.a, backoff: t.b, run });
     const ref = `${queue} ${t.id}`;
     for (const k of t.kids) {

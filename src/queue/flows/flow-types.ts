@@ -29,6 +29,10 @@ export interface FlowSpec<T = Json> {
   readonly delay?: number;
   /** A leaf only: run no sooner than this instant (a Date or epoch ms, up to 2200-01-01), as the enqueue option. */
   readonly runAt?: Date | number;
+  /** A leaf only: its priority, 0..9 (higher is claimed first), as the enqueue option. Not with `lane`. */
+  readonly priority?: number;
+  /** A leaf only: its fair lane (1..100 of `A-Z a-z 0-9 _ . -`), as the enqueue option. Not with `priority`. */
+  readonly lane?: string;
   /** Children it waits for (in any queue); a node with children starts `waiting`. */
   readonly children?: readonly FlowSpec[];
 }
