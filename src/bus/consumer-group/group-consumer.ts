@@ -13,6 +13,7 @@ import { GroupReclaimer } from './reclaim.js';
 import { estimateLoss, type GroupSnapshot } from './upkeep.js';
 import { announce } from '../../core/announce.js';
 import { cmd, compareStreamIds, createGroup, errorText, isNoGroup, type GroupEntry } from './group-wire.js';
+import { escapeControls } from '../../core/control-chars.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const silent: ConsumerLogger = { warn: () => undefined, error: () => undefined };
@@ -274,7 +275,8 @@ export class GroupConsumer {
     if (this.lastError.size >= 10_000) this.lastError.delete(this.lastError.keys().next().value as string);
     this.lastError.set(streamId, errorText(err));
     if (this.stopping) return;
-    this.log.warn(`group ${this.name}: handler failed on ${streamId} (delivery ${deliveries}): ${errorText(err)}`);
+    // Escaped: the handler's error text is untrusted, and one failure must stay one log line.
+    this.log.warn(`group ${this.name}: handler failed on ${streamId} (delivery ${deliveries}): ${escapeControls(errorText(err))}`);
     // The last allowed delivery failed: dead-letter now rather than after the ack timeout.
     if (deliveries >= this.o.maxDeliveries) void this.reclaimer.bury(streamId, 0);
   }
