@@ -14,6 +14,9 @@
 -- "d <queue> <parent id> <id> cancelled cancelled" to this queue's outbox, and a cancelled
 -- `waiting` parent one entry `x:<child>` = "x <queue> <child>" per child whose outcome has not
 -- arrived.
+-- Dedup: a job cancelled here (reply 1) whose enqueue wrote `keyof:<id>` (an enqueue with a dedup
+-- mode) frees its key: `key:<key>` is deleted when it still names this job, and the keyof too,
+-- so the next enqueue of that key adds a new job. A flagged active job keeps its key.
 -- Flags: allow-oom. It frees memory (a scheduled entry, its options, the cancelled set's trim) or
 -- only flags a row; what it adds is bounded (a few fields, one outbox entry per child still out),
 -- and refusing a cancel under OOM would leave unwanted work to run.
@@ -42,7 +45,7 @@
 --   job without the outbox keys), EMQ_BAD_ID, EMQ_WRONGTYPE. Every check comes before the first
 --   write.
 -- @flags allow-oom
--- @uses args ids keys types meta events cancelled flow-child flow-parent
+-- @uses args ids keys types meta events cancelled flow-child flow-parent dedup-free
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
 local PROTOCOL = '2'
@@ -104,6 +107,45 @@ end
 local function trim_cancelled(set, data, prefix, keep)
   trim_rows(set, data, prefix, keep, true)
 end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- Freeing a job's dedup key (docs/protocol.md §5, enqueue "Dedup modes"): an enqueue with a mode
+-- argument wrote `keyof:<id>` = the key of each job that took one; cancel.lua and remove.lua
+-- read it (dedup_key_of, before their first write) and, once they end the job, delete the key
+-- when it still names this job, and the keyof (dedup_free). Jobs of an enqueue without a mode
+-- have no keyof: nothing is freed, as before.
+
+-- Reads only: answers { keyof key, dedup key or nil } or nil when the job has no keyof.
+local function dedup_key_of(b, id)
+  local kof = b .. 'keyof:' .. id
+  local k = checked(redis.pcall('GET', kof), kof)
+  if not k then return nil end
+  local key = b .. 'key:' .. k
+  local holder = checked(redis.pcall('GET', key), key)
+  return { kof, holder == id and key or nil }
+end
+local function dedup_free(f)
+  if not f then return end
+  if f[2] then redis.call('DEL', f[2]) end
+  redis.call('DEL', f[1])
+end
 -- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
 -- time, so a second TIME would answer the same; parts of a composed script share the read).
 local clock_memo = nil
@@ -124,25 +166,6 @@ local function emit(key, elog, kind, ids)
   if elog > 0 then
     redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
   end
-end
--- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
--- before the first write (Valkey does not roll a script back).
-local function need_type(key, want)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
-end
--- Several at once: a flat list key, type, key, type, …
-local function need_types(list)
-  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
-end
--- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
--- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
-local function checked(r, key)
-  if type(r) == 'table' and r.err then
-    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
-    error(r.err, 0)
-  end
-  return r
 end
 -- Flows' outbox (docs/protocol.md §10): the cross-queue hand-offs a transition owes, written in
 -- the same step to this queue's `outbox` (entry id -> text) and `outdue` (entry id -> due ms).
@@ -272,6 +295,7 @@ need_types({ scheduled, 'zset', cancelled, 'zset', data, 'hash', KEYS[6], 'hash'
 if (parent or status == 'waiting') and status ~= 'active' then need_outbox(box, due, 'a flow job') end
 if m.elog > 0 then need_type(KEYS[9], 'stream') end
 local payload = redis.call('HGET', data, id)
+local freed = dedup_key_of(b, id) -- its dedup key, freed when the job is cancelled here
 if not status then
   -- No row yet: a job that was never claimed is scheduled or pending.
   if redis.call('ZSCORE', scheduled, id) then
@@ -322,6 +346,7 @@ if boxed > 0 then redis.call('SPUBLISH', box, boxed) end
 record_keep()
 end_cancelled(row, cancelled, id, now)
 redis.call('HDEL', KEYS[6], id)
+dedup_free(freed)
 trim_cancelled(cancelled, data, KEYS[7], keep)
 emit(KEYS[9], m.elog, 'cancelled', { id })
 return 1

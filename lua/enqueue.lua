@@ -45,7 +45,9 @@
 -- @arg job* job per job i: six arguments (full form) or two (compact form), see the modes
 -- @arg lane* lane (lanes mode) per job, after the jobs: its priority ("" = 0) or `g:<group>`
 -- @arg extras* json (extras mode) per job, after the lanes: its extras, "" = none
--- @arg window? 1..2592000000 (dedup mode) the dedup window in ms (30 days at most), last
+-- @arg window? 1..2592000000 (dedup mode) the dedup window in ms (30 days at most), last but a mode
+-- @arg dmode? w|d (dedup mode, optional, after the window) `w` window or `d` debounce: either
+--   writes `keyof:<id>` (see the dedup modes); without it the call runs as before
 -- @mode full 4 + 6n arguments: per job id, payload, delay, run-at, max attempts, backoff.
 -- @mode compact 4 + 2n arguments: per job just the id and the payload, for jobs with no delay,
 --   run-at, options, lane or extras: the same as six arguments with "0", "0", "", "".
@@ -67,6 +69,16 @@
 --   more argument after the jobs (and their lanes and extras): the window in ms. A key held by a
 --   job (enqueued within the window, by this call or before) adds nothing: the reply entry is
 --   that job's id. A job added sets its key to its id for the window.
+-- @mode dedup-modes dedup with a mode argument after the window (lua/lib/enqueue-dedup.lua):
+--   each job that takes a key also gets `emq:{q}:keyof:<id>` = its key (PX the window), which
+--   cancel.lua and remove.lua read to free the key of a job they end. `w`: the window as above.
+--   `d` (debounce): a repeat whose key is held by a job that still waits for its first claim
+--   (payload in `data`, no row) replaces that job's payload; a holder still in `scheduled` is
+--   rescored to the repeat's instant (now + delay, or run-at, or now when the repeat has none;
+--   a wake marker when that is earlier); the key and its keyof are set again for the window; the
+--   reply entry is the holder's id. Its options, lane and extras stay the holder's. A held key
+--   whose job started or ended is taken by the new job (added as usual). Within one call a later
+--   repeat's payload replaces an earlier job's of the call.
 -- @returns an array of n integers: 1 = added, 0 = a job with this id already existed (or came
 --   earlier in the same call); with dedup keys, a bulk string (the holding job's id) for a job
 --   whose key was held. A wake marker is pushed (when `wake` is empty) only when a job was added.
@@ -74,7 +86,7 @@
 --   that is not the one the key grammar spells for the queue of KEYS[1]), EMQ_WRONGTYPE (a key
 --   holds another type), EMQ_BAD_ID, EMQ_PAYLOAD_TOO_LARGE, EMQ_BATCH_TOO_LARGE. Every check
 --   comes before the first write.
--- @uses keys types meta clock events job-write enqueue-args enqueue-lanes enqueue-parked
+-- @uses keys types meta clock events job-write enqueue-args enqueue-lanes enqueue-parked enqueue-dedup
 -- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
 -- time, so a second TIME would answer the same; parts of a composed script share the read).
 local clock_memo = nil
@@ -165,9 +177,11 @@ end
 -- per-job check is the id and payload only.
 
 -- Dedup keys: one `emq:{q}:key:<key>` per job (key 1..256 bytes, no control characters) and a
--- window of 1..2592000000 ms, the last argument.
+-- window of 1..2592000000 ms, the last argument, or the one before a mode (`w` window, `d`
+-- debounce: a word, so it cannot be mistaken for a window). Answers the window and the mode.
 local function enqueue_dedup_args(K, A, b, n)
-  local window = int(A[#A], 1, 2592000000)
+  local mode = (A[#A] == 'w' or A[#A] == 'd') and A[#A] or nil
+  local window = int(A[#A - (mode and 1 or 0)], 1, 2592000000)
   need(#K == 7 + n and window, 'dedup needs one key per job and a window of 1..2592000000 ms after the jobs')
   for i = 1, n do
     local k = K[7 + i]
@@ -176,7 +190,7 @@ local function enqueue_dedup_args(K, A, b, n)
       fail('BAD_ARG', 'key ' .. (7 + i) .. ' must be the queue\'s key: prefix and a dedup key of 1..256 bytes without control characters')
     end
   end
-  return window
+  return window, mode
 end
 -- Extras (A[5+7n .. 4+8n]): each job's text, or nil for "": a JSON object of 2..1024 bytes,
 -- `t` an integer 1..86400000, `tp` a string of 1..256 bytes.
@@ -223,14 +237,14 @@ local function enqueue_args(K, A, b)
   need(maxBytes and n, 'the payload limit must be an integer in 1..536870912 and the job count an integer >= 1')
   if n > 1000 then fail('BATCH_TOO_LARGE', 'at most 1000 jobs per call') end
   local c = { n = n, keyed = #K > 7 }
-  if c.keyed then c.window = enqueue_dedup_args(K, A, b, n) end
-  local tail = c.keyed and 1 or 0 -- the dedup window, last
+  if c.keyed then c.window, c.mode = enqueue_dedup_args(K, A, b, n) end
+  local tail = c.keyed and (c.mode and 2 or 1) or 0 -- the dedup window (and mode), last
   local xtra = #A == 4 + 8 * n + tail -- extras come after the lanes
   c.prio = xtra or #A == 4 + 7 * n + tail
   -- The compact form: two arguments per job (id, payload), every other field its default.
   local S = #A == 4 + 2 * n + tail and 2 or 6
   if #A ~= 4 + 6 * n + tail and not c.prio and S ~= 2 then
-    fail('BAD_ARG', 'expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (2 * n) .. ' in the compact form, ' .. (7 * n) .. ' with priorities, ' .. (8 * n) .. ' with extras)' .. (c.keyed and ', then the dedup window' or ''))
+    fail('BAD_ARG', 'expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (2 * n) .. ' in the compact form, ' .. (7 * n) .. ' with priorities, ' .. (8 * n) .. ' with extras)' .. (c.keyed and ', then the dedup window (and mode)' or ''))
   end
   c.S = S
   if xtra then c.ext = enqueue_extras(A, n) end
@@ -270,6 +284,45 @@ local function checked(r, key)
     error(r.err, 0)
   end
   return r
+end
+-- enqueue.lua's dedup modes (docs/protocol.md §5, enqueue, "Dedup modes"), given as one more
+-- argument after the window: `w` (window) or `d` (debounce). Either mode also writes
+-- `keyof:<id>` = the key (PX the window) for each job that takes a key, so that cancel.lua and
+-- remove.lua free the key of the job they end. Without a mode argument none of this runs.
+
+-- Debounce: whether the job `id` holding a key still waits for its first claim (its payload in
+-- `data`, no row): answers 'scheduled' with its run-at, 'pending', or nil (it started, ended or
+-- is gone: the new job is added and takes the key). Reads only.
+local function dedup_holder_waits(b, K, id)
+  local p = checked(redis.pcall('HGET', K[5], id), K[5])
+  if not p or p == '' then return nil end
+  if redis.call('EXISTS', b .. 'job:' .. id) == 1 then return nil end
+  local at = checked(redis.pcall('ZSCORE', K[3], id), K[3])
+  if at then return 'scheduled', tonumber(at) end
+  return 'pending'
+end
+-- Debounce writes, after the new jobs': each waiting holder gets the repeat's payload, and a
+-- holder still in `scheduled` the repeat's instant (now when the repeat has none); a holder made
+-- earlier gets a wake marker (when `wake` is empty) so that idle consumers re-read their wait.
+-- deb: { { id, payload, at, old run-at or nil }, … }.
+local function dedup_debounce(K, deb, now)
+  local wake = false
+  for i = 1, #deb do
+    local d = deb[i]
+    redis.call('HSET', K[5], d[1], d[2])
+    if d[4] then
+      local at = d[3] > now and d[3] or now
+      redis.call('ZADD', K[3], 'XX', at, d[1])
+      if at < d[4] then wake = true end
+    end
+  end
+  if wake and redis.call('LLEN', K[4]) == 0 then redis.call('LPUSH', K[4], '1') end
+end
+-- The key of each job that took one (and, in debounce mode, of each holder a repeat refreshed):
+-- the key and its `keyof:<id>`, both PX the window.
+local function dedup_hold(b, key, id, window)
+  redis.call('SET', key, id, 'PX', window)
+  redis.call('SET', b .. 'keyof:' .. id, string.sub(key, #b + 5), 'PX', window)
 end
 -- enqueue.lua with lanes (docs/protocol.md §5, Priorities and Fair lanes): a ready job of level
 -- p >= 1 joins `<pending>:<p>` and p joins `levels`; a ready job of group g joins `group:<g>`;
@@ -509,10 +562,32 @@ if keyed then
 end
 local now = now_ms()
 local out, data, opts, queued, scheduled, zargs, seen = {}, {}, {}, {}, {}, {}, {}
+local deb, dpos = c.mode == 'd' and {} or nil, {} -- debounce: the holders to update, payload slots
 for i = 1, n do
   local j = 4 + S * (i - 1)
   local id = ids[i]
-  local held = keyed and (holders[i] or taken[KEYS[7 + i]])
+  local key = keyed and KEYS[7 + i]
+  local held = keyed and (taken[key] or holders[i])
+  if held and deb then
+    -- Debounce: a holder of this call takes the later payload; a stored one that still waits
+    -- takes the payload and the instant; one that started or ended leaves the key to this job.
+    if taken[key] then
+      data[dpos[held]] = ARGV[j + 2]
+    else
+      local st, at0 = dedup_holder_waits(b, KEYS, held)
+      if st then
+        local at = 0
+        if S == 6 then
+          local delay = tonumber(ARGV[j + 3])
+          at = delay > 0 and now + delay or tonumber(ARGV[j + 4])
+        end
+        deb[#deb + 1] = { held, ARGV[j + 2], at, at0 }
+        deb[held] = key
+      else
+        held = nil
+      end
+    end
+  end
   if held then
     out[i] = held
   elseif have[i] or seen[id] then
@@ -523,6 +598,7 @@ for i = 1, n do
     out[i] = 1
     data[#data + 1] = id
     data[#data + 1] = ARGV[j + 2]
+    dpos[id] = #data
     local at = 0
     if S == 6 then
       local delay = tonumber(ARGV[j + 3])
@@ -567,9 +643,15 @@ if #data > 0 then
   store_new_jobs(KEYS, data, opts)
   if keyed then
     for i = 1, n do
-      if out[i] == 1 then redis.call('SET', KEYS[7 + i], ids[i], 'PX', c.window) end
+      if out[i] == 1 then
+        if c.mode then dedup_hold(b, KEYS[7 + i], ids[i], c.window) else redis.call('SET', KEYS[7 + i], ids[i], 'PX', c.window) end
+      end
     end
   end
+end
+if deb and #deb > 0 then
+  dedup_debounce(KEYS, deb, now)
+  for i = 1, #deb do dedup_hold(b, deb[deb[i][1]], deb[i][1], c.window) end
 end
 stamp_version(KEYS[1], meta.v)
 if lanesMode then enqueue_lanes_ring(KEYS, b, meta.lanes == '1', lanesOn, plainQ, ringAdd) end

@@ -6,6 +6,8 @@
 -- drops when it pops it, deleting the `data` marker. Refused (nothing written): an active job
 -- (cancel it first), a `waiting` flow parent, and a flow child that has not finished (its parent
 -- waits for its outcome: cancel it instead).
+-- Dedup: a removed job whose enqueue wrote `keyof:<id>` (an enqueue with a dedup mode) frees its
+-- key (deleted when it still names this job) and the keyof.
 -- Flag allow-oom: it only frees (a pending job's payload becomes the "" marker), so it is how an
 -- operator frees memory when it is full.
 --
@@ -25,7 +27,7 @@
 --   the queue of KEYS[1], KEYS[9] not the row of the id), EMQ_BAD_ID, EMQ_WRONGTYPE. Every check
 --   and read comes before the first write.
 -- @flags allow-oom
--- @uses ids keys types meta
+-- @uses ids keys types meta dedup-free
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
 local PROTOCOL = '2'
@@ -43,6 +45,45 @@ local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
 -- Refuses data of another protocol version than these scripts read (meta `v`, when present).
 local function need_data_version(v, key)
   if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
+end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- Freeing a job's dedup key (docs/protocol.md §5, enqueue "Dedup modes"): an enqueue with a mode
+-- argument wrote `keyof:<id>` = the key of each job that took one; cancel.lua and remove.lua
+-- read it (dedup_key_of, before their first write) and, once they end the job, delete the key
+-- when it still names this job, and the keyof (dedup_free). Jobs of an enqueue without a mode
+-- have no keyof: nothing is freed, as before.
+
+-- Reads only: answers { keyof key, dedup key or nil } or nil when the job has no keyof.
+local function dedup_key_of(b, id)
+  local kof = b .. 'keyof:' .. id
+  local k = checked(redis.pcall('GET', kof), kof)
+  if not k then return nil end
+  local key = b .. 'key:' .. k
+  local holder = checked(redis.pcall('GET', key), key)
+  return { kof, holder == id and key or nil }
+end
+local function dedup_free(f)
+  if not f then return end
+  if f[2] then redis.call('DEL', f[2]) end
+  redis.call('DEL', f[1])
 end
 -- The 14-byte gate (docs/protocol.md §1): a 3-letter namespace, 11 base62 digits, the body at
 -- most 2^64-1 (`LygHa16AHYF`). Compared byte by byte: Lua's `>` on strings follows the server's
@@ -84,25 +125,6 @@ end
 -- A declared row key must be the row (`<prefix><id>`) of its own id.
 local function need_row(key, prefix, id)
   if key ~= prefix .. id then fail('BAD_ARG', 'the row key ' .. tostring(key) .. ' is not the row of ' .. id) end
-end
--- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
--- before the first write (Valkey does not roll a script back).
-local function need_type(key, want)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
-end
--- Several at once: a flat list key, type, key, type, …
-local function need_types(list)
-  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
-end
--- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
--- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
-local function checked(r, key)
-  if type(r) == 'table' and r.err then
-    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
-    error(r.err, 0)
-  end
-  return r
 end
 -- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
@@ -154,6 +176,7 @@ if not status then
   end
 end
 if status == 'active' or status == 'waiting' then return 0 end
+local freed = dedup_key_of(queue_base(KEYS[1]), id) -- its dedup key, freed with the job
 if parent and (status == 'pending' or status == 'scheduled') then return 0 end
 local set = ({ scheduled = KEYS[2], done = KEYS[3], dead = KEYS[4], cancelled = KEYS[5] })[status]
 if status == 'pending' then
@@ -169,6 +192,7 @@ else
 end
 redis.call('HDEL', KEYS[7], id)
 redis.call('DEL', row)
+dedup_free(freed)
 return 1
 end
 return run(main)

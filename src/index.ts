@@ -31,6 +31,7 @@ export { FatalJobError, WaitingForChildren, JobCancelledError, JobTimeoutError }
 export { QueueService } from './queue/queue-service.js';
 export type { EnqueueItem } from './queue/queue-service.js';
 export type { QueueDefaults, EnqueueOptions, ProcessorOptions, BatchOptions } from './queue/queue-options.js';
+export type { DedupOptions } from './queue/dedup-options.js';
 export type { BackoffOptions, RateLimit } from './queue/base-options.js';
 export type { LaneOptions, LaneSettings, PolicyOptions } from './queue/lane-policy.js';
 export type { BatchHandler, BatchOutcome } from './queue/batch-handler.js';

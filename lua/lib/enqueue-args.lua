@@ -6,9 +6,11 @@
 -- per-job check is the id and payload only.
 
 -- Dedup keys: one `emq:{q}:key:<key>` per job (key 1..256 bytes, no control characters) and a
--- window of 1..2592000000 ms, the last argument.
+-- window of 1..2592000000 ms, the last argument, or the one before a mode (`w` window, `d`
+-- debounce: a word, so it cannot be mistaken for a window). Answers the window and the mode.
 local function enqueue_dedup_args(K, A, b, n)
-  local window = int(A[#A], 1, 2592000000)
+  local mode = (A[#A] == 'w' or A[#A] == 'd') and A[#A] or nil
+  local window = int(A[#A - (mode and 1 or 0)], 1, 2592000000)
   need(#K == 7 + n and window, 'dedup needs one key per job and a window of 1..2592000000 ms after the jobs')
   for i = 1, n do
     local k = K[7 + i]
@@ -17,7 +19,7 @@ local function enqueue_dedup_args(K, A, b, n)
       fail('BAD_ARG', 'key ' .. (7 + i) .. ' must be the queue\'s key: prefix and a dedup key of 1..256 bytes without control characters')
     end
   end
-  return window
+  return window, mode
 end
 -- Extras (A[5+7n .. 4+8n]): each job's text, or nil for "": a JSON object of 2..1024 bytes,
 -- `t` an integer 1..86400000, `tp` a string of 1..256 bytes.
@@ -64,14 +66,14 @@ local function enqueue_args(K, A, b)
   need(maxBytes and n, 'the payload limit must be an integer in 1..536870912 and the job count an integer >= 1')
   if n > 1000 then fail('BATCH_TOO_LARGE', 'at most 1000 jobs per call') end
   local c = { n = n, keyed = #K > 7 }
-  if c.keyed then c.window = enqueue_dedup_args(K, A, b, n) end
-  local tail = c.keyed and 1 or 0 -- the dedup window, last
+  if c.keyed then c.window, c.mode = enqueue_dedup_args(K, A, b, n) end
+  local tail = c.keyed and (c.mode and 2 or 1) or 0 -- the dedup window (and mode), last
   local xtra = #A == 4 + 8 * n + tail -- extras come after the lanes
   c.prio = xtra or #A == 4 + 7 * n + tail
   -- The compact form: two arguments per job (id, payload), every other field its default.
   local S = #A == 4 + 2 * n + tail and 2 or 6
   if #A ~= 4 + 6 * n + tail and not c.prio and S ~= 2 then
-    fail('BAD_ARG', 'expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (2 * n) .. ' in the compact form, ' .. (7 * n) .. ' with priorities, ' .. (8 * n) .. ' with extras)' .. (c.keyed and ', then the dedup window' or ''))
+    fail('BAD_ARG', 'expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (2 * n) .. ' in the compact form, ' .. (7 * n) .. ' with priorities, ' .. (8 * n) .. ' with extras)' .. (c.keyed and ', then the dedup window (and mode)' or ''))
   end
   c.S = S
   if xtra then c.ext = enqueue_extras(A, n) end

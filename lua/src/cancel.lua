@@ -12,6 +12,9 @@
 -- "d <queue> <parent id> <id> cancelled cancelled" to this queue's outbox, and a cancelled
 -- `waiting` parent one entry `x:<child>` = "x <queue> <child>" per child whose outcome has not
 -- arrived.
+-- Dedup: a job cancelled here (reply 1) whose enqueue wrote `keyof:<id>` (an enqueue with a dedup
+-- mode) frees its key: `key:<key>` is deleted when it still names this job, and the keyof too,
+-- so the next enqueue of that key adds a new job. A flagged active job keeps its key.
 -- Flags: allow-oom. It frees memory (a scheduled entry, its options, the cancelled set's trim) or
 -- only flags a row; what it adds is bounded (a few fields, one outbox entry per child still out),
 -- and refusing a cancel under OOM would leave unwanted work to run.
@@ -40,7 +43,7 @@
 --   job without the outbox keys), EMQ_BAD_ID, EMQ_WRONGTYPE. Every check comes before the first
 --   write.
 -- @flags allow-oom
--- @uses args ids keys types meta events cancelled flow-child flow-parent
+-- @uses args ids keys types meta events cancelled flow-child flow-parent dedup-free
 need((#KEYS == 9 or #KEYS == 11) and #ARGV == 3, 'expected 9 (or 11) keys and 3 arguments')
 local b, id = queue_base(KEYS[1]), ARGV[2]
 need_keys(KEYS, b, { 'meta', 'pending', 'scheduled', 'cancelled', 'data', 'opts', 'job:', 'job:' .. id, 'events' })
@@ -56,6 +59,7 @@ need_types({ scheduled, 'zset', cancelled, 'zset', data, 'hash', KEYS[6], 'hash'
 if (parent or status == 'waiting') and status ~= 'active' then need_outbox(box, due, 'a flow job') end
 if m.elog > 0 then need_type(KEYS[9], 'stream') end
 local payload = redis.call('HGET', data, id)
+local freed = dedup_key_of(b, id) -- its dedup key, freed when the job is cancelled here
 if not status then
   -- No row yet: a job that was never claimed is scheduled or pending.
   if redis.call('ZSCORE', scheduled, id) then
@@ -106,6 +110,7 @@ if boxed > 0 then redis.call('SPUBLISH', box, boxed) end
 record_keep()
 end_cancelled(row, cancelled, id, now)
 redis.call('HDEL', KEYS[6], id)
+dedup_free(freed)
 trim_cancelled(cancelled, data, KEYS[7], keep)
 emit(KEYS[9], m.elog, 'cancelled', { id })
 return 1

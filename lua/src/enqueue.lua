@@ -44,7 +44,9 @@
 -- @arg job* job per job i: six arguments (full form) or two (compact form), see the modes
 -- @arg lane* lane (lanes mode) per job, after the jobs: its priority ("" = 0) or `g:<group>`
 -- @arg extras* json (extras mode) per job, after the lanes: its extras, "" = none
--- @arg window? 1..2592000000 (dedup mode) the dedup window in ms (30 days at most), last
+-- @arg window? 1..2592000000 (dedup mode) the dedup window in ms (30 days at most), last but a mode
+-- @arg dmode? w|d (dedup mode, optional, after the window) `w` window or `d` debounce: either
+--   writes `keyof:<id>` (see the dedup modes); without it the call runs as before
 -- @mode full 4 + 6n arguments: per job id, payload, delay, run-at, max attempts, backoff.
 -- @mode compact 4 + 2n arguments: per job just the id and the payload, for jobs with no delay,
 --   run-at, options, lane or extras: the same as six arguments with "0", "0", "", "".
@@ -66,6 +68,16 @@
 --   more argument after the jobs (and their lanes and extras): the window in ms. A key held by a
 --   job (enqueued within the window, by this call or before) adds nothing: the reply entry is
 --   that job's id. A job added sets its key to its id for the window.
+-- @mode dedup-modes dedup with a mode argument after the window (lua/lib/enqueue-dedup.lua):
+--   each job that takes a key also gets `emq:{q}:keyof:<id>` = its key (PX the window), which
+--   cancel.lua and remove.lua read to free the key of a job they end. `w`: the window as above.
+--   `d` (debounce): a repeat whose key is held by a job that still waits for its first claim
+--   (payload in `data`, no row) replaces that job's payload; a holder still in `scheduled` is
+--   rescored to the repeat's instant (now + delay, or run-at, or now when the repeat has none;
+--   a wake marker when that is earlier); the key and its keyof are set again for the window; the
+--   reply entry is the holder's id. Its options, lane and extras stay the holder's. A held key
+--   whose job started or ended is taken by the new job (added as usual). Within one call a later
+--   repeat's payload replaces an earlier job's of the call.
 -- @returns an array of n integers: 1 = added, 0 = a job with this id already existed (or came
 --   earlier in the same call); with dedup keys, a bulk string (the holding job's id) for a job
 --   whose key was held. A wake marker is pushed (when `wake` is empty) only when a job was added.
@@ -73,7 +85,7 @@
 --   that is not the one the key grammar spells for the queue of KEYS[1]), EMQ_WRONGTYPE (a key
 --   holds another type), EMQ_BAD_ID, EMQ_PAYLOAD_TOO_LARGE, EMQ_BATCH_TOO_LARGE. Every check
 --   comes before the first write.
--- @uses keys types meta clock events job-write enqueue-args enqueue-lanes enqueue-parked
+-- @uses keys types meta clock events job-write enqueue-args enqueue-lanes enqueue-parked enqueue-dedup
 need(#KEYS >= 7 and #ARGV >= 4, 'expected 7 keys and at least 4 arguments')
 local b = queue_base(KEYS[1])
 need_keys(KEYS, b, { 'meta', 'pending', 'scheduled', 'wake', 'data', 'opts', 'events' })
@@ -92,10 +104,32 @@ if keyed then
 end
 local now = now_ms()
 local out, data, opts, queued, scheduled, zargs, seen = {}, {}, {}, {}, {}, {}, {}
+local deb, dpos = c.mode == 'd' and {} or nil, {} -- debounce: the holders to update, payload slots
 for i = 1, n do
   local j = 4 + S * (i - 1)
   local id = ids[i]
-  local held = keyed and (holders[i] or taken[KEYS[7 + i]])
+  local key = keyed and KEYS[7 + i]
+  local held = keyed and (taken[key] or holders[i])
+  if held and deb then
+    -- Debounce: a holder of this call takes the later payload; a stored one that still waits
+    -- takes the payload and the instant; one that started or ended leaves the key to this job.
+    if taken[key] then
+      data[dpos[held]] = ARGV[j + 2]
+    else
+      local st, at0 = dedup_holder_waits(b, KEYS, held)
+      if st then
+        local at = 0
+        if S == 6 then
+          local delay = tonumber(ARGV[j + 3])
+          at = delay > 0 and now + delay or tonumber(ARGV[j + 4])
+        end
+        deb[#deb + 1] = { held, ARGV[j + 2], at, at0 }
+        deb[held] = key
+      else
+        held = nil
+      end
+    end
+  end
   if held then
     out[i] = held
   elseif have[i] or seen[id] then
@@ -106,6 +140,7 @@ for i = 1, n do
     out[i] = 1
     data[#data + 1] = id
     data[#data + 1] = ARGV[j + 2]
+    dpos[id] = #data
     local at = 0
     if S == 6 then
       local delay = tonumber(ARGV[j + 3])
@@ -150,9 +185,15 @@ if #data > 0 then
   store_new_jobs(KEYS, data, opts)
   if keyed then
     for i = 1, n do
-      if out[i] == 1 then redis.call('SET', KEYS[7 + i], ids[i], 'PX', c.window) end
+      if out[i] == 1 then
+        if c.mode then dedup_hold(b, KEYS[7 + i], ids[i], c.window) else redis.call('SET', KEYS[7 + i], ids[i], 'PX', c.window) end
+      end
     end
   end
+end
+if deb and #deb > 0 then
+  dedup_debounce(KEYS, deb, now)
+  for i = 1, #deb do dedup_hold(b, deb[deb[i][1]], deb[i][1], c.window) end
 end
 stamp_version(KEYS[1], meta.v)
 if lanesMode then enqueue_lanes_ring(KEYS, b, meta.lanes == '1', lanesOn, plainQ, ringAdd) end

@@ -4,6 +4,8 @@
 -- drops when it pops it, deleting the `data` marker. Refused (nothing written): an active job
 -- (cancel it first), a `waiting` flow parent, and a flow child that has not finished (its parent
 -- waits for its outcome: cancel it instead).
+-- Dedup: a removed job whose enqueue wrote `keyof:<id>` (an enqueue with a dedup mode) frees its
+-- key (deleted when it still names this job) and the keyof.
 -- Flag allow-oom: it only frees (a pending job's payload becomes the "" marker), so it is how an
 -- operator frees memory when it is full.
 --
@@ -23,7 +25,7 @@
 --   the queue of KEYS[1], KEYS[9] not the row of the id), EMQ_BAD_ID, EMQ_WRONGTYPE. Every check
 --   and read comes before the first write.
 -- @flags allow-oom
--- @uses ids keys types meta
+-- @uses ids keys types meta dedup-free
 need(#KEYS == 9 and #ARGV == 2, 'expected 9 keys and 2 arguments')
 need_keys(KEYS, queue_base(KEYS[1]), { 'meta', 'scheduled', 'done', 'dead', 'cancelled', 'data', 'opts', 'job:' })
 local id, row = need_id(ARGV[2]), KEYS[9]
@@ -43,6 +45,7 @@ if not status then
   end
 end
 if status == 'active' or status == 'waiting' then return 0 end
+local freed = dedup_key_of(queue_base(KEYS[1]), id) -- its dedup key, freed with the job
 if parent and (status == 'pending' or status == 'scheduled') then return 0 end
 local set = ({ scheduled = KEYS[2], done = KEYS[3], dead = KEYS[4], cancelled = KEYS[5] })[status]
 if status == 'pending' then
@@ -58,4 +61,5 @@ else
 end
 redis.call('HDEL', KEYS[7], id)
 redis.call('DEL', row)
+dedup_free(freed)
 return 1

@@ -2,6 +2,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../core/codec.js';
 import { intIn, keySet, optionPath, refuseNonObject, refuseRenamedKeys, refuseUnknownKeys } from '../core/known-keys.js';
 import type { ProcessorSchedule } from './schedules/index.js';
+import { DEDUP_KEYS, type DedupOptions } from './dedup-options.js';
 import { RENAMED_LANE_OPTIONS, checkPolicyOptions, lanePolicyWire, type LaneOptions } from './lane-policy.js';
 import { MAX_DELAY_MS, MAX_RUN_AT_MS, backoffWire, checkAttempts, type BackoffOptions, type RateLimit } from './base-options.js';
 
@@ -168,6 +169,13 @@ export interface EnqueueOptions {
    */
   readonly key?: string;
   /**
+   * Business-key de-duplication with a mode and a time to live (`key` is the same as
+   * `{ key, mode: 'window' }` with the queue's `dedupWindowMs`; give one of the two). The key is
+   * freed when its job is cancelled or removed. In one `enqueueMany`, every item has a key or
+   * none does, and the keyed ones share one mode and ttlMs.
+   */
+  readonly dedup?: DedupOptions;
+  /**
    * 0..9 (default 0): a pending job of a higher priority is claimed before any of a lower one;
    * FIFO within one priority. Note: higher is more urgent (BullMQ's is the reverse).
    */
@@ -249,6 +257,7 @@ const ENQUEUE_KEYS = keySet<EnqueueOptions>({
   backoff: true,
   id: true,
   key: true,
+  dedup: true,
   priority: true,
   lane: true,
   timeoutMs: true,
@@ -276,6 +285,8 @@ export function checkEnqueueOptions(o: unknown, what = 'enqueue options', path?:
   refuseUnknownKeys(o, ENQUEUE_KEYS, what, { path, hints: ENQUEUE_HINTS });
   const b = (o as EnqueueOptions | undefined)?.backoff;
   if (b !== undefined) backoffWire(b, what, optionPath(path, 'backoff'));
+  const d = (o as EnqueueOptions | undefined)?.dedup;
+  if (d !== undefined) refuseUnknownKeys(d, DEDUP_KEYS, what, { path: optionPath(path, 'dedup') });
 }
 
 const ITEM_KEYS: ReadonlySet<string> = new Set(['payload', 'opts']);

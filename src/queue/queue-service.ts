@@ -33,6 +33,7 @@ import {
 } from './queue-options.js';
 import { backoffWire, checkAttempts } from './base-options.js';
 import { checkPolicyOptions, lanePolicyWire, type PolicyOptions } from './lane-policy.js';
+import { dedupWire } from './dedup-options.js';
 
 /** The priority levels whose lists `counts` reads (docs/protocol.md §5, Priorities). */
 
@@ -61,12 +62,16 @@ export class QueueService {
     const c = this.conn.scriptClient;
     return (jobs) => wire.enqueue(c, keys, maxPayloadBytes, jobs, eventsLog);
   }, MAX_BATCH);
-  /** The same for keyed enqueues (business-key dedup): their calls carry a dedup key per job. */
-  private readonly keyedBatches = new CoalescerPool<WireJob, number | string>((queue) => {
+  /**
+   * The same for keyed enqueues (business-key dedup): their calls carry a dedup key per job, the
+   * window and the mode; one coalescer per `<queue>|<mode>|<ttl ms>` (a name has no `|`).
+   */
+  private readonly keyedBatches = new CoalescerPool<WireJob, number | string>((slot) => {
+    const [queue, mode, ttl] = slot.split('|');
     const keys = queueKeys(queue);
-    const { maxPayloadBytes, eventsLog, dedupWindowMs } = this.settings(queue);
+    const { maxPayloadBytes, eventsLog } = this.settings(queue);
     const c = this.conn.scriptClient;
-    return (jobs) => wire.enqueue(c, keys, maxPayloadBytes, jobs, eventsLog, dedupWindowMs);
+    return (jobs) => wire.enqueue(c, keys, maxPayloadBytes, jobs, eventsLog, Number(ttl), mode === 'd' ? 'd' : 'w');
   }, MAX_BATCH);
   private hub?: SignalHub;
   private flowService?: FlowService;
@@ -176,13 +181,19 @@ export class QueueService {
     const k = queueKeys(queue); // the name is checked before anything is minted
     if (!Array.isArray(items) || items.length === 0) throw new InvalidOptionError('enqueueMany needs at least one item');
     items.forEach((it, i) => checkEnqueueItem(it, i)); // unknown keys: refused before anything is minted
-    const keyed = items[0]?.opts?.key !== undefined;
-    if (items.some((it) => (it?.opts?.key !== undefined) !== keyed)) {
+    const { maxPayloadBytes, dedupWindowMs } = this.settings(queue);
+    const dedups = items.map((it) => dedupWire(it.opts ?? {}, dedupWindowMs));
+    const d0 = dedups[0];
+    if (dedups.some((d) => (d !== undefined) !== (d0 !== undefined))) {
       throw new InvalidOptionError('enqueueMany: give every item a dedup key, or none');
     }
-    const { maxPayloadBytes } = this.settings(queue);
+    if (d0 && dedups.some((d) => d!.mode !== d0.mode || d!.ttlMs !== d0.ttlMs)) {
+      throw new InvalidOptionError('enqueueMany: the keyed items share one dedup mode and ttlMs');
+    }
+    const keyed = d0 ? `${queue}|${d0.mode}|${d0.ttlMs}` : undefined;
+    const dedupKeys = dedups.map((d) => (d ? k.dedup(d.key) : undefined)); // checked before anything is minted
     await this.conn.ids.ready(); // never mint on a node number this process does not certainly hold
-    const jobs = items.map((it) => this.toWire(it, maxPayloadBytes, keyed ? k.dedup(it.opts!.key!) : undefined));
+    const jobs = items.map((it, i) => this.toWire(it, maxPayloadBytes, dedupKeys[i]));
     const ids: string[] = [];
     for (let at = 0; at < jobs.length; at += MAX_BATCH) {
       ids.push(...(await this.enqueueChunk(queue, items.slice(at, at + MAX_BATCH), jobs.slice(at, at + MAX_BATCH), keyed)));
@@ -193,14 +204,14 @@ export class QueueService {
   }
 
   /** One call's worth (at most `MAX_BATCH`), through the queue's coalescer; re-mints colliding ids. */
-  private async enqueueChunk<T>(queue: string, items: readonly EnqueueItem<T>[], jobs: WireJob[], keyed: boolean): Promise<string[]> {
+  private async enqueueChunk<T>(queue: string, items: readonly EnqueueItem<T>[], jobs: WireJob[], keyed?: string): Promise<string[]> {
     if (jobs.length > MAX_BATCH) throw new BatchTooLargeError(jobs.length, MAX_BATCH);
     const batches = keyed ? this.keyedBatches : this.batches;
     const minted = items.map((it) => it.opts?.id === undefined);
     const holders: (string | undefined)[] = [];
     let send = jobs.map((_, i) => i);
     for (let round = 0; ; round++) {
-      const added = await batches.submit(queue, send.map((i) => jobs[i]));
+      const added = await batches.submit(keyed ?? queue, send.map((i) => jobs[i]));
       // A key held by another job: the reply is that job's id (docs/queue.md, dedup).
       send.forEach((i, pos) => {
         if (typeof added[pos] === 'string') holders[i] = added[pos];

@@ -115,9 +115,9 @@ export const wire = {
   /**
    * `eventsLog`: the lifecycle-log length to record for the queue ("" keeps what is there). Per
    * job: 1 added, 0 its id existed; with dedup keys (`dedupWindowMs` given, every job keyed) the
-   * id of the job holding the key when it was held.
+   * id of the job holding the key when it was held (`dedupMode` `d`: or debounced into).
    */
-  async enqueue(c: ScriptClient, k: QueueKeys, maxBytes: number, jobs: readonly WireJob[], eventsLog: number | '' = '', dedupWindowMs?: number): Promise<(number | string)[]> {
+  async enqueue(c: ScriptClient, k: QueueKeys, maxBytes: number, jobs: readonly WireJob[], eventsLog: number | '' = '', dedupWindowMs?: number, dedupMode?: 'w' | 'd'): Promise<(number | string)[]> {
     const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, jobs.length, eventsLog];
     // A call of plain jobs (no delay, run-at, options, lane or extras) takes the compact form:
     // two arguments per job, a third of the bytes to write and parse.
@@ -135,6 +135,8 @@ export const wire = {
     if (dedupWindowMs !== undefined) {
       for (const j of jobs) keys.push(j.dedupKey ?? '');
       args.push(dedupWindowMs);
+      // The mode word (w window, d debounce) after the window: keys freed by cancel and remove.
+      if (dedupMode !== undefined) args.push(dedupMode);
     }
     return (await runScript(c, 'enqueue', keys, args)) as (number | string)[];
   },
