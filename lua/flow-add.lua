@@ -18,7 +18,7 @@
 --   "<other queue> <id>" = a parent in another queue, "<this queue> <id>" = a node of this
 --   call); max attempts (1..1000 or ""); backoff ("f:<ms>"/"e:<ms>" or ""). Then per edge j,
 --   six arguments: parent id (a node of this call, or the running job); child id; child queue
---   (a queue name); failure policy (`fail`, `ignore`, `continue`); key (1..100 of
+--   (a queue name); failure policy (`fail`, `ignore`, `continue`, `release`); key (1..100 of
 --   [A-Za-z0-9_.-], unique among the parent's children); creation entry text ("" when the child
 --   queue is this queue and the child a node of this call, else the relay's text
 --   "c <child queue> <subtree JSON>", 1..limit bytes). Then, optionally, a self-relay lease in ms
@@ -274,8 +274,8 @@ local function flow_edges(A, m, base, index, up, q, jid)
     if not pi then fail('BAD_ARG', 'edge ' .. j .. ' names a parent that is not a node of this call (or the running job)') end
     if bad_id(cid) then fail('BAD_ID', 'edge ' .. j .. ' has a malformed child id') end
     if bad_name(cq) then fail('BAD_ARG', 'edge ' .. j .. ' has a malformed child queue') end
-    if pol ~= 'fail' and pol ~= 'ignore' and pol ~= 'continue' then
-      fail('BAD_ARG', 'edge ' .. j .. ' has a bad policy (fail, ignore or continue)')
+    if pol ~= 'fail' and pol ~= 'ignore' and pol ~= 'continue' and pol ~= 'release' then
+      fail('BAD_ARG', 'edge ' .. j .. ' has a bad policy (fail, ignore, continue or release)')
     end
     if bad_name(key) then fail('BAD_ARG', 'edge ' .. j .. ' has a malformed key') end
     if keys[pid .. ' ' .. key] then fail('BAD_ARG', 'edge ' .. j .. ' repeats the key ' .. key) end

@@ -40,8 +40,8 @@ local function flow_edges(A, m, base, index, up, q, jid)
     if not pi then fail('BAD_ARG', 'edge ' .. j .. ' names a parent that is not a node of this call (or the running job)') end
     if bad_id(cid) then fail('BAD_ID', 'edge ' .. j .. ' has a malformed child id') end
     if bad_name(cq) then fail('BAD_ARG', 'edge ' .. j .. ' has a malformed child queue') end
-    if pol ~= 'fail' and pol ~= 'ignore' and pol ~= 'continue' then
-      fail('BAD_ARG', 'edge ' .. j .. ' has a bad policy (fail, ignore or continue)')
+    if pol ~= 'fail' and pol ~= 'ignore' and pol ~= 'continue' and pol ~= 'release' then
+      fail('BAD_ARG', 'edge ' .. j .. ' has a bad policy (fail, ignore, continue or release)')
     end
     if bad_name(key) then fail('BAD_ARG', 'edge ' .. j .. ' has a malformed key') end
     if keys[pid .. ' ' .. key] then fail('BAD_ARG', 'edge ' .. j .. ' repeats the key ' .. key) end

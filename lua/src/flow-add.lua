@@ -17,7 +17,7 @@
 --   "<other queue> <id>" = a parent in another queue, "<this queue> <id>" = a node of this
 --   call); max attempts (1..1000 or ""); backoff ("f:<ms>"/"e:<ms>" or ""). Then per edge j,
 --   six arguments: parent id (a node of this call, or the running job); child id; child queue
---   (a queue name); failure policy (`fail`, `ignore`, `continue`); key (1..100 of
+--   (a queue name); failure policy (`fail`, `ignore`, `continue`, `release`); key (1..100 of
 --   [A-Za-z0-9_.-], unique among the parent's children); creation entry text ("" when the child
 --   queue is this queue and the child a node of this call, else the relay's text
 --   "c <child queue> <subtree JSON>", 1..limit bytes). Then, optionally, a self-relay lease in ms

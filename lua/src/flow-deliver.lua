@@ -3,7 +3,9 @@
 -- the outcome is recorded once in the parent's row (field `r:<child>` = "<outcome> <text>", set
 -- only when absent); a repeat changes nothing. While the parent is `waiting`: a child done (or
 -- failed or cancelled under the policy `ignore` or `continue`) lowers `deps`, and the last one
--- moves the parent to `pending` exactly once (event `released`). A child failed or cancelled
+-- moves the parent to `pending` exactly once (event `released`); a child failed or cancelled
+-- under the policy `release` lowers `deps` and moves the parent to `pending` at once, whatever
+-- `deps` is left (its siblings still out run on; their outcomes arrive after it stopped waiting). A child failed or cancelled
 -- under the policy `fail` buries the parent (status `dead`, error "child <id> <outcome>: <text>")
 -- and writes, in this queue's outbox, one cancel entry (`x:<id>`) per sibling whose outcome has
 -- not arrived and, when the parent has a parent of its own, the report of its failure
@@ -98,6 +100,8 @@ local function deliver(d)
   if cur[5] then return 0 end
   local pol = string.match(cur[4], '^[^ ]+ ([a-z]+) ')
   local fails = outcome ~= 'done' and pol == 'fail'
+  -- `release`: a failed or cancelled child releases its waiting parent at once, siblings still out.
+  local early = outcome ~= 'done' and pol == 'release'
   redis.call('HSET', row, 'r:' .. cid, outcome .. ' ' .. text)
   -- An outcome proves the child was created: its creation entry, if still in this outbox (the
   -- relay that created the child died before acknowledging), is dropped, so that no late replay
@@ -107,7 +111,7 @@ local function deliver(d)
   if cur[1] ~= 'waiting' then return 1 end
   if not fails then
     local left = redis.call('HINCRBY', row, 'deps', -1)
-    if left > 0 then return 1 end
+    if left > 0 and not early then return 1 end
     redis.call('HSET', row, 'status', 'pending')
     redis.call('HINCRBY', KEYS[1], 'waits', -1) -- meta `waits`: one waiting job fewer (flow-add.lua)
     if redis.call('LPUSH', KEYS[2], pid) == 1 and lanes then redis.call('LPUSH', b .. 'groups', '') end

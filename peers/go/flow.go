@@ -16,7 +16,7 @@ import (
 // FlowTree is one node of a flow, as a creation entry carries it (`c <queue> <json>`): the JSON
 // member names are part of the wire. P is the job's payload JSON text (carried as a JSON string);
 // A and B are the node's own attempt limit and backoff (0 / "" = none, omitted from the JSON);
-// Pol is its failure policy towards its parent (fail, ignore, continue), Key its key among its
+// Pol is its failure policy towards its parent (fail, ignore, continue, release), Key its key among its
 // siblings; Kids its children ([] for a leaf, never null). Dl and At are a leaf's delay (ms from
 // its creation, server clock) and run-at (epoch ms), Pr and Ln its priority (1..9) and fair lane;
 // 0 / "" = none, omitted from the JSON.

@@ -40,9 +40,11 @@ export interface Job<T = Json> {
 /**
  * What a child's failure (buried, or cancelled) does to its parent: `fail` buries the parent with
  * the child's error and cancels the siblings still pending or scheduled; `ignore` lets the parent
- * run without it; `continue` lets the parent run with the failure among its children's results.
+ * run without it; `continue` lets the parent run with the failure among its children's results;
+ * `release` lets the parent run at once, with the failure, without waiting for its other children
+ * (BullMQ's `continueParentOnFailure`).
  */
-export type ChildFailurePolicy = 'fail' | 'ignore' | 'continue';
+export type ChildFailurePolicy = 'fail' | 'ignore' | 'continue' | 'release';
 
 /** How a child ended, as its parent sees it. */
 export type ChildOutcome = 'done' | 'failed' | 'cancelled';

@@ -79,3 +79,35 @@ describe('flows: delayed leaves (delay / runAt, as the enqueue options)', () => 
     }
   });
 });
+
+describe('flows: onFailure release (a failed child releases its parent at once)', () => {
+  it('the parent runs with the failure while a sibling still runs; the sibling\'s outcome is recorded after', async () => {
+    const [p, c] = [randomQueue('rp'), randomQueue('rc')];
+    let slowDone = 0;
+    let seen: { list: { key: string; outcome: string; error?: string }[] } | undefined;
+    f.consumers.push((await startConsumer(f.conn, c, async (job) => {
+      if ((job.payload as { fail?: boolean }).fail) throw new Error('boom');
+      await new Promise((r) => setTimeout(r, 1500));
+      slowDone = Date.now();
+      return 'slow';
+    }, { concurrency: 2, attempts: 1 })).consumer);
+    f.consumers.push((await startConsumer(f.conn, p, async (job) => {
+      seen = await f.queues.flows.children(p, job.id);
+      return Date.now();
+    })).consumer);
+    const flow = await f.queues.flow({
+      queue: p,
+      payload: {},
+      children: [
+        { queue: c, key: 'slow', payload: {} },
+        { queue: c, key: 'bad', payload: { fail: true }, onFailure: 'release' },
+      ],
+    });
+    await eventually(async () => (await f.queues.getJob(p, flow.id))?.status === 'done', 5000, 'the parent to run');
+    expect(slowDone).toBe(0); // released before the slow sibling finished
+    expect(seen?.list.map((r) => [r.key, r.outcome])).toEqual([['bad', 'failed']]);
+    await eventually(async () => slowDone > 0, 5000, 'the slow sibling to finish');
+    await eventually(async () => (await f.queues.getJob(p, flow.id))?.children?.every((k) => k.outcome) === true, 5000, 'its outcome recorded');
+    expect((await f.queues.getJob(p, flow.id))?.status).toBe('done');
+  });
+});

@@ -29,7 +29,7 @@ export interface WireFlowEdge {
   readonly parentId: string;
   readonly childId: string;
   readonly childQueue: string;
-  readonly policy: 'fail' | 'ignore' | 'continue';
+  readonly policy: 'fail' | 'ignore' | 'continue' | 'release';
   readonly key: string;
   /** The creation entry ("c <queue> <subtree JSON>") of a child in another queue, else `""`. */
   readonly entry: string;

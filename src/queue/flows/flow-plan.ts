@@ -54,7 +54,7 @@ export interface QueuePlan {
 }
 
 const KEY_RE = /^[A-Za-z0-9_.-]{1,100}$/;
-const POLICIES: readonly ChildFailurePolicy[] = ['fail', 'ignore', 'continue'];
+const POLICIES: readonly ChildFailurePolicy[] = ['fail', 'ignore', 'continue', 'release'];
 /** The keys a flow node may have: any other is refused (a typo never becomes a silent default). */
 const NODE_KEYS = keySet<FlowSpec>({ queue: true, payload: true, id: true, key: true, onFailure: true, attempts: true, backoff: true, delay: true, runAt: true, priority: true, lane: true, children: true });
 const BACKOFF_KEYS = keySet<BackoffOptions>({ type: true, delayMs: true });
