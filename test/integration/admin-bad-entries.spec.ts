@@ -270,3 +270,28 @@ describe('the dashboard', () => {
     }
   });
 });
+
+describe('the admin writes over bad data (last: they may change it)', () => {
+  it('every write on a queue holding bad rows resolves or rejects typed; the queue stays readable', async () => {
+    const q = bad.good;
+    const outcomes: [string, string][] = [];
+    const acts: [string, () => Promise<unknown>][] = [
+      ['retry (row is a list)', () => admin.retry(q, bad.rowIsList)],
+      ['promote (row is a list)', () => admin.promote(q, bad.rowIsList)],
+      ['remove (row is a list)', () => admin.remove(q, bad.rowIsList)],
+      ['retry (bad payload)', () => admin.retry(q, bad.badPayload)],
+      ['retryDead', () => admin.retryDead(q)],
+      ['purge dead', () => admin.purge(q, { status: 'dead', olderThanMs: 0 })],
+      ['drain', () => admin.drain(q)],
+      ['pause', () => admin.pause(q)],
+      ['resume', () => admin.resume(q)],
+      ['pause (wrong type)', () => admin.pause(bad.wrongType)],
+      ['purge done (wrong type)', () => admin.purge(bad.wrongType, { status: 'done', olderThanMs: 0 })],
+      ['replayDead (wrong type)', () => bus.replayDead(bad.wrongTopic)],
+      ['invalidate (wrong type)', () => caches.invalidate(bad.wrongNs, 'k')],
+    ];
+    for (const [what, act] of acts) outcomes.push([what, await codeOf(act)]);
+    for (const [what, code] of outcomes) expect([what, code]).toEqual([what, expect.stringMatching(/^(resolved|EMQ_[A-Z_]+)$/)]);
+    expect((await admin.list({ after: bad.prefix, limit: 1000 })).items.find((i) => i.name === q)?.error).toBeUndefined();
+  });
+});
