@@ -12,6 +12,9 @@
 -- and writes, in this queue's outbox, one cancel entry (`x:<id>`) per sibling whose outcome has
 -- not arrived and, when the parent has a parent of its own, the report of its failure
 -- (`d:<parent id>`). An outcome that arrives after the parent stopped waiting is recorded only.
+-- The outcome `removed` (never an entry's: a direct call, removeChildDependency) does not record
+-- an outcome: the parent forgets the child (`k:<child>` removed, `deps` lowered while it waits,
+-- the last one releasing it); answers -1 / 0 (the child's outcome already arrived) / 1 / 2.
 -- Recording an outcome also drops the child's creation entry (`c:<child id>`) from this queue's
 -- outbox if it is still there. Lanes mode (meta `lanes`, docs/protocol.md §5 Fair lanes):
 -- `pending` joins the ring `emq:{q}:groups` (spelt from the base) when a push makes it non-empty.
@@ -32,7 +35,7 @@
 -- @arg version version the protocol version
 -- @arg parent id:job the parent id
 -- @arg child id:job the child id
--- @arg outcome done|failed|cancelled how the child ended
+-- @arg outcome done|failed|cancelled|removed how the child ended (removed: the parent stops waiting for it)
 -- @arg text bytes:0..536870912 the child's result (JSON text, "" for none) or error text
 -- @arg cap 1..1000000 morgue cap
 -- @arg more* text (optional) delivery i >= 2 (at most 1000 in all), ARGV[7+4(i-2) .. 10+4(i-2)]:
@@ -255,7 +258,7 @@ for i = 1, 1 + (#ARGV - 6) / 4 do
   local a = i == 1 and 1 or 6 + 4 * (i - 2)
   local d = { pid = ARGV[a + 1], cid = ARGV[a + 2], outcome = ARGV[a + 3], text = ARGV[a + 4] }
   if bad_id(d.pid) or bad_id(d.cid) then fail('BAD_ID', 'delivery ' .. i .. ': malformed parent or child id') end
-  need(d.outcome == 'done' or d.outcome == 'failed' or d.outcome == 'cancelled', 'delivery ' .. i .. ': outcome must be done, failed or cancelled')
+  need(d.outcome == 'done' or d.outcome == 'failed' or d.outcome == 'cancelled' or d.outcome == 'removed', 'delivery ' .. i .. ': outcome must be done, failed, cancelled or removed')
   need(#d.text <= 536870912, 'delivery ' .. i .. ': result or error text over 536870912 bytes')
   D[i] = d
 end
@@ -280,6 +283,26 @@ local function box(id, entry)
   hand_off(KEYS[9], KEYS[10], id, entry, now)
   boxed = boxed + 1
 end
+-- The waiting parent becomes `pending` (once: the caller saw it `waiting`).
+local function release(row, pid)
+  redis.call('HSET', row, 'status', 'pending')
+  redis.call('HINCRBY', KEYS[1], 'waits', -1) -- meta `waits`: one waiting job fewer (flow-add.lua)
+  if redis.call('LPUSH', KEYS[2], pid) == 1 and lanes then redis.call('LPUSH', b .. 'groups', '') end
+  if redis.call('LLEN', KEYS[3]) == 0 then redis.call('LPUSH', KEYS[3], '1') end
+  released[#released + 1] = pid
+  return 2
+end
+-- Outcome `removed` (removeChildDependency): the parent stops waiting for the child: its
+-- `k:<child>` and the child's creation entry go, `deps` drops while it waits (0 releases it).
+-- The child itself is untouched; its own outcome, if it ever comes, answers -1.
+local function detach(row, pid, cid, status)
+  redis.call('HDEL', row, 'k:' .. cid)
+  redis.call('HDEL', KEYS[9], 'c:' .. cid)
+  redis.call('ZREM', KEYS[10], 'c:' .. cid)
+  if status ~= 'waiting' then return 1 end
+  if redis.call('HINCRBY', row, 'deps', -1) > 0 then return 1 end
+  return release(row, pid)
+end
 -- One delivery, in order (a later one sees what an earlier one of this call wrote).
 local function deliver(d)
   local pid, cid, outcome, text = d.pid, d.cid, d.outcome, d.text
@@ -287,6 +310,7 @@ local function deliver(d)
   local cur = redis.call('HMGET', row, 'status', 'deps', 'parent', 'k:' .. cid, 'r:' .. cid)
   if not cur[1] or not cur[4] then return -1 end
   if cur[5] then return 0 end
+  if outcome == 'removed' then return detach(row, pid, cid, cur[1]) end
   local pol = string.match(cur[4], '^[^ ]+ ([a-z]+) ')
   local fails = outcome ~= 'done' and pol == 'fail'
   -- `release`: a failed or cancelled child releases its waiting parent at once, siblings still out.
@@ -301,12 +325,7 @@ local function deliver(d)
   if not fails then
     local left = redis.call('HINCRBY', row, 'deps', -1)
     if left > 0 and not early then return 1 end
-    redis.call('HSET', row, 'status', 'pending')
-    redis.call('HINCRBY', KEYS[1], 'waits', -1) -- meta `waits`: one waiting job fewer (flow-add.lua)
-    if redis.call('LPUSH', KEYS[2], pid) == 1 and lanes then redis.call('LPUSH', b .. 'groups', '') end
-    if redis.call('LLEN', KEYS[3]) == 0 then redis.call('LPUSH', KEYS[3], '1') end
-    released[#released + 1] = pid
-    return 2
+    return release(row, pid)
   end
   -- Fail the parent: bury it, cancel the siblings still out, report to its own parent.
   local err = 'child ' .. cid .. ' ' .. outcome .. ': ' .. text

@@ -119,6 +119,17 @@ export const flowWire = {
     return (Array.isArray(r) ? r : [r]).map((x) => DELIVERED[x] ?? 'missing');
   },
 
+  /**
+   * Makes parent `parentId` of this queue stop waiting for child `childId` (flow-deliver's outcome
+   * `removed`): `missing` (no such parent, or not its child), `repeat` (the child's outcome
+   * arrived already), `recorded` (forgotten), `released` (forgotten, and the parent released).
+   */
+  async detach(c: ScriptClient, k: QueueKeys, parentId: string, childId: string, deadCap: number): Promise<DeliverOutcome> {
+    const args = [PROTOCOL_VERSION, parentId, childId, 'removed', '', deadCap];
+    const keys = [k.meta, k.pending, k.wake, k.dead, k.data, k.jobPrefix, k.job(parentId), k.events, k.outbox, k.outdue];
+    return DELIVERED[(await runScript(c, 'flow-deliver', keys, args)) as number] ?? 'missing';
+  },
+
   /** Takes up to `n` due outbox entries under a relay lease of `leaseMs`. */
   async take(c: ScriptClient, k: QueueKeys, n: number, leaseMs: number): Promise<OutboxEntry[]> {
     const r = (await runScript(c, 'outbox-take', [k.meta, k.outbox, k.outdue], [PROTOCOL_VERSION, n, leaseMs])) as string[];

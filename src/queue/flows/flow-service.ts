@@ -166,6 +166,20 @@ export class FlowService {
     throw new WaitingForChildren(nodes.map((n) => n.id));
   }
 
+  /**
+   * Makes the parent of child `id` (of `queue`) stop waiting for it (BullMQ's
+   * `removeChildDependency`): the parent forgets the child and, if it was the last one out, is
+   * released now. The child itself is untouched (it may still run; its outcome is then ignored).
+   * Resolves false when the job has no parent, or its outcome reached the parent already.
+   */
+  async removeChildDependency(queue: string, id: string): Promise<boolean> {
+    const row = await wire.peek(this.conn.scriptClient, queueKeys(queue), id);
+    const m = /^(\S+) (\S+)$/.exec(row.parent ?? '');
+    if (!m) return false;
+    const r = await flowWire.detach(this.conn.scriptClient, queueKeys(m[1]), m[2], id, this.settings(m[1]).deadCap);
+    return r === 'recorded' || r === 'released';
+  }
+
   /** The results of a parent's children (what a `@Flow` handler receives). */
   async children<R = Json>(queue: string, id: string): Promise<FlowChildren<R>> {
     const row = await wire.peek(this.conn.scriptClient, queueKeys(queue), id);

@@ -1,0 +1,41 @@
+import { startConsumer } from '../helpers/consumers.js';
+import { queueFixture } from '../helpers/queue-fixture.js';
+import { eventually, randomQueue } from '../helpers/valkey.js';
+
+const f = queueFixture();
+
+afterAll(async () => {
+  await f.queues?.flows.close();
+});
+
+describe('flows: removeChildDependency (the parent stops waiting for a child)', () => {
+  it('the parent runs without the removed child; the child, untouched, runs later and is ignored', async () => {
+    const [p, c, stuck] = [randomQueue('gp'), randomQueue('gc'), randomQueue('gs')];
+    const flow = await f.queues.flow({ queue: p, payload: {}, children: [{ queue: c, key: 'ok', payload: {} }, { queue: stuck, key: 'gone', payload: {} }] });
+    const [, gone] = flow.children;
+    await eventually(async () => (await f.queues.getJob(stuck, gone.id)) !== null, 5000, 'the child to be created');
+    f.consumers.push((await startConsumer(f.conn, c, () => 1)).consumer);
+    f.consumers.push((await startConsumer(f.conn, p, () => 2)).consumer);
+    await eventually(async () => (await f.queues.getJob(p, flow.id))?.waitingFor === 1, 5000, 'one child left');
+    expect(await f.queues.flows.removeChildDependency(stuck, gone.id)).toBe(true);
+    await eventually(async () => (await f.queues.getJob(p, flow.id))?.status === 'done', 5000, 'the parent to run');
+    expect((await f.queues.getJob(p, flow.id))?.children?.map((k) => k.key)).toEqual(['ok']);
+    expect(await f.queues.flows.removeChildDependency(stuck, gone.id)).toBe(false); // no longer its child
+    // The child still runs; its outcome is ignored by the parent (not one of its children).
+    f.consumers.push((await startConsumer(f.conn, stuck, () => 3)).consumer);
+    await eventually(async () => (await f.queues.getJob(stuck, gone.id))?.status === 'done', 5000, 'the child to run');
+    await eventually(async () => (await f.raw.hlen(`emq:{${stuck}}:outbox`)) === 0, 5000, 'its hand-off to be relayed');
+    expect((await f.queues.getJob(p, flow.id))?.children?.map((k) => k.key)).toEqual(['ok']);
+  });
+
+  it('false for a job without a parent, or whose outcome reached its parent', async () => {
+    const q = randomQueue('gq');
+    const id = await f.queues.enqueue(q, {});
+    expect(await f.queues.flows.removeChildDependency(q, id)).toBe(false);
+    const [p, c] = [randomQueue('gp'), randomQueue('gc')];
+    const flow = await f.queues.flow({ queue: p, payload: {}, children: [{ queue: c, payload: {} }, { queue: c, payload: {} }] });
+    f.consumers.push((await startConsumer(f.conn, c, () => 1)).consumer);
+    await eventually(async () => (await f.queues.getJob(p, flow.id))?.status === 'pending', 5000, 'the parent to be released');
+    expect(await f.queues.flows.removeChildDependency(c, flow.children[0].id)).toBe(false);
+  });
+});
