@@ -6,6 +6,7 @@ import type { CacheNamespaceInfo } from '../admin/cache-admin.js';
 import { registryCommand } from './registry-command.js';
 import { confirmed, destructive, type DestructiveFlags } from './confirm.js';
 import { CliUsageError, parseCount, parseDuration, problemOf, untilDone } from './output.js';
+import { readOr, showUnreadable } from './read-job.js';
 
 /** Registers the Bus and Cache commands (docs/admin.md, "The CLI"). */
 export function busCommands(program: Command, ctx: () => CliContext): void {
@@ -23,7 +24,9 @@ export function busCommands(program: Command, ctx: () => CliContext): void {
     .description("a topic's consumer groups with their pending and lag counts")
     .action(async (topic: string) => {
       const c = ctx();
-      const groups = await (await c.admin()).bus.groups(topic);
+      const read = await readOr((await c.admin()).bus.groups(topic));
+      if (!read.ok) return showUnreadable(c.out, `groups of ${topic}`, read.unreadable);
+      const groups = read.value;
       c.out.table(['group', 'consumers', 'pending', 'lag', 'last delivered'], groups.map((g) => [g.name, g.consumers, g.pending, g.lag ?? 'unknown', g.lastDeliveredId]), groups);
     });
 
@@ -39,7 +42,9 @@ export function busCommands(program: Command, ctx: () => CliContext): void {
       const { bus } = await c.admin();
       if (!o.replay && !o.purge) {
         if (deadIds.length || o.all || o.yes || o.dryRun) throw new CliUsageError('dead ids, --all, --yes and --dry-run go with --replay or --purge');
-        const rows = await bus.deadLetters(topic, { count: parseCount(o.count) });
+        const read = await readOr(bus.deadLetters(topic, { count: parseCount(o.count) }));
+        if (!read.ok) return showUnreadable(c.out, `dead letters of ${topic}`, read.unreadable);
+        const rows = read.value;
         c.out.table(['dead id', 'event', 'group', 'deliveries', 'error', 'at', 'payload'], rows.map((d) => [d.deadId, d.id, d.group, d.deliveries, d.error, d.at, d.payload]), rows);
         return;
       }
@@ -73,7 +78,9 @@ export function busCommands(program: Command, ctx: () => CliContext): void {
           archiveMaxAgeMs: o.archiveMaxAge === undefined ? undefined : parseDuration(o.archiveMaxAge),
         });
       }
-      const p = await bus.retention(topic);
+      const read = await readOr(bus.retention(topic));
+      if (!read.ok) return showUnreadable(c.out, `retention of ${topic}`, read.unreadable);
+      const p = read.value;
       c.out.table(['maxLen', 'maxAgeMs', 'archiveMaxAgeMs'], [[p.maxLen ?? 'unbounded', p.maxAgeMs ?? 'unbounded', p.archiveMaxAgeMs ?? 'forever']], p);
     });
 

@@ -10,7 +10,7 @@ import type { CliContext } from './context.js';
 import type { QueueInfo } from '../admin/queue-admin.js';
 import { registryCommand } from './registry-command.js';
 import { CliUsageError, StateRefusal, parseCount, parseDuration, problemOf, untilDone } from './output.js';
-import { readJob } from './read-job.js';
+import { readJob, readOr, showUnreadable } from './read-job.js';
 
 /** The rows of a job's detail table: one field per row. */
 function jobRows(j: JobView): [string, unknown][] {
@@ -58,7 +58,9 @@ export function queueCommands(program: Command, ctx: () => CliContext): void {
     .action(async (queue: string, o: { status: string; limit: string; cursor?: string }) => {
       if (!LISTABLE.includes(o.status as ListableStatus)) throw new CliUsageError(`--status must be one of ${LISTABLE.join(', ')}`);
       const c = ctx();
-      const page = await (await c.admin()).queues.jobs(queue, { status: o.status as ListableStatus, limit: parseCount(o.limit), cursor: o.cursor as JobCursor | undefined });
+      const read = await readOr((await c.admin()).queues.jobs(queue, { status: o.status as ListableStatus, limit: parseCount(o.limit), cursor: o.cursor as JobCursor | undefined }));
+      if (!read.ok) return showUnreadable(c.out, `${o.status} jobs of ${queue}`, read.unreadable);
+      const page = read.value;
       const rows = page.jobs.map((j) => [j.id, j.status, j.createdAt, j.at, j.attempts, j.unreadable ? `unreadable: ${j.unreadable}` : j.error]);
       c.out.table(['id', 'status', 'created', 'at', 'attempts', 'error'], rows, page);
       if (page.next) c.out.note(`next page: --cursor ${page.next}`);

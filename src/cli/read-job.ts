@@ -2,7 +2,7 @@ import { assertBrandedId } from '../core/ids.js';
 import { describeError } from '../core/reply-errors.js';
 import type { QueueAdmin } from '../admin/queue-admin.js';
 import type { JobView } from '../queue/job.js';
-import { EXIT, exitCodeOf } from './output.js';
+import { EXIT, exitCodeOf, type Output } from './output.js';
 
 /** A job whose data cannot be read (a row of another type, …): its id and why. */
 export interface UnreadableJob {
@@ -30,4 +30,27 @@ export async function readJob(queues: QueueAdmin, queue: string, id: string): Pr
     if (exitCodeOf(err) !== EXIT.failed) throw err;
     return { id, queue, status: 'unreadable', unreadable: describeError(err) };
   }
+}
+
+/** A read's value, or why the data could not be read (`EMQ_<CODE> message`). */
+export type CliRead<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly unreadable: string };
+
+/**
+ * Runs the read of a single-target command (`jobs`, `groups`, `dead-letters`, `retention`): bad
+ * input, not found and an outage still fail (exit 1, 2, 3); a failure of the data itself (a key
+ * of another type, written by hand: exit 5 otherwise) resolves to its text, to be shown as such.
+ */
+export async function readOr<T>(read: Promise<T>): Promise<CliRead<T>> {
+  try {
+    return { ok: true, value: await read };
+  } catch (err) {
+    if (exitCodeOf(err) !== EXIT.failed) throw err;
+    return { ok: false, unreadable: describeError(err) };
+  }
+}
+
+/** Shows what could not be read: a one-row table (`{ unreadable }` with `--json`) and one warning line on stderr; exit 0. */
+export function showUnreadable(out: Output, what: string, unreadable: string): void {
+  out.table([what], [[`unreadable: ${unreadable}`]], { unreadable });
+  process.stderr.write(`echomq: warning: ${what} could not be read: ${unreadable}\n`);
 }

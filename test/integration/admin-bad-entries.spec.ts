@@ -192,12 +192,16 @@ describe('the reading CLI commands', () => {
     expect(payload.code).toBe(0);
     expect(payload.stdout).toContain('not json{');
     for (const args of [['groups', bad.topic], ['dead-letters', bad.topic], ['retention', bad.topic]]) expect([args[0], (await cli(...args)).code]).toEqual([args[0], 0]);
-    // A single target that is itself unreadable: one line naming the code, no stack.
-    for (const args of [['jobs', bad.wrongType, '--status', 'done'], ['queues', '--after', '']]) {
+    // A single target that is itself unreadable is shown as such (exit 0, one warning line).
+    for (const args of [['jobs', bad.wrongType, '--status', 'done'], ['dead-letters', bad.wrongTopic]]) {
       const r = await cli(...args);
-      expect(r.stderr.trim().split('\n')).toHaveLength(1);
-      expect(r.stderr).toMatch(/^echomq: EMQ_/);
+      expect([args[0], r.code, r.stderr]).toEqual([args[0], 0, expect.stringMatching(/^echomq: warning: .* could not be read: EMQ_WRONGTYPE [^\n]*\n$/)]);
+      expect(r.stdout).toContain('unreadable: EMQ_WRONGTYPE');
     }
+    expect(JSON.parse((await cli('--json', 'jobs', bad.wrongType, '--status', 'done')).stdout)).toEqual({ unreadable: expect.stringMatching(/^EMQ_WRONGTYPE /) });
+    // Bad input is still one line and exit 1, never a stack.
+    const usage = await cli('queues', '--after', '');
+    expect([usage.code, usage.stderr]).toEqual([1, expect.stringMatching(/^echomq: EMQ_BAD_NAME [^\n]*\n$/)]);
   });
 });
 
