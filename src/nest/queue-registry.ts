@@ -62,6 +62,11 @@ export class QueueRegistry implements OnApplicationBootstrap {
     this.registered.add(r.name);
   }
 
+  /** The queues a `forFeature` entry or the `queues` option names. */
+  names(): string[] {
+    return [...this.registered];
+  }
+
   /** True when a `forFeature` entry or the `queues` option names `queue`. */
   isRegistered(queue: string): boolean {
     return this.registered.has(queue);

@@ -317,6 +317,20 @@ export class QueueService {
   }
 
   /**
+   * Writes the queue's configured lifecycle-log length (`eventsLog` of its settings) to Valkey
+   * now, without an enqueue (elog.lua), so that a queue fed only by schedules or flows logs its
+   * transitions too; the module does it at bootstrap for every queue it knows. A length of 0
+   * (the default) writes nothing: the stored length stays whatever another process set.
+   * Resolves to true when the stored length changed.
+   */
+  async applyEventsLog(queue: string): Promise<boolean> {
+    const k = queueKeys(queue);
+    const { eventsLog } = this.settings(queue);
+    if (!(eventsLog > 0)) return false;
+    return wire.eventsLog(this.conn.scriptClient, k, eventsLog);
+  }
+
+  /**
    * Cancels a job that has not started (pending or scheduled → cancelled). An active job is
    * flagged for cooperative cancel instead. Resolves to what happened.
    */

@@ -241,6 +241,11 @@ export const wire = {
     return (await runScript(c, 'priority', [k.meta, k.pending, k.scheduled, k.data, k.opts, k.jobPrefix, k.job(id)], [PROTOCOL_VERSION, id, priority])) as 1 | 0 | -1 | -2 | -3;
   },
 
+  /** Records the queue's lifecycle-log length (meta `elog`; elog.lua): true when it changed. */
+  async eventsLog(c: ScriptClient, k: QueueKeys, length: number): Promise<boolean> {
+    return ((await runScript(c, 'elog', [k.meta, k.events], [PROTOCOL_VERSION, length])) as number) === 1;
+  },
+
   /** Reads one job atomically: flat field/value pairs, empty when there is no such job. */
   async peek(c: ScriptClient, k: QueueKeys, id: string): Promise<Record<string, string>> {
     const r = (await runScript(

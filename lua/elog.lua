@@ -1,0 +1,125 @@
+-- elog.lua: EchoMQ protocol v2. Built from lua/src/elog.lua and lua/lib/ by `npm run lua:build`; do not edit.
+-- Records a queue's lifecycle-log length (meta `elog`, docs/protocol.md §5a) without an enqueue:
+-- the runtime calls it when it starts, for every queue it knows with a log configured, so that a
+-- queue no process enqueues to (fed only by schedules or flows) logs its transitions too. Every
+-- transition script reads `elog` in its meta read and, when it is above 0, appends one entry per
+-- call and kind to the stream `events` (XADD MAXLEN ~ elog). An enqueue still records its own
+-- caller's length (its ARGV[4]), as before.
+-- No script flags: it writes one meta field, and the log it turns on grows the stream.
+--
+-- @key meta emq:{q}:meta queue meta hash (`elog`)
+-- @key events emq:{q}:events lifecycle events: the bounded stream (type-checked when the length is above 0)
+-- @arg version version the protocol version
+-- @arg length 0..1000000 the log length (0: transitions are only signalled)
+-- @returns 1 written / 0 meta already held that length (an absent `elog` counts as 0; nothing written).
+-- @errors EMQ_VERSION, EMQ_BAD_ARG (counts, a bad length, a key that is not the one the key
+--   grammar spells for the queue of KEYS[1]), EMQ_WRONGTYPE (meta not a hash, events not a
+--   stream). Every check comes before the write.
+-- @uses args keys types meta
+-- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
+-- any other first (run.lua), before it looks at a count, a key or an argument.
+local PROTOCOL = '2'
+-- The versions of queue data (meta `v`) these scripts read; a queue whose data is of another
+-- version is refused, so a runtime of one version never half-applies a transition to another's.
+-- v2 reads v1's data unchanged (the layout did not change; docs/wire-changelog.md).
+local DATA_VERSIONS = { ['1'] = true, ['2'] = true }
+-- Refusals. A script refuses by raising `EMQ_<CODE> <message>` (error level 0: no position in
+-- the text); run() answers it as the error reply. A script that must write before its last check
+-- (claim's pop-as-read) sets `on_refusal`, which run() calls before it answers the refusal.
+local refusal_hook = nil
+local function fail(code, msg) error('EMQ_' .. code .. ' ' .. msg, 0) end
+-- Refuses with EMQ_BAD_ARG unless ok (a count, a shape, a mode that does not hold).
+local function need(ok, msg) if not ok then fail('BAD_ARG', msg) end end
+-- Refuses data of another protocol version than these scripts read (meta `v`, when present).
+local function need_data_version(v, key)
+  if v and not DATA_VERSIONS[v] then fail('VERSION', key .. ' holds protocol ' .. v .. ' data, script speaks ' .. PROTOCOL) end
+end
+-- A decimal integer in [lo, hi], or nil: an optional `-`, at most 16 digits; refuses NaN, inf,
+-- fractions, exponents, `+`, hex and blanks.
+local function int(s, lo, hi)
+  if s == '0' then return (lo <= 0 and hi >= 0) and 0 or nil end -- the common value, without a pattern match
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^-?%d+$') then return nil end
+  local v = tonumber(s)
+  if v < lo or v > hi then return nil end
+  return v
+end
+-- The argument reader: each takes the argument, its range and its name, and answers the value or
+-- refuses with EMQ_BAD_ARG naming the argument and what it must be.
+local function need_int(s, lo, hi, what)
+  local v = int(s, lo, hi)
+  if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
+  return v
+end
+-- The key grammar (docs/protocol.md §2): every key a script is given must be the one the grammar
+-- spells. A queue's keys share the base `emq:{<q>}:` (q a name: 1..100 of `A-Za-z0-9_.-`), read
+-- from its meta key, KEYS[1]; keys a script reaches without declaring them are spelt from it too.
+local function queue_base(meta)
+  if type(meta) ~= 'string' or #meta > 110 or not string.find(meta, '^emq:{[A-Za-z0-9_.-]+}:meta$') then
+    fail('BAD_ARG', 'KEYS[1] must be the meta key emq:{<queue>}:meta of a queue')
+  end
+  return string.sub(meta, 1, -5)
+end
+-- Checks keys[i] = base .. names[i] for i = from..#names (names[1] is the meta key's `meta`).
+local function need_keys(keys, base, names, from)
+  for i = from or 2, #names do
+    if keys[i] ~= base .. names[i] then
+      fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
+    end
+  end
+end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
+-- uses (parts of a composed script share the read: no part writes a field another part reads),
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
+-- stored rate limit "<max> <ms>"), gpol (its stored group policy; both written by policy.lua).
+local meta_memo = nil
+local function queue_meta(key)
+  if not meta_memo then
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol'), key)
+    need_data_version(m[1], key)
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10] }
+  end
+  return meta_memo
+end
+-- The runner every built script ends with (`return run(main)`): the version is checked before
+-- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
+-- then the script's body runs, and a refusal it raised (or a command's error) is its reply.
+local function version_error(v)
+  return redis.error_reply('EMQ_VERSION script speaks protocol ' .. PROTOCOL .. ', caller speaks ' .. string.sub(tostring(v), 1, 32))
+end
+-- A call's outcome as an error reply: the hook (if any) first, so a refusal still writes nothing.
+local function refusal(r)
+  if refusal_hook then local undo = refusal_hook; refusal_hook = nil; undo() end
+  return redis.error_reply(type(r) == 'table' and tostring(r.err) or tostring(r))
+end
+local function run(main)
+  if ARGV[1] ~= PROTOCOL then return version_error(ARGV[1]) end
+  local ok, r = pcall(main, KEYS, ARGV)
+  if ok then return r end
+  return refusal(r)
+end
+local function main(KEYS, ARGV)
+need(#KEYS == 2 and #ARGV == 2, 'expected 2 keys and 2 arguments')
+need_keys(KEYS, queue_base(KEYS[1]), { 'meta', 'events' })
+local len = need_int(ARGV[2], 0, 1000000, 'the log length')
+local m = queue_meta(KEYS[1])
+if len > 0 then need_type(KEYS[2], 'stream') end
+if m.elog == len then return 0 end
+redis.call('HSET', KEYS[1], 'elog', len)
+return 1
+end
+return run(main)
