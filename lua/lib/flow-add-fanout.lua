@@ -9,7 +9,11 @@
 local function fanout_fence(row, active, token, jid, edgeOf, keys)
   local cur = checked(redis.pcall('HMGET', row, 'status', 'token', 'deps'), row)
   checked(redis.pcall('ZCARD', active), active)
-  if cur[1] ~= 'active' or cur[2] ~= token then return nil end
+  if token == '' then
+    if cur[1] ~= 'waiting' then return nil end -- attach mode: a waiting parent only
+  elseif cur[1] ~= 'active' or cur[2] ~= token then
+    return nil
+  end
   if cur[3] then
     local all = redis.call('HGETALL', row)
     for i = 1, #all, 2 do

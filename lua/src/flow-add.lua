@@ -53,7 +53,7 @@
 -- @arg n 0..1000 the number of nodes (1..1000; fan-out mode 0..1000)
 -- @arg m 0..1000 the number of child edges (0..1000; fan-out mode 1..1000)
 -- @arg jid? id:job (fan-out mode only) the running job's id
--- @arg token? token (fan-out mode only) the running job's fencing token
+-- @arg token? token (fan-out mode only) the running job's fencing token, or "" (attach: a waiting parent)
 -- @arg node* node per node: five arguments, see above
 -- @arg edge* edge per edge: six arguments, see above
 -- @arg lease? 1..86400000 the self-relay lease in ms ("" = none in the run-times form), optional
@@ -64,7 +64,10 @@
 --   claim token, the job leaves `active` and becomes a `waiting` parent (its attempt given back,
 --   `deps` raised by its new children, one `k:<child>` each; an earlier fan-out's child ids and
 --   keys may not repeat); the new children are created as above. A stale holder is refused and
---   changes nothing, so a fan-out is never applied twice.
+--   changes nothing, so a fan-out is never applied twice. With the token "" (attach, added
+--   within v2): the job must be a `waiting` flow parent instead (0 when it is not: nothing
+--   written); it stays waiting, `deps` raised by its new children (docs/flows.md, "Attaching
+--   children to a waiting parent").
 -- @returns an array of n integers: 1 = created, 0 = skipped (its tree already existed). Fan-out
 --   mode: 1 = the job now waits for its new children, 0 = refused (not active under that token;
 --   nothing written).
@@ -90,7 +93,8 @@ if X then
   o, jid = 2, ARGV[6]
   if bad_id(jid) then fail('BAD_ID', 'the running job has a malformed id') end
   need_row(KEYS[11], KEYS[6], jid)
-  token = need_token(ARGV[7])
+  -- Token "": attach mode, the job must be a `waiting` parent (it gets more children).
+  token = ARGV[7] == '' and '' or need_token(ARGV[7])
 end
 local selfLease, runsAt = nil, nil
 local last = 5 + o + 5 * n + 6 * m
@@ -162,7 +166,9 @@ if elog > 0 then need_type(KEYS[7], 'stream') end
 
 local now = now_ms()
 local queued, waiting, data, opts, later, sched, laneOf = {}, {}, {}, {}, {}, {}, {}
-if X then
+if X and token == '' then
+  redis.call('HINCRBY', KEYS[11], 'deps', kids[0] or 0) -- attach: it waits for these too
+elseif X then
   fanout_wait(KEYS[11], KEYS[10], jid, cur, kids[0] or 0)
   waiting[1] = jid
 end

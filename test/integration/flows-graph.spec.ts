@@ -39,3 +39,33 @@ describe('flows: removeChildDependency (the parent stops waiting for a child)', 
     expect(await f.queues.flows.removeChildDependency(c, flow.children[0].id)).toBe(false);
   });
 });
+
+describe('flows: attaching children to a waiting parent', () => {
+  it('a waiting parent waits for its new children too, then runs with all of them', async () => {
+    const [p, c, d] = [randomQueue('ap'), randomQueue('ac'), randomQueue('ad')];
+    const flow = await f.queues.flow({ queue: p, payload: {}, children: [{ queue: c, key: 'first', payload: 1 }] });
+    const added = await f.queues.flows.attach(p, flow.id, [{ queue: d, key: 'later', payload: 2 }, { queue: p, key: 'same', payload: 3 }]);
+    expect(added.map((n) => n.key)).toEqual(['later', 'same']);
+    expect((await f.queues.getJob(p, flow.id))?.waitingFor).toBe(3);
+    f.consumers.push((await startConsumer(f.conn, c, (j) => j.payload)).consumer);
+    f.consumers.push((await startConsumer(f.conn, d, (j) => j.payload)).consumer);
+    let seen: string[] = [];
+    f.consumers.push((await startConsumer(f.conn, p, async (j) => {
+      if (j.id === flow.id) seen = (await f.queues.flows.children(p, j.id)).list.map((r) => `${r.key}=${String(r.result)}`);
+      return j.payload;
+    })).consumer);
+    await eventually(async () => (await f.queues.getJob(p, flow.id))?.status === 'done', 5000, 'the parent to run');
+    expect(seen.sort()).toEqual(['first=1', 'later=2', 'same=3']);
+  });
+
+  it('refuses a job that is not a waiting parent (EMQ_JOB_STATE), and a repeated key, writing nothing', async () => {
+    const [p, c] = [randomQueue('ap'), randomQueue('ac')];
+    const plain = await f.queues.enqueue(p, {});
+    const before = await f.raw.hlen(`emq:{${c}}:data`);
+    await expect(f.queues.flows.attach(p, plain, [{ queue: c, payload: {} }])).rejects.toMatchObject({ code: 'EMQ_JOB_STATE' });
+    const flow = await f.queues.flow({ queue: p, payload: {}, children: [{ queue: c, key: 'k', payload: {} }] });
+    await expect(f.queues.flows.attach(p, flow.id, [{ queue: c, key: 'k', payload: {} }])).rejects.toMatchObject({ code: 'EMQ_BAD_ARG' });
+    expect((await f.queues.getJob(p, flow.id))?.waitingFor).toBe(1);
+    expect(before).toBe(0);
+  });
+});

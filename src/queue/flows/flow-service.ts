@@ -1,6 +1,6 @@
 import { decodePayload, type Json } from '../../core/codec.js';
 import type { EchoMqConnection } from '../../core/connection/index.js';
-import { BatchTooLargeError, IdCollisionError, InvalidOptionError, StaleTokenError } from '../../core/errors.js';
+import { BatchTooLargeError, IdCollisionError, InvalidOptionError, JobStateError, StaleTokenError } from '../../core/errors.js';
 import { WaitingForChildren } from '../job-signals.js';
 import { flowWire } from '../../core/wire/index.js';
 import { queueKeys } from '../../core/keys.js';
@@ -141,20 +141,39 @@ export class FlowService {
    * longer held under that token (nothing written). Keys must not repeat an earlier fan-out's.
    */
   async addChildren(queue: string, job: { readonly id: string; readonly token: string }, children: readonly FlowSpec[]): Promise<FlowNode[]> {
+    if (typeof job?.token !== 'string' || job.token === '') throw new InvalidOptionError('addChildren needs the running job and its claim token');
+    const nodes = await this.expand(queue, job.id, job.token, children);
+    if (!nodes) throw new StaleTokenError(`job ${job.id} of ${queue} is no longer held under token ${job.token}: no children were added`);
+    return nodes;
+  }
+
+  /**
+   * Gives a `waiting` flow parent more children (docs/flows.md, "Attaching children to a waiting
+   * parent"): it waits for them too. Resolves to their ids; `JobStateError` (EMQ_JOB_STATE) when
+   * the job is not a waiting parent (nothing written). Keys must not repeat its other children's.
+   */
+  async attach(queue: string, parentId: string, children: readonly FlowSpec[]): Promise<FlowNode[]> {
+    const nodes = await this.expand(queue, parentId, '', children);
+    if (!nodes) throw new JobStateError(`job ${parentId} of ${queue} is not a waiting flow parent: no children were added`);
+    return nodes;
+  }
+
+  /** flow-add's fan-out mode (token "" = attach to a waiting parent); undefined when refused. */
+  private async expand(queue: string, id: string, token: string, children: readonly FlowSpec[]): Promise<FlowNode[] | undefined> {
     if (!Array.isArray(children) || children.length === 0) throw new InvalidOptionError('a fan-out needs at least one child');
     await this.conn.ids.ready();
     const max = (q: string) => this.settings(q).maxPayloadBytes;
     const given = new Map<string, string>();
     const tree = encodeFlow({ queue, payload: null, children } as FlowSpec<unknown>, this.bounds, max, () => this.conn.ids.next('job'), '', given);
-    const plan = planExpand(queue, job.id, tree.kids);
+    const plan = planExpand(queue, id, tree.kids);
     const size = Math.max(plan.nodes.length, plan.edges.length);
     if (size > MAX_BATCH) throw new BatchTooLargeError(size, MAX_BATCH);
-    const taken = givenNodes(tree.kids, given, `${queue} ${job.id}`);
+    const taken = givenNodes(tree.kids, given, `${queue} ${id}`);
     const replays = await preflight(this.conn.client, taken, given, [], this.relay.outboxBound);
     if (replays.size > 0) throw new IdCollisionError(`a fan-out's child ids exist already (${[...replays].join(', ')}): a fan-out is applied once; nothing was written`);
     const lease = this.relay.selfLease();
-    const ok = await flowWire.expand(this.conn.scriptClient, queueKeys(queue), max(queue), this.relay.outboxBound, job, plan.nodes, plan.edges, lease);
-    if (!ok) throw new StaleTokenError(`job ${job.id} of ${queue} is no longer held under token ${job.token}: no children were added`);
+    const ok = await flowWire.expand(this.conn.scriptClient, queueKeys(queue), max(queue), this.relay.outboxBound, { id, token }, plan.nodes, plan.edges, lease);
+    if (!ok) return undefined;
     if (lease !== undefined) this.relay.relayCreated(queue, writtenEntries(plan));
     for (const q of flowQueues(tree)) this.relay.watch(q);
     return tree.kids.map((k) => flowNodes(k, false));
