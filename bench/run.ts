@@ -16,6 +16,7 @@ import { SYSTEMS, type Metric, type SystemName } from './common.js';
 import { sizes, type BenchSizes } from './sizes.js';
 import { makeDriver } from './drivers.js';
 import { busGroup, busLatency, busPublishBatch, busPublishSingle, processEventsLog } from './bus-phases.js';
+import { processRateLimited } from './rate-phases.js';
 import { enqueueBatch, enqueueSingle, latency, memory, processChildren, processLocal, type PhaseContext, type PhaseResult } from './phases.js';
 import { Probe } from './probe.js';
 import { GROUPS_METRIC } from './bus.js';
@@ -36,6 +37,8 @@ interface Phase {
   readonly once?: boolean;
   /** The systems it runs for (default all three); where an anchor lacks the feature it is left out. */
   readonly systems?: readonly SystemName[];
+  /** Run only when `--rows` names its key (not part of the report's run). */
+  readonly optIn?: boolean;
   run(ctx: PhaseContext): Promise<PhaseResult>;
 }
 
@@ -77,6 +80,10 @@ function phases(s: BenchSizes): Phase[] {
     { key: 'bus', label: 'bus group c50', systems: ECHO_ONLY, run: (c) => busGroup(c, 'bus_group_c50_per_s', 50, b.group.c50) },
     { key: 'bus', label: 'bus latency', systems: ECHO_ONLY, run: (c) => busLatency(c, b.latencyRate, b.latencySeconds, b.latencyConcurrency) },
     { key: 'memory', label: 'memory', once: true, run: (c) => memory(c, s.memoryJobs) },
+    // Rate limiters at a limit that never binds (EchoMQ only, named rows only): what a window costs.
+    ...(['none', 'fixed', 'sliding'] as const).map(
+      (w): Phase => ({ key: 'rate', label: `process c50 rate ${w}`, systems: ECHO_ONLY, optIn: true, run: (c) => processRateLimited(c, w, n) }),
+    ),
   ];
 }
 
@@ -127,7 +134,7 @@ async function main(): Promise<void> {
     // The whole suite repeats, so the repetitions of one phase are spread over the run.
     for (let rep = 0; rep < s.reps; rep++) {
       for (const [i, phase] of list.entries()) {
-        if ((phase.once && rep > 0) || !wanted(phase.key)) continue;
+        if ((phase.once && rep > 0) || !wanted(phase.key) || (phase.optIn && !rows)) continue;
         // Alternate which system goes first, so neither always runs on a warmer server.
         const systems = phase.systems ?? SYSTEMS;
         const order: readonly SystemName[] = (i + rep) % 2 === 0 ? systems : [...systems].reverse();

@@ -19,9 +19,12 @@
 -- Flags: allow-oom: it moves work forward and writes at most a row per job it claims.
 --
 -- Rate limit and group policy: the stored ones (policy.lua: meta `rate` "<max> <ms>", a fixed
---   window counted in `emq:{q}:rate` with PX, a limited call's wait the ms until it ends; meta
---   `gpol`, read in lanes mode, validated always), read in the one meta read: a claim carries no
---   limits, so every claim of every runtime enforces the same rule.
+--   window counted in `emq:{q}:rate` with PX, or "<max> <ms> sliding", at most max in any ms,
+--   logged in the zset `emq:{q}:rlog` (lua/lib/claim-slide.lua); a limited call's wait the ms
+--   until the window has room again; meta `gpol`, read in lanes mode, validated always), read in
+--   the one meta read: a claim carries no limits, so every claim of every runtime enforces the
+--   same rule. Paused lanes (meta `gpaused`, policy.lua's `pause`): read in lanes mode when level
+--   0 has jobs to give (one HGET); a paused lane gives no job and its work is not remaining.
 -- @mode plain 9 keys, 4 arguments (version, n, lease, promote).
 -- @mode parked 11 keys, 5 arguments: the claim a parked consumer sends ahead of its
 --   `BLPOP inbox:<tag> wake` (docs/protocol.md §5, "Parked consumers"), ARGV[5] the
@@ -121,6 +124,60 @@ local function checked(r, key)
     error(r.err, 0)
   end
   return r
+end
+-- A queue's policy as policy.lua validates it and claim reads it (docs/protocol.md §5, "Rate
+-- limits" and "Group policy"): one parser for both, so the stored text is exactly what a claim
+-- enforces.
+-- policy_rate(max, ms): a rate limit of max jobs (1..1000000) per ms (1..86400000), or 0, 0 for
+-- none; answers max, ms, or nil when the pair is out of range (or only one of them is 0).
+local function policy_rate(max, ms)
+  local m, w = int(max, 0, 1000000), int(ms, 0, 86400000)
+  if not m or not w or (m == 0) ~= (w == 0) then return nil end
+  return m, w
+end
+-- policy_rate_text(text): a stored rate (meta `rate`): "<max> <ms>" (a fixed window) or
+-- "<max> <ms> sliding", max 1..1000000, ms 1..86400000; answers max, ms, sliding (a boolean), or
+-- nil when the text is not one of these.
+local function policy_rate_text(text)
+  local max, ms, mode = string.match(text, '^(%d+) (%d+)(.*)$')
+  if mode ~= '' and mode ~= ' sliding' then return nil end
+  local m, w = policy_rate(max, ms)
+  if not m or m == 0 then return nil end
+  return m, w, mode == ' sliding'
+end
+-- policy_groups(spec): the group policy as pol[group] (or pol['*']) = { cap, weight, rate max,
+-- rate ms, sliding }, and whether any entry has a cap. Space-separated entries
+-- `<who>=<cap>,<weight>,<rate max>,<rate ms>[,sliding]`, who `*` (every group; required) or
+-- `g:<group>` (one group; at most 1000 entries, 65536 bytes): at most cap jobs of a group active
+-- at once (0 = no cap; 1..100000), weight jobs per turn of the rotation (1..1000), at most rate
+-- max jobs per rate ms window (0,0 = none; 1..1000000 per 1..86400000), a fixed window unless
+-- the entry ends `,sliding` (a sliding one: at most rate max in any rate ms; only with a rate).
+-- EMQ_BAD_ARG otherwise.
+local function policy_groups(spec)
+  local pol, polCap, cnt = {}, false, 0
+  need(#spec <= 65536, 'group policy is at most 65536 bytes')
+  for tok in string.gmatch(spec, '%S+') do
+    cnt = cnt + 1
+    local who, c, w, r, ms, win = string.match(tok, '^([^=]+)=([^,]*),([^,]*),([^,]*),([^,]*)(.*)$')
+    c, w, r, ms = int(c, 0, 100000), int(w, 1, 1000), int(r, 0, 1000000), int(ms, 0, 86400000)
+    local g = who and (who == '*' and '*' or string.match(who, '^g:([A-Za-z0-9_.-]+)$'))
+    if cnt > 1001 or not g or #g > 100 or not c or not w or not r or not ms or (r == 0) ~= (ms == 0) or pol[g]
+      or (win ~= '' and (win ~= ',sliding' or r == 0)) then
+      fail('BAD_ARG', 'group policy entry ' .. cnt .. ' must be <*|g:group>=<cap 0..100000>,<weight 1..1000>,<rate max 0..1000000>,<rate ms 0..86400000>[,sliding] (rate 0,0 = none; sliding only with a rate; each group once)')
+    end
+    pol[g] = { c, w, r, ms, win == ',sliding' }
+    if c > 0 then polCap = true end
+  end
+  need(pol['*'], 'group policy needs the entry *=<cap>,<weight>,<rate max>,<rate ms>')
+  return pol, polCap
+end
+-- policy_paused(text): the paused lanes (meta `gpaused`, policy.lua's `pause`: group names
+-- separated by spaces) as a set, or nil when none is paused (absent or "").
+local function policy_paused(text)
+  if not text or text == '' then return nil end
+  local set = {}
+  for g in string.gmatch(text, '%S+') do set[g] = true end
+  return set
 end
 -- Claim, lanes mode, level 0 without a group policy: fair lanes (docs/protocol.md §5). The ring
 -- `groups` (a list, its RPOP end served next) names the lanes with pending work: a group (its
@@ -270,6 +327,52 @@ local function claim_fair_lanes(st, KEYS, b)
   end
   st.lrem, st.ringPop, st.need = lrem, ringPop, need
 end
+-- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
+-- time, so a second TIME would answer the same; parts of a composed script share the read).
+local clock_memo = nil
+local function now_ms()
+  if not clock_memo then
+    local t = redis.call('TIME')
+    clock_memo = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return clock_memo
+end
+-- Claim's sliding-window rate limit (docs/protocol.md §5, "Rate limits"): at most max jobs claimed
+-- in any window of ms on the server clock, all consumers together. The log of a limit is a zset
+-- (`rlog` for the queue, `grlog:<g>` for a lane): one entry per claim that took jobs, scored
+-- with its server ms, member `<cum>:<k>` (k: the jobs it took; cum: the jobs logged up to and
+-- including it, 16 digits with leading zeros, so members are unique and entries of one ms sort
+-- in claim order, as a zset orders equal scores by member; the jobs in the window are the
+-- newest entry's cum less the oldest in-window entry's cum, plus that entry's k). A claim counts the jobs of the
+-- window (now - ms, now]: two reads whatever the log holds (the oldest entry in the window,
+-- the newest entry), and its write drops the entries that left the window. The key's PX is
+-- the window, so an idle limit leaves nothing behind.
+-- slide_read answers { key, ms, now, used, cum (the newest entry's), first (the oldest
+-- in-window entry's ms, nil when none) }; a member that is not `<cum>:<k>` is EMQ_WRONGTYPE.
+local function slide_read(key, ms, now)
+  local sw = { key = key, ms = ms, now = now, used = 0, cum = 0, first = nil }
+  local f = checked(redis.pcall('ZRANGE', key, '(' .. (now - ms), '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES'), key)
+  if f[1] then
+    local c1, k1 = string.match(f[1], '^(%d+):(%d+)$')
+    local last = redis.call('ZRANGE', key, -1, -1)[1]
+    local cl = last and string.match(last, '^(%d+):%d+$')
+    if not c1 or not cl then fail('WRONGTYPE', key .. ' holds a member that is not "<cum>:<k>"') end
+    sw.cum, sw.first = tonumber(cl), tonumber(f[2])
+    sw.used = sw.cum - tonumber(c1) + tonumber(k1)
+  end
+  return sw
+end
+-- The ms until the window has room again once it is used up: the oldest in-window entry leaves
+-- it then (a log that had none: the entry this claim adds, a whole window away).
+local function slide_rest(sw)
+  return sw.first and math.max(1, sw.first + sw.ms - sw.now) or sw.ms
+end
+-- Logs a claim of k > 0 jobs: its entry, the expired entries dropped, the key's PX renewed.
+local function slide_count(sw, k)
+  redis.call('ZADD', sw.key, sw.now, string.format('%016d:%d', sw.cum + k, k))
+  redis.call('ZREMRANGEBYSCORE', sw.key, '-inf', sw.now - sw.ms)
+  redis.call('PEXPIRE', sw.key, sw.ms)
+end
 -- Claim's group policy of fair lanes (docs/protocol.md §5, "Group policy"): the stored policy
 -- (meta `gpol`, written by policy.lua; parsed by policy_groups, lua/lib/policy-text.lua), read in
 -- lanes mode only.
@@ -279,10 +382,14 @@ end
 -- remaining (a rate-blocked one sets the wait to its window's rest). The others form the window,
 -- until their turns cover need: a lane's turn is up to its weight w in jobs (less what an earlier
 -- claim took of the front lane's turn, `gturn` = "<taken> <lane>"), served in ring order, in
--- rounds when the window is the whole ring. A lane whose turn was cut short by need stays at the
--- front (its taken count in `gturn`); the others go to the back. At most 1000 ring entries are
--- examined per claim. Reads only (no pop): the writes are st.gp's, made by claim_lanes_write.
-local function claim_policy_lanes(st, KEYS, b, pol)
+-- rounds when the window is the whole ring. A lane whose turn was cut short by need, in whichever
+-- round, stays at the front (what it had of that turn in `gturn`) and the lanes after it keep
+-- their place; the lanes served before it go to the back. So claims of any size deal the turns
+-- claims of one job deal, and a lane's share is w/W at any claim size and concurrency. A paused
+-- lane (meta `gpaused`, the set `paused`) is blocked like a lane at its cap. At most 1000 ring
+-- entries are examined per claim. Reads only (no pop): the writes are st.gp's, made by
+-- claim_lanes_write.
+local function claim_policy_lanes(st, KEYS, b, pol, paused)
   local ringKey, need, dueG, take, tlv, tgr, ops, laneKey = st.ringKey, st.need, st.dueG, st.take, st.tlv, st.tgr, st.ops, st.laneKey
   local lrem, ringPush = st.lrem, st.ringPush
   local gp = { stale = {}, adds = {}, rate = {}, wait = nil, turn = false, turnKey = b .. 'gturn' }
@@ -298,14 +405,15 @@ local function claim_policy_lanes(st, KEYS, b, pol)
   -- Phase 1: walk the ring, policy only (no list read): blocked lanes, then the window.
   local win, seen, cover, pos = {}, {}, 0, 0
   local function settings(g)
-    if g == '' then return 0, 1, 0, 0 end
+    if g == '' then return 0, 1, 0, 0, false end
     local s = pol[g] or pol['*']
-    return s[1], s[2], s[3], s[4]
+    return s[1], s[2], s[3], s[4], s[5]
   end
   -- A lane's room: how many more jobs it may start now (nil = unlimited), and why it is 0.
   local function room(g)
-    local cap, w, rmax, rms = settings(g)
+    local cap, w, rmax, rms, sliding = settings(g)
     local allow, why, rest = nil, nil, nil
+    if paused and paused[g] then return 0, 'paused', w, nil end
     if cap > 0 then
       local key = b .. 'gactive:' .. g
       local m = checked(redis.pcall('SMEMBERS', key), key)
@@ -318,12 +426,18 @@ local function claim_policy_lanes(st, KEYS, b, pol)
       allow, why = math.max(0, cap - live), 'cap'
     end
     if rmax > 0 then
-      local key = b .. 'grate:' .. g
-      local used = tonumber(checked(redis.pcall('GET', key), key)) or 0
-      local left = used > 0 and redis.call('PTTL', key) or -1
-      if left < 0 then used, left = 0, rms end -- no window open: a new one of rms
+      local used, left, sw
+      if sliding then -- (lua/lib/claim-slide.lua: the lane's log `grlog:<g>`)
+        sw = slide_read(b .. 'grlog:' .. g, rms, now_ms())
+        used, left = sw.used, slide_rest(sw)
+      else
+        local key = b .. 'grate:' .. g
+        used = tonumber(checked(redis.pcall('GET', key), key)) or 0
+        left = used > 0 and redis.call('PTTL', key) or -1
+        if left < 0 then used, left = 0, rms end -- no window open: a new one of rms
+      end
       if not allow or rmax - used < allow then allow, why = math.max(0, rmax - used), 'rate' end
-      gp.rate[g] = { used, rms, left }
+      gp.rate[g] = { used, rms, left, nil, sw }
       rest = left
     end
     return allow, why, w, rest
@@ -351,13 +465,15 @@ local function claim_policy_lanes(st, KEYS, b, pol)
     end
   end
   local whole = pos >= llen
+  -- The rounds: enough for the ring's lanes to cover need (the jobs without a group, outside the
+  -- ring, are not counted: `pending` may be empty, and counting it would stop short of need).
+  local rounds = (whole and cover > 0) and math.ceil(need / cover) or 1
   if whole and not seen[''] and cover < need then
     win[#win + 1] = { g = '', w = 1, q = 1, allow = 1000000, at = pos + 1, used = 0, outside = true }
-    cover = cover + 1
+    if cover == 0 then rounds = need end
   end
   if not whole then lrem = lrem + 1 end -- lanes beyond this claim's walk
   -- Phase 2: one read per window lane of the most it may give (+1 tells "more").
-  local rounds = (whole and cover > 0) and math.ceil(need / cover) or 1
   for j = 1, #win do
     local L = win[j]
     L.d = dueG[L.g] or {}
@@ -367,28 +483,33 @@ local function claim_policy_lanes(st, KEYS, b, pol)
     L.t, L.more, L.got = t, #t > L.cap, 0
     L.avail = L.more and L.cap or math.min(L.cap, #t + #L.d)
   end
-  -- Phase 3: rounds in window order, each lane up to its turn (then its weight).
+  -- Phase 3: rounds in window order, each lane up to its turn (then its weight). The lane
+  -- served last remembers its last turn: the jobs it had of it (`taken`, counting what an
+  -- earlier claim took of a continued turn) and whether need cut it short, in whichever round.
   local last = nil
   for r = 1, rounds do
     local moved = false
     for j = 1, #win do
       if need == 0 then break end
       local L = win[j]
-      local give = math.min(r == 1 and L.q or L.w, L.avail - L.got, need)
+      local quota = r == 1 and L.q or L.w
+      local give = math.min(quota, L.avail - L.got, need)
       if give > 0 then
         L.got, need, moved, last = L.got + give, need - give, true, L
-        L.cut = r == 1 and give < L.q
+        L.cut, L.taken = give < quota, (r == 1 and L.used or 0) + give
       end
     end
     if need == 0 or not moved then break end
   end
   -- Phase 4: the jobs taken, the lists' pops, the ring and the turn. When need ran out, the
   -- ring entries after the last lane served keep their place (and that lane too when its
-  -- turn was cut short: it stays at the front, its jobs so far in `gturn`).
+  -- turn was cut short: it stays at the front, the jobs it had of its turn in `gturn`), so the
+  -- next claim goes on where this one stopped whatever its size: over claims of any n, the
+  -- lanes are dealt the sequence of turns that claims of one job would deal.
   local popTo = pos
   if need == 0 and last and not last.outside then
-    popTo = (rounds == 1 and last.cut and (last.more or #last.t + #last.d > last.got) and last.got < last.allow) and last.at - 1 or last.at
-    if popTo < last.at then gp.turn = (last.used + last.got) .. ' ' .. last.g end
+    popTo = (last.cut and (last.more or #last.t + #last.d > last.got) and last.got < last.allow) and last.at - 1 or last.at
+    if popTo < last.at then gp.turn = last.taken .. ' ' .. last.g end
   end
   local back = {} -- lanes to the back of the ring, in ring order: { lane, its walk position }
   for x = 1, #ringPush do back[#back + 1] = ringPush[x] end -- (blocked, from phase 1)
@@ -506,8 +627,13 @@ local function claim_lanes(KEYS, b, n, due, dueRow, pol)
     end
   end
   st.need, st.lrem, st.dueG = need, lrem, dueG
-  -- Level 0: fair lanes, under a group policy or not.
-  if pol then claim_policy_lanes(st, KEYS, b, pol) else claim_fair_lanes(st, KEYS, b) end
+  -- Level 0: fair lanes, under a group policy or not. Paused lanes (meta `gpaused`, policy.lua's
+  -- `pause`; read only when level 0 has jobs to give) are blocked lanes of the policy walk: with
+  -- any lane paused, a queue without a group policy is claimed under the neutral one (every lane
+  -- weight 1, no cap or limit: the same rotation).
+  local paused = need > 0 and policy_paused(checked(redis.pcall('HGET', KEYS[1], 'gpaused'), KEYS[1]))
+  if paused then claim_policy_lanes(st, KEYS, b, pol or { ['*'] = { 0, 1, 0, 0, false } }, paused)
+  elseif pol then claim_policy_lanes(st, KEYS, b, pol) else claim_fair_lanes(st, KEYS, b) end
   return st
 end
 -- The lanes' writes (after the claim's ZADD to `active` and the promotion's ZREM).
@@ -538,7 +664,8 @@ local function claim_lanes_write(st, KEYS)
     for i = 1, #gp.adds do redis.call('SADD', gp.adds[i][1], unpack(gp.adds[i][2])) end
     for g, rs in pairs(gp.rate) do
       if rs[4] and rs[4] > 0 then
-        if rs[1] == 0 then redis.call('SET', st.b .. 'grate:' .. g, rs[4], 'PX', rs[2]) else redis.call('INCRBY', st.b .. 'grate:' .. g, rs[4]) end
+        if rs[5] then slide_count(rs[5], rs[4])
+        elseif rs[1] == 0 then redis.call('SET', st.b .. 'grate:' .. g, rs[4], 'PX', rs[2]) else redis.call('INCRBY', st.b .. 'grate:' .. g, rs[4]) end
       end
     end
     if gp.turn then redis.call('SET', gp.turnKey, gp.turn) elseif gp.turnWas then redis.call('DEL', gp.turnKey) end
@@ -578,21 +705,29 @@ local function claim_park_end(park, KEYS, slot, now)
     end
   end
 end
--- Claim's queue rate limit (meta `rate` = "<max> <ms>", written by policy.lua: at most max jobs
--- per ms, all consumers together): a fixed window on the server clock,
--- counted in `emq:{q}:rate` (a string with a PX of the window). A claim takes at most what the
--- window has left; a limited claim's wait reply is the ms until the window ends.
--- claim_rate reads the window: { max, ms, key, used, left (its PTTL; 0 when no window is open) }.
-local function claim_rate(max, ms, b)
+-- Claim's queue rate limit (meta `rate` = "<max> <ms>" or "<max> <ms> sliding", written by
+-- policy.lua: at most max jobs per ms, all consumers together), on the server clock. Fixed (the
+-- default): a window counted in `emq:{q}:rate` (a string with a PX of the window), opened by the
+-- claim that takes its first job; up to 2 x max may start across a window's end. Sliding: at most
+-- max in any ms-long span, logged in `emq:{q}:rlog` (lua/lib/claim-slide.lua). A claim takes at
+-- most what the window has left; a limited claim's wait reply is the ms until it has room again.
+-- claim_rate reads the window: { max, ms, key, used, left (fixed: its PTTL, 0 when no window is
+-- open), sw (sliding: the log read) }.
+local function claim_rate(max, ms, b, sliding)
+  if sliding then
+    local sw = slide_read(b .. 'rlog', ms, now_ms())
+    return { max = max, ms = ms, used = sw.used, left = sw.first and slide_rest(sw) or 0, sw = sw }
+  end
   local rt = { key = b .. 'rate', used = 0, left = 0, max = max, ms = ms }
   rt.used = tonumber(checked(redis.pcall('GET', rt.key), rt.key)) or 0
   if rt.used > 0 then rt.left = redis.call('PTTL', rt.key) end
   if rt.left < 0 then rt.used, rt.left = 0, 0 end -- no PX: a new window
   return rt
 end
--- Counts the jobs claimed in the window (opening it with its PX when none was open).
+-- Counts the jobs claimed in the window (fixed: opening it with its PX when none was open).
 local function claim_rate_count(rt, k)
-  if rt.used == 0 then redis.call('SET', rt.key, k, 'PX', rt.ms) else redis.call('INCRBY', rt.key, k) end
+  if rt.sw then slide_count(rt.sw, k)
+  elseif rt.used == 0 then redis.call('SET', rt.key, k, 'PX', rt.ms) else redis.call('INCRBY', rt.key, k) end
 end
 -- Claim's writes of rows that are not the plain claim's one HSET.
 -- claim_row: the row of a claimed job with a level, a group or its own options (opts
@@ -624,16 +759,6 @@ local function claim_ghosts(KEYS, ghosts)
     end
   end
   redis.call('HINCRBY', KEYS[1], 'ghosts', -#ghosts)
-end
--- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
--- time, so a second TIME would answer the same; parts of a composed script share the read).
-local clock_memo = nil
-local function now_ms()
-  if not clock_memo then
-    local t = redis.call('TIME')
-    clock_memo = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  return clock_memo
 end
 -- Lifecycle events (docs/protocol.md §5a): one sharded pub/sub message per call and kind on the
 -- queue's events channel, and, when its `elog` is above 0, one entry in the bounded events stream.
@@ -675,39 +800,6 @@ local function queue_meta(key)
     meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10] }
   end
   return meta_memo
-end
--- A queue's policy as policy.lua validates it and claim reads it (docs/protocol.md §5, "Rate
--- limits" and "Group policy"): one parser for both, so the stored text is exactly what a claim
--- enforces.
--- policy_rate(max, ms): a rate limit of max jobs (1..1000000) per ms (1..86400000), or 0, 0 for
--- none; answers max, ms, or nil when the pair is out of range (or only one of them is 0).
-local function policy_rate(max, ms)
-  local m, w = int(max, 0, 1000000), int(ms, 0, 86400000)
-  if not m or not w or (m == 0) ~= (w == 0) then return nil end
-  return m, w
-end
--- policy_groups(spec): the group policy as pol[group] (or pol['*']) = { cap, weight, rate max,
--- rate ms }, and whether any entry has a cap. Space-separated entries
--- `<who>=<cap>,<weight>,<rate max>,<rate ms>`, who `*` (every group; required) or `g:<group>`
--- (one group; at most 1000 entries, 65536 bytes): at most cap jobs of a group active at once
--- (0 = no cap; 1..100000), weight jobs per turn of the rotation (1..1000), at most rate max jobs
--- per rate ms window (0,0 = none; 1..1000000 per 1..86400000). EMQ_BAD_ARG otherwise.
-local function policy_groups(spec)
-  local pol, polCap, cnt = {}, false, 0
-  need(#spec <= 65536, 'group policy is at most 65536 bytes')
-  for tok in string.gmatch(spec, '%S+') do
-    cnt = cnt + 1
-    local who, c, w, r, ms = string.match(tok, '^([^=]+)=([^,]*),([^,]*),([^,]*),([^,]*)$')
-    c, w, r, ms = int(c, 0, 100000), int(w, 1, 1000), int(r, 0, 1000000), int(ms, 0, 86400000)
-    local g = who and (who == '*' and '*' or string.match(who, '^g:([A-Za-z0-9_.-]+)$'))
-    if cnt > 1001 or not g or #g > 100 or not c or not w or not r or not ms or (r == 0) ~= (ms == 0) or pol[g] then
-      fail('BAD_ARG', 'group policy entry ' .. cnt .. ' must be <*|g:group>=<cap 0..100000>,<weight 1..1000>,<rate max 0..1000000>,<rate ms 0..86400000> (rate 0,0 = none; each group once)')
-    end
-    pol[g] = { c, w, r, ms }
-    if c > 0 then polCap = true end
-  end
-  need(pol['*'], 'group policy needs the entry *=<cap>,<weight>,<rate max>,<rate ms>')
-  return pol, polCap
 end
 -- The runner every built script ends with (`return run(main)`): the version is checked before
 -- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
@@ -756,9 +848,9 @@ if meta.token and not string.match(meta.token, '^%d+$') then fail('WRONGTYPE', K
 -- The stored policy (policy.lua): a queue without one reads nothing more.
 local rate, pol = nil, nil
 if meta.rate then
-  local rmax, rms = policy_rate(string.match(meta.rate, '^(%d+) (%d+)$'))
-  if not rmax or rmax == 0 then fail('WRONGTYPE', KEYS[1] .. ' field rate is not "<max 1..1000000> <ms 1..86400000>"') end
-  rate = claim_rate(rmax, rms, b)
+  local rmax, rms, sliding = policy_rate_text(meta.rate)
+  if not rmax then fail('WRONGTYPE', KEYS[1] .. ' field rate is not "<max 1..1000000> <ms 1..86400000>[ sliding]"') end
+  rate = claim_rate(rmax, rms, b, sliding)
   n = math.min(n, math.max(0, rate.max - rate.used))
 end
 if meta.gpol then pol = policy_groups(meta.gpol) end

@@ -8,25 +8,45 @@
 -- it stays set when the policy goes. When anything changed and `wake` is empty, one wake marker
 -- is pushed: a claim blocked by the old policy may now take work (chain wake-up reaches the
 -- others). Every number is a decimal integer: no sign, fraction, exponent or blank.
+-- The rate limit's window is fixed (`rate` = "<max> <ms>": counted per window opened by a claim,
+-- so up to 2 x max may start across a window's end) unless ARGV[6] is `sliding` (`rate` =
+-- "<max> <ms> sliding": at most max in any ms-long span); a call without ARGV[6] stores a fixed
+-- window, as before it existed. A lane's window is the same choice per entry of the group policy
+-- (`,sliding` ends the entry).
+-- Pausing a lane (mode lane): meta `gpaused` lists the paused lanes (group names separated by
+-- spaces, at most 1000); every claim passes a paused lane over (it gives no job, its jobs do
+-- not count as remaining, its running jobs finish) while the other lanes go on at their weights.
+-- A resume that changed something pushes one wake marker when `wake` is empty.
 --
 -- @key meta emq:{q}:meta queue meta hash (`rate`, `gpol`, `gcap`)
 -- @key wake emq:{q}:wake list that idle consumers block on
+-- @mode set 2 keys, 5 or 6 arguments (version, `set`, rate max, rate ms, groups, window?):
+--   replaces the stored policy.
+-- @mode lane 2 keys, 3 arguments (version, `pause` or `resume`, a group name): pauses or resumes
+--   one lane, fleet-wide.
 -- @arg version version the protocol version
--- @arg action set what to do
--- @arg rate-max 0..1000000 the rate limit's jobs per window (0 = no rate limit)
--- @arg rate-ms 0..86400000 the rate limit's window in ms (0 exactly when rate-max is 0)
--- @arg groups policy the group policy ("" = none): space-separated entries
---   `<who>=<cap>,<weight>,<rate max>,<rate ms>`, who `*` (every group; required) or `g:<group>`
---   (one group; at most 1000 entries, 65536 bytes): at most cap jobs of a group active at once
---   (0 = no cap; 1..100000), weight jobs per turn of the rotation (1..1000), at most rate max
---   jobs per rate ms window (0,0 = none; 1..1000000 per 1..86400000)
--- @returns { changed, previous rate, previous groups }: changed 1 when a field was written, else
---   0 (the stored policy already was this one: nothing written); previous rate "" (none) or
---   "<max> <ms>"; previous groups "" (none) or the text stored before.
+-- @arg action set|pause|resume what to do
+-- @arg target text mode set: the rate limit's jobs per window, 0..1000000 (0 = no rate limit);
+--   mode lane: the group name to pause or resume (1..100 of A-Za-z0-9_.-)
+-- @arg rate-ms? 0..86400000 (mode set) the rate limit's window in ms (0 exactly when the rate
+--   max is 0)
+-- @arg groups? policy (mode set) the group policy ("" = none): space-separated entries
+--   `<who>=<cap>,<weight>,<rate max>,<rate ms>[,sliding]`, who `*` (every group; required) or
+--   `g:<group>` (one group; at most 1000 entries, 65536 bytes): at most cap jobs of a group
+--   active at once (0 = no cap; 1..100000), weight jobs per turn of the rotation (1..1000), at
+--   most rate max jobs per rate ms window (0,0 = none; 1..1000000 per 1..86400000), the window
+--   fixed, or sliding when the entry ends `,sliding` (only with a rate)
+-- @arg window? fixed|sliding (mode set) the queue rate limit's window; absent = fixed; sliding
+--   only with a rate limit
+-- @returns mode set: { changed, previous rate, previous groups }: changed 1 when a field was
+--   written, else 0 (the stored policy already was this one: nothing written); previous rate ""
+--   (none), "<max> <ms>" or "<max> <ms> sliding"; previous groups "" (none) or the text stored
+--   before. Mode lane: 1 changed / 0 the lane already was in that state (nothing written).
 -- @errors EMQ_VERSION, EMQ_BAD_ARG (a wrong key or argument count, a key that is not the one the
 --   key grammar spells for the queue of KEYS[1], an unknown action, a rate out of range or with
---   only one of its two numbers 0, a malformed group policy), EMQ_WRONGTYPE. Every check comes
---   before the first write.
+--   only one of its two numbers 0, a sliding window without a rate, a malformed group policy, a
+--   bad group name, a 1001st paused lane), EMQ_WRONGTYPE. Every check comes before the first
+--   write.
 -- @flags allow-oom
 -- @uses args keys types meta policy-text
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
@@ -122,23 +142,26 @@ local function policy_rate(max, ms)
   return m, w
 end
 -- policy_groups(spec): the group policy as pol[group] (or pol['*']) = { cap, weight, rate max,
--- rate ms }, and whether any entry has a cap. Space-separated entries
--- `<who>=<cap>,<weight>,<rate max>,<rate ms>`, who `*` (every group; required) or `g:<group>`
--- (one group; at most 1000 entries, 65536 bytes): at most cap jobs of a group active at once
--- (0 = no cap; 1..100000), weight jobs per turn of the rotation (1..1000), at most rate max jobs
--- per rate ms window (0,0 = none; 1..1000000 per 1..86400000). EMQ_BAD_ARG otherwise.
+-- rate ms, sliding }, and whether any entry has a cap. Space-separated entries
+-- `<who>=<cap>,<weight>,<rate max>,<rate ms>[,sliding]`, who `*` (every group; required) or
+-- `g:<group>` (one group; at most 1000 entries, 65536 bytes): at most cap jobs of a group active
+-- at once (0 = no cap; 1..100000), weight jobs per turn of the rotation (1..1000), at most rate
+-- max jobs per rate ms window (0,0 = none; 1..1000000 per 1..86400000), a fixed window unless
+-- the entry ends `,sliding` (a sliding one: at most rate max in any rate ms; only with a rate).
+-- EMQ_BAD_ARG otherwise.
 local function policy_groups(spec)
   local pol, polCap, cnt = {}, false, 0
   need(#spec <= 65536, 'group policy is at most 65536 bytes')
   for tok in string.gmatch(spec, '%S+') do
     cnt = cnt + 1
-    local who, c, w, r, ms = string.match(tok, '^([^=]+)=([^,]*),([^,]*),([^,]*),([^,]*)$')
+    local who, c, w, r, ms, win = string.match(tok, '^([^=]+)=([^,]*),([^,]*),([^,]*),([^,]*)(.*)$')
     c, w, r, ms = int(c, 0, 100000), int(w, 1, 1000), int(r, 0, 1000000), int(ms, 0, 86400000)
     local g = who and (who == '*' and '*' or string.match(who, '^g:([A-Za-z0-9_.-]+)$'))
-    if cnt > 1001 or not g or #g > 100 or not c or not w or not r or not ms or (r == 0) ~= (ms == 0) or pol[g] then
-      fail('BAD_ARG', 'group policy entry ' .. cnt .. ' must be <*|g:group>=<cap 0..100000>,<weight 1..1000>,<rate max 0..1000000>,<rate ms 0..86400000> (rate 0,0 = none; each group once)')
+    if cnt > 1001 or not g or #g > 100 or not c or not w or not r or not ms or (r == 0) ~= (ms == 0) or pol[g]
+      or (win ~= '' and (win ~= ',sliding' or r == 0)) then
+      fail('BAD_ARG', 'group policy entry ' .. cnt .. ' must be <*|g:group>=<cap 0..100000>,<weight 1..1000>,<rate max 0..1000000>,<rate ms 0..86400000>[,sliding] (rate 0,0 = none; sliding only with a rate; each group once)')
     end
-    pol[g] = { c, w, r, ms }
+    pol[g] = { c, w, r, ms, win == ',sliding' }
     if c > 0 then polCap = true end
   end
   need(pol['*'], 'group policy needs the entry *=<cap>,<weight>,<rate max>,<rate ms>')
@@ -162,11 +185,39 @@ local function run(main)
   return refusal(r)
 end
 local function main(KEYS, ARGV)
-need(#KEYS == 2 and #ARGV == 5, 'expected 2 keys and 5 arguments')
+need(#KEYS == 2 and (#ARGV == 3 or #ARGV == 5 or #ARGV == 6), 'expected 2 keys and 3, 5 or 6 arguments')
 need_keys(KEYS, queue_base(KEYS[1]), { 'meta', 'wake' })
-need_word(ARGV[2], { set = true }, 'the action')
+local action = need_word(ARGV[2], { set = true, pause = true, resume = true }, 'the action')
+if action ~= 'set' then
+  need(#ARGV == 3, 'pause and resume take 3 arguments: version, action, lane')
+  local g = ARGV[3]
+  need(#g >= 1 and #g <= 100 and not string.find(g, '[^A-Za-z0-9_.-]'), 'the lane must be 1..100 of A-Za-z0-9_.-')
+  queue_meta(KEYS[1]) -- (its data version checked)
+  local was = checked(redis.pcall('HGET', KEYS[1], 'gpaused'), KEYS[1])
+  need_type(KEYS[2], 'list')
+  local list, at = {}, nil
+  for x in string.gmatch(was or '', '%S+') do
+    list[#list + 1] = x
+    if x == g then at = #list end
+  end
+  if action == 'pause' then
+    if at then return 0 end
+    need(#list < 1000, 'at most 1000 lanes are paused at once')
+    list[#list + 1] = g
+    redis.call('HSET', KEYS[1], 'gpaused', table.concat(list, ' '))
+    return 1
+  end
+  if not at then return 0 end
+  table.remove(list, at)
+  if #list > 0 then redis.call('HSET', KEYS[1], 'gpaused', table.concat(list, ' ')) else redis.call('HDEL', KEYS[1], 'gpaused') end
+  if redis.call('LLEN', KEYS[2]) == 0 then redis.call('LPUSH', KEYS[2], '1') end
+  return 1
+end
+need(#ARGV >= 5, 'set takes 5 or 6 arguments: version, set, rate max, rate ms, groups, window')
 local rmax, rms = policy_rate(ARGV[3], ARGV[4])
 if not rmax then fail('BAD_ARG', 'rate limit must be 0 0 (none) or 1..1000000 jobs per 1..86400000 ms') end
+local sliding = ARGV[6] and need_word(ARGV[6], { fixed = true, sliding = true }, 'the window') == 'sliding'
+need(not sliding or rmax > 0, 'a sliding window needs a rate limit')
 local groups = ARGV[5]
 local cap = false
 if groups ~= '' then
@@ -175,7 +226,7 @@ if groups ~= '' then
 end
 local meta = queue_meta(KEYS[1])
 need_type(KEYS[2], 'list')
-local rate = rmax > 0 and (rmax .. ' ' .. rms) or nil
+local rate = rmax > 0 and (rmax .. ' ' .. rms .. (sliding and ' sliding' or '')) or nil
 local gpol = groups ~= '' and groups or nil
 local was_rate, was_gpol = meta.rate or nil, meta.gpol or nil -- (an absent field reads as false)
 local changed = 0

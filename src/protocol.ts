@@ -32,7 +32,7 @@ export type { ParkSpot } from './core/wire/index.js';
 export { adminWire, busAdminWire } from './core/wire/index.js';
 export type { AdminReply, RegistryKind } from './core/wire/index.js';
 export type { WireJob, WireClaim, ClaimFlow, WireCompletion, ClaimReply, ReapReply, ReapedJob } from './core/wire/index.js';
-export type { ClaimLimits, PolicyReply, HashReader } from './core/wire/index.js';
+export type { ClaimLimits, PolicyReply, HashReader, StoredPolicy } from './core/wire/index.js';
 export { readPolicy, writePolicy, decodePolicy, samePolicy, describePolicy } from './core/wire/index.js';
 export { encodeExtras, decodeExtras, MAX_EXTRAS_BYTES } from './core/extras.js';
 export type { JobExtras } from './core/extras.js';

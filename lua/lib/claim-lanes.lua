@@ -1,4 +1,4 @@
--- @requires fail types claim-fair claim-policy
+-- @requires fail types policy-text claim-fair claim-policy claim-slide
 -- Claim in lanes mode (meta `lanes` set by enqueue once a job carried a priority or a group).
 -- Priorities (docs/protocol.md §2): one list per level 1..9 (`<pending>:<p>`), 0 is `pending`
 -- (or, with fair lanes, its groups' lists); `levels` holds the levels 1..9 whose list has jobs.
@@ -72,8 +72,13 @@ local function claim_lanes(KEYS, b, n, due, dueRow, pol)
     end
   end
   st.need, st.lrem, st.dueG = need, lrem, dueG
-  -- Level 0: fair lanes, under a group policy or not.
-  if pol then claim_policy_lanes(st, KEYS, b, pol) else claim_fair_lanes(st, KEYS, b) end
+  -- Level 0: fair lanes, under a group policy or not. Paused lanes (meta `gpaused`, policy.lua's
+  -- `pause`; read only when level 0 has jobs to give) are blocked lanes of the policy walk: with
+  -- any lane paused, a queue without a group policy is claimed under the neutral one (every lane
+  -- weight 1, no cap or limit: the same rotation).
+  local paused = need > 0 and policy_paused(checked(redis.pcall('HGET', KEYS[1], 'gpaused'), KEYS[1]))
+  if paused then claim_policy_lanes(st, KEYS, b, pol or { ['*'] = { 0, 1, 0, 0, false } }, paused)
+  elseif pol then claim_policy_lanes(st, KEYS, b, pol) else claim_fair_lanes(st, KEYS, b) end
   return st
 end
 -- The lanes' writes (after the claim's ZADD to `active` and the promotion's ZREM).
@@ -104,7 +109,8 @@ local function claim_lanes_write(st, KEYS)
     for i = 1, #gp.adds do redis.call('SADD', gp.adds[i][1], unpack(gp.adds[i][2])) end
     for g, rs in pairs(gp.rate) do
       if rs[4] and rs[4] > 0 then
-        if rs[1] == 0 then redis.call('SET', st.b .. 'grate:' .. g, rs[4], 'PX', rs[2]) else redis.call('INCRBY', st.b .. 'grate:' .. g, rs[4]) end
+        if rs[5] then slide_count(rs[5], rs[4])
+        elseif rs[1] == 0 then redis.call('SET', st.b .. 'grate:' .. g, rs[4], 'PX', rs[2]) else redis.call('INCRBY', st.b .. 'grate:' .. g, rs[4]) end
       end
     end
     if gp.turn then redis.call('SET', gp.turnKey, gp.turn) elseif gp.turnWas then redis.call('DEL', gp.turnKey) end

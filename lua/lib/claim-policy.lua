@@ -1,4 +1,4 @@
--- @requires fail int types
+-- @requires fail int types clock claim-slide
 -- Claim's group policy of fair lanes (docs/protocol.md §5, "Group policy"): the stored policy
 -- (meta `gpol`, written by policy.lua; parsed by policy_groups, lua/lib/policy-text.lua), read in
 -- lanes mode only.
@@ -8,10 +8,14 @@
 -- remaining (a rate-blocked one sets the wait to its window's rest). The others form the window,
 -- until their turns cover need: a lane's turn is up to its weight w in jobs (less what an earlier
 -- claim took of the front lane's turn, `gturn` = "<taken> <lane>"), served in ring order, in
--- rounds when the window is the whole ring. A lane whose turn was cut short by need stays at the
--- front (its taken count in `gturn`); the others go to the back. At most 1000 ring entries are
--- examined per claim. Reads only (no pop): the writes are st.gp's, made by claim_lanes_write.
-local function claim_policy_lanes(st, KEYS, b, pol)
+-- rounds when the window is the whole ring. A lane whose turn was cut short by need, in whichever
+-- round, stays at the front (what it had of that turn in `gturn`) and the lanes after it keep
+-- their place; the lanes served before it go to the back. So claims of any size deal the turns
+-- claims of one job deal, and a lane's share is w/W at any claim size and concurrency. A paused
+-- lane (meta `gpaused`, the set `paused`) is blocked like a lane at its cap. At most 1000 ring
+-- entries are examined per claim. Reads only (no pop): the writes are st.gp's, made by
+-- claim_lanes_write.
+local function claim_policy_lanes(st, KEYS, b, pol, paused)
   local ringKey, need, dueG, take, tlv, tgr, ops, laneKey = st.ringKey, st.need, st.dueG, st.take, st.tlv, st.tgr, st.ops, st.laneKey
   local lrem, ringPush = st.lrem, st.ringPush
   local gp = { stale = {}, adds = {}, rate = {}, wait = nil, turn = false, turnKey = b .. 'gturn' }
@@ -27,14 +31,15 @@ local function claim_policy_lanes(st, KEYS, b, pol)
   -- Phase 1: walk the ring, policy only (no list read): blocked lanes, then the window.
   local win, seen, cover, pos = {}, {}, 0, 0
   local function settings(g)
-    if g == '' then return 0, 1, 0, 0 end
+    if g == '' then return 0, 1, 0, 0, false end
     local s = pol[g] or pol['*']
-    return s[1], s[2], s[3], s[4]
+    return s[1], s[2], s[3], s[4], s[5]
   end
   -- A lane's room: how many more jobs it may start now (nil = unlimited), and why it is 0.
   local function room(g)
-    local cap, w, rmax, rms = settings(g)
+    local cap, w, rmax, rms, sliding = settings(g)
     local allow, why, rest = nil, nil, nil
+    if paused and paused[g] then return 0, 'paused', w, nil end
     if cap > 0 then
       local key = b .. 'gactive:' .. g
       local m = checked(redis.pcall('SMEMBERS', key), key)
@@ -47,12 +52,18 @@ local function claim_policy_lanes(st, KEYS, b, pol)
       allow, why = math.max(0, cap - live), 'cap'
     end
     if rmax > 0 then
-      local key = b .. 'grate:' .. g
-      local used = tonumber(checked(redis.pcall('GET', key), key)) or 0
-      local left = used > 0 and redis.call('PTTL', key) or -1
-      if left < 0 then used, left = 0, rms end -- no window open: a new one of rms
+      local used, left, sw
+      if sliding then -- (lua/lib/claim-slide.lua: the lane's log `grlog:<g>`)
+        sw = slide_read(b .. 'grlog:' .. g, rms, now_ms())
+        used, left = sw.used, slide_rest(sw)
+      else
+        local key = b .. 'grate:' .. g
+        used = tonumber(checked(redis.pcall('GET', key), key)) or 0
+        left = used > 0 and redis.call('PTTL', key) or -1
+        if left < 0 then used, left = 0, rms end -- no window open: a new one of rms
+      end
       if not allow or rmax - used < allow then allow, why = math.max(0, rmax - used), 'rate' end
-      gp.rate[g] = { used, rms, left }
+      gp.rate[g] = { used, rms, left, nil, sw }
       rest = left
     end
     return allow, why, w, rest
@@ -80,13 +91,15 @@ local function claim_policy_lanes(st, KEYS, b, pol)
     end
   end
   local whole = pos >= llen
+  -- The rounds: enough for the ring's lanes to cover need (the jobs without a group, outside the
+  -- ring, are not counted: `pending` may be empty, and counting it would stop short of need).
+  local rounds = (whole and cover > 0) and math.ceil(need / cover) or 1
   if whole and not seen[''] and cover < need then
     win[#win + 1] = { g = '', w = 1, q = 1, allow = 1000000, at = pos + 1, used = 0, outside = true }
-    cover = cover + 1
+    if cover == 0 then rounds = need end
   end
   if not whole then lrem = lrem + 1 end -- lanes beyond this claim's walk
   -- Phase 2: one read per window lane of the most it may give (+1 tells "more").
-  local rounds = (whole and cover > 0) and math.ceil(need / cover) or 1
   for j = 1, #win do
     local L = win[j]
     L.d = dueG[L.g] or {}
@@ -96,28 +109,33 @@ local function claim_policy_lanes(st, KEYS, b, pol)
     L.t, L.more, L.got = t, #t > L.cap, 0
     L.avail = L.more and L.cap or math.min(L.cap, #t + #L.d)
   end
-  -- Phase 3: rounds in window order, each lane up to its turn (then its weight).
+  -- Phase 3: rounds in window order, each lane up to its turn (then its weight). The lane
+  -- served last remembers its last turn: the jobs it had of it (`taken`, counting what an
+  -- earlier claim took of a continued turn) and whether need cut it short, in whichever round.
   local last = nil
   for r = 1, rounds do
     local moved = false
     for j = 1, #win do
       if need == 0 then break end
       local L = win[j]
-      local give = math.min(r == 1 and L.q or L.w, L.avail - L.got, need)
+      local quota = r == 1 and L.q or L.w
+      local give = math.min(quota, L.avail - L.got, need)
       if give > 0 then
         L.got, need, moved, last = L.got + give, need - give, true, L
-        L.cut = r == 1 and give < L.q
+        L.cut, L.taken = give < quota, (r == 1 and L.used or 0) + give
       end
     end
     if need == 0 or not moved then break end
   end
   -- Phase 4: the jobs taken, the lists' pops, the ring and the turn. When need ran out, the
   -- ring entries after the last lane served keep their place (and that lane too when its
-  -- turn was cut short: it stays at the front, its jobs so far in `gturn`).
+  -- turn was cut short: it stays at the front, the jobs it had of its turn in `gturn`), so the
+  -- next claim goes on where this one stopped whatever its size: over claims of any n, the
+  -- lanes are dealt the sequence of turns that claims of one job would deal.
   local popTo = pos
   if need == 0 and last and not last.outside then
-    popTo = (rounds == 1 and last.cut and (last.more or #last.t + #last.d > last.got) and last.got < last.allow) and last.at - 1 or last.at
-    if popTo < last.at then gp.turn = (last.used + last.got) .. ' ' .. last.g end
+    popTo = (last.cut and (last.more or #last.t + #last.d > last.got) and last.got < last.allow) and last.at - 1 or last.at
+    if popTo < last.at then gp.turn = last.taken .. ' ' .. last.g end
   end
   local back = {} -- lanes to the back of the ring, in ring order: { lane, its walk position }
   for x = 1, #ringPush do back[#back + 1] = ringPush[x] end -- (blocked, from phase 1)

@@ -17,9 +17,12 @@
 -- Flags: allow-oom: it moves work forward and writes at most a row per job it claims.
 --
 -- Rate limit and group policy: the stored ones (policy.lua: meta `rate` "<max> <ms>", a fixed
---   window counted in `emq:{q}:rate` with PX, a limited call's wait the ms until it ends; meta
---   `gpol`, read in lanes mode, validated always), read in the one meta read: a claim carries no
---   limits, so every claim of every runtime enforces the same rule.
+--   window counted in `emq:{q}:rate` with PX, or "<max> <ms> sliding", at most max in any ms,
+--   logged in the zset `emq:{q}:rlog` (lua/lib/claim-slide.lua); a limited call's wait the ms
+--   until the window has room again; meta `gpol`, read in lanes mode, validated always), read in
+--   the one meta read: a claim carries no limits, so every claim of every runtime enforces the
+--   same rule. Paused lanes (meta `gpaused`, policy.lua's `pause`): read in lanes mode when level
+--   0 has jobs to give (one HGET); a paused lane gives no job and its work is not remaining.
 -- @mode plain 9 keys, 4 arguments (version, n, lease, promote).
 -- @mode parked 11 keys, 5 arguments: the claim a parked consumer sends ahead of its
 --   `BLPOP inbox:<tag> wake` (docs/protocol.md §5, "Parked consumers"), ARGV[5] the
@@ -99,9 +102,9 @@ if meta.token and not string.match(meta.token, '^%d+$') then fail('WRONGTYPE', K
 -- The stored policy (policy.lua): a queue without one reads nothing more.
 local rate, pol = nil, nil
 if meta.rate then
-  local rmax, rms = policy_rate(string.match(meta.rate, '^(%d+) (%d+)$'))
-  if not rmax or rmax == 0 then fail('WRONGTYPE', KEYS[1] .. ' field rate is not "<max 1..1000000> <ms 1..86400000>"') end
-  rate = claim_rate(rmax, rms, b)
+  local rmax, rms, sliding = policy_rate_text(meta.rate)
+  if not rmax then fail('WRONGTYPE', KEYS[1] .. ' field rate is not "<max 1..1000000> <ms 1..86400000>[ sliding]"') end
+  rate = claim_rate(rmax, rms, b, sliding)
   n = math.min(n, math.max(0, rate.max - rate.used))
 end
 if meta.gpol then pol = policy_groups(meta.gpol) end

@@ -14,12 +14,21 @@ export interface BackoffOptions {
   readonly delayMs: number;
 }
 
-/** A rate limit: `max` jobs (1..1,000,000) per `intervalMs` (1..86,400,000). */
+/**
+ * A rate limit: `max` jobs (1..1,000,000) per `intervalMs` (1..86,400,000), counted on the server
+ * clock for every consumer of the queue together (docs/queue.md, "Rate limits").
+ */
 export interface RateLimit {
   /** Jobs per window. */
   readonly max: number;
   /** The window in ms, on the server clock. */
   readonly intervalMs: number;
+  /**
+   * `fixed` (default): windows of `intervalMs` opened by the claim that takes their first job —
+   * cheapest, but up to 2 × `max` may start around a window's end. `sliding`: at most `max` in
+   * any `intervalMs`-long span, at a few more commands per claim.
+   */
+  readonly window?: 'fixed' | 'sliding';
 }
 
 /** Longest `delay`: ten 365-day years, in ms (the wire refuses more). */

@@ -8,7 +8,7 @@ export interface LaneSettings {
   readonly concurrency?: number;
   /** Jobs the lane gets per turn of the rotation (1..1000). Default 1. */
   readonly weight?: number;
-  /** At most `max` jobs of the lane claimed per `intervalMs` (fixed windows on the server clock). */
+  /** At most `max` jobs of the lane claimed per `intervalMs` (on the server clock; `window`: `fixed` or `sliding`). */
   readonly rateLimit?: RateLimit;
 }
 
@@ -26,22 +26,31 @@ export interface LaneOptions extends LaneSettings {
 
 const SETTINGS_KEYS = keySet<LaneSettings>({ concurrency: true, weight: true, rateLimit: true });
 const OPTION_KEYS = keySet<LaneOptions>({ concurrency: true, weight: true, rateLimit: true, overrides: true });
-const RATE_KEYS = keySet<RateLimit>({ max: true, intervalMs: true });
+const RATE_KEYS = keySet<RateLimit>({ max: true, intervalMs: true, window: true });
 const LANE_RE = /^[A-Za-z0-9_.-]{1,100}$/;
 /** Most named lanes in `overrides` (the claim script's bound). */
 const MAX_OVERRIDES = 1000;
 /** The queue option renamed from "groups" to "lanes" (issue 36): refused with a hint, never ignored. */
 export const RENAMED_LANE_OPTIONS: Readonly<Record<string, string>> = { groups: 'lanes' };
 
+/**
+ * Validates a rate limit (the queue's `rateLimit` or a lane's): an object of `max`
+ * (1..1,000,000), `intervalMs` (1..86,400,000) and optionally `window` (`fixed` | `sliding`);
+ * any other key is refused, as out-of-range values are (`InvalidOptionError`). `what` names it.
+ */
+export function checkRateLimit(r: RateLimit, what = 'rateLimit'): void {
+  if (typeof r !== 'object' || r === null || Array.isArray(r)) throw new InvalidOptionError(`${what} must be { max, intervalMs, window? }`);
+  refuseUnknownKeys(r, RATE_KEYS, what);
+  intIn(r.max, 1, 1_000_000, `${what}.max`);
+  intIn(r.intervalMs, 1, 86_400_000, `${what}.intervalMs`);
+  if (r.window !== undefined && r.window !== 'fixed' && r.window !== 'sliding') throw new InvalidOptionError(`${what}.window must be "fixed" or "sliding", got ${String(r.window)}`);
+}
+
 function checkSettings(s: LaneSettings, keys: ReadonlySet<string>, what: string): void {
   refuseUnknownKeys(s, keys, what);
   if (s.concurrency !== undefined) intIn(s.concurrency, 1, 100_000, `${what}.concurrency`);
   if (s.weight !== undefined) intIn(s.weight, 1, 1000, `${what}.weight`);
-  if (s.rateLimit !== undefined) {
-    refuseUnknownKeys(s.rateLimit, RATE_KEYS, `${what}.rateLimit`);
-    intIn(s.rateLimit.max, 1, 1_000_000, `${what}.rateLimit.max`);
-    intIn(s.rateLimit.intervalMs, 1, 86_400_000, `${what}.rateLimit.intervalMs`);
-  }
+  if (s.rateLimit !== undefined) checkRateLimit(s.rateLimit, `${what}.rateLimit`);
 }
 
 /** Validates a queue's lane policy: unknown keys and out-of-range values are `InvalidOptionError`. */
@@ -58,12 +67,13 @@ export function checkLaneOptions(o: LaneOptions): void {
 }
 
 const entry = (who: string, s: LaneSettings): string =>
-  `${who}=${s.concurrency ?? 0},${s.weight ?? 1},${s.rateLimit?.max ?? 0},${s.rateLimit?.intervalMs ?? 0}`;
+  `${who}=${s.concurrency ?? 0},${s.weight ?? 1},${s.rateLimit?.max ?? 0},${s.rateLimit?.intervalMs ?? 0}${s.rateLimit?.window === 'sliding' ? ',sliding' : ''}`;
 
 /**
  * The wire form of a lane policy (policy.lua's text, stored in meta `gpol`):
  * `*=<cap>,<weight>,<rate max>,<rate ms>` then one `g:<lane>=…` entry per override (the wire's
- * `g:` entries), merged over the shared settings (0 = none).
+ * `g:` entries), merged over the shared settings (0 = none); an entry whose rate limit slides
+ * ends `,sliding` (a fixed one is written as before, so its text is unchanged).
  */
 export function lanePolicyWire(o: LaneOptions): string {
   checkLaneOptions(o);
@@ -87,10 +97,6 @@ export interface PolicyOptions {
  */
 export function checkPolicyOptions(d: PolicyOptions, what = 'policy options'): void {
   refuseRenamedKeys(d, RENAMED_LANE_OPTIONS, what);
-  if (d.rateLimit !== undefined) {
-    if (typeof d.rateLimit !== 'object' || d.rateLimit === null) throw new InvalidOptionError('rateLimit must be { max, intervalMs }');
-    intIn(d.rateLimit.max, 1, 1_000_000, 'rateLimit.max');
-    intIn(d.rateLimit.intervalMs, 1, 86_400_000, 'rateLimit.intervalMs');
-  }
+  if (d.rateLimit !== undefined) checkRateLimit(d.rateLimit, 'rateLimit');
   if (d.lanes !== undefined) checkLaneOptions(d.lanes);
 }

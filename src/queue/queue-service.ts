@@ -5,7 +5,7 @@ import { CoalescerPool } from '../core/coalescer.js';
 import { assertBrandedId, parseId } from '../core/ids.js';
 import { queueKeys } from '../core/keys.js';
 import { wire, type WireJob } from '../core/wire/index.js';
-import { readPolicy, writePolicy, type ClaimLimits } from '../core/wire/index.js';
+import { pauseLaneWire, readPolicy, writePolicy, type ClaimLimits, type StoredPolicy } from '../core/wire/index.js';
 import { encodeExtras } from '../core/extras.js';
 import { map, type Observable } from 'rxjs';
 import { SignalHub } from '../core/signal-hub.js';
@@ -110,9 +110,28 @@ export class QueueService {
     return r.previous;
   }
 
-  /** The queue's stored policy (meta `rate`, `gpol`), decoded: the lane policy as its wire text. */
-  policy(queue: string): Promise<ClaimLimits> {
+  /**
+   * The queue's stored policy (meta `rate`, `gpol`), decoded: the lane policy as its wire text,
+   * and `pausedLanes` when a lane is paused (`pauseLane`).
+   */
+  policy(queue: string): Promise<StoredPolicy> {
     return readPolicy(this.conn.client, queueKeys(queue));
+  }
+
+  /**
+   * Pauses one lane of the queue fleet-wide (stored in Valkey: every claim of every consumer and
+   * runtime passes it over): its jobs stay pending, its running jobs finish, the other lanes go
+   * on at their weights. True when it was not paused yet. At most 1000 lanes are paused at once.
+   */
+  pauseLane(queue: string, lane: string): Promise<boolean> {
+    const k = queueKeys(queue);
+    return pauseLaneWire(this.conn.scriptClient, k, checkLane(lane), 'pause');
+  }
+
+  /** Resumes a paused lane (an idle consumer is woken to claim its work). True when it was paused. */
+  resumeLane(queue: string, lane: string): Promise<boolean> {
+    const k = queueKeys(queue);
+    return pauseLaneWire(this.conn.scriptClient, k, checkLane(lane), 'resume');
   }
 
   /**
