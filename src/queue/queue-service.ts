@@ -150,6 +150,16 @@ export class QueueService {
     return this.scheduleStore.unschedule(queue, name);
   }
 
+  /**
+   * Enqueues one job of schedule `name` now (its payload and options), outside its tick grid:
+   * the next tick, the count toward its `limit` and its window are untouched, so the next tick
+   * still fires once, on time. Resolves to the job's id; `NotFoundError` when there is no such
+   * schedule.
+   */
+  runScheduleNow(queue: string, name: string): Promise<string> {
+    return this.scheduleStore.runNow(queue, name);
+  }
+
   /** The schedules of `queue`, by name, with their next ticks. */
   schedules<T = Json>(queue: string): Promise<ScheduleInfo<T>[]> {
     return this.scheduleStore.list<T>(queue);
