@@ -47,7 +47,7 @@ export { FlowService } from './queue/flows/index.js';
 export type { FlowOptions } from './queue/flows/index.js';
 export { Flow } from './nest/flow-decorator.js';
 export type { FlowStepOptions } from './nest/flow-decorator.js';
-export type { ChildResult, FlowBounds, FlowChildren, FlowJob, FlowNode, FlowSpec } from './queue/flows/index.js';
+export type { ChildResult, FlowBounds, FlowChildren, FlowJob, FlowNode, FlowSpec, FlowTreeNode, GetFlowOptions } from './queue/flows/index.js';
 export type { ChildFailurePolicy, ChildOutcome, FlowChildView, FlowView } from './queue/job.js';
 
 // The Bus.

@@ -69,3 +69,46 @@ describe('flows: attaching children to a waiting parent', () => {
     expect(before).toBe(0);
   });
 });
+
+describe('flows: getFlow reads a whole tree, paged', () => {
+  it('reads every level with statuses and recorded outcomes; pages children with limit and offset', async () => {
+    const [p, c, d] = [randomQueue('tp'), randomQueue('tc'), randomQueue('td')];
+    const flow = await f.queues.flow({
+      queue: p,
+      payload: {},
+      children: [
+        { queue: c, key: 'mid', payload: {}, children: [{ queue: d, key: 'x', payload: 1 }, { queue: d, key: 'y', payload: 2 }] },
+        { queue: c, key: 'leaf', payload: {}, onFailure: 'continue' },
+      ],
+    });
+    const waiting = await f.queues.flows.getFlow(p, flow.id);
+    expect(waiting).toMatchObject({ id: flow.id, queue: p, status: 'waiting', childCount: 2 });
+    f.consumers.push((await startConsumer(f.conn, d, (j) => j.payload)).consumer);
+    f.consumers.push((await startConsumer(f.conn, c, (j) => {
+      if (j.id === flow.children[1].id) throw new Error('nope');
+      return 'mid';
+    }, { attempts: 1 })).consumer);
+    f.consumers.push((await startConsumer(f.conn, p, () => 'root')).consumer);
+    await eventually(async () => (await f.queues.getJob(p, flow.id))?.status === 'done', 5000, 'the flow to finish');
+    const tree = await f.queues.flows.getFlow(p, flow.id);
+    expect(tree).toEqual({
+      id: flow.id, queue: p, status: 'done', childCount: 2,
+      children: [
+        {
+          id: flow.children[0].id, queue: c, status: 'done', key: 'mid', policy: 'fail', outcome: 'done', result: 'mid', childCount: 2,
+          children: [
+            { id: flow.children[0].children[0].id, queue: d, status: 'done', key: 'x', policy: 'fail', outcome: 'done', result: 1, childCount: 0, children: [] },
+            { id: flow.children[0].children[1].id, queue: d, status: 'done', key: 'y', policy: 'fail', outcome: 'done', result: 2, childCount: 0, children: [] },
+          ],
+        },
+        { id: flow.children[1].id, queue: c, status: 'dead', key: 'leaf', policy: 'continue', outcome: 'failed', error: expect.stringContaining('nope'), childCount: 0, children: [] },
+      ],
+    });
+    const page = await f.queues.flows.getFlow(p, flow.id, { limit: 1, offset: 1, depth: 1 });
+    expect(page?.children.map((k) => k.key)).toEqual(['leaf']);
+    expect((await f.queues.flows.getFlow(p, flow.id, { depth: 1 }))?.children[0].children).toEqual([]);
+    expect((await f.queues.flows.getFlow(p, flow.id, { depth: 0 }))?.children).toEqual([]);
+    expect(await f.queues.flows.getFlow(p, f.queues.mintId())).toBeNull();
+    await expect(f.queues.flows.getFlow(p, flow.id, { limit: 0 })).rejects.toMatchObject({ code: 'EMQ_BAD_OPTION' });
+  });
+});

@@ -11,6 +11,7 @@ import { DEFAULT_FLOW_BOUNDS, type ChildResult, type FlowBounds, type FlowChildr
 import type { ChildFailurePolicy, ChildOutcome, FlowChildView, FlowView, JobStatus } from '../job.js';
 import { MAX_BATCH } from '../queue-options.js';
 import { givenNodes, preflight, skippedRoots } from './flow-preflight.js';
+import { readFlow, type FlowTreeNode, type GetFlowOptions } from './flow-tree.js';
 
 /** Options of the flow surface. */
 export interface FlowOptions extends Omit<FlowRelayOptions, 'settings'> {
@@ -197,6 +198,14 @@ export class FlowService {
     if (!m) return false;
     const r = await flowWire.detach(this.conn.scriptClient, queueKeys(m[1]), m[2], id, this.settings(m[1]).deadCap);
     return r === 'recorded' || r === 'released';
+  }
+
+  /**
+   * Reads a flow from node `id` of `queue` down (docs/flows.md, "Reading a flow"): each node's
+   * status, key, policy and recorded outcome, and a page of its children; null when no such job.
+   */
+  getFlow(queue: string, id: string, opts?: GetFlowOptions): Promise<FlowTreeNode | null> {
+    return readFlow(this.conn, queue, id, opts);
   }
 
   /** The results of a parent's children (what a `@Flow` handler receives). */

@@ -8,5 +8,6 @@ export { FlowRelay } from './flow-relay.js';
 export type { FlowRelayOptions } from './flow-relay.js';
 export { FlowService } from './flow-service.js';
 export type { FlowOptions } from './flow-service.js';
+export type { FlowTreeNode, GetFlowOptions } from './flow-tree.js';
 export { DEFAULT_FLOW_BOUNDS } from './flow-types.js';
 export type { ChildResult, FlowBounds, FlowChildren, FlowJob, FlowNode, FlowSpec } from './flow-types.js';
