@@ -52,6 +52,23 @@ const nameOn = (node: ClusterNode, prefix: string): string =>
   namesOnDistinctOwners(`${prefix}-${randomBytes(4).toString('hex')}`, 1, (slot) => (node.slots.some(([lo, hi]) => slot >= lo && slot <= hi) ? node.id : undefined))[0];
 
 describe('flows across queues on three primaries', () => {
+  it('with waitReplicas: 1, the relay WAITs on its own client per primary: every entry confirmed and acknowledged', async () => {
+    const [qa, qb, qc] = await f.spread('cwait');
+    const conn = await f.connect();
+    const warnings: string[] = [];
+    const queues = new QueueService(conn, undefined, undefined, { waitReplicas: 1, waitTimeoutMs: 2000, logger: { warn: (m) => warnings.push(m) } });
+    services.push(queues);
+    await consume(conn, [qa, qb, qc], (_q, job) => (job.payload as { i?: number }).i ?? 0);
+    const specs: FlowSpec[] = Array.from({ length: 20 }, (_, n) => ({ queue: qa, payload: {}, children: [{ queue: qb, payload: { i: n } }, { queue: qc, payload: { i: n } }] }));
+    const flows = await queues.flowMany(specs);
+    await eventually(async () => (await queues.counts(qa)).done === 20, 30_000, 'every parent to run');
+    for (const q of [qa, qb, qc]) await eventually(() => outboxEmpty(conn, q), 15_000, `the outbox of ${q} to drain`);
+    expect(queues.flows.relay.unconfirmed).toBe(0);
+    expect(warnings).toEqual([]);
+    expect(flows).toHaveLength(20);
+  }, 60_000);
+
+
   it('a parent with 60 children (one of them a parent itself) over 3 primaries runs once, bottom-up, with every result', async () => {
     const [qa, qb, qc] = await f.spread('cflow');
     const owners = await expectOnDistinctPrimaries(f.cluster, [qa, qb, qc]);
