@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -226,4 +227,60 @@ func TestChildSettleNeedsOutboxKeys(t *testing.T) {
 		t.Fatalf("hand-off %q, want %q", text, want)
 	}
 	_ = qa
+}
+
+// A relayed creation whose child id holds another job (taken after the producer checked) is
+// reported to the parent as the child's failure (EMQ_ID_COLLISION): the parent is buried under
+// `fail` instead of waiting forever (docs/protocol.md §10, "The relay's duties").
+func TestRelayReportsIDCollision(t *testing.T) {
+	rdb, scripts := testClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	minter := NewMinter()
+	lease, err := AcquireNode(ctx, rdb, scripts, minter, DefaultNodeLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(context.Background())
+	mint := func() string {
+		id, err := minter.Mint("job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	A, B := randomName("ca"), randomName("cb")
+	qa, _ := NewQueue(rdb, scripts, A)
+	qb, _ := NewQueue(rdb, scripts, B)
+	taken := mint()
+	if _, err := qb.Enqueue(ctx, DefaultMaxPayload, []NewJob{{ID: taken, Payload: `{"other":true}`}}); err != nil {
+		t.Fatal(err)
+	}
+	tree := FlowTree{Q: A, ID: mint(), P: `{}`, Pol: "fail", Key: "0", Kids: []FlowTree{{Q: B, ID: taken, P: `{}`, Pol: "fail", Key: "0"}}}
+	plan, err := PlanQueue(A, []FlowRoot{{Tree: tree}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := qa.FlowAdd(ctx, DefaultMaxPayload, DefaultOutboxBound, plan); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	relay, err := NewRelay(rdb, scripts, []string{A, B}, RelayOptions{OnError: func(error) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = relay.Run(runCtx) }()
+	eventually(t, 10*time.Second, "the parent to be buried", func() bool {
+		row, _ := qa.Peek(ctx, tree.ID)
+		return row["status"] == "dead"
+	})
+	row, _ := qa.Peek(ctx, tree.ID)
+	if !strings.Contains(row["error"], "EMQ_ID_COLLISION") {
+		t.Errorf("parent error %q", row["error"])
+	}
+	other, _ := qb.Peek(ctx, taken)
+	if other["payload"] != `{"other":true}` || other["parent"] != "" {
+		t.Errorf("the other job changed: %v", other)
+	}
 }

@@ -3,6 +3,7 @@ package echomq
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -382,6 +383,42 @@ func (r *Relay) deliver(ctx context.Context, tq string, ds []Delivery) []bool {
 	return ok
 }
 
+// collisions answers the creations flow-add skipped whose child id holds ANOTHER job (its row does
+// not name the entry's parent: not a replay) with a failed delivery, EMQ_ID_COLLISION, to the
+// parent, so it never waits forever (docs/protocol.md §10, "The relay's duties").
+func (r *Relay) collisions(ctx context.Context, q *Queue, plan FlowPlan, made []bool, roots []CreateEntry) {
+	at := make(map[string]int, len(plan.Nodes))
+	for i, n := range plan.Nodes {
+		at[n.ID] = i
+	}
+	for _, e := range roots {
+		i, found := at[e.Tree.ID]
+		if !found || i >= len(made) || made[i] {
+			continue
+		}
+		row, err := q.Peek(ctx, e.Tree.ID)
+		if err != nil || row["parent"] == e.Up {
+			continue
+		}
+		pq, pid, ok := strings.Cut(e.Up, " ")
+		if !ok {
+			continue
+		}
+		parent, err := r.queue(pq)
+		if err != nil {
+			r.report(err)
+			continue
+		}
+		text := "EMQ_ID_COLLISION: a job with the id " + e.Tree.ID + " exists already in " + q.Name + "; the child was not created"
+		if _, err := parent.FlowDeliver(ctx, r.o.DeadCap, []Delivery{{ParentID: pid, ChildID: e.Tree.ID, Outcome: "failed", Text: text}}); err != nil {
+			r.report(fmt.Errorf("relay: reporting the collision of %s to %s: %w", e.Tree.ID, e.Up, err))
+			continue
+		}
+		r.report(fmt.Errorf("relay: child %s of %s not created (%s); reported to its parent as failed", e.Tree.ID, e.Up, text))
+		r.follow(pq)
+	}
+}
+
 // create runs flow-add on queue tq for relayed subtrees: as many per call as fit 1000 nodes and
 // 1000 edges; a refused call of several is retried one subtree per call.
 func (r *Relay) create(ctx context.Context, tq string, roots []CreateEntry) []bool {
@@ -401,9 +438,11 @@ func (r *Relay) create(ctx context.Context, tq string, roots []CreateEntry) []bo
 		if err != nil {
 			return err
 		}
-		if _, err := q.FlowAdd(ctx, r.o.MaxPayload, r.o.OutboxBound, plan); err != nil {
+		made, err := q.FlowAdd(ctx, r.o.MaxPayload, r.o.OutboxBound, plan)
+		if err != nil {
 			return err
 		}
+		r.collisions(ctx, q, plan, made, roots[from:to])
 		crosses += plan.Crosses
 		for i := from; i < to; i++ {
 			ok[i] = true
