@@ -125,6 +125,22 @@ describe('flows: an id that exists already is EMQ_ID_COLLISION, never a stuck pa
     await refusedUnchanged(f.raw, a, 'EMQ_ID_COLLISION', () => f.queues.flowMany([{ queue: b, payload: {} }, specs[0]]), both);
   });
 
+  it('recovery: flowMany again with ids on every node replays the flows written and writes the rest', async () => {
+    const [a, b] = [randomQueue('ra'), randomQueue('rb')];
+    const node = (q: string, kids: FlowSpec[] = []): FlowSpec => ({ queue: q, payload: {}, id: f.queues.mintId(), children: kids });
+    const one = node(a, [node(b), node(a)]);
+    const two = node(b, [node(a)]);
+    const first = await f.queues.flowMany([one]);
+    await eventually(async () => (await f.queues.getJob(b, one.children![0].id!)) !== null, 5000, 'the child to be created');
+    const again = await f.queues.flowMany([one, two]);
+    expect(again[0]).toEqual(first[0]);
+    expect((await f.queues.getJob(b, two.id!))?.status).toBe('waiting');
+    expect(await f.raw.hlen(`emq:{${a}}:data`)).toBe(3); // one's root and same-queue child, two's child: nothing twice
+    // A root re-created with minted (new) child ids is not a replay: a collision.
+    const err = await refusal(() => f.queues.flow({ queue: a, payload: {}, id: one.id, children: [{ queue: b, payload: {} }, { queue: a, payload: {} }] }));
+    expect(err.code).toBe('EMQ_ID_COLLISION');
+  });
+
   it('a child id taken after the check (a race) fails the child at its parent instead of leaving the parent waiting', async () => {
     const taken = await f.queues.enqueue(b, { taken: true }, { id: f.queues.mintId() });
     // The parent's call as flow() would make it, written after the id was taken (no check ran).
