@@ -15,6 +15,8 @@
 -- The outcome `removed` (never an entry's: a direct call, removeChildDependency) does not record
 -- an outcome: the parent forgets the child (`k:<child>` removed, `deps` lowered while it waits,
 -- the last one releasing it); answers -1 / 0 (the child's outcome already arrived) / 1 / 2.
+-- The outcome `resume` (never an entry's: a direct call, retryChild) makes a root parent buried
+-- by this child's failure wait for it again (see resume below); answers 4, -2 or -1.
 -- Recording an outcome also drops the child's creation entry (`c:<child id>`) from this queue's
 -- outbox if it is still there. Lanes mode (meta `lanes`, docs/protocol.md §5 Fair lanes):
 -- `pending` joins the ring `emq:{q}:groups` (spelt from the base) when a push makes it non-empty.
@@ -35,7 +37,7 @@
 -- @arg version version the protocol version
 -- @arg parent id:job the parent id
 -- @arg child id:job the child id
--- @arg outcome done|failed|cancelled|removed how the child ended (removed: the parent stops waiting for it)
+-- @arg outcome done|failed|cancelled|removed|resume how the child ended (removed: the parent stops waiting for it; resume: waits for it again)
 -- @arg text bytes:0..536870912 the child's result (JSON text, "" for none) or error text
 -- @arg cap 1..1000000 morgue cap
 -- @arg more* text (optional) delivery i >= 2 (at most 1000 in all), ARGV[7+4(i-2) .. 10+4(i-2)]:
@@ -43,7 +45,8 @@
 --   (the same slot by the key grammar)
 -- @returns -1 no such parent, or the child is not one of its children; 0 already delivered
 --   (nothing written); 1 recorded (the parent waits for more, or no longer waits); 2 recorded and
---   the parent released to `pending`; 3 recorded and the parent buried. With more than one
+--   the parent released to `pending`; 3 recorded and the parent buried; `resume` only: 4 resumed,
+--   -2 buried by this child but not resumable. With more than one
 --   delivery, an array of those integers, one per delivery (events: one `released` and one
 --   `buried` message per call, naming every parent concerned).
 -- @errors EMQ_VERSION, EMQ_BAD_ARG (counts, a key that is not the one the key grammar spells for
@@ -258,7 +261,7 @@ for i = 1, 1 + (#ARGV - 6) / 4 do
   local a = i == 1 and 1 or 6 + 4 * (i - 2)
   local d = { pid = ARGV[a + 1], cid = ARGV[a + 2], outcome = ARGV[a + 3], text = ARGV[a + 4] }
   if bad_id(d.pid) or bad_id(d.cid) then fail('BAD_ID', 'delivery ' .. i .. ': malformed parent or child id') end
-  need(d.outcome == 'done' or d.outcome == 'failed' or d.outcome == 'cancelled' or d.outcome == 'removed', 'delivery ' .. i .. ': outcome must be done, failed, cancelled or removed')
+  need(d.outcome == 'done' or d.outcome == 'failed' or d.outcome == 'cancelled' or d.outcome == 'removed' or d.outcome == 'resume', 'delivery ' .. i .. ': outcome must be done, failed, cancelled, removed or resume')
   need(#d.text <= 536870912, 'delivery ' .. i .. ': result or error text over 536870912 bytes')
   D[i] = d
 end
@@ -270,7 +273,7 @@ local writes = false
 for i = 1, #D do
   local row = KEYS[6] .. D[i].pid
   local cur = checked(redis.pcall('HMGET', row, 'status', 'k:' .. D[i].cid, 'r:' .. D[i].cid), row)
-  if cur[1] and cur[2] and not cur[3] then writes = true end
+  if cur[1] and cur[2] and (not cur[3] or D[i].outcome == 'resume') then writes = true end
 end
 if writes then
   need_types({ KEYS[2], 'list', KEYS[3], 'list', KEYS[4], 'zset', KEYS[5], 'hash', KEYS[9], 'hash', KEYS[10], 'zset' })
@@ -303,12 +306,39 @@ local function detach(row, pid, cid, status)
   if redis.call('HINCRBY', row, 'deps', -1) > 0 then return 1 end
   return release(row, pid)
 end
+-- Outcome `resume` (retrying a flow's failed child): the parent, buried by this child's failure
+-- (`dead`, error "child <child> …", the child's outcome `failed` or `cancelled`), a root (no
+-- parent of its own) whose other children all ended `done`, waits again for this child alone:
+-- out of the morgue, `waiting`, `deps` 1, the child's outcome and the error removed. Answers 4;
+-- -2 when it was buried by this child but cannot resume (a sibling did not end done, or it has a
+-- parent); -1 otherwise (not buried by this child).
+local function resume(row, pid, cid)
+  local cur = redis.call('HMGET', row, 'status', 'error', 'parent', 'r:' .. cid)
+  local why = 'child ' .. cid .. ' '
+  if cur[1] ~= 'dead' or not cur[2] or string.sub(cur[2], 1, #why) ~= why or not cur[4] or string.match(cur[4], '^done ') then return -1 end
+  if cur[3] then return -2 end
+  local all = redis.call('HGETALL', row)
+  local done = {}
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 2) == 'r:' and string.match(all[i + 1], '^done ') then done[string.sub(all[i], 3)] = true end
+  end
+  for i = 1, #all, 2 do
+    local k = string.sub(all[i], 3)
+    if string.sub(all[i], 1, 2) == 'k:' and k ~= cid and not done[k] then return -2 end
+  end
+  redis.call('ZREM', KEYS[4], pid)
+  redis.call('HDEL', row, 'r:' .. cid, 'error', 'finished')
+  redis.call('HSET', row, 'status', 'waiting', 'deps', 1)
+  redis.call('HINCRBY', KEYS[1], 'waits', 1)
+  return 4
+end
 -- One delivery, in order (a later one sees what an earlier one of this call wrote).
 local function deliver(d)
   local pid, cid, outcome, text = d.pid, d.cid, d.outcome, d.text
   local row = KEYS[6] .. pid
   local cur = redis.call('HMGET', row, 'status', 'deps', 'parent', 'k:' .. cid, 'r:' .. cid)
   if not cur[1] or not cur[4] then return -1 end
+  if outcome == 'resume' then return resume(row, pid, cid) end
   if cur[5] then return 0 end
   if outcome == 'removed' then return detach(row, pid, cid, cur[1]) end
   local pol = string.match(cur[4], '^[^ ]+ ([a-z]+) ')

@@ -112,3 +112,44 @@ describe('flows: getFlow reads a whole tree, paged', () => {
     await expect(f.queues.flows.getFlow(p, flow.id, { limit: 0 })).rejects.toMatchObject({ code: 'EMQ_BAD_OPTION' });
   });
 });
+
+describe('flows: resuming a failed flow by retrying its failed child', () => {
+  it('the buried root waits again, the child is retried, and the parent runs with every result', async () => {
+    const [p, c, b] = [randomQueue('xp'), randomQueue('xc'), randomQueue('xb')];
+    let fixed = false;
+    const flow = await f.queues.flow({ queue: p, payload: {}, children: [{ queue: c, key: 'ok', payload: 1 }, { queue: b, key: 'bad', payload: 2 }] });
+    f.consumers.push((await startConsumer(f.conn, c, (j) => j.payload)).consumer);
+    await eventually(async () => (await f.queues.getJob(p, flow.id))?.waitingFor === 1, 5000, 'the first child to finish');
+    f.consumers.push((await startConsumer(f.conn, b, (j) => {
+      if (!fixed) throw new Error('not yet');
+      return j.payload;
+    }, { attempts: 1 })).consumer);
+    let result: string[] = [];
+    f.consumers.push((await startConsumer(f.conn, p, async (j) => {
+      result = (await f.queues.flows.children(p, j.id)).list.map((r) => `${r.key}=${String(r.result)}`);
+      return 'root';
+    })).consumer);
+    await eventually(async () => (await f.queues.getJob(p, flow.id))?.status === 'dead', 5000, 'the parent to be buried');
+    fixed = true;
+    await f.queues.flows.retryChild(b, flow.children[1].id);
+    await eventually(async () => (await f.queues.getJob(p, flow.id))?.status === 'done', 5000, 'the parent to run');
+    expect(result.sort()).toEqual(['bad=2', 'ok=1']);
+    expect((await f.queues.counts(p)).dead).toBe(0);
+  });
+
+  it('refuses a job that is not a dead child, and a parent whose siblings were cancelled (EMQ_JOB_STATE, nothing changed)', async () => {
+    const [p, c] = [randomQueue('xp'), randomQueue('xc')];
+    const plain = await f.queues.enqueue(c, {});
+    await expect(f.queues.flows.retryChild(c, plain)).rejects.toMatchObject({ code: 'EMQ_JOB_STATE' });
+    const flow = await f.queues.flow({ queue: p, payload: {}, children: [{ queue: c, key: 'bad', payload: { bad: true } }, { queue: c, key: 'later', payload: {}, delay: 60_000 }] });
+    f.consumers.push((await startConsumer(f.conn, c, (j) => {
+      if ((j.payload as { bad?: boolean }).bad) throw new Error('no');
+      return 1;
+    }, { attempts: 1 })).consumer);
+    await eventually(async () => (await f.queues.getJob(p, flow.id))?.status === 'dead', 5000, 'the parent to be buried');
+    await eventually(async () => (await f.queues.getJob(c, flow.children[1].id))?.status === 'cancelled', 5000, 'the sibling to be cancelled');
+    await expect(f.queues.flows.retryChild(c, flow.children[0].id)).rejects.toMatchObject({ code: 'EMQ_JOB_STATE' });
+    expect((await f.queues.getJob(p, flow.id))?.status).toBe('dead');
+    expect((await f.queues.getJob(c, flow.children[0].id))?.status).toBe('dead');
+  });
+});

@@ -130,6 +130,17 @@ export const flowWire = {
     return DELIVERED[(await runScript(c, 'flow-deliver', keys, args)) as number] ?? 'missing';
   },
 
+  /**
+   * Makes root parent `parentId`, buried by child `childId`'s failure, wait for that child again
+   * (flow-deliver's outcome `resume`): 4 resumed; -2 buried by it but not resumable (a sibling
+   * did not end done, or the parent has a parent); -1 not buried by it.
+   */
+  async resume(c: ScriptClient, k: QueueKeys, parentId: string, childId: string, deadCap: number): Promise<number> {
+    const args = [PROTOCOL_VERSION, parentId, childId, 'resume', '', deadCap];
+    const keys = [k.meta, k.pending, k.wake, k.dead, k.data, k.jobPrefix, k.job(parentId), k.events, k.outbox, k.outdue];
+    return (await runScript(c, 'flow-deliver', keys, args)) as number;
+  },
+
   /** Takes up to `n` due outbox entries under a relay lease of `leaseMs`. */
   async take(c: ScriptClient, k: QueueKeys, n: number, leaseMs: number): Promise<OutboxEntry[]> {
     const r = (await runScript(c, 'outbox-take', [k.meta, k.outbox, k.outdue], [PROTOCOL_VERSION, n, leaseMs])) as string[];

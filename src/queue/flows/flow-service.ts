@@ -2,7 +2,7 @@ import { decodePayload, type Json } from '../../core/codec.js';
 import type { EchoMqConnection } from '../../core/connection/index.js';
 import { BatchTooLargeError, IdCollisionError, InvalidOptionError, JobStateError, StaleTokenError } from '../../core/errors.js';
 import { WaitingForChildren } from '../job-signals.js';
-import { flowWire } from '../../core/wire/index.js';
+import { adminWire, flowWire } from '../../core/wire/index.js';
 import { queueKeys } from '../../core/keys.js';
 import { wire } from '../../core/wire/index.js';
 import { FlowRelay, type FlowRelayOptions } from './flow-relay.js';
@@ -198,6 +198,29 @@ export class FlowService {
     if (!m) return false;
     const r = await flowWire.detach(this.conn.scriptClient, queueKeys(m[1]), m[2], id, this.settings(m[1]).deadCap);
     return r === 'recorded' || r === 'released';
+  }
+
+  /**
+   * Resumes a flow by retrying its failed child (docs/flows.md, "Resuming a failed flow"): child
+   * `id` of `queue` is `dead` and buried its root parent under `fail`, every sibling having ended
+   * `done`; the parent waits for it again, then the child is retried (as `revive`), and the
+   * parent runs when it completes. `JobStateError` (EMQ_JOB_STATE), nothing changed, otherwise.
+   */
+  async retryChild(queue: string, id: string): Promise<void> {
+    const row = await wire.peek(this.conn.scriptClient, queueKeys(queue), id);
+    const m = /^(\S+) (\S+)$/.exec(row.parent ?? '');
+    if (row.status !== 'dead' || !m) throw new JobStateError(`job ${id} of ${queue} is not a dead flow child`);
+    const [pq, pid] = [m[1], m[2]];
+    const r = await flowWire.resume(this.conn.scriptClient, queueKeys(pq), pid, id, this.settings(pq).deadCap);
+    if (r === -1) throw new JobStateError(`parent ${pid} of ${pq} was not buried by the failure of ${id}: nothing to resume`);
+    if (r !== 4) throw new JobStateError(`parent ${pid} of ${pq} cannot resume: a sibling of ${id} did not end done, or it has a parent of its own (re-create the flow)`);
+    this.relay.watch(queue);
+    this.relay.watch(pq);
+    const back = await adminWire.reviveOne(this.conn.scriptClient, queueKeys(queue), id).catch(() => 0);
+    if (back === 1) return;
+    // The child changed meanwhile (revived, removed): the parent is buried again by its failure.
+    await flowWire.deliver(this.conn.scriptClient, queueKeys(pq), { parentId: pid, childId: id, outcome: 'failed', text: row.error ?? 'failed' }, this.settings(pq).deadCap);
+    throw new JobStateError(`job ${id} of ${queue} could not be retried (no longer dead); its parent stays buried`);
   }
 
   /**
