@@ -87,7 +87,7 @@ describe('flows: waitReplicas waits on the relay\'s own connection, bounded, and
     const off = await run({});
     const on = await run({ waitReplicas: 1, leaseMs: 300, sweepMs: 100 });
     process.stdout.write(`waitReplicas 0: ${off.ms.toFixed(0)} ms (ping max ${off.pingMax.toFixed(1)} ms); waitReplicas 1, no replica: ${on.ms.toFixed(0)} ms (ping max ${on.pingMax.toFixed(1)} ms)\n`);
-    expect(on.ms).toBeLessThanOrEqual(2 * off.ms + 500);
+    expect(on.ms).toBeLessThanOrEqual(2 * off.ms + 1000); // noisy machine: 2x plus a fixed slack
     // Unconfirmed entries are relayed again for 5 leases (1.5 s here), then acknowledged and reported.
     await eventually(drained(on.queues), 10_000, 'every entry to be acknowledged');
     expect(on.svc.flows.relay.unconfirmed).toBeGreaterThan(0);
