@@ -46,7 +46,7 @@ export class ReplicaWait {
 
   private async connected(node: Redis, st: NodeState): Promise<number> {
     if (Date.now() - st.readAt < REPLICAS_TTL_MS) return st.replicas;
-    const info = await node.info('replication');
+    const info = await within(node.info('replication'), this.timeoutMs + GRACE_MS, '');
     st.replicas = Number(/connected_slaves:(\d+)/.exec(info)?.[1] ?? 0);
     st.readAt = Date.now();
     return st.replicas;
@@ -55,8 +55,8 @@ export class ReplicaWait {
   /** The `WAIT` this caller's writes are covered by: the next one sent on the node. */
   private join(node: Redis, st: NodeState): Promise<boolean> {
     const send = (): Promise<boolean> => {
-      const p: Promise<boolean> = node
-        .call('WAIT', this.replicas, this.timeoutMs)
+      // Bounded even if the node stops answering (the relay's client has no command timeout).
+      const p: Promise<boolean> = within(node.call('WAIT', this.replicas, this.timeoutMs), this.timeoutMs + GRACE_MS, 0)
         .then((n) => Number(n) >= this.replicas)
         .catch(() => false)
         .finally(() => {
@@ -72,6 +72,19 @@ export class ReplicaWait {
     });
     return st.next;
   }
+}
+
+/** How much longer than its own timeout a `WAIT` (or the `INFO` before it) may take before it counts as unconfirmed. */
+const GRACE_MS = 1000;
+
+/** `p`'s value, or `fallback` when it has not settled within `ms`. */
+function within<T, F>(p: Promise<T>, ms: number, fallback: F): Promise<T | F> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<F>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), ms);
+    timer.unref();
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 /** The connection of `client` to the primary owning `key` (the client itself when standalone). */
