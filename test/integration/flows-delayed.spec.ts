@@ -84,7 +84,7 @@ describe('flows: onFailure release (a failed child releases its parent at once)'
   it('the parent runs with the failure while a sibling still runs; the sibling\'s outcome is recorded after', async () => {
     const [p, c] = [randomQueue('rp'), randomQueue('rc')];
     let slowDone = 0;
-    let seen: { list: { key: string; outcome: string; error?: string }[] } | undefined;
+    let seen: { list: readonly { key: string; outcome: string; error?: string }[] } | undefined;
     f.consumers.push((await startConsumer(f.conn, c, async (job) => {
       if ((job.payload as { fail?: boolean }).fail) throw new Error('boom');
       await new Promise((r) => setTimeout(r, 1500));
