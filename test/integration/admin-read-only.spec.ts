@@ -64,7 +64,8 @@ describe('a monitoring user (read permissions only)', () => {
     const seq = await raw.get(globalKeys.nodeSeq);
     const cli = (...args: string[]) => runCli(['--url', url, ...args]);
 
-    const queues = await cli('queues', '--after', q.slice(0, -1));
+    // --limit 1: the registry is shared with every other test of the run; read only this test's entry.
+    const queues = await cli('queues', '--after', q.slice(0, -1), '--limit', '1');
     expect([queues.code, queues.stderr]).toEqual([0, '']);
     expect(queues.stdout).toContain(q);
     const jobs = await cli('--json', 'jobs', q, '--status', 'dead');
@@ -73,7 +74,7 @@ describe('a monitoring user (read permissions only)', () => {
     const job = await cli('--json', 'job', q, dead);
     expect([job.code, job.stderr]).toEqual([0, '']);
     expect(JSON.parse(job.stdout)).toMatchObject({ id: dead, status: 'dead', payload: { n: 1 } });
-    for (const args of [['topics', '--after', topic.slice(0, -1)], ['groups', topic], ['dead-letters', topic], ['retention', topic], ['cache', 'stats', '--after', ns.slice(0, -1)], ['jobs', q, '--status', 'pending']]) {
+    for (const args of [['topics', '--after', topic.slice(0, -1), '--limit', '1'], ['groups', topic], ['dead-letters', topic], ['retention', topic], ['cache', 'stats', '--after', ns.slice(0, -1), '--limit', '1'], ['jobs', q, '--status', 'pending']]) {
       const r = await cli(...args);
       expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 0, '']);
     }
@@ -113,9 +114,15 @@ describe('a monitoring user (read permissions only)', () => {
     const [dead] = await buryJobs(f.conn, f.queues, q, [{ n: 1 }]);
     const url = urlOf(await user(MONITOR_NO_SCRIPTS));
     const cli = (...args: string[]) => runCli(['--url', url, ...args]);
-    for (const args of [['queues', '--after', q.slice(0, -1)], ['jobs', q, '--status', 'dead'], ['topics'], ['cache', 'stats']]) {
+    for (const args of [['queues', '--after', q.slice(0, -1), '--limit', '1'], ['jobs', q, '--status', 'dead']]) {
       const r = await cli(...args);
       expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 0, '']);
+    }
+    // Whole registries are shared with the other tests of the run (some plant bad entries on
+    // purpose, shown as warnings): what matters here is that no read is refused.
+    for (const args of [['topics'], ['cache', 'stats']]) {
+      const r = await cli(...args);
+      expect([args.join(' '), r.code, /NOPERM/.test(r.stderr)]).toEqual([args.join(' '), 0, false]);
     }
     const job = await cli('job', q, dead);
     expect(job.code).toBe(3);
