@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../core/errors.js';
-import { intIn, keySet, refuseRenamedKeys, refuseUnknownKeys } from '../core/known-keys.js';
+import { intIn, keySet, optionPath, refuseRenamedKeys, refuseUnknownKeys } from '../core/known-keys.js';
 import type { RateLimit } from './base-options.js';
 
 /** What applies to one fair lane of a queue. */
@@ -36,33 +36,38 @@ export const RENAMED_LANE_OPTIONS: Readonly<Record<string, string>> = { groups: 
 /**
  * Validates a rate limit (the queue's `rateLimit` or a lane's): an object of `max`
  * (1..1,000,000), `intervalMs` (1..86,400,000) and optionally `window` (`fixed` | `sliding`);
- * any other key is refused, as out-of-range values are (`InvalidOptionError`). `what` names it.
+ * any other key is refused, as out-of-range values are (`InvalidOptionError`). `what` is its path
+ * in the options it came in (`queues.orders.rateLimit`), named by every refusal.
  */
 export function checkRateLimit(r: RateLimit, what = 'rateLimit'): void {
   if (typeof r !== 'object' || r === null || Array.isArray(r)) throw new InvalidOptionError(`${what} must be { max, intervalMs, window? }`);
-  refuseUnknownKeys(r, RATE_KEYS, what);
+  refuseUnknownKeys(r, RATE_KEYS, 'rateLimit', { path: what });
   intIn(r.max, 1, 1_000_000, `${what}.max`);
   intIn(r.intervalMs, 1, 86_400_000, `${what}.intervalMs`);
   if (r.window !== undefined && r.window !== 'fixed' && r.window !== 'sliding') throw new InvalidOptionError(`${what}.window must be "fixed" or "sliding", got ${String(r.window)}`);
 }
 
 function checkSettings(s: LaneSettings, keys: ReadonlySet<string>, what: string): void {
-  refuseUnknownKeys(s, keys, what);
+  refuseUnknownKeys(s, keys, 'lane options', { path: what });
   if (s.concurrency !== undefined) intIn(s.concurrency, 1, 100_000, `${what}.concurrency`);
   if (s.weight !== undefined) intIn(s.weight, 1, 1000, `${what}.weight`);
   if (s.rateLimit !== undefined) checkRateLimit(s.rateLimit, `${what}.rateLimit`);
 }
 
-/** Validates a queue's lane policy: unknown keys and out-of-range values are `InvalidOptionError`. */
-export function checkLaneOptions(o: LaneOptions): void {
-  checkSettings(o, OPTION_KEYS, 'lanes');
+/**
+ * Validates a queue's lane policy: unknown keys and out-of-range values are `InvalidOptionError`,
+ * named by their path (`at`: where the policy was given, e.g. `queues.orders.lanes`).
+ */
+export function checkLaneOptions(o: LaneOptions, at = 'lanes'): void {
+  checkSettings(o, OPTION_KEYS, at);
   if (o.overrides === undefined) return;
-  if (typeof o.overrides !== 'object' || o.overrides === null || Array.isArray(o.overrides)) throw new InvalidOptionError('lanes.overrides must be an object of lane name → settings');
+  const ov = `${at}.overrides`;
+  if (typeof o.overrides !== 'object' || o.overrides === null || Array.isArray(o.overrides)) throw new InvalidOptionError(`${ov} must be an object of lane name → settings`);
   const names = Object.keys(o.overrides);
-  if (names.length > MAX_OVERRIDES) throw new InvalidOptionError(`lanes.overrides names at most ${MAX_OVERRIDES} lanes`);
+  if (names.length > MAX_OVERRIDES) throw new InvalidOptionError(`${ov} names at most ${MAX_OVERRIDES} lanes`);
   for (const lane of names) {
-    if (!LANE_RE.test(lane)) throw new InvalidOptionError(`lanes.overrides: "${lane}" is not a lane name (1..100 of A-Z a-z 0-9 _ . -)`);
-    checkSettings(o.overrides[lane], SETTINGS_KEYS, `lanes.overrides.${lane}`);
+    if (!LANE_RE.test(lane)) throw new InvalidOptionError(`${ov}: "${lane}" is not a lane name (1..100 of A-Z a-z 0-9 _ . -)`);
+    checkSettings(o.overrides[lane], SETTINGS_KEYS, `${ov}.${lane}`);
   }
 }
 
@@ -93,10 +98,11 @@ export interface PolicyOptions {
 
 /**
  * Checks a policy's options as the queue options are checked (InvalidOptionError); `what` names
- * where they were given, for the hint on a renamed key (`groups`: now `lanes`).
+ * where they were given, for the hint on a renamed key (`groups`: now `lanes`), and `path` their
+ * place in it (`queues.orders`), named by every refusal.
  */
-export function checkPolicyOptions(d: PolicyOptions, what = 'policy options'): void {
-  refuseRenamedKeys(d, RENAMED_LANE_OPTIONS, what);
-  if (d.rateLimit !== undefined) checkRateLimit(d.rateLimit, 'rateLimit');
-  if (d.lanes !== undefined) checkLaneOptions(d.lanes);
+export function checkPolicyOptions(d: PolicyOptions, what = 'policy options', path?: string): void {
+  refuseRenamedKeys(d, RENAMED_LANE_OPTIONS, what, path);
+  if (d.rateLimit !== undefined) checkRateLimit(d.rateLimit, optionPath(path, 'rateLimit'));
+  if (d.lanes !== undefined) checkLaneOptions(d.lanes, optionPath(path, 'lanes'));
 }

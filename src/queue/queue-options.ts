@@ -115,7 +115,7 @@ export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefault
   intIn(d.maxPayloadBytes, 1, 64 * 1024 * 1024, at('maxPayloadBytes'));
   intIn(d.eventsLog, 0, 1_000_000, at('eventsLog'));
   intIn(d.dedupWindowMs, 1, 2_592_000_000, at('dedupWindowMs'));
-  checkPolicyOptions(d, 'queue options');
+  checkPolicyOptions(d, 'queue options', path);
   return d;
 }
 
