@@ -6,7 +6,8 @@ import { INSTRUMENTATION_SCOPE } from './tracing.js';
 
 const QUEUE_COUNTERS = ['enqueued', 'completed', 'failed', 'retried', 'buried', 'reaped', 'refused'] as const;
 const CACHE_COUNTERS = ['l1Hits', 'l2Hits', 'misses', 'loads', 'staleServed', 'invalidations', 'l1Evictions', 'bypasses'] as const;
-const snake = (s: string): string => s.replace(/[A-Z0-9]+/g, (m) => `_${m.toLowerCase()}`);
+/** camelCase → snake_case at each capital only, so a digit stays with its letter: `l1Hits` → `l1_hits`. */
+const snake = (s: string): string => s.replace(/[A-Z]/g, (m) => `_${m.toLowerCase()}`);
 
 /**
  * Registers EchoMQ's OpenTelemetry instruments on the global meter provider (docs/telemetry.md):

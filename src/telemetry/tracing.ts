@@ -4,6 +4,7 @@ import type { Job } from '../queue/job.js';
 import type { FlowRelease } from '../queue/telemetry-hooks.js';
 import { formatTraceParent, parseTraceParent } from './traceparent.js';
 import type { OtelApi } from './otel-loader.js';
+import { EchoMqError } from '../core/errors.js';
 
 /** The instrumentation scope of every EchoMQ span and instrument. */
 export const INSTRUMENTATION_SCOPE = '@echomq/nestjs';
@@ -25,12 +26,12 @@ export class EchoMqTracing implements BusTracer {
 
   /** Runs `send` in an `enqueue <queue>` producer span; `send` gets the span's traceparent. */
   enqueue<R>(queue: string, count: number, send: (traceparent: string | undefined) => Promise<R>): Promise<R> {
-    return this.producer(`enqueue ${queue}`, queue, count, send);
+    return this.producer(`enqueue ${queue}`, 'send', queue, count, send);
   }
 
   /** Runs `send` in a `publish <topic>` producer span; `send` gets the span's traceparent. */
   publish<R>(topic: string, count: number, send: (traceparent: string | undefined) => Promise<R>): Promise<R> {
-    return this.producer(`publish ${topic}`, topic, count, send);
+    return this.producer(`publish ${topic}`, 'publish', topic, count, send);
   }
 
   /**
@@ -42,6 +43,7 @@ export class EchoMqTracing implements BusTracer {
     const attrs: Attributes = {
       'messaging.system': 'echomq',
       'messaging.operation.type': 'process',
+      'messaging.operation.name': 'process',
       'messaging.destination.name': job.queue,
       'messaging.message.id': job.id,
       'echomq.job.attempt': job.attempt,
@@ -54,6 +56,7 @@ export class EchoMqTracing implements BusTracer {
     const attrs: Attributes = {
       'messaging.system': 'echomq',
       'messaging.operation.type': 'process',
+      'messaging.operation.name': 'process',
       'messaging.destination.name': e.topic,
       'messaging.consumer.group.name': e.group,
       'messaging.message.id': e.id,
@@ -69,6 +72,8 @@ export class EchoMqTracing implements BusTracer {
       startTime: startMs,
       attributes: {
         'messaging.system': 'echomq',
+        'messaging.operation.type': 'settle',
+        'messaging.operation.name': 'release',
         'messaging.destination.name': info.queue,
         'messaging.message.id': info.parentId,
         'echomq.flow.child_id': info.childId,
@@ -78,13 +83,15 @@ export class EchoMqTracing implements BusTracer {
     span.end();
   }
 
-  private producer<R>(name: string, destination: string, count: number, send: (tp: string | undefined) => Promise<R>): Promise<R> {
+  /** A producer span; `messaging.batch.message_count` only on a batch (a count other than 1), as the conventions ask. */
+  private producer<R>(name: string, operation: string, destination: string, count: number, send: (tp: string | undefined) => Promise<R>): Promise<R> {
     const attrs: Attributes = {
       'messaging.system': 'echomq',
       'messaging.operation.type': 'send',
+      'messaging.operation.name': operation,
       'messaging.destination.name': destination,
-      'messaging.batch.message_count': count,
     };
+    if (count !== 1) attrs['messaging.batch.message_count'] = count;
     return this.within(name, this.api.SpanKind.PRODUCER, attrs, this.api.context.active(), (span) => {
       const sc = span.spanContext();
       return send(this.api.trace.isSpanContextValid(sc) ? formatTraceParent(sc) : undefined);
@@ -98,11 +105,15 @@ export class EchoMqTracing implements BusTracer {
     return p ? this.api.trace.setSpanContext(active, { ...p, isRemote: true }) : active;
   }
 
-  /** Starts a span in `parent`, runs `fn` with it active, ends it when `fn` settles (an error sets its status). */
+  /**
+   * Starts a span in `parent`, runs `fn` with it active, ends it when `fn` settles (an error sets its
+   * status and `error.type`: see {@link errorType}).
+   */
   private within<R>(name: string, kind: SpanKindT, attributes: Attributes, parent: Context, fn: (span: Span) => R | Promise<R>): R | Promise<R> {
     const span = this.tracer.startSpan(name, { kind, attributes }, parent);
     const fail = (err: unknown): never => {
       span.recordException(err instanceof Error ? err : String(err));
+      span.setAttribute('error.type', errorType(err));
       span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
       span.end();
       throw err;
@@ -122,4 +133,14 @@ export class EchoMqTracing implements BusTracer {
       return v;
     }, fail);
   }
+}
+
+/**
+ * The `error.type` of a failed span (OpenTelemetry conventions): an `EchoMqError`'s stable `code`,
+ * else the error's class name, else `_OTHER` (a thrown value that is not an `Error`).
+ */
+export function errorType(err: unknown): string {
+  if (err instanceof EchoMqError) return err.code;
+  if (err instanceof Error) return err.constructor?.name || err.name || 'Error';
+  return '_OTHER';
 }

@@ -163,6 +163,12 @@ describe('metrics and logs', () => {
     expect(forQueue<number>(points(rm, 'echomq.jobs.reaped'), REAPQ)).toBe(2);
     expect(forQueue<OtelHistogram>(points(rm, 'echomq.job.processing.duration'), Q)?.count).toBe(7);
     expect(points(rm, 'echomq.bus.group.lag').map((p) => p.value)).toEqual([4]);
+    // The cache instruments carry the names docs/telemetry.md gives (a digit stays with its letter).
+    const cacheNames = rm.scopeMetrics.flatMap((s) => s.metrics.map((m) => m.descriptor.name)).filter((n) => n.startsWith('echomq.cache.'));
+    expect(cacheNames.sort()).toEqual(
+      ['bypasses', 'invalidations', 'l1_evictions', 'l1_hits', 'l2_hits', 'loads', 'misses', 'stale_served'].map((n) => `echomq.cache.${n}`),
+    );
+    expect(points(rm, 'echomq.cache.l1_hits').map((p) => p.value)).toEqual([1]);
   });
 
   it('logs every retry, burial, reap and refused completion once, with queue, id, attempt and error', () => {

@@ -2,8 +2,9 @@
  * Tracing (docs/telemetry.md): the producer's W3C trace context travels in the Bus entry (`tp`)
  * so the group handler's span continues the producer's trace (one trace id, checked with the SDK's
  * in-memory exporter); jobs get enqueue and process spans, and the process span is the child of
- * the traceparent in the job's extras (the extras channel is not on this branch: that leg is
- * checked on the adapter directly, and the end-to-end job trace is a todo).
+ * the traceparent in the job's extras, end to end (enqueue writes it as extras `tp`, claim hands
+ * it back). Spans carry `messaging.operation.name`, a failed one `error.type`, and only a batch
+ * `messaging.batch.message_count`.
  */
 import 'reflect-metadata';
 import { Injectable, type INestApplication } from '@nestjs/common';
@@ -98,10 +99,13 @@ describe('tracing across producer and consumer', () => {
     expect(publish.spanContext().traceId).toBe(request.traceId);
     expect(publish.parentSpanContext?.spanId).toBe(request.spanId);
     expect(publish.kind).toBe(SpanKind.PRODUCER);
+    expect(publish.attributes).toMatchObject({ 'messaging.operation.type': 'send', 'messaging.operation.name': 'publish' });
+    // One event: no batch count (the conventions keep it for batches).
+    expect(publish.attributes).not.toHaveProperty(['messaging.batch.message_count']);
     expect(handle.spanContext().traceId).toBe(request.traceId);
     expect(handle.parentSpanContext?.spanId).toBe(publish.spanContext().spanId);
     expect(handle.kind).toBe(SpanKind.CONSUMER);
-    expect(handle.attributes).toMatchObject({ 'messaging.system': 'echomq', 'messaging.destination.name': TOPIC, 'messaging.consumer.group.name': 'g', 'messaging.message.id': id, 'echomq.event.deliveries': 1 });
+    expect(handle.attributes).toMatchObject({ 'messaging.system': 'echomq', 'messaging.operation.type': 'process', 'messaging.operation.name': 'process', 'messaging.destination.name': TOPIC, 'messaging.consumer.group.name': 'g', 'messaging.message.id': id, 'echomq.event.deliveries': 1 });
     // The handler ran inside its span.
     expect(seen.handle[0]).toEqual([request.traceId, handle.spanContext().spanId]);
     // On the wire: the entry's tp field is the publish span's traceparent.
@@ -120,6 +124,15 @@ describe('tracing across producer and consumer', () => {
     const [failed] = named(o.spans(), `handle ${TOPIC}`).filter((s) => s.status.code === SpanStatusCode.ERROR);
     expect(failed.status.message).toBe('handler refused the event');
     expect(failed.events.map((e) => e.name)).toContain('exception');
+    // A plain Error: its class name.
+    expect(failed.attributes['error.type']).toBe('Error');
+  });
+
+  it('a failed enqueue span carries the EchoMqError code as error.type', async () => {
+    await expect(app.get(QueueService).enqueue('bad name', { n: 0 })).rejects.toMatchObject({ code: 'EMQ_BAD_NAME' });
+    const [failed] = named(o.spans(), 'enqueue bad name');
+    expect(failed.status.code).toBe(SpanStatusCode.ERROR);
+    expect(failed.attributes['error.type']).toBe('EMQ_BAD_NAME');
   });
 
   it('a job gets an enqueue span in the producer trace and a process span around its handler', async () => {
@@ -129,9 +142,10 @@ describe('tracing across producer and consumer', () => {
     const [processed] = named(o.spans(), `process ${QUEUE}`);
     expect(enqueue.spanContext().traceId).toBe(request.traceId);
     expect(enqueue.kind).toBe(SpanKind.PRODUCER);
-    expect(enqueue.attributes).toMatchObject({ 'messaging.destination.name': QUEUE, 'messaging.batch.message_count': 1 });
+    expect(enqueue.attributes).toMatchObject({ 'messaging.destination.name': QUEUE, 'messaging.operation.type': 'send', 'messaging.operation.name': 'send' });
+    expect(enqueue.attributes).not.toHaveProperty(['messaging.batch.message_count']);
     expect(processed.kind).toBe(SpanKind.CONSUMER);
-    expect(processed.attributes).toMatchObject({ 'messaging.destination.name': QUEUE, 'messaging.message.id': id, 'echomq.job.attempt': 1 });
+    expect(processed.attributes).toMatchObject({ 'messaging.operation.type': 'process', 'messaging.operation.name': 'process', 'messaging.destination.name': QUEUE, 'messaging.message.id': id, 'echomq.job.attempt': 1 });
     expect(seen.process[0][1]).toBe(processed.spanContext().spanId);
   });
 
@@ -139,7 +153,7 @@ describe('tracing across producer and consumer', () => {
     const flow = await app.get(QueueService).flow({ queue: PARENTS, payload: {}, children: [{ queue: CHILDREN, payload: 1 }] });
     const releaseOf = () => named(o.spans(), `flow release ${PARENTS}`).find((s) => s.attributes['messaging.message.id'] === flow.id);
     await eventually(() => releaseOf() !== undefined, 10_000, 'the flow release span');
-    expect(releaseOf()!.attributes).toMatchObject({ 'messaging.destination.name': PARENTS, 'echomq.flow.child_id': flow.children[0].id, 'echomq.flow.child_outcome': 'done' });
+    expect(releaseOf()!.attributes).toMatchObject({ 'messaging.operation.type': 'settle', 'messaging.operation.name': 'release', 'messaging.destination.name': PARENTS, 'echomq.flow.child_id': flow.children[0].id, 'echomq.flow.child_outcome': 'done' });
     await eventually(async () => (await app.get(QueueService).getJob(PARENTS, flow.id))?.status === 'done', 10_000, 'the parent to run');
   });
 
@@ -162,6 +176,13 @@ describe('tracing across producer and consumer', () => {
     expect(span.spanContext().traceId).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
     expect(span.parentSpanContext).toMatchObject({ spanId: '00f067aa0ba902b7', isRemote: true });
     expect(inner).toEqual(['4bf92f3577b34da6a3ce929d0e0e4736', span.spanContext().spanId]);
+  });
+
+  it('a batch enqueue carries messaging.batch.message_count', async () => {
+    const ids = await app.get(QueueService).enqueueMany(QUEUE, [{ payload: { n: 10 } }, { payload: { n: 11 } }]);
+    const batch = named(o.spans(), `enqueue ${QUEUE}`).find((s) => s.attributes['messaging.batch.message_count'] === 2);
+    expect(batch?.attributes).toMatchObject({ 'messaging.operation.type': 'send', 'messaging.operation.name': 'send' });
+    await eventually(() => ids.every((id) => named(o.spans(), `process ${QUEUE}`).some((s) => s.attributes['messaging.message.id'] === id)), 5000, 'the batch processed');
   });
 });
 

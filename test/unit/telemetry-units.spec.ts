@@ -3,6 +3,8 @@ import { formatTraceParent, parseTraceParent, traceParentOfExtras } from '../../
 import { withTraceParent } from '../../src/telemetry/job-trace.js';
 import { Histogram } from '../../src/telemetry/metrics-registry.js';
 import { loadOpenTelemetry } from '../../src/telemetry/otel-loader.js';
+import { errorType } from '../../src/telemetry/tracing.js';
+import { InvalidNameError } from '../../src/core/errors.js';
 
 const TP = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
@@ -62,5 +64,15 @@ describe('loadOpenTelemetry', () => {
   it('resolves to the API when installed and to undefined, quietly, when not', async () => {
     expect(typeof (await loadOpenTelemetry())?.trace.getTracer).toBe('function');
     await expect(loadOpenTelemetry('@opentelemetry/not-installed-anywhere')).resolves.toBeUndefined();
+  });
+});
+
+describe('errorType', () => {
+  it("is an EchoMqError's code, else the error's class name, else _OTHER", () => {
+    class TimeoutLike extends Error {}
+    expect(errorType(new InvalidNameError('bad'))).toBe('EMQ_BAD_NAME');
+    expect(errorType(new TypeError('x'))).toBe('TypeError');
+    expect(errorType(new TimeoutLike('x'))).toBe('TimeoutLike');
+    expect(errorType('a string')).toBe('_OTHER');
   });
 });
