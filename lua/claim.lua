@@ -25,8 +25,8 @@
 --   the one meta read: a claim carries no limits, so every claim of every runtime enforces the
 --   same rule. Paused lanes (meta `gpaused`, policy.lua's `pause`): read in lanes mode when level
 --   0 has jobs to give (one HGET); a paused lane gives no job and its work is not remaining.
--- @mode plain 9 keys, 4 arguments (version, n, lease, promote).
--- @mode parked 11 keys, 5 arguments: the claim a parked consumer sends ahead of its
+-- @mode plain 9 keys, 4 or 5 arguments (version, n, lease, promote[, default fair]).
+-- @mode parked 11 keys, 5 or 6 arguments: the claim a parked consumer sends ahead of its
 --   `BLPOP inbox:<tag> wake` (docs/protocol.md §5, "Parked consumers"), ARGV[5] the
 --   registration's ms (1..86400000). After claiming, when it claimed fewer than n jobs and the
 --   inbox is empty, it registers `<lease ms = ARGV[3]>:<tag>` in `parked` until now + ARGV[5] ms
@@ -51,6 +51,13 @@
 -- @arg lease 1..86400000 lease in ms
 -- @arg promote 0..10000 the most scheduled jobs to promote in this call, earliest run-at first
 -- @arg registration? 1..86400000 (mode parked) the registration's ms
+-- @arg default-fair? ""|0|fair (optional, last: ARGV[5] in mode plain, ARGV[6] in mode parked) `fair`:
+--   a queue in lanes mode without a stored group policy (meta `gpol`) is claimed under the
+--   default policy `*=0,1,0,0` (every lane weight 1: the policy walk, its turn kept in `gturn`),
+--   so a claim of n deals the turns n claims of one deal; absent, "" or "0": the old rotation
+--   (claim-fair.lua), byte for byte. Changes nothing when a policy is stored, or outside lanes
+--   mode. Anything else is EMQ_BAD_ARG, nothing written: 1 too (a word, so that a claim passing
+--   a limit, e.g. 1, stays refused: a claim carries no limits, conformance rate.json).
 -- @returns { wait, width, id_1, token_1, attempt_1, payload_1, extras_1, flow_1, ..., id_k, ...,
 --   flow_k } (k <= n): width = 6, the fields per job (a reader takes the width from the reply
 --   and skips the fields beyond those it knows: fields are appended only where the reply
@@ -819,8 +826,14 @@ local function run(main)
   return refusal(r)
 end
 local function main(KEYS, ARGV)
-need((#KEYS == 9 and #ARGV == 4) or (#KEYS == 11 and #ARGV == 5),
-  'expected 9 keys and 4 arguments, or 11 keys and 5 arguments (a parked registration)')
+need((#KEYS == 9 and (#ARGV == 4 or #ARGV == 5)) or (#KEYS == 11 and (#ARGV == 5 or #ARGV == 6)),
+  'expected 9 keys and 4 or 5 arguments, or 11 keys and 5 or 6 arguments (a parked registration)')
+-- The optional last argument (protocol v2, additive): `fair` claims fair lanes under the default
+-- policy (every lane weight 1) when none is stored; absent, "" or "0" keeps the old rotation. (A
+-- word, never a number: a claim that passes a limit, e.g. 1, stays refused, as rate.json records.)
+local fairArg = ARGV[#KEYS == 9 and 5 or 6]
+need(fairArg == nil or fairArg == '' or fairArg == '0' or fairArg == 'fair', 'default-fair must be "", "0" or "fair"')
+local defaultFair = fairArg == 'fair'
 local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
 local b = queue_base(KEYS[1])
 need_keys(KEYS, b, { 'meta', 'pending', 'scheduled', 'active', 'wake', 'data', 'opts', 'job:', 'events' })
@@ -875,7 +888,9 @@ end
 -- order; ln: the lanes state (lanes mode only: the plain path builds no table it does not use).
 local plen, tail, k, take, ln = 0, nil, 0, nil, nil
 if lanes then
-  ln = claim_lanes(KEYS, b, n, due, dueRow, pol)
+  -- No stored policy and the default asked for: the policy walk with every lane weight 1 (the
+  -- path of a declared `lanes: {}`), so claims of any size deal the turns claims of one deal.
+  ln = claim_lanes(KEYS, b, n, due, dueRow, pol or (defaultFair and { ['*'] = { 0, 1, 0, 0, false } }) or nil)
   take = ln.take
   k = #take
 else

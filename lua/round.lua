@@ -945,8 +945,14 @@ if wakeLen == 0 then redis.call('LPUSH', wake, '1') end
 return out
 end
 local function claim_part(KEYS, ARGV)
-need((#KEYS == 9 and #ARGV == 4) or (#KEYS == 11 and #ARGV == 5),
-  'expected 9 keys and 4 arguments, or 11 keys and 5 arguments (a parked registration)')
+need((#KEYS == 9 and (#ARGV == 4 or #ARGV == 5)) or (#KEYS == 11 and (#ARGV == 5 or #ARGV == 6)),
+  'expected 9 keys and 4 or 5 arguments, or 11 keys and 5 or 6 arguments (a parked registration)')
+-- The optional last argument (protocol v2, additive): `fair` claims fair lanes under the default
+-- policy (every lane weight 1) when none is stored; absent, "" or "0" keeps the old rotation. (A
+-- word, never a number: a claim that passes a limit, e.g. 1, stays refused, as rate.json records.)
+local fairArg = ARGV[#KEYS == 9 and 5 or 6]
+need(fairArg == nil or fairArg == '' or fairArg == '0' or fairArg == 'fair', 'default-fair must be "", "0" or "fair"')
+local defaultFair = fairArg == 'fair'
 local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
 local b = queue_base(KEYS[1])
 need_keys(KEYS, b, { 'meta', 'pending', 'scheduled', 'active', 'wake', 'data', 'opts', 'job:', 'events' })
@@ -1001,7 +1007,9 @@ end
 -- order; ln: the lanes state (lanes mode only: the plain path builds no table it does not use).
 local plen, tail, k, take, ln = 0, nil, 0, nil, nil
 if lanes then
-  ln = claim_lanes(KEYS, b, n, due, dueRow, pol)
+  -- No stored policy and the default asked for: the policy walk with every lane weight 1 (the
+  -- path of a declared `lanes: {}`), so claims of any size deal the turns claims of one deal.
+  ln = claim_lanes(KEYS, b, n, due, dueRow, pol or (defaultFair and { ['*'] = { 0, 1, 0, 0, false } }) or nil)
   take = ln.take
   k = #take
 else

@@ -41,8 +41,11 @@ export function parkCall(k: QueueKeys, spot: ParkSpot, ttlMs: number): ScriptCal
  * in the inbox, else ends the registration.
  */
 export function parkedClaimCall(claim: ScriptCall<ClaimReply>, spot: ParkSpot, ttlMs: number): ScriptCall<ClaimReply> {
-  if (claim.args.length !== 4) throw new Error('a parked claim carries no rate limit or lane policy');
-  return { ...claim, keys: [...claim.keys, spot.parked, spot.inbox], args: [...claim.args, registrationMs(ttlMs)] };
+  // (claim.lua's args: version, n, lease, promote, then the optional `default-fair`, which stays
+  // last: the registration's ms goes before it.)
+  if (claim.args.length !== 4 && claim.args.length !== 5) throw new Error('a parked claim carries no rate limit or lane policy');
+  const args = [...claim.args.slice(0, 4), registrationMs(ttlMs), ...claim.args.slice(4)];
+  return { ...claim, keys: [...claim.keys, spot.parked, spot.inbox], args };
 }
 
 /** Length of a job id on the wire (namespace `job` and 11 base62 digits). */

@@ -51,9 +51,14 @@ export interface ReapReply {
 
 /** Script calls that are also sent together in one pipeline (the consumer's round). */
 export const calls = {
-  /** The queue's rate limit and lane policy are the stored ones (policy.lua): a claim carries none. */
-  claim(k: QueueKeys, n: number, leaseMs: number, promote = 1000): ScriptCall<ClaimReply> {
-    const args: (string | number)[] = [PROTOCOL_VERSION, n, leaseMs, promote];
+  /**
+   * The queue's rate limit and lane policy are the stored ones (policy.lua): a claim carries none.
+   * Its last argument (`default-fair` = `fair`, protocol v2 additive) asks for the default lane policy
+   * (every lane weight 1) when none is stored: exact lane shares at any claim size. This client
+   * always sends it; `defaultFair = false` sends the call as older peers do (the old rotation).
+   */
+  claim(k: QueueKeys, n: number, leaseMs: number, promote = 1000, defaultFair = true): ScriptCall<ClaimReply> {
+    const args: (string | number)[] = defaultFair ? [PROTOCOL_VERSION, n, leaseMs, promote, 'fair'] : [PROTOCOL_VERSION, n, leaseMs, promote];
     return {
       name: 'claim',
       keys: [k.meta, k.pending, k.scheduled, k.active, k.wake, k.data, k.opts, k.jobPrefix, k.events],
@@ -141,8 +146,8 @@ export const wire = {
     return (await runScript(c, 'enqueue', keys, args)) as (number | string)[];
   },
 
-  claim(c: ScriptClient, k: QueueKeys, n: number, leaseMs: number, promote = 1000): Promise<ClaimReply> {
-    return call(c, calls.claim(k, n, leaseMs, promote));
+  claim(c: ScriptClient, k: QueueKeys, n: number, leaseMs: number, promote = 1000, defaultFair = true): Promise<ClaimReply> {
+    return call(c, calls.claim(k, n, leaseMs, promote, defaultFair));
   },
 
 
