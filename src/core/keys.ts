@@ -18,6 +18,11 @@ export function assertName(name: unknown, what = 'queue'): asserts name is strin
       `${what} name ${JSON.stringify(name.slice(0, 40))} may hold only letters, digits, "_", "." and "-"`,
     );
   }
+  // "." and ".." are path segments: a URL (the dashboard's) normalises them away, so such a queue
+  // could be written and never reached. The Lua grammar still accepts them (docs/protocol.md §2).
+  if (name === '.' || name === '..') {
+    throw new InvalidNameError(`${what} name ${JSON.stringify(name)} is a path segment; "." and ".." are not names`);
+  }
 }
 
 /** The per-queue key kinds of protocol v1. */

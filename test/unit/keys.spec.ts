@@ -70,6 +70,8 @@ describe('hostile names', () => {
     ['10k characters', 'x'.repeat(10_000)],
     ['non-ASCII', 'ordérs'],
     ['slash', 'a/b'],
+    ['the path segment "."', '.'],
+    ['the path segment ".."', '..'],
     ['number', 42],
     ['null', null],
     ['undefined', undefined],
