@@ -1,10 +1,16 @@
 import { InvalidCursorError } from '../core/errors.js';
 import { isBrandedId } from '../core/ids.js';
 
-/** The statuses whose jobs `QueueAdmin.jobs` lists (each has an index: a list or a zset). */
-export type ListableStatus = 'pending' | 'scheduled' | 'active' | 'done' | 'dead' | 'cancelled';
+/**
+ * The statuses whose jobs `QueueAdmin.jobs` lists: each has an index (a list or a zset), but
+ * `waiting` (flow parents), which is found by a bounded scan of the queue's jobs (docs/admin.md).
+ */
+export type ListableStatus = 'pending' | 'scheduled' | 'waiting' | 'active' | 'done' | 'dead' | 'cancelled';
 /** Every listable status, in ladder order. */
-export const LISTABLE: readonly ListableStatus[] = ['pending', 'scheduled', 'active', 'done', 'dead', 'cancelled'];
+export const LISTABLE: readonly ListableStatus[] = ['pending', 'scheduled', 'waiting', 'active', 'done', 'dead', 'cancelled'];
+
+/** The id a `waiting` cursor holds when its page ended at a scan step's end (nothing to skip). */
+export const NO_SKIP = '-';
 
 /**
  * An opaque page cursor handed out by `QueueAdmin.jobs` (`JobPage.next`): pass it back as it is.
@@ -33,7 +39,7 @@ export function decodeCursor(cursor: unknown, queue: string, status: ListableSta
   }
   const parts = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
   const [v, q, s, pos, id] = parts;
-  if (parts.length !== 5 || v !== VERSION || !/^-?\d{1,16}$/.test(pos ?? '') || !isBrandedId(id, 'job')) {
+  if (parts.length !== 5 || v !== VERSION || !/^-?\d{1,16}$/.test(pos ?? '') || !(isBrandedId(id, 'job') || (s === 'waiting' && id === NO_SKIP))) {
     throw new InvalidCursorError('the cursor is malformed (pass JobPage.next as it is)');
   }
   if (q !== queue || s !== status) {

@@ -3,7 +3,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import { describeError, fromReplyError } from '../core/reply-errors.js';
 import { isBrandedId, parseId } from '../core/ids.js';
 import type { QueueKeys } from '../core/keys.js';
-import { decodeCursor, encodeCursor, type CursorPoint, type JobCursor, type ListableStatus } from './job-cursor.js';
+import { decodeCursor, encodeCursor, NO_SKIP, type CursorPoint, type JobCursor, type ListableStatus } from './job-cursor.js';
 
 /** One job of a listing: enough for a table row; `QueueAdmin.job` reads the whole job. */
 export interface JobSummary {
@@ -93,6 +93,43 @@ async function listEntries(c: ValkeyClient, key: string, limit: number, at?: Cur
   return ids.map((id, i) => ({ id, pos: start + i }));
 }
 
+/** Most entries of a queue's `data` read by one `waiting` page (the page may then hold fewer jobs than asked, even none). */
+const MAX_WAITING_SCAN = 10_000;
+
+/**
+ * The `waiting` flow parents (they have no index): a bounded HSCAN of the queue's `data`, each id's
+ * row status read in one pipeline per step. A cursor holds the scan step (`pos`) and the last id
+ * shown of it (skipped to on the next page), or `NO_SKIP` when the page ended at a step's end.
+ * In scan order, not newest first; a job may be shown twice or missed while the hash is resized.
+ */
+async function waitingEntries(c: ValkeyClient, k: QueueKeys, limit: number, at?: CursorPoint): Promise<{ entries: Entry[]; next?: CursorPoint }> {
+  if (!at && Number((await c.hget(k.meta, 'waits')) ?? 0) <= 0) return { entries: [] }; // none waits: no scan
+  let cur = at ? String(at.pos) : '0';
+  let skip = at && at.id !== NO_SKIP ? at.id : undefined;
+  const out: Entry[] = [];
+  let scanned = 0;
+  do {
+    const [after, flat] = await c.hscan(k.data, cur, 'COUNT', 200);
+    const ids = flat.filter((_, i) => i % 2 === 0);
+    scanned += ids.length;
+    const from = skip === undefined ? 0 : ids.indexOf(skip) + 1;
+    skip = undefined;
+    const cand = ids.slice(from).filter((id) => isBrandedId(id, 'job'));
+    const p = c.pipeline();
+    for (const id of cand) p.hget(k.jobPrefix + id, 'status');
+    const replies = cand.length ? ((await p.exec()) ?? []) : [];
+    const found = cand.filter((_, i) => replies[i]?.[1] === 'waiting');
+    for (const id of found) {
+      out.push({ id, pos: Number(cur) });
+      // Full: the next page resumes inside this step, after this id (unless nothing is left at all).
+      if (out.length === limit && (id !== found[found.length - 1] || after !== '0')) return { entries: out, next: { pos: Number(cur), id } };
+      if (out.length === limit) return { entries: out };
+    }
+    cur = after;
+  } while (cur !== '0' && scanned < MAX_WAITING_SCAN && Number.isSafeInteger(Number(cur)));
+  return { entries: out, next: cur === '0' || !Number.isSafeInteger(Number(cur)) ? undefined : { pos: Number(cur), id: NO_SKIP } };
+}
+
 /** A date, or undefined for an instant that is not one (a score of ±inf planted by hand). */
 const instant = (ms: number): Date | undefined => (Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms) : undefined);
 
@@ -113,7 +150,7 @@ function summary(e: Entry, status: ListableStatus, reply: [Error | null, unknown
     id: e.id,
     status,
     createdAt,
-    at: status === 'pending' ? undefined : instant(e.pos),
+    at: status === 'pending' || status === 'waiting' ? undefined : instant(e.pos),
     attempts: Number.isSafeInteger(n) && n >= 0 ? n : 0,
     error: error ?? undefined,
     ...(unreadable === undefined ? {} : { unreadable }),
@@ -126,6 +163,7 @@ export async function jobPage(c: ValkeyClient, k: QueueKeys, o: JobListOptions):
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000) throw new InvalidOptionError('limit must be an integer 1..1000');
   const at = o.cursor === undefined ? undefined : decodeCursor(o.cursor, k.queue, o.status);
   try {
+    if (o.status === 'waiting') return await waitingPage(c, k, limit, at);
     let entries = o.status === 'pending' ? await listEntries(c, k.pending, limit, at) : await zsetEntries(c, k[o.status], o.status, limit, at);
     const more = entries.length > limit;
     if (more) entries = entries.slice(0, limit);
@@ -148,4 +186,13 @@ export async function jobPage(c: ValkeyClient, k: QueueKeys, o: JobListOptions):
   } catch (err) {
     throw fromReplyError(err);
   }
+}
+
+/** One page of `waiting` flow parents (`waitingEntries`), with their summaries. */
+async function waitingPage(c: ValkeyClient, k: QueueKeys, limit: number, at?: CursorPoint): Promise<JobPage> {
+  const { entries, next } = await waitingEntries(c, k, limit, at);
+  const p = c.pipeline();
+  for (const e of entries) p.hmget(k.jobPrefix + e.id, 'attempts', 'error');
+  const replies = entries.length ? ((await p.exec()) ?? []) : [];
+  return { jobs: entries.map((e, i) => summary(e, 'waiting', replies[i])), next: next ? encodeCursor(k.queue, 'waiting', next) : undefined };
 }

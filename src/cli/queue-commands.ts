@@ -28,8 +28,25 @@ function jobRows(j: JobView): [string, unknown][] {
     ['checkpoint', j.checkpoint],
     ['cancel requested', j.cancelRequested || undefined],
     ['log', j.logs.length ? j.logs.slice(-5).join(' | ') : undefined],
+    ['parent', j.parent ? `${j.parent.id} (queue ${j.parent.queue})` : undefined],
+    ...flowRows(j),
   ];
   return rows.filter(([, v]) => v !== undefined);
+}
+
+/** Children shown by `echomq job` (the rest are counted; `--json` has them all). */
+const SHOWN_CHILDREN = 10;
+
+/** A parent's children: a count, then one row per child (key: id, queue, state or outcome). */
+function flowRows(j: JobView): [string, unknown][] {
+  const kids = j.children ?? [];
+  if (kids.length === 0) return [];
+  const waiting = j.waitingFor === undefined ? '' : `, ${j.waitingFor} not finished`;
+  const more = kids.length > SHOWN_CHILDREN ? ` (first ${SHOWN_CHILDREN} shown)` : '';
+  return [
+    ['children', `${kids.length}${waiting}${more}`],
+    ...kids.slice(0, SHOWN_CHILDREN).map((c): [string, unknown] => [`child ${c.key}`, `${c.id} ${c.queue} ${c.outcome ?? c.status ?? 'missing'}`]),
+  ];
 }
 
 /** One job command's outcome: a line, and a refusal (exit 4) when the state said no. */

@@ -9,6 +9,28 @@ const json = (v: unknown): string => (v === undefined ? '' : JSON.stringify(v, n
 /** The statuses a Cancel button is shown for (an active job's cancel is cooperative). */
 const CANCELLABLE: readonly JobStatus[] = ['pending', 'scheduled', 'waiting', 'active'];
 
+/** The statuses of a job that has ended (a flow child can be removed only then). */
+const ENDED: readonly JobStatus[] = ['done', 'dead', 'cancelled'];
+/** Children listed on a parent's page (the rest are counted). */
+const SHOWN_CHILDREN = 50;
+
+/** Whether Remove can succeed: not running, not a waiting parent, not an unfinished flow child (remove.lua). */
+const removable = (j: JobView): boolean => j.status !== 'active' && j.status !== 'waiting' && (!j.parent || ENDED.includes(j.status));
+
+/** A flow parent's children: each links to its page, with its state (or outcome) and result or error. */
+function childrenTable(ctx: PageContext, j: JobView): SafeHtml | undefined {
+  const kids = j.children ?? [];
+  if (kids.length === 0) return undefined;
+  const rows = kids.slice(0, SHOWN_CHILDREN).map(
+    (c) => html`<tr data-child="${c.id}"><td>${c.key}</td><td><a href="${ctx.base}/queues/${seg(c.queue)}/jobs/${seg(c.id)}">${c.id}</a></td>
+<td>${c.queue}</td><td data-state>${c.outcome ?? c.status ?? 'missing'}</td><td>${c.policy}</td><td>${c.outcome === 'done' ? json(c.result) : (c.error ?? '')}</td></tr>`,
+  );
+  const waiting = j.waitingFor === undefined ? '' : `, ${j.waitingFor} not finished`;
+  const more = kids.length > SHOWN_CHILDREN ? `, first ${SHOWN_CHILDREN} shown` : '';
+  return html`<h2>Children</h2><p id="children-count">${kids.length} children${waiting}${more}</p>
+<table id="children"><tr><th>key</th><th>id</th><th>queue</th><th>state</th><th>policy</th><th>result / error</th></tr>${rows}</table>`;
+}
+
 /** A field row, or nothing when the value is absent. */
 function field(name: string, value: HtmlValue): SafeHtml | undefined {
   if (value === undefined || value === '') return undefined;
@@ -23,7 +45,7 @@ export function jobPage(ctx: PageContext, j: JobView, notice?: SafeHtml): SafeHt
     j.status === 'dead' ? action(ctx, `${path}/retry`, 'Retry') : undefined,
     j.status === 'scheduled' ? action(ctx, `${path}/promote`, 'Run now') : undefined,
     CANCELLABLE.includes(j.status) && !j.cancelRequested ? action(ctx, `${path}/cancel`, j.status === 'active' ? 'Cancel (cooperative)…' : 'Cancel…') : undefined,
-    j.status !== 'active' ? action(ctx, `${path}/remove`, 'Remove…') : undefined, // both ask on a confirmation page first
+    removable(j) ? action(ctx, `${path}/remove`, 'Remove…') : undefined, // both ask on a confirmation page first
   ];
   const pre = (v: string): SafeHtml | undefined => (v ? html`<pre>${v}</pre>` : undefined);
   const payload = j.payloadError ? j.payloadError.raw : json(j.payload);
@@ -32,6 +54,7 @@ export function jobPage(ctx: PageContext, j: JobView, notice?: SafeHtml): SafeHt
 <h1>Job ${j.id}</h1>${notice ?? ''}<p>${buttons}</p>
 <table id="job" data-live>
 ${field('status', j.status)}
+${field('parent', j.parent ? html`<a id="parent" href="${ctx.base}/queues/${seg(j.parent.queue)}/jobs/${seg(j.parent.id)}">${j.parent.id}</a> (queue ${j.parent.queue})` : undefined)}
 ${field('attempts', j.maxAttempts === undefined ? String(j.attempts) : `${j.attempts} of ${j.maxAttempts}`)}
 ${field('created', iso(j.createdAt))}
 ${field('finished', iso(j.finishedAt))}
@@ -42,7 +65,7 @@ ${field('result', pre(result))}
 ${field('progress', pre(json(j.progress)))}
 ${field('checkpoint', pre(json(j.checkpoint)))}
 ${field('log', j.logs.length ? pre(j.logs.join('\n')) : undefined)}
-</table>`;
+</table>${childrenTable(ctx, j) ?? ''}`;
 }
 
 /** A job whose data cannot be read (a row of another type, …): its id and why, no buttons. */

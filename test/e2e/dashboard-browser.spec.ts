@@ -38,6 +38,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
+  await f.queues?.flows.close();
   await browser?.close();
   await d?.app.close();
 });
@@ -85,5 +86,20 @@ describe('the dashboard in headless Chromium', () => {
     expect(png.subarray(0, 8).toString('hex')).toBe('89504e470d0a1a0a');
     expect(png.length).toBeGreaterThan(10_000);
     if (process.env.DASHBOARD_SCREENSHOT) writeFileSync(process.env.DASHBOARD_SCREENSHOT, png); // to look at it
+  });
+
+  it("takes a screenshot of a waiting parent's page showing its children (issue 38)", async () => {
+    const [q, kids] = [randomQueue('parent'), randomQueue('children')];
+    const flow = await f.queues.flow({ queue: q, payload: { order: 7 }, children: [{ queue: kids, payload: 1, key: 'charge' }, { queue: kids, payload: 2, key: 'ship' }] });
+    await page.goto(`${d.origin}/echomq/queues/${q}/jobs/${flow.id}`, { waitUntil: 'load' });
+    expect(await page.$$eval('#children tr[data-child]', (rows) => rows.map((r) => r.getAttribute('data-child')))).toEqual(flow.children.map((c) => c.id));
+    expect(await page.$eval('main', (el) => el.textContent ?? '')).not.toContain('Remove');
+    const png = Buffer.from(await page.screenshot({ type: 'png', fullPage: true }));
+    expect(png.subarray(0, 8).toString('hex')).toBe('89504e470d0a1a0a');
+    expect(png.length).toBeGreaterThan(10_000);
+    if (process.env.DASHBOARD_PARENT_SCREENSHOT) writeFileSync(process.env.DASHBOARD_PARENT_SCREENSHOT, png); // to look at it
+    await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click(`tr[data-child="${flow.children[0].id}"] a`)]);
+    expect(await page.$eval('#parent', (el) => el.textContent)).toBe(flow.id);
+    expect(cspErrors).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
 import { decodePayload, type Json } from '../../core/codec.js';
+import { announce } from '../../core/announce.js';
 import type { EchoMqConnection } from '../../core/connection/index.js';
 import { BatchTooLargeError, IdCollisionError, InvalidOptionError, JobStateError, StaleTokenError } from '../../core/errors.js';
 import { WaitingForChildren } from '../job-signals.js';
@@ -108,6 +109,7 @@ export class FlowService {
     const calls = [...byQueue].flatMap(([queue, roots]) => chunk(queue, roots).map((plan) => ({ queue, plan })));
     const replays = await preflight(this.conn.client, givenNodes(trees, given), given, calls, this.relay.outboxBound);
     const skipped: string[] = [];
+    const wrote = new Set<string>(); // root queues with at least one flow-add that went through
     let failed: unknown;
     await Promise.all(
       [...byQueue.keys()].map(async (q) => {
@@ -117,6 +119,7 @@ export class FlowService {
           const lease = this.relay.selfLease();
           try {
             const made = await flowWire.add(this.conn.scriptClient, queueKeys(q), max(q), this.relay.outboxBound, plan.nodes, plan.edges, lease);
+            wrote.add(q);
             if (lease !== undefined) this.relay.relayCreated(q, writtenEntries(plan, made));
             skipped.push(...skippedRoots(plan, made).filter((id) => !replays.has(id)));
           } catch (err) {
@@ -129,6 +132,11 @@ export class FlowService {
     const queues = new Set<string>();
     for (const t of trees) flowQueues(t, queues);
     for (const q of queues) this.relay.watch(q);
+    // After a write that went through: every queue those flows write to (their roots' queue now,
+    // the children's through the relay) joins the registry; a refused call leaves it alone.
+    const known = new Set<string>();
+    for (const t of trees) if (wrote.has(t.q)) flowQueues(t, known);
+    for (const q of known) announce(this.conn, 'queues', q);
     if (failed !== undefined) throw failed;
     if (skipped.length > 0) {
       throw new IdCollisionError(`flows with root ${skipped.join(', ')} were not written: one of their ids was taken after it was checked (the other flows were written)`);
@@ -176,7 +184,10 @@ export class FlowService {
     const ok = await flowWire.expand(this.conn.scriptClient, queueKeys(queue), max(queue), this.relay.outboxBound, { id, token }, plan.nodes, plan.edges, lease);
     if (!ok) return undefined;
     if (lease !== undefined) this.relay.relayCreated(queue, writtenEntries(plan));
-    for (const q of flowQueues(tree)) this.relay.watch(q);
+    for (const q of flowQueues(tree)) {
+      this.relay.watch(q);
+      announce(this.conn, 'queues', q); // after the write went through
+    }
     return tree.kids.map((k) => flowNodes(k, false));
   }
 
