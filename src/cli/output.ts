@@ -50,6 +50,26 @@ export class Output {
     this.write(t.toString() + '\n');
   }
 
+  /**
+   * Prints field/value rows as a two-column table, or `value` as JSON. A value longer than a cell
+   * (over 80 characters once escaped) is never cut: its cell says where it is, and after the table
+   * each such field is printed whole, a `<field>:` line and then the value on one line (escaped).
+   */
+  fields(rows: readonly (readonly [string, unknown])[], value: unknown): void {
+    if (this.json) return this.print(value);
+    const below: [string, string][] = [];
+    const shown = rows.map(([k, v]): [string, string] => {
+      const s = text(v);
+      if (s.length <= CELL) return [k, s];
+      below.push([text(k), s]);
+      return [k, `(${s.length} characters: in full below)`];
+    });
+    const t = new Table({ head: ['field', 'value'], style: { head: [], border: [] } });
+    for (const [k, s] of shown) t.push([cell(k), s]);
+    this.write(t.toString() + '\n');
+    for (const [k, s] of below) this.write(`\n${k}:\n${s}\n`);
+  }
+
   /** Prints one line of text (control characters escaped), or `value` as JSON. */
   line(text: string, value: unknown): void {
     if (this.json) return this.print(value);
@@ -67,12 +87,20 @@ export class Output {
   }
 }
 
-/** A table cell: dates as ISO text, absent values empty, control characters escaped (`\x1b`, `\n`), long text cut. */
-function cell(v: unknown): string {
+/** The longest text a table cell shows: `table` cuts a longer one, `fields` prints it below. */
+const CELL = 80;
+
+/** A value as one line: dates as ISO text, absent values empty, control characters escaped (`\x1b`, `\n`). */
+function text(v: unknown): string {
   if (v === undefined || v === null) return '';
   if (v instanceof Date) return Number.isNaN(v.getTime()) ? 'invalid date' : v.toISOString(); // a planted instant never throws
-  const s = escapeControls(typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v)));
-  return s.length > 80 ? s.slice(0, 77) + '...' : s;
+  return escapeControls(typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v)));
+}
+
+/** A table cell: `text`, long text cut. */
+function cell(v: unknown): string {
+  const s = text(v);
+  return s.length > CELL ? s.slice(0, CELL - 3) + '...' : s;
 }
 
 /** Parses a duration: `500ms`, `30s`, `15m`, `2h`, `7d` or plain milliseconds. */

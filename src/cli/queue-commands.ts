@@ -89,7 +89,7 @@ export function queueCommands(program: Command, ctx: () => CliContext): void {
     .action(async (queue: string, id: string) => {
       const c = ctx();
       const job = await readJob((await c.admin()).queues, queue, id);
-      c.out.table(['field', 'value'], 'unreadable' in job ? Object.entries(job) : jobRows(job), job);
+      c.out.fields('unreadable' in job ? Object.entries(job) : jobRows(job), job);
     });
 
   destructive(program.command('retry <queue> [id]'))

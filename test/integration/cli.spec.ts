@@ -36,6 +36,32 @@ describe('the echomq CLI, as a subprocess', () => {
     expect(page.items.find((i) => i.name === q)?.counts).toEqual({ scheduled: 1, pending: 2, active: 0, done: 0, dead: 1, cancelled: 0, waiting: 0 });
   }, LONG);
 
+  it('job shows a long error, payload and result whole (escaped), below the table', async () => {
+    const q = randomQueue('cli-long');
+    const k = queueKeys(q);
+    const payload = { note: 'p'.repeat(300) + '<end of payload>' };
+    const error = 'Error: ' + 'e'.repeat(400) + '\nat the end of the error';
+    const result = JSON.stringify({ total: 'r'.repeat(250) + '<end of result>' });
+    const dead = await f.queues.enqueue(q, payload);
+    const [j] = (await wire.claim(f.conn.scriptClient, k, 1, 30_000)).jobs;
+    await wire.retry(f.conn.scriptClient, k, { id: j.id, token: j.token, error, fatal: true }, DEFAULTS);
+    const done = await f.queues.enqueue(q, { short: 1 });
+    const [d] = (await wire.claim(f.conn.scriptClient, k, 1, 30_000)).jobs;
+    await wire.complete(f.conn.scriptClient, k, 1000, [{ id: d.id, token: d.token, result }]);
+
+    const shown = await cli('job', q, dead);
+    expect(shown).toMatchObject({ code: 0, stderr: '' });
+    const escapedError = 'Error: ' + 'e'.repeat(400) + '\\nat the end of the error'; // the newline as a visible escape
+    expect(shown.stdout).toContain(`\nerror:\n${escapedError}\n`);
+    expect(shown.stdout).toContain(`\npayload:\n${JSON.stringify(payload)}\n`);
+    expect(shown.stdout).toMatch(/│ error\s+│ \(\d+ characters: in full below\)/);
+    expect(shown.stdout).not.toContain('...');
+    expect(shown.stdout).toMatch(/│ status\s+│ dead/); // short fields stay in the table
+    const finished = await cli('job', q, done);
+    expect(finished.stdout).toContain(`\nresult:\n${result}\n`);
+    expect(finished.stdout).toMatch(/│ payload\s+│ {"short":1}\s+│/);
+  }, LONG);
+
   it('jobs, job, retry, promote, remove, pause, resume, drain, purge', async () => {
     const { q, dead, later } = await seeded();
     const listed = await cli('jobs', q, '--status', 'dead');
