@@ -56,7 +56,8 @@ async function seed(): Promise<Seed> {
 type Build = (s: Seed) => Promise<SentCall>;
 const calls: Record<'enqueue' | 'claim' | 'complete' | 'extend' | 'peek', Build> = {
   enqueue: (s) => sent((c) => wire.enqueue(c, s.k, 1024, [wireJob(s.fresh[0], '{}', { maxAttempts: 2 }), wireJob(s.fresh[1], '{}', { delayMs: 60_000 })], 10)),
-  claim: (s) => sent((c) => wire.claim(c, s.k, 1, 30_000, 1000)),
+  // The required arguments only (no trailing optional default-fair): the shapes below drop the last one.
+  claim: (s) => sent((c) => wire.claim(c, s.k, 1, 30_000, 1000, false)),
   complete: (s) => sent((c) => wire.complete(c, s.k, 1, [{ ...s.a, result: '{"ok":1}' }])),
   extend: (s) => sent((c) => wire.extend(c, s.k, 30_000, [s.a])),
   peek: (s) => sent((c) => wire.peek(c, s.k, s.later)),
