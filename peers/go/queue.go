@@ -74,12 +74,14 @@ const claimWidth = 6
 
 // Claim promotes up to promote due scheduled jobs and claims up to n pending jobs with a lease
 // of leaseMs. wait is -1 when jobs remain pending, -2 when none is scheduled, else the ms until
-// the next scheduled job is due. The queue's rate limit and group policy are the stored ones
-// (policy.lua writes them; claim.lua reads meta `rate` and `gpol`): a claim sends no limits.
+// the next scheduled job is due. The queue's rate limit and lane policy are the stored ones
+// (policy.lua writes them; claim.lua reads meta `rate` and `gpol`): a claim sends no limits. It
+// sends `fair` (claim's optional default-fair argument): a queue with lanes and no stored policy
+// is dealt exact equal shares, as by the TypeScript runtime (docs/protocol.md, claim).
 func (q *Queue) Claim(ctx context.Context, n int, leaseMs int64, promote int) (wait int64, jobs []Claimed, err error) {
 	k := q.Keys
 	v, err := q.scripts.Run(ctx, q.rdb, "claim", []string{k.Meta, k.Pending, k.Scheduled, k.Active, k.Wake, k.Data, k.Opts, k.RowPrefix, k.Events},
-		ProtocolVersion, n, leaseMs, promote)
+		ProtocolVersion, n, leaseMs, promote, "fair")
 	if err != nil {
 		return 0, nil, err
 	}
