@@ -39,7 +39,8 @@ export interface ResolvedEntryOptions {
 /** Longest clock skew allowance between nodes: one minute. */
 export const MAX_CLOCK_SKEW_MS = 60_000;
 
-const SERVICE_KEYS = keySet<CacheOptions>({
+/** Every key of `CacheOptions`, as a record: options that extend them (the module's) spread it. */
+export const CACHE_OPTION_KEYS: { readonly [K in keyof Required<CacheOptions>]: true } = {
   namespace: true,
   ttlMs: true,
   l1MaxEntries: true,
@@ -48,9 +49,10 @@ const SERVICE_KEYS = keySet<CacheOptions>({
   tombstoneMs: true,
   pollMs: true,
   clockSkewMs: true,
-});
-/** The keys of `CacheEntryOptions` (anything else is refused). */
-export const ENTRY_KEYS = keySet<CacheEntryOptions>({
+};
+const SERVICE_KEYS = keySet<CacheOptions>(CACHE_OPTION_KEYS);
+/** Every key of `CacheEntryOptions`, as a record: options that extend them (`@Cached`'s) spread it. */
+export const ENTRY_OPTION_KEYS: { readonly [K in keyof Required<CacheEntryOptions>]: true } = {
   namespace: true,
   ttlMs: true,
   jitter: true,
@@ -59,7 +61,9 @@ export const ENTRY_KEYS = keySet<CacheEntryOptions>({
   tags: true,
   fillLease: true,
   fillLeaseMs: true,
-});
+};
+/** The keys of `CacheEntryOptions` (anything else is refused). */
+export const ENTRY_KEYS = keySet<CacheEntryOptions>(ENTRY_OPTION_KEYS);
 
 /**
  * Checks a list of tags (or keys: `what`) before any I/O: an array of at most `MAX_TAGS` legal

@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../core/errors.js';
 import { keySet, refuseUnknownKeys } from '../core/known-keys.js';
 import type { CacheEntryOptions } from '../cache/cache-types.js';
+import { ENTRY_OPTION_KEYS } from '../cache/cache-options.js';
 
 /** Metadata key of `@Cached`. */
 export const CACHED_METADATA = 'echomq:cached';
@@ -37,18 +38,7 @@ export interface CacheEvictOptions {
 }
 
 // keySet: a key added to CachedOptions (or to the entry options it takes) and not listed fails to compile.
-const CACHED_KEYS = keySet<CachedOptions>({
-  namespace: true,
-  ttlMs: true,
-  jitter: true,
-  graceMs: true,
-  negativeTtlMs: true,
-  tags: true,
-  fillLease: true,
-  fillLeaseMs: true,
-  key: true,
-  scope: true,
-});
+const CACHED_KEYS = keySet<CachedOptions>({ ...ENTRY_OPTION_KEYS, key: true, scope: true });
 const EVICT_KEYS = keySet<CacheEvictOptions>({ namespace: true, keys: true, tags: true });
 
 /**

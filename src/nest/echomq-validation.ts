@@ -5,7 +5,7 @@ import { validateTelemetryOptions } from '../telemetry/telemetry-options.js';
 import type { BootRetryOptions, ValkeyConnectionOptions } from '../core/connection/index.js';
 import { resolveBootRetry, resolveEvictionCheckMs } from '../core/connection/index.js';
 import type { BusOptions } from '../bus/bus-options.js';
-import { resolveCacheOptions } from '../cache/cache-options.js';
+import { CACHE_OPTION_KEYS, resolveCacheOptions } from '../cache/cache-options.js';
 import { resolveInvalidationRules } from '../follow/cache-follower.js';
 import type { FlowBounds } from '../queue/flows/index.js';
 import { BUILTIN_DEFAULTS, resolveDefaults } from '../queue/queue-options.js';
@@ -60,17 +60,7 @@ const EMBEDDED_KEYS: ReadonlySet<string> = new Set(['embedded']);
 const CLUSTER_NODE_KEYS: ReadonlySet<string> = new Set(['host', 'port']);
 const RETRY_KEYS = keySet<BootRetryOptions>({ maxWaitMs: true, intervalMs: true });
 const BUS_KEYS = keySet<BusOptions>({ instance: true, maxPayloadBytes: true, deadCap: true, trimIntervalMs: true });
-const CACHE_KEYS = keySet<EchoMqCacheOptions>({
-  namespace: true,
-  ttlMs: true,
-  l1MaxEntries: true,
-  l1MaxBytes: true,
-  maxValueBytes: true,
-  tombstoneMs: true,
-  pollMs: true,
-  clockSkewMs: true,
-  invalidateOn: true,
-});
+const CACHE_KEYS = keySet<EchoMqCacheOptions>({ ...CACHE_OPTION_KEYS, invalidateOn: true });
 type ModuleFlowOptions = NonNullable<EchoMqModuleOptions['flows']>;
 const FLOW_KEYS = keySet<ModuleFlowOptions>({
   bounds: true,
