@@ -132,6 +132,20 @@ local function checked(r, key)
   end
   return r
 end
+-- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
+-- uses (parts of a composed script share the read: no part writes a field another part reads),
+-- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
+-- stored rate limit "<max> <ms>"), gpol (its stored group policy), gpaused (its paused lanes; all
+-- three written by policy.lua).
+local meta_memo = nil
+local function queue_meta(key)
+  if not meta_memo then
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused'), key)
+    need_data_version(m[1], key)
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11] }
+  end
+  return meta_memo
+end
 -- A queue's policy as policy.lua validates it and claim reads it (docs/protocol.md §5, "Rate
 -- limits" and "Group policy"): one parser for both, so the stored text is exactly what a claim
 -- enforces.
@@ -635,10 +649,10 @@ local function claim_lanes(KEYS, b, n, due, dueRow, pol)
   end
   st.need, st.lrem, st.dueG = need, lrem, dueG
   -- Level 0: fair lanes, under a group policy or not. Paused lanes (meta `gpaused`, policy.lua's
-  -- `pause`; read only when level 0 has jobs to give) are blocked lanes of the policy walk: with
+  -- `pause`; part of the call's one meta read) are blocked lanes of the policy walk: with
   -- any lane paused, a queue without a group policy is claimed under the neutral one (every lane
   -- weight 1, no cap or limit: the same rotation).
-  local paused = need > 0 and policy_paused(checked(redis.pcall('HGET', KEYS[1], 'gpaused'), KEYS[1]))
+  local paused = need > 0 and policy_paused(queue_meta(KEYS[1]).gpaused)
   if paused then claim_policy_lanes(st, KEYS, b, pol or { ['*'] = { 0, 1, 0, 0, false } }, paused)
   elseif pol then claim_policy_lanes(st, KEYS, b, pol) else claim_fair_lanes(st, KEYS, b) end
   return st
@@ -794,19 +808,6 @@ local function need_keys(keys, base, names, from)
       fail('BAD_ARG', 'KEYS must be the keys ' .. table.concat(names, ', ') .. ' of one queue, in this order (KEYS[' .. i .. '] is not)')
     end
   end
-end
--- A queue's meta hash (docs/protocol.md §2), read once per call with every field a transition
--- uses (parts of a composed script share the read: no part writes a field another part reads),
--- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
--- stored rate limit "<max> <ms>"), gpol (its stored group policy; both written by policy.lua).
-local meta_memo = nil
-local function queue_meta(key)
-  if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol'), key)
-    need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10] }
-  end
-  return meta_memo
 end
 -- The runner every built script ends with (`return run(main)`): the version is checked before
 -- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;

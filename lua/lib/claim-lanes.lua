@@ -1,4 +1,4 @@
--- @requires fail types policy-text claim-fair claim-policy claim-slide
+-- @requires fail types meta policy-text claim-fair claim-policy claim-slide
 -- Claim in lanes mode (meta `lanes` set by enqueue once a job carried a priority or a group).
 -- Priorities (docs/protocol.md §2): one list per level 1..9 (`<pending>:<p>`), 0 is `pending`
 -- (or, with fair lanes, its groups' lists); `levels` holds the levels 1..9 whose list has jobs.
@@ -73,10 +73,10 @@ local function claim_lanes(KEYS, b, n, due, dueRow, pol)
   end
   st.need, st.lrem, st.dueG = need, lrem, dueG
   -- Level 0: fair lanes, under a group policy or not. Paused lanes (meta `gpaused`, policy.lua's
-  -- `pause`; read only when level 0 has jobs to give) are blocked lanes of the policy walk: with
+  -- `pause`; part of the call's one meta read) are blocked lanes of the policy walk: with
   -- any lane paused, a queue without a group policy is claimed under the neutral one (every lane
   -- weight 1, no cap or limit: the same rotation).
-  local paused = need > 0 and policy_paused(checked(redis.pcall('HGET', KEYS[1], 'gpaused'), KEYS[1]))
+  local paused = need > 0 and policy_paused(queue_meta(KEYS[1]).gpaused)
   if paused then claim_policy_lanes(st, KEYS, b, pol or { ['*'] = { 0, 1, 0, 0, false } }, paused)
   elseif pol then claim_policy_lanes(st, KEYS, b, pol) else claim_fair_lanes(st, KEYS, b) end
   return st
