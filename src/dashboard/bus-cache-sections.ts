@@ -3,7 +3,8 @@ import type { CacheAdminStats } from '../admin/cache-admin.js';
 import type { CacheStats } from '../cache/cache-types.js';
 import { html, type SafeHtml } from './html.js';
 import { seg, type PageContext } from './dashboard-layout.js';
-import { iso, problemCell, shownName } from './entry-rows.js';
+import { problemCell, shownName } from './entry-rows.js';
+import { when } from './badges.js';
 
 /** A topic with its consumer groups. */
 export interface TopicWithGroups {
@@ -37,7 +38,7 @@ export function cacheSection(ctx: PageContext, stats: CacheAdminStats, processSt
         (n) =>
           n.error
             ? html`<tr data-namespace="${shownName(n.name)}"><td>${shownName(n.name)}</td>${problemCell(n, 3)}</tr>`
-            : html`<tr data-namespace="${n.name}"><td>${n.name}</td><td class="n">${n.invalidations}</td><td class="n">${n.retained}</td><td>${iso(n.lastInvalidationAt)}</td></tr>`,
+            : html`<tr data-namespace="${n.name}"><td>${n.name}</td><td class="n">${n.invalidations}</td><td class="n">${n.retained}</td><td>${when(n.lastInvalidationAt)}</td></tr>`,
       )}</tbody></table>`
     : html`<p>No cache namespace has announced itself yet.</p>`;
   const own = processStats

@@ -26,7 +26,11 @@ pre{background:#f7f9fb;border:1px solid #e3e8ee;padding:8px;max-width:100%;overf
 .tabs a{margin-right:12px}.tabs a.on{font-weight:700;text-decoration:none;color:#1d2733}
 .notice{background:#eef7ee;border:1px solid #b9dfb9;padding:6px 10px}.err{background:#fbeeee;border-color:#e6b5b5}
 .paused{background:#f9e79f;padding:1px 6px;border-radius:3px}form.inline{display:inline;margin:0 4px 0 0}
-button{font:inherit;padding:2px 10px;cursor:pointer}figure.chart{margin:0}figcaption{font-size:12px;color:#5d6b7a}
+button{font:inherit;padding:2px 10px;cursor:pointer}time{border-bottom:1px dotted #9aa7b4;cursor:help}
+.st{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;line-height:18px;background:#e3e8ee;color:#1d2733}
+.st-pending{background:#dbe9fb;color:#174a83}.st-scheduled{background:#ece3fa;color:#4d2a86}.st-active{background:#fdf0cf;color:#7a5300}
+.st-waiting{background:#e0f3f5;color:#0d5c66}.st-done{background:#dcf2e0;color:#1d6b32}.st-dead,.st-failed{background:#fbdddd;color:#8f1f1f}
+.st-cancelled{background:#eceff2;color:#4b5866}.st-paused{background:#f9e79f;color:#6b5800}.st-missing{background:#fff;color:#8f1f1f;border:1px dashed #c0392b}figure.chart{margin:0}figcaption{font-size:12px;color:#5d6b7a}
 `);
 
 /** The live-refresh script: swaps each `[data-live]` region for the same region of a fresh copy of the page's content (parsed, never executed; the server sends no shell, style or script for it), and asks before `[data-confirm]` forms. */

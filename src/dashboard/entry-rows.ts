@@ -25,12 +25,6 @@ export function problemCell(item: { readonly error?: string; readonly problem?: 
   return html`<td colspan="${span}" class="err" data-problem="${item.problem ?? 'unreadable'}">${problemText(item)}</td>`;
 }
 
-/** An ISO instant, or "invalid date" for a Date that is not one (a planted value): never throws. */
-export function iso(d: Date | undefined): string | undefined {
-  if (d === undefined) return undefined;
-  return Number.isNaN(d.getTime()) ? 'invalid date' : d.toISOString();
-}
-
 /** A read that may fail as the data's fault: its value, or the one-line text of why it could not be read. */
 export type ReadOutcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
 

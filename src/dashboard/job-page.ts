@@ -1,7 +1,7 @@
 import type { JobStatus, JobView } from '../queue/job.js';
 import { html, type HtmlValue, type SafeHtml } from './html.js';
 import { action, seg, type PageContext } from './dashboard-layout.js';
-import { iso } from './entry-rows.js';
+import { stateBadge, when } from './badges.js';
 
 /** JSON as indented text (escaped by the template like any other text). */
 const json = (v: unknown): string => (v === undefined ? '' : JSON.stringify(v, null, 2));
@@ -23,7 +23,7 @@ function childrenTable(ctx: PageContext, j: JobView): SafeHtml | undefined {
   if (kids.length === 0) return undefined;
   const rows = kids.slice(0, SHOWN_CHILDREN).map(
     (c) => html`<tr data-child="${c.id}"><td>${c.key}</td><td><a href="${ctx.base}/queues/${seg(c.queue)}/jobs/${seg(c.id)}">${c.id}</a></td>
-<td>${c.queue}</td><td data-state>${c.outcome ?? c.status ?? 'missing'}</td><td>${c.policy}</td><td>${c.outcome === 'done' ? json(c.result) : (c.error ?? '')}</td></tr>`,
+<td>${c.queue}</td><td>${stateBadge(c.outcome ?? c.status ?? 'missing')}</td><td>${c.policy}</td><td>${c.outcome === 'done' ? json(c.result) : (c.error ?? '')}</td></tr>`,
   );
   const waiting = j.waitingFor === undefined ? '' : `, ${j.waitingFor} not finished`;
   const more = kids.length > SHOWN_CHILDREN ? `, first ${SHOWN_CHILDREN} shown` : '';
@@ -53,11 +53,11 @@ export function jobPage(ctx: PageContext, j: JobView, notice?: SafeHtml): SafeHt
   return html`<p><a href="${ctx.base}/">Queues</a> / <a href="${ctx.base}${q}">${j.queue}</a></p>
 <h1>Job ${j.id}</h1>${notice ?? ''}<p>${buttons}</p>
 <table id="job" data-live>
-${field('status', j.status)}
+${field('status', stateBadge(j.status))}
 ${field('parent', j.parent ? html`<a id="parent" href="${ctx.base}/queues/${seg(j.parent.queue)}/jobs/${seg(j.parent.id)}">${j.parent.id}</a> (queue ${j.parent.queue})` : undefined)}
 ${field('attempts', j.maxAttempts === undefined ? String(j.attempts) : `${j.attempts} of ${j.maxAttempts}`)}
-${field('created', iso(j.createdAt))}
-${field('finished', iso(j.finishedAt))}
+${field('created', when(j.createdAt))}
+${field('finished', when(j.finishedAt))}
 ${field('cancel requested', j.cancelRequested ? 'yes' : undefined)}
 ${field('error', pre(j.error ?? ''))}
 ${field('payload', pre(payload))}

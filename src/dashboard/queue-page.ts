@@ -3,9 +3,10 @@ import type { JobPage } from '../admin/job-pages.js';
 import { LISTABLE, type ListableStatus } from '../admin/job-cursor.js';
 import { throughputChart } from './chart.js';
 import { html, type SafeHtml } from './html.js';
+import { stateBadge, when } from './badges.js';
 import { action, seg, type PageContext } from './dashboard-layout.js';
 import type { ThroughputSeries } from './throughput-sampler.js';
-import { iso, problemText, type ReadOutcome } from './entry-rows.js';
+import { problemText, type ReadOutcome } from './entry-rows.js';
 
 /** What a queue's page shows. */
 export interface QueuePageData {
@@ -38,7 +39,7 @@ export function queueData(queue: string, info: ReadOutcome<QueueInfo>, jobs: Rea
 function tabs(ctx: PageContext, d: QueuePageData): SafeHtml {
   const q = `${ctx.base}/queues/${seg(d.info.name)}`;
   return html`<p class="tabs" id="counts" data-live>${LISTABLE.map(
-    (s) => html`<a href="${q}?status=${s}" class="${s === d.status ? 'on' : ''}">${s} <span data-count="${s}">${d.info.counts[s]}</span></a>`,
+    (s) => html`<a href="${q}?status=${s}" class="${s === d.status ? 'on' : ''}">${stateBadge(s)} <span data-count="${s}">${d.info.counts[s]}</span></a>`,
   )}</p>`;
 }
 
@@ -52,8 +53,8 @@ export function queuePage(ctx: PageContext, d: QueuePageData, notice?: SafeHtml)
     // An index member that is not a job id has no page; a row of another type shows why it is unreadable.
     const id = j.unreadable?.startsWith('EMQ_BAD_ID') ? html`${j.id}` : html`<a href="${ctx.base}${q}/jobs/${seg(j.id)}">${j.id}</a>`;
     const error = j.unreadable ? html`<span class="err" data-problem="unreadable">unreadable: ${j.unreadable}</span>` : j.error;
-    return html`<tr data-job="${j.id}"><td>${id}</td><td>${iso(j.createdAt)}</td>
-<td>${iso(j.at)}</td><td class="n">${j.attempts}</td><td>${error}</td><td>${j.status === 'dead' && !j.unreadable ? action(ctx, `${q}/jobs/${seg(j.id)}/retry`, 'Retry') : ''}</td></tr>`;
+    return html`<tr data-job="${j.id}"><td>${id}</td><td>${when(j.createdAt)}</td>
+<td>${when(j.at)}</td><td class="n">${j.attempts}</td><td>${error}</td><td>${j.status === 'dead' && !j.unreadable ? action(ctx, `${q}/jobs/${seg(j.id)}/retry`, 'Retry') : ''}</td></tr>`;
   });
   const unreadable = [
     d.info.error ? html`<p class="notice err" id="counts-unreadable">counts ${problemText(d.info)}</p>` : '',

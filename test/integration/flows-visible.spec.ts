@@ -87,7 +87,7 @@ describe("the dashboard shows a parent's children", () => {
     const flow = await f.queues.flow({ queue: q, payload: {}, children: [{ queue: kids, payload: 1, key: 'k1' }] });
     const list = await (await get(`/ops/queues/${q}?status=waiting`)).text();
     expect(list).toContain(`data-job="${flow.id}"`);
-    expect(list).toMatch(/waiting <span data-count="waiting">1<\/span>/);
+    expect(list).toMatch(/data-state="waiting">waiting<\/span> <span data-count="waiting">1<\/span>/);
     const page = await (await get(`/ops/queues/${q}/jobs/${flow.id}`)).text();
     expect(page).toContain('id="children"');
     expect(page).toContain(`href="/ops/queues/${kids}/jobs/${flow.children[0].id}"`);
