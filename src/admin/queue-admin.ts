@@ -9,7 +9,8 @@ import type { QueueService } from '../queue/queue-service.js';
 import { readCounts } from '../queue/queue-counts.js';
 import type { Json } from '../core/codec.js';
 import { jobPage, type JobListOptions, type JobPage } from './job-pages.js';
-import { assertKnown, readEntries, registryPage, type EntryProblem } from './registry.js';
+import { assertKnown, nameProblem, readEntries, registryPage, type EntryProblem } from './registry.js';
+import { MAX_METRICS_QUEUES, metricsPlan, readMetrics, type MetricsOptions, type QueueMetrics } from './queue-metrics.js';
 
 /** A queue as an operator sees it. */
 export interface QueueInfo {
@@ -169,6 +170,25 @@ export class QueueAdmin {
     const limit = bulkLimit(opts.limit);
     await this.assertKnown(queue);
     return adminWire.purge(this.conn.scriptClient, queueKeys(queue), opts.status, age, limit);
+  }
+
+  /**
+   * The stored metrics of one queue (docs/admin.md, "Metrics"): per interval of `step`, jobs
+   * completed, failed and buried, and run/wait-time percentiles and means. Read only (HGETALL, no
+   * SCAN); a bad range is `InvalidOptionError` (EMQ_BAD_OPTION), an unknown queue `NotFoundError`.
+   */
+  async metrics(queue: string, opts: MetricsOptions = {}): Promise<QueueMetrics> {
+    const plan = metricsPlan(opts);
+    await this.assertKnown(queue);
+    return { queue, ...(await readMetrics(this.conn, [queue], plan)) };
+  }
+
+  /** `metrics` of every queue added up (the registry's first `MAX_METRICS_QUEUES`, in name order; entries that are no queue name skipped). */
+  async metricsAll(opts: MetricsOptions = {}): Promise<QueueMetrics> {
+    const plan = metricsPlan(opts);
+    const { names } = await registryPage(this.conn, 'queues', undefined, MAX_METRICS_QUEUES);
+    const queues = names.filter((q) => nameProblem(q, 'queue') === undefined);
+    return { ...(await readMetrics(this.conn, queues, plan)), queues: queues.length };
   }
 
   /** Throws `NotFoundError` unless the queue was announced or holds data (no SCAN: two reads). */

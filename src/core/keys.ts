@@ -109,6 +109,16 @@ export class QueueKeys {
     return p === 0 ? this.pending : `${this.pending}:${p}`;
   }
 
+  /** Metrics (stats.lua): the hash of minute `minute` (floor(epoch s / 60)), kept 25 h after its last write. */
+  statsMinute(minute: number): string {
+    return `${this.pending.slice(0, -'pending'.length)}stats:m:${minute}`;
+  }
+
+  /** Metrics (stats.lua): the hourly rollup hash of hour `hour` (floor(minute / 60)), kept 15 days after its last write. */
+  statsHour(hour: number): string {
+    return `${this.pending.slice(0, -'pending'.length)}stats:h:${hour}`;
+  }
+
   /** The row (hash) of job `id`; validates the id. */
   job(id: string): string {
     assertBrandedId(id, 'job');

@@ -20,3 +20,5 @@ export { roundCall, runRound } from './round.js';
 export type { RoundParts } from './round.js';
 export { scheduleWire } from './schedule.js';
 export type { TickOutcome, UpsertOutcome, WireTick } from './schedule.js';
+export { LATENCY_BOUNDS_MS, LATENCY_BUCKETS, STATS_FIELDS, STATS_HOUR_TTL_S, STATS_MINUTE_TTL_S, latencyBucket, statsCall } from './stats.js';
+export type { StatsWritten } from './stats.js';

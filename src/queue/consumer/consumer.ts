@@ -15,6 +15,7 @@ import { WakeWaiter } from './wake-waiter.js';
 import { ParkedWait, consumerTag } from './parked-wait.js';
 import { parkSpot } from '../../core/wire/index.js';
 import { RoundSizer } from './round-sizer.js';
+import { StatsMeter } from './stats-meter.js';
 import { announce } from '../../core/announce.js';
 import type { ConsumerLogger } from '../../core/logger.js';
 
@@ -74,6 +75,8 @@ export class Consumer {
   private maintTimer?: NodeJS.Timeout;
   private readonly log: ConsumerLogger;
   private readonly upkeep: ConsumerUpkeep;
+  /** Counts and latencies per minute, flushed to the queue's stats hashes (docs/dashboard.md). */
+  private readonly meter: StatsMeter;
 
   constructor(
     private readonly conn: EchoMqConnection,
@@ -109,13 +112,14 @@ export class Consumer {
     // jobs of another run their handlers. The sizer picks how many claims share the capacity;
     // together they stay within it (`reserved`).
     this.sizer = new RoundSizer(this.capacity, cfg.rounds);
+    this.meter = new StatsMeter(conn, this.k, this.log);
     this.runner = new JobRunner(cfg.queue, cfg.handler, cfg.concurrency, cfg.maxResultBytes, {
       completed: (c) => this.toComplete.push(c),
       failed: (h, error, fatal) => this.upkeep.retry(h, error, fatal),
       // The last running handler ended: nothing else finishes this turn, so the round goes now (a microtask).
       freed: () => (this.runner.active === 0 ? queueMicrotask(() => this.pump()) : this.kick()),
-    }, { controls: new JobControls(conn, this.k, cfg.maxResultBytes), timeoutMs: cfg.timeoutMs });
-    this.upkeep = new ConsumerUpkeep(conn, this.k, cfg, this.runner, this.log);
+    }, { controls: new JobControls(conn, this.k, cfg.maxResultBytes), timeoutMs: cfg.timeoutMs, meter: this.meter });
+    this.upkeep = new ConsumerUpkeep(conn, this.k, cfg, this.runner, this.log, this.meter);
   }
 
   /** Jobs whose handlers are running now. */
@@ -153,6 +157,7 @@ export class Consumer {
     }
     if (this.maintTimer) clearInterval(this.maintTimer);
     this.backoff.clear();
+    await this.meter.flush();
   }
 
   private kick(): void {
@@ -237,16 +242,21 @@ export class Consumer {
   /** Reports completions the fencing token refused (the lease was lost before they arrived). */
   private refused(sent: readonly RunnerCompletion[], replies: readonly number[]): void {
     this.cfg.listener?.completions(sent, replies);
+    let landed = 0;
     replies.forEach((ok, i) => {
-      if (ok === 0) this.log.warn(`job ${sent[i].id} of "${this.cfg.queue}" finished attempt ${sent[i].attempt}, but its completion was refused (error: lease lost; the job was re-delivered)`);
+      if (ok === 1) landed++;
+      else if (ok === 0) this.log.warn(`job ${sent[i].id} of "${this.cfg.queue}" finished attempt ${sent[i].attempt}, but its completion was refused (error: lease lost; the job was re-delivered)`);
     });
+    this.meter.completed(landed);
   }
 
   /** Takes a claim's jobs; returns how many it got. */
   private onClaimed(r: ClaimReply, asked: number): number {
     this.waitMs = r.waitMs;
     this.hasWork = r.jobs.length === asked && r.waitMs === -1;
-    this.runner.accept(r.jobs);
+    const now = Date.now();
+    this.meter.claimed(r.jobs, now);
+    this.runner.accept(r.jobs, now);
     return r.jobs.length;
   }
 
@@ -287,6 +297,7 @@ export class Consumer {
 
   private async maintain(): Promise<void> {
     this.checkLive();
+    if (this.meter.due()) void this.meter.flush();
     if (await this.upkeep.maintain(this.stopping)) {
       this.hasWork = true;
       this.kick();

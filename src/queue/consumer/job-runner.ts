@@ -24,6 +24,8 @@ export interface Held extends RunningClaim {
   cancelled?: boolean;
   /** Set once its slot was given back (the handler ended, or its timeout passed). */
   settled?: boolean;
+  /** When this process took the claim (epoch ms, client clock): run time is measured from it. */
+  claimedAt: number;
   timer?: NodeJS.Timeout;
 }
 
@@ -33,6 +35,8 @@ export interface RunnerOptions {
   readonly controls?: JobControls;
   /** Abort the handler and fail the attempt after this many ms (0 or absent: no timeout). */
   readonly timeoutMs?: number;
+  /** Told each handler's run time (claim → end), for the stored metrics (`StatsMeter`). */
+  readonly meter?: { ran(ms: number): void };
 }
 
 /** Where the runner sends what its handlers produce. */
@@ -82,9 +86,9 @@ export class JobRunner {
   }
 
   /** Takes claimed jobs: starts what fits, buffers the rest. */
-  accept(claims: readonly WireClaim[]): void {
+  accept(claims: readonly WireClaim[], claimedAt = Date.now()): void {
     for (const claim of claims) {
-      const h: Held = { id: claim.id, token: claim.token, claim, abort: new LazyAbort(), lost: false };
+      const h: Held = { id: claim.id, token: claim.token, claim, abort: new LazyAbort(), lost: false, claimedAt };
       this.held.set(h.id, h);
       this.buffer.push(h);
     }
@@ -192,6 +196,7 @@ export class JobRunner {
   private settle(h: Held): void {
     if (h.settled) return;
     h.settled = true;
+    this.opts.meter?.ran(Date.now() - h.claimedAt);
     if (h.timer) clearTimeout(h.timer);
     this.running--;
     this.held.delete(h.id);

@@ -10,6 +10,7 @@ import type { ResolvedConsumerOptions } from '../queue-options.js';
 import type { ConsumerListener } from '../telemetry-hooks.js';
 import { describeReap, reportFailure, type FailureListener } from './failure-log.js';
 import type { Held, JobRunner } from './job-runner.js';
+import type { StatsMeter } from './stats-meter.js';
 
 /**
  * The consumer settings upkeep reads (its consumer passes its `ConsumerConfig`): the queue, the
@@ -38,6 +39,7 @@ export class ConsumerUpkeep {
     private readonly cfg: UpkeepConfig,
     private readonly runner: JobRunner,
     private readonly log: ConsumerLogger,
+    private readonly meter?: StatsMeter,
   ) {}
 
   /** The policy this process declares for the queue (its rateLimit / lanes options), if any. */
@@ -97,7 +99,10 @@ export class ConsumerUpkeep {
         { maxAttempts: this.cfg.attempts, backoff: this.cfg.backoff, deadCap: this.cfg.deadCap },
       )
       .then(
-        (r) => reportFailure(this.cfg.onFailure, { queue: this.cfg.queue, id: h.id, attempt: h.claim.attempt, defaultMaxAttempts: this.cfg.attempts }, error, fatal, r),
+        (r) => {
+          if (r.outcome === 'retry' || r.outcome === 'dead') this.meter?.failed(r.outcome === 'dead');
+          reportFailure(this.cfg.onFailure, { queue: this.cfg.queue, id: h.id, attempt: h.claim.attempt, defaultMaxAttempts: this.cfg.attempts }, error, fatal, r);
+        },
         (e: unknown) => this.log.warn(`consumer ${this.cfg.queue}: retry of ${h.id} failed (${describeError(e)}); its lease will expire`),
       );
   }
@@ -144,6 +149,8 @@ export class ConsumerUpkeep {
       await this.checkPolicy();
       const r = await wire.reap(c, this.k, 100, this.cfg.attempts, this.cfg.deadCap);
       if (r.requeued + r.buried + r.cancelled > 0) this.cfg.listener?.reaped(r);
+      this.meter?.failed(false, r.requeued);
+      this.meter?.failed(true, r.buried);
       for (const j of r.jobs) this.log[j.outcome === 'buried' ? 'error' : 'warn'](describeReap(this.cfg.queue, j));
       return r.requeued > 0;
     } catch (err) {
