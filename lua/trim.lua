@@ -8,11 +8,17 @@
 -- a JSON array [[streamId, payload], ...] (payloads stay opaque strings), indexed in the archive
 -- zset (member "<firstEvtId>-<lastEvtId>", score = first ms), then the log is cut with XTRIM
 -- MINID exactly below the first kept entry. Segments whose last entry is older than
--- archiveMaxAgeMs are deleted.
+-- archiveMaxAgeMs are deleted, then the oldest segments while the archive's bytes (meta
+-- `archiveBytes`, the running total of its segments' lengths) and the new segment's would pass
+-- archiveMaxBytes; archiveMaxBytes 0 = no archive: due entries are cut without a segment.
+-- A missing total on an existing archive (written by earlier bytes) is counted in steps of 1000
+-- segments per call (meta `archiveScan` = "<segments counted> <their bytes>"), `more` = 1 meanwhile;
+-- until it is known no segment is deleted by bytes (age expiry goes on).
 -- Flag allow-oom: trim frees memory (the segment it writes holds at most the entries it cuts
 -- from the log, bounded by the budget), so it must run when the server is out of memory.
 --
--- @key meta emq:{t}:bus:meta topic meta hash (`v`; policy `maxLen`, `maxAgeMs`, `archiveMaxAgeMs`)
+-- @key meta emq:{t}:bus:meta topic meta hash (`v`; policy `maxLen`, `maxAgeMs`, `archiveMaxAgeMs`,
+--   `archiveMaxBytes`; counters `archiveBytes`, `archiveScan`)
 -- @key log emq:{t}:bus:log stream: the event log
 -- @key archive emq:{t}:bus:archive zset: segment index
 -- @key seg emq:{t}:bus:seg: prefix of segments (a segment is this prefix followed by its member)
@@ -21,7 +27,8 @@
 -- @arg budget 1..536870912 segment budget: the most payload bytes in one segment (one entry
 --   always fits)
 -- @arg expire-limit 0..1000 the most expired segments to delete in this call
--- @returns { archived, trimmed, expired, more } where more = 1 when due entries remain.
+-- @returns { archived, trimmed, expired, more } where more = 1 when due entries remain (or the
+--   archive's bytes are still being counted); expired counts segments deleted by age and by bytes.
 -- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, keys that are not one topic's,
 --   a corrupt stored policy), EMQ_WRONGTYPE (meta not a hash, log not a stream, archive not a
 --   zset), EMQ_BAD_ID (an entry to archive has no branded form). Every check precedes the first
@@ -127,7 +134,7 @@ end
 local function main(KEYS, ARGV)
 need(#KEYS == 4 and #ARGV == 4, 'expected 4 keys and 4 arguments')
 need_keys(KEYS, topic_base(KEYS[1]), { 'meta', 'log', 'archive', 'seg:' })
-local policy = topic_meta(KEYS[1], 'maxLen', 'maxAgeMs', 'archiveMaxAgeMs')
+local policy = topic_meta(KEYS[1], 'maxLen', 'maxAgeMs', 'archiveMaxAgeMs', 'archiveMaxBytes', 'archiveBytes', 'archiveScan')
 local limit = need_int(ARGV[2], 1, 1000, 'limit')
 local budget = need_int(ARGV[3], 1, 536870912, 'segment budget')
 local expireLimit = need_int(ARGV[4], 0, 1000, 'expire limit')
@@ -140,6 +147,15 @@ for i = 1, 3 do
   end
 end
 local maxLen, maxAge, archiveMaxAge = policy[2], policy[3], policy[4]
+-- archiveMaxBytes: absent or `unbounded` = no byte bound; 0 = no archive.
+local maxBytes = policy[5]
+if maxBytes == 'unbounded' then maxBytes = nil
+elseif maxBytes then
+  local p = maxBytes
+  maxBytes = int(p, 0, 1099511627776)
+  need(maxBytes and (p == '0' or string.sub(p, 1, 1) ~= '0'), 'stored retention policy is corrupt')
+else maxBytes = nil end
+local archiveOff = maxBytes == 0
 local logKind, archKind = redis.call('TYPE', KEYS[2])['ok'], redis.call('TYPE', KEYS[3])['ok']
 if (logKind ~= 'stream' and logKind ~= 'none') or (archKind ~= 'zset' and archKind ~= 'none') then
   fail('WRONGTYPE', 'the log or archive key holds the wrong type')
@@ -222,7 +238,7 @@ if logKind == 'stream' and (maxLen or maxAge) then
       end
       if not safe then break end
       local p = payload(entries[i][2])
-      if k > 0 and bytes + #p > budget then more = 1; break end
+      if k > 0 and not archiveOff and bytes + #p > budget then more = 1; break end
       bytes = bytes + #p
       k = i
       if i == limit and #entries > limit then more = 1 end
@@ -230,14 +246,46 @@ if logKind == 'stream' and (maxLen or maxAge) then
   end
 end
 local first, last
-if k > 0 then
+if k > 0 and not archiveOff then
   first, last = evtId(entries[1][1]), evtId(entries[k][1])
   if not first or not last then
     fail('BAD_ID', 'log entry ' .. entries[1][1] .. '..' .. entries[k][1] .. ' has no branded form')
   end
 end
 
--- Writes: expire old segments, archive, cut.
+-- A segment's length (0 for a key that is not a string: it counts nothing, and never fails a write).
+local function segBytes(member)
+  local n = redis.pcall('STRLEN', KEYS[4] .. member)
+  return type(n) == 'number' and n or 0
+end
+-- The archive's running byte total (nil while it is being counted; `scan` = { counted, bytes }).
+local total = policy[6] and int(policy[6], 0, 9007199254740991) or nil
+local scan
+if archKind ~= 'zset' then total = 0 -- no archive holds no bytes, whatever a stale total says
+elseif not total then
+  local counted, part = 0, 0
+  local c, b = string.match(policy[7] or '', '^(%d+) (%d+)$')
+  if c then counted, part = tonumber(c), tonumber(b) end
+  local got = redis.call('ZRANGE', KEYS[3], counted, counted + 999)
+  for i = 1, #got do part = part + segBytes(got[i]) end
+  if #got < 1000 then total = part else scan = { counted + #got, part }; more = 1 end
+end
+local segText
+if k > 0 and not archiveOff then
+  local seg = {}
+  for i = 1, k do seg[i] = { entries[i][1], payload(entries[i][2]) } end
+  segText = cjson.encode(seg)
+end
+-- Deletes the oldest segment `member`, keeping the total (or the count in progress) right.
+local function drop(member)
+  local size = segBytes(member)
+  redis.call('DEL', KEYS[4] .. member)
+  redis.call('ZREM', KEYS[3], member)
+  if total then total = math.max(0, total - size)
+  elseif scan[1] > 0 then scan[1], scan[2] = scan[1] - 1, scan[2] - size end
+end
+
+-- Writes: expire old segments (by age, then by bytes), archive, cut.
 local expired = 0
 if archiveMaxAge and archKind == 'zset' and expireLimit > 0 then
   local cutoff = now - archiveMaxAge
@@ -245,18 +293,27 @@ if archiveMaxAge and archKind == 'zset' and expireLimit > 0 then
   for i = 1, #old do
     local lastMs = evtMs(string.match(old[i], '^evt[0-9A-Za-z]+%-evt([0-9A-Za-z]+)$'))
     if lastMs and lastMs >= cutoff then break end
-    redis.call('DEL', KEYS[4] .. old[i])
-    redis.call('ZREM', KEYS[3], old[i])
+    drop(old[i])
+    expired = expired + 1
+  end
+end
+if maxBytes and total and archKind == 'zset' then
+  local incoming = segText and #segText or 0
+  while total + incoming > maxBytes and expired < expireLimit do
+    local oldest = redis.call('ZRANGE', KEYS[3], 0, 0)
+    if #oldest == 0 then break end
+    drop(oldest[1])
     expired = expired + 1
   end
 end
 local trimmed = 0
 if k > 0 then
-  local seg = {}
-  for i = 1, k do seg[i] = { entries[i][1], payload(entries[i][2]) } end
-  local member = first .. '-' .. last
-  redis.call('SET', KEYS[4] .. member, cjson.encode(seg))
-  redis.call('ZADD', KEYS[3], string.match(entries[1][1], '^(%d+)-'), member)
+  if segText then
+    local member = first .. '-' .. last
+    redis.call('SET', KEYS[4] .. member, segText)
+    redis.call('ZADD', KEYS[3], string.match(entries[1][1], '^(%d+)-'), member)
+    if total then total = total + #segText end
+  end
   local cut
   if entries[k + 1] then
     cut = entries[k + 1][1]
@@ -266,6 +323,14 @@ if k > 0 then
   end
   trimmed = redis.call('XTRIM', KEYS[2], 'MINID', cut)
 end
-return { k, trimmed, expired, more }
+-- The counters, written only when they changed (a trim with nothing to do writes nothing).
+if total then
+  local t = string.format('%d', total)
+  if policy[6] ~= t and (policy[6] or total > 0 or archKind == 'zset') then redis.call('HSET', KEYS[1], 'archiveBytes', t) end
+  if policy[7] then redis.call('HDEL', KEYS[1], 'archiveScan') end
+else
+  redis.call('HSET', KEYS[1], 'archiveScan', string.format('%d %d', scan[1], scan[2]))
+end
+return { archiveOff and 0 or k, trimmed, expired, more }
 end
 return run(main)
