@@ -61,8 +61,8 @@
 -- @mode extras 4 + 8n arguments: the lanes form (so a call with extras sends the lanes too, ""
 --   each when none), then one per job (ARGV[5+7n .. 4+8n]): its extras, "" = none, else a JSON
 --   object text of 2..1024 bytes whose known members are checked: `t` the job's own timeout (an
---   integer, 1..86400000 ms), `tp` a W3C traceparent (a string of 1..256 bytes); other members
---   are kept as they are. A job's extras ride in its opts (a fourth field,
+--   integer, 1..86400000 ms), `tp` a W3C traceparent (a string of 1..256 bytes), `n` the job's
+--   name (a string of 1..128 bytes without control characters); other members are kept as they are. A job's extras ride in its opts (a fourth field,
 --   "<max>|<backoff>|<lane>|<extras>") until its first claim moves them to its row's `x`; claim
 --   returns them with every attempt. Meta `xtra` is set to 1 the first time.
 -- @mode dedup business-key dedup, with any form: KEYS[8..7+n] one dedup key per job, and one
@@ -439,10 +439,12 @@ end
 -- The lease, as claim.lua writes a first claim's: `active` (with the anchor), a fenced token
 -- from meta `token`, the row; the registration is used up; "<id> <token> <payload>" goes to the
 -- inbox (the id is 14 bytes and the token digits, so the payload starts after the second space).
-local function parked_lease(meta, b, hand, id, payload, now)
+-- With `stamp` (meta `stamp` = 1: attempt starts recorded), the row's `started` too.
+local function parked_lease(meta, b, hand, id, payload, now, stamp)
   redis.call('ZADD', b .. 'active', 'inf', ANCHOR, now + hand.lease, id)
   local token = redis.call('HINCRBY', meta, 'token', 1)
-  redis.call('HSET', hand.row, 'status', 'active', 'token', token, 'attempts', 1)
+  if stamp then redis.call('HSET', hand.row, 'status', 'active', 'token', token, 'attempts', 1, 'started', now)
+  else redis.call('HSET', hand.row, 'status', 'active', 'token', token, 'attempts', 1) end
   redis.call('ZREM', hand.parked, hand.member)
   redis.call('RPUSH', hand.inbox, id .. ' ' .. token .. ' ' .. payload)
   redis.call('PEXPIRE', hand.inbox, hand.lease)
@@ -517,13 +519,13 @@ end
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
 -- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
 -- stored rate limit "<max> <ms>"), gpol (its stored group policy), gpaused (its paused lanes; all
--- three written by policy.lua).
+-- three written by policy.lua), stamp (claims record attempt starts, claim.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused', 'stamp'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11], stamp = m[12] }
   end
   return meta_memo
 end
@@ -635,7 +637,7 @@ if #data > 0 then
   wakeLen = check_new_jobs(KEYS, elog, not hand, #opts > 0, #queued > 0 and #zargs > 0)
   if lanesMode then enqueue_lanes_check(b, KEYS[2], byLevel, groupOrder) end
   if hand then
-    parked_lease(KEYS[1], b, hand, queued[1], data[2], now)
+    parked_lease(KEYS[1], b, hand, queued[1], data[2], now, meta.stamp == '1')
   else
     local len = push_new_jobs(KEYS, plainQ, zargs)
     if lanesMode and len == #plainQ then ringAdd[#ringAdd + 1] = '' end

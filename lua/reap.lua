@@ -30,6 +30,8 @@
 -- @arg limit 1..1000 the most jobs to reap in this call
 -- @arg max-attempts 1..1000 default max attempts, used when the row has none
 -- @arg morgue-cap 1..1000000 the morgue cap
+-- Every reaped attempt appends its record to the row's attempt history `hist` (attempts.lua:
+-- outcome `lease-expired`, the row's `started`, now, no worker, error "lease expired", no stack).
 -- @returns { requeued, buried, cancelled } (integers: how many jobs took each way), followed by
 --   one pair `id, attempt` per reaped job (the attempt whose lease expired): the requeued jobs
 --   first, then the buried, then the cancelled, each in reap order.
@@ -37,7 +39,7 @@
 --   the key grammar spells for the queue of KEYS[1], a reaped row naming a parent without the
 --   outbox keys), EMQ_WRONGTYPE. Every check comes before the first write.
 -- @flags allow-oom
--- @uses args keys types meta events cancelled morgue lanes-back flow-child
+-- @uses args keys types meta events cancelled morgue lanes-back flow-child attempts
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
 local PROTOCOL = '2'
@@ -71,6 +73,49 @@ local function need_int(s, lo, hi, what)
   local v = int(s, lo, hi)
   if not v then fail('BAD_ARG', what .. ' must be a decimal integer in ' .. lo .. '..' .. hi) end
   return v
+end
+-- A job's attempt history: the row's `hist` (docs/protocol.md §3, "Attempt history"), the ended
+-- attempts that did not complete, oldest first, the newest HIST_KEEP kept. A record is
+-- `<n>:<body>` (n = the body's bytes, decimal), its body seven fields, each `<n>:<bytes>`:
+-- attempt, started (epoch ms, "" unknown), ended (epoch ms), outcome, worker, error, stack.
+-- Written only on the failure paths (retry, reap): the happy path never reads or writes it.
+local HIST_KEEP, HIST_ERROR, HIST_WORKER, HIST_STACK = 10, 1024, 128, 2048
+-- A text cut to at most n bytes, never inside a UTF-8 sequence (a cut continuation run goes).
+local function utf8_cut(s, n)
+  if #s <= n then return s end
+  local p, stop = n + 1, math.max(1, n - 2)
+  while p > stop do
+    local c = string.byte(s, p)
+    if c < 0x80 or c >= 0xC0 then break end
+    p = p - 1
+  end
+  return string.sub(s, 1, p - 1)
+end
+-- The start of each record of a history text, or nil when it is not a sequence of records.
+local function hist_starts(h)
+  local starts, pos = {}, 1
+  while pos <= #h do
+    local len = string.match(h, '^(%d%d?%d?%d?%d?%d?):', pos)
+    if not len then return nil end
+    starts[#starts + 1] = pos
+    pos = pos + #len + 1 + tonumber(len)
+    if pos > #h + 1 then return nil end
+  end
+  return starts
+end
+local function hist_field(s) return #s .. ':' .. s end
+-- The row's history with one more record (the oldest beyond HIST_KEEP dropped). A history that
+-- is not a sequence of records (written by hand) starts over: the record is never lost to it.
+local function hist_push(h, attempt, started, ended, outcome, worker, err, stack)
+  local st = started and string.match(started, '^%d+$') or '' -- a planted start is not copied
+  local body = hist_field(tostring(attempt)) .. hist_field(st) .. hist_field(tostring(ended))
+    .. hist_field(outcome) .. hist_field(worker or '') .. hist_field(utf8_cut(err or '', HIST_ERROR))
+    .. hist_field(stack or '')
+  local rec = #body .. ':' .. body
+  local starts = h and hist_starts(h)
+  if not starts then return rec end
+  if #starts < HIST_KEEP then return h .. rec end
+  return string.sub(h, starts[#starts - HIST_KEEP + 2]) .. rec
 end
 -- Trimming a bounded set of finished jobs (the morgue, the cancelled set: id -> when): the oldest
 -- beyond `keep` go, with their rows and payloads, at most 1000 per call (bounded work). With
@@ -217,13 +262,13 @@ end
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
 -- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
 -- stored rate limit "<max> <ms>"), gpol (its stored group policy), gpaused (its paused lanes; all
--- three written by policy.lua).
+-- three written by policy.lua), stamp (claims record attempt starts, claim.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused', 'stamp'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11], stamp = m[12] }
   end
   return meta_memo
 end
@@ -274,7 +319,7 @@ if m.elog > 0 then need_type(events, 'stream') end
 local rows, anyParent = {}, false
 for i = 1, #expired do
   local row = prefix .. expired[i]
-  local cur = checked(redis.pcall('HMGET', row, 'attempts', 'max', 'status', 'cancel', 'parent', 'prio', 'group'), row)
+  local cur = checked(redis.pcall('HMGET', row, 'attempts', 'max', 'status', 'cancel', 'parent', 'prio', 'group', 'started', 'hist'), row)
   rows[i] = cur
   if m.lanes == '1' and cur[3] == 'active' then need_lane_types(b, pending, cur[6], cur[7]) end
   if cur[5] and cur[3] == 'active' then anyParent = true end
@@ -289,6 +334,7 @@ for i = 1, #expired do
   if cur[3] == 'active' then
     local att, max = tonumber(cur[1]) or 1, tonumber(cur[2]) or defMax
     attemptOf[id] = att
+    redis.call('HSET', row, 'hist', hist_push(cur[9], att, cur[8], now, 'lease-expired', nil, 'lease expired', nil))
     local outcome, err
     if cur[4] == '1' then
       outcome, err = 'cancelled', 'lease expired'

@@ -32,6 +32,12 @@
 -- @arg backoff backoff default backoff ("f:<ms>" or "e:<ms>", ms 0..86400000), used when the
 --   row has none
 -- @arg morgue-cap 1..1000000 the morgue cap
+-- @arg worker? bytes:0..128 (optional, protocol v2 additive) who ran the attempt (TypeScript:
+--   `<host name>:<pid>`), no control characters; "" or absent: unknown
+-- @arg stack? bytes:0..2048 (optional, after worker) the error's stack text; "" or absent: none
+-- Every call that ends the attempt (scheduled again, buried or cancelled) appends its record to
+-- the row's attempt history `hist` (attempts.lua: outcome `failed`, the row's `started`, now, the
+-- worker, the error cut to 1024 bytes, the stack); a refused call (stale token) writes nothing.
 -- @returns { 0 } refused (stale token or not active); { 1, runAt } scheduled again; { 2, buriedAt }
 --   moved to the morgue; { 3, cancelledAt } cancelled (it was flagged).
 -- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, a fixed key that is not the
@@ -39,7 +45,7 @@
 --   naming a parent without the outbox keys), EMQ_BAD_ID, EMQ_WRONGTYPE. Every check comes
 --   before the first write.
 -- @flags allow-oom
--- @uses args ids keys types meta events cancelled morgue flow-child
+-- @uses args ids keys types meta events cancelled morgue flow-child attempts
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
 local PROTOCOL = '2'
@@ -93,6 +99,57 @@ end
 local function need_token(s)
   if type(s) ~= 'string' or #s > 20 or not string.match(s, '^%d+$') then fail('BAD_ARG', 'bad token') end
   return s
+end
+-- A job's attempt history: the row's `hist` (docs/protocol.md §3, "Attempt history"), the ended
+-- attempts that did not complete, oldest first, the newest HIST_KEEP kept. A record is
+-- `<n>:<body>` (n = the body's bytes, decimal), its body seven fields, each `<n>:<bytes>`:
+-- attempt, started (epoch ms, "" unknown), ended (epoch ms), outcome, worker, error, stack.
+-- Written only on the failure paths (retry, reap): the happy path never reads or writes it.
+local HIST_KEEP, HIST_ERROR, HIST_WORKER, HIST_STACK = 10, 1024, 128, 2048
+-- A text cut to at most n bytes, never inside a UTF-8 sequence (a cut continuation run goes).
+local function utf8_cut(s, n)
+  if #s <= n then return s end
+  local p, stop = n + 1, math.max(1, n - 2)
+  while p > stop do
+    local c = string.byte(s, p)
+    if c < 0x80 or c >= 0xC0 then break end
+    p = p - 1
+  end
+  return string.sub(s, 1, p - 1)
+end
+-- The optional worker and stack arguments of retry: the worker 0..HIST_WORKER bytes with no
+-- control character, the stack 0..HIST_STACK bytes (any bytes: it is length-prefixed).
+local function need_attempt_args(worker, stack)
+  if worker ~= nil and (#worker > HIST_WORKER or string.find(worker, '%c')) then
+    fail('BAD_ARG', 'the worker must be 0..' .. HIST_WORKER .. ' bytes without control characters')
+  end
+  if stack ~= nil and #stack > HIST_STACK then fail('BAD_ARG', 'the stack must be 0..' .. HIST_STACK .. ' bytes') end
+end
+-- The start of each record of a history text, or nil when it is not a sequence of records.
+local function hist_starts(h)
+  local starts, pos = {}, 1
+  while pos <= #h do
+    local len = string.match(h, '^(%d%d?%d?%d?%d?%d?):', pos)
+    if not len then return nil end
+    starts[#starts + 1] = pos
+    pos = pos + #len + 1 + tonumber(len)
+    if pos > #h + 1 then return nil end
+  end
+  return starts
+end
+local function hist_field(s) return #s .. ':' .. s end
+-- The row's history with one more record (the oldest beyond HIST_KEEP dropped). A history that
+-- is not a sequence of records (written by hand) starts over: the record is never lost to it.
+local function hist_push(h, attempt, started, ended, outcome, worker, err, stack)
+  local st = started and string.match(started, '^%d+$') or '' -- a planted start is not copied
+  local body = hist_field(tostring(attempt)) .. hist_field(st) .. hist_field(tostring(ended))
+    .. hist_field(outcome) .. hist_field(worker or '') .. hist_field(utf8_cut(err or '', HIST_ERROR))
+    .. hist_field(stack or '')
+  local rec = #body .. ':' .. body
+  local starts = h and hist_starts(h)
+  if not starts then return rec end
+  if #starts < HIST_KEEP then return h .. rec end
+  return string.sub(h, starts[#starts - HIST_KEEP + 2]) .. rec
 end
 -- Trimming a bounded set of finished jobs (the morgue, the cancelled set: id -> when): the oldest
 -- beyond `keep` go, with their rows and payloads, at most 1000 per call (bounded work). With
@@ -239,13 +296,13 @@ end
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
 -- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
 -- stored rate limit "<max> <ms>"), gpol (its stored group policy), gpaused (its paused lanes; all
--- three written by policy.lua).
+-- three written by policy.lua), stamp (claims record attempt starts, claim.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused', 'stamp'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11], stamp = m[12] }
   end
   return meta_memo
 end
@@ -277,7 +334,7 @@ local function run(main)
   return refusal(r)
 end
 local function main(KEYS, ARGV)
-need((#KEYS == 10 or #KEYS == 12) and #ARGV == 8, 'expected 10 (or 12) keys and 8 arguments')
+need((#KEYS == 10 or #KEYS == 12) and #ARGV >= 8 and #ARGV <= 10, 'expected 10 (or 12) keys and 8 to 10 arguments')
 local b, id, token, err, fatal = queue_base(KEYS[1]), ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 need_keys(KEYS, b, { 'meta', 'active', 'scheduled', 'dead', 'wake', 'data', 'job:', 'job:' .. id, 'events', 'cancelled' })
 local box, due = outbox_keys(KEYS, 11, b)
@@ -290,9 +347,11 @@ local defMax, defBackoff = need_int(ARGV[6], 1, 1000, 'default max attempts'), A
 local _, defBase = string.match(defBackoff, '^([fe]):(%d+)$')
 need(int(defBase, 0, 86400000), 'default backoff must be f:<ms> or e:<ms>, ms 0..86400000')
 local cap = need_int(ARGV[8], 1, 1000000, 'the morgue cap')
+local worker, stack = ARGV[9], ARGV[10]
+need_attempt_args(worker, stack)
 
 local row, cancelled = KEYS[8], KEYS[10]
-local cur = checked(redis.pcall('HMGET', row, 'status', 'token', 'attempts', 'max', 'backoff', 'cancel', 'parent'), row)
+local cur = checked(redis.pcall('HMGET', row, 'status', 'token', 'attempts', 'max', 'backoff', 'cancel', 'parent', 'started', 'hist'), row)
 if cur[1] ~= 'active' or cur[2] ~= token then return { 0 } end
 local att = tonumber(cur[3]) or 1
 local max = tonumber(cur[4]) or defMax
@@ -304,10 +363,12 @@ local parent = outcome ~= 1 and cur[7]
 if parent then need_outbox(box, due, 'the row names a parent') end
 local now = now_ms()
 redis.call('ZREM', KEYS[2], id)
+local hist = hist_push(cur[9], att, cur[8], now, 'failed', worker, err, stack)
 if parent then
   tell_parent(box, due, parent, id, outcome == 3 and 'cancelled' or 'failed', err)
   redis.call('SPUBLISH', box, 1)
 end
+if outcome ~= 1 then redis.call('HSET', row, 'hist', hist) end
 if outcome == 3 then
   end_cancelled(row, cancelled, id, now, err)
   trim_cancelled(cancelled, KEYS[6], KEYS[7], cancelled_keep(m.keepc))
@@ -325,7 +386,7 @@ local delay = tonumber(base) or 0
 if kind == 'e' then delay = delay * math.pow(2, att - 1) end
 if delay > 86400000 then delay = 86400000 end -- never back off more than a day
 local runAt = now + math.floor(delay)
-redis.call('HSET', row, 'status', 'scheduled', 'error', err)
+redis.call('HSET', row, 'status', 'scheduled', 'error', err, 'hist', hist)
 redis.call('ZADD', KEYS[3], runAt, id)
 if redis.call('LLEN', KEYS[5]) == 0 then redis.call('LPUSH', KEYS[5], '1') end
 emit(KEYS[9], m.elog, 'retried', { id })

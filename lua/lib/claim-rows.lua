@@ -1,10 +1,12 @@
 -- Claim's writes of rows that are not the plain claim's one HSET.
 -- claim_row: the row of a claimed job with a level, a group or its own options (opts
 -- "<max attempts>|<backoff>|<lane>|<extras>", moved into its row at its first claim: `max`,
--- `backoff` and extras as `x`). Answers the extras it moved (nil when none).
-local function claim_row(row, token, a, L, G, o)
+-- `backoff` and extras as `x`; with `started` (attempt starts recorded), `started`). Answers the
+-- extras it moved (nil when none).
+local function claim_row(row, token, a, L, G, o, started)
   local r = { 'status', 'active', 'token', token, 'attempts', a }
-  if L and L > 0 then r[7] = 'prio'; r[8] = L end
+  if started then r[#r + 1] = 'started'; r[#r + 1] = started end
+  if L and L > 0 then r[#r + 1] = 'prio'; r[#r + 1] = L end
   if G then r[#r + 1] = 'group'; r[#r + 1] = G end
   local maxA, backoff = string.match(o or '', '^(%d*)|([^|]*)')
   if maxA and maxA ~= '' then r[#r + 1] = 'max'; r[#r + 1] = maxA end

@@ -25,10 +25,12 @@ end
 -- The lease, as claim.lua writes a first claim's: `active` (with the anchor), a fenced token
 -- from meta `token`, the row; the registration is used up; "<id> <token> <payload>" goes to the
 -- inbox (the id is 14 bytes and the token digits, so the payload starts after the second space).
-local function parked_lease(meta, b, hand, id, payload, now)
+-- With `stamp` (meta `stamp` = 1: attempt starts recorded), the row's `started` too.
+local function parked_lease(meta, b, hand, id, payload, now, stamp)
   redis.call('ZADD', b .. 'active', 'inf', ANCHOR, now + hand.lease, id)
   local token = redis.call('HINCRBY', meta, 'token', 1)
-  redis.call('HSET', hand.row, 'status', 'active', 'token', token, 'attempts', 1)
+  if stamp then redis.call('HSET', hand.row, 'status', 'active', 'token', token, 'attempts', 1, 'started', now)
+  else redis.call('HSET', hand.row, 'status', 'active', 'token', token, 'attempts', 1) end
   redis.call('ZREM', hand.parked, hand.member)
   redis.call('RPUSH', hand.inbox, id .. ' ' .. token .. ' ' .. payload)
   redis.call('PEXPIRE', hand.inbox, hand.lease)

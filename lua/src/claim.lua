@@ -56,6 +56,10 @@
 --   (claim-fair.lua), byte for byte. Changes nothing when a policy is stored, or outside lanes
 --   mode. Anything else is EMQ_BAD_ARG, nothing written: 1 too (a word, so that a claim passing
 --   a limit, e.g. 1, stays refused: a claim carries no limits, conformance rate.json).
+-- @arg stamp? ""|0|1 (optional, after default-fair, protocol v2 additive) `1`: record attempt
+--   starts: sets meta `stamp` = 1 (once), and while meta `stamp` is 1 every claim (this one, any
+--   other caller's, enqueue's lease to a parked consumer) writes the row's `started` (now, server
+--   clock) in the HSET it already does: one field, no command. Absent, "" or "0": as before.
 -- @returns { wait, width, id_1, token_1, attempt_1, payload_1, extras_1, flow_1, ..., id_k, ...,
 --   flow_k } (k <= n): width = 6, the fields per job (a reader takes the width from the reply
 --   and skips the fields beyond those it knows: fields are appended only where the reply
@@ -80,14 +84,16 @@
 --   (on_refusal), so a refused claim still changes nothing.
 -- @flags allow-oom
 -- @uses args keys types meta events policy-text claim-lanes claim-park claim-rate claim-rows
-need((#KEYS == 9 and (#ARGV == 4 or #ARGV == 5)) or (#KEYS == 11 and (#ARGV == 5 or #ARGV == 6)),
-  'expected 9 keys and 4 or 5 arguments, or 11 keys and 5 or 6 arguments (a parked registration)')
+need((#KEYS == 9 and #ARGV >= 4 and #ARGV <= 6) or (#KEYS == 11 and #ARGV >= 5 and #ARGV <= 7),
+  'expected 9 keys and 4 to 6 arguments, or 11 keys and 5 to 7 arguments (a parked registration)')
 -- The optional last argument (protocol v2, additive): `fair` claims fair lanes under the default
 -- policy (every lane weight 1) when none is stored; absent, "" or "0" keeps the old rotation. (A
 -- word, never a number: a claim that passes a limit, e.g. 1, stays refused, as rate.json records.)
 local fairArg = ARGV[#KEYS == 9 and 5 or 6]
 need(fairArg == nil or fairArg == '' or fairArg == '0' or fairArg == 'fair', 'default-fair must be "", "0" or "fair"')
 local defaultFair = fairArg == 'fair'
+local stampArg = ARGV[#KEYS == 9 and 6 or 7]
+need(stampArg == nil or stampArg == '' or stampArg == '0' or stampArg == '1', 'stamp must be "", "0" or "1"')
 local ANCHOR = '~ EchoMQ anchor: keeps this zset in skiplist encoding; score +inf, never a job ~'
 local b = queue_base(KEYS[1])
 need_keys(KEYS, b, { 'meta', 'pending', 'scheduled', 'active', 'wake', 'data', 'opts', 'job:', 'events' })
@@ -126,6 +132,7 @@ local elog = meta.elog
 -- Lanes (priorities, groups): a queue without them runs the plain path, command for command.
 local lanes = meta.lanes == '1'
 local xtra = meta.xtra == '1' -- extras (enqueue sets it): a retried job's are in its row
+local stamp = meta.stamp == '1' or stampArg == '1' -- rows get `started` (attempt history)
 local now = now_ms()
 local prefix = KEYS[8]
 local due = {}
@@ -279,11 +286,14 @@ if #jid > 0 then
     local token = last - #jid + i
     if G == '' then G = nil end
     if G and not o then -- a job of a group (fair lanes), without its own options: one HSET, no table
-      redis.call('HSET', jrow[i], 'status', 'active', 'token', token, 'attempts', a, 'group', G)
+      if stamp then redis.call('HSET', jrow[i], 'status', 'active', 'token', token, 'attempts', a, 'group', G, 'started', now)
+      else redis.call('HSET', jrow[i], 'status', 'active', 'token', token, 'attempts', a, 'group', G) end
     elseif o or (L and L > 0) or G then
-      local x = claim_row(jrow[i], token, a, L, G, o)
+      local x = claim_row(jrow[i], token, a, L, G, o, stamp and now)
       if x then jx = jx or {}; jx[i] = x end
       if o then moved[#moved + 1] = id end
+    elseif stamp then
+      redis.call('HSET', jrow[i], 'status', 'active', 'token', token, 'attempts', a, 'started', now)
     else
       redis.call('HSET', jrow[i], 'status', 'active', 'token', token, 'attempts', a)
     end
@@ -295,6 +305,7 @@ if #jid > 0 then
     out[6 * i + 2] = jflow and jflow[i] or ''
   end
   if moved and #moved > 0 then redis.call('HDEL', KEYS[7], unpack(moved)) end
+  if stampArg == '1' and meta.stamp ~= '1' then redis.call('HSET', KEYS[1], 'stamp', '1') end
   emit(KEYS[9], elog, 'claimed', jid)
 end
 if rate and #jid > 0 then claim_rate_count(rate, #jid) end

@@ -60,8 +60,8 @@
 -- @mode extras 4 + 8n arguments: the lanes form (so a call with extras sends the lanes too, ""
 --   each when none), then one per job (ARGV[5+7n .. 4+8n]): its extras, "" = none, else a JSON
 --   object text of 2..1024 bytes whose known members are checked: `t` the job's own timeout (an
---   integer, 1..86400000 ms), `tp` a W3C traceparent (a string of 1..256 bytes); other members
---   are kept as they are. A job's extras ride in its opts (a fourth field,
+--   integer, 1..86400000 ms), `tp` a W3C traceparent (a string of 1..256 bytes), `n` the job's
+--   name (a string of 1..128 bytes without control characters); other members are kept as they are. A job's extras ride in its opts (a fourth field,
 --   "<max>|<backoff>|<lane>|<extras>") until its first claim moves them to its row's `x`; claim
 --   returns them with every attempt. Meta `xtra` is set to 1 the first time.
 -- @mode dedup business-key dedup, with any form: KEYS[8..7+n] one dedup key per job, and one
@@ -176,7 +176,7 @@ if #data > 0 then
   wakeLen = check_new_jobs(KEYS, elog, not hand, #opts > 0, #queued > 0 and #zargs > 0)
   if lanesMode then enqueue_lanes_check(b, KEYS[2], byLevel, groupOrder) end
   if hand then
-    parked_lease(KEYS[1], b, hand, queued[1], data[2], now)
+    parked_lease(KEYS[1], b, hand, queued[1], data[2], now, meta.stamp == '1')
   else
     local len = push_new_jobs(KEYS, plainQ, zargs)
     if lanesMode and len == #plainQ then ringAdd[#ringAdd + 1] = '' end

@@ -28,6 +28,8 @@
 -- @arg limit 1..1000 the most jobs to reap in this call
 -- @arg max-attempts 1..1000 default max attempts, used when the row has none
 -- @arg morgue-cap 1..1000000 the morgue cap
+-- Every reaped attempt appends its record to the row's attempt history `hist` (attempts.lua:
+-- outcome `lease-expired`, the row's `started`, now, no worker, error "lease expired", no stack).
 -- @returns { requeued, buried, cancelled } (integers: how many jobs took each way), followed by
 --   one pair `id, attempt` per reaped job (the attempt whose lease expired): the requeued jobs
 --   first, then the buried, then the cancelled, each in reap order.
@@ -35,7 +37,7 @@
 --   the key grammar spells for the queue of KEYS[1], a reaped row naming a parent without the
 --   outbox keys), EMQ_WRONGTYPE. Every check comes before the first write.
 -- @flags allow-oom
--- @uses args keys types meta events cancelled morgue lanes-back flow-child
+-- @uses args keys types meta events cancelled morgue lanes-back flow-child attempts
 need((#KEYS == 9 or #KEYS == 11) and #ARGV == 4, 'expected 9 (or 11) keys and 4 arguments')
 local b = queue_base(KEYS[1])
 need_keys(KEYS, b, { 'meta', 'active', 'pending', 'dead', 'wake', 'data', 'job:', 'events', 'cancelled' })
@@ -55,7 +57,7 @@ if m.elog > 0 then need_type(events, 'stream') end
 local rows, anyParent = {}, false
 for i = 1, #expired do
   local row = prefix .. expired[i]
-  local cur = checked(redis.pcall('HMGET', row, 'attempts', 'max', 'status', 'cancel', 'parent', 'prio', 'group'), row)
+  local cur = checked(redis.pcall('HMGET', row, 'attempts', 'max', 'status', 'cancel', 'parent', 'prio', 'group', 'started', 'hist'), row)
   rows[i] = cur
   if m.lanes == '1' and cur[3] == 'active' then need_lane_types(b, pending, cur[6], cur[7]) end
   if cur[5] and cur[3] == 'active' then anyParent = true end
@@ -70,6 +72,7 @@ for i = 1, #expired do
   if cur[3] == 'active' then
     local att, max = tonumber(cur[1]) or 1, tonumber(cur[2]) or defMax
     attemptOf[id] = att
+    redis.call('HSET', row, 'hist', hist_push(cur[9], att, cur[8], now, 'lease-expired', nil, 'lease expired', nil))
     local outcome, err
     if cur[4] == '1' then
       outcome, err = 'cancelled', 'lease expired'

@@ -30,6 +30,12 @@
 -- @arg backoff backoff default backoff ("f:<ms>" or "e:<ms>", ms 0..86400000), used when the
 --   row has none
 -- @arg morgue-cap 1..1000000 the morgue cap
+-- @arg worker? bytes:0..128 (optional, protocol v2 additive) who ran the attempt (TypeScript:
+--   `<host name>:<pid>`), no control characters; "" or absent: unknown
+-- @arg stack? bytes:0..2048 (optional, after worker) the error's stack text; "" or absent: none
+-- Every call that ends the attempt (scheduled again, buried or cancelled) appends its record to
+-- the row's attempt history `hist` (attempts.lua: outcome `failed`, the row's `started`, now, the
+-- worker, the error cut to 1024 bytes, the stack); a refused call (stale token) writes nothing.
 -- @returns { 0 } refused (stale token or not active); { 1, runAt } scheduled again; { 2, buriedAt }
 --   moved to the morgue; { 3, cancelledAt } cancelled (it was flagged).
 -- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, a fixed key that is not the
@@ -37,8 +43,8 @@
 --   naming a parent without the outbox keys), EMQ_BAD_ID, EMQ_WRONGTYPE. Every check comes
 --   before the first write.
 -- @flags allow-oom
--- @uses args ids keys types meta events cancelled morgue flow-child
-need((#KEYS == 10 or #KEYS == 12) and #ARGV == 8, 'expected 10 (or 12) keys and 8 arguments')
+-- @uses args ids keys types meta events cancelled morgue flow-child attempts
+need((#KEYS == 10 or #KEYS == 12) and #ARGV >= 8 and #ARGV <= 10, 'expected 10 (or 12) keys and 8 to 10 arguments')
 local b, id, token, err, fatal = queue_base(KEYS[1]), ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 need_keys(KEYS, b, { 'meta', 'active', 'scheduled', 'dead', 'wake', 'data', 'job:', 'job:' .. id, 'events', 'cancelled' })
 local box, due = outbox_keys(KEYS, 11, b)
@@ -51,9 +57,11 @@ local defMax, defBackoff = need_int(ARGV[6], 1, 1000, 'default max attempts'), A
 local _, defBase = string.match(defBackoff, '^([fe]):(%d+)$')
 need(int(defBase, 0, 86400000), 'default backoff must be f:<ms> or e:<ms>, ms 0..86400000')
 local cap = need_int(ARGV[8], 1, 1000000, 'the morgue cap')
+local worker, stack = ARGV[9], ARGV[10]
+need_attempt_args(worker, stack)
 
 local row, cancelled = KEYS[8], KEYS[10]
-local cur = checked(redis.pcall('HMGET', row, 'status', 'token', 'attempts', 'max', 'backoff', 'cancel', 'parent'), row)
+local cur = checked(redis.pcall('HMGET', row, 'status', 'token', 'attempts', 'max', 'backoff', 'cancel', 'parent', 'started', 'hist'), row)
 if cur[1] ~= 'active' or cur[2] ~= token then return { 0 } end
 local att = tonumber(cur[3]) or 1
 local max = tonumber(cur[4]) or defMax
@@ -65,10 +73,12 @@ local parent = outcome ~= 1 and cur[7]
 if parent then need_outbox(box, due, 'the row names a parent') end
 local now = now_ms()
 redis.call('ZREM', KEYS[2], id)
+local hist = hist_push(cur[9], att, cur[8], now, 'failed', worker, err, stack)
 if parent then
   tell_parent(box, due, parent, id, outcome == 3 and 'cancelled' or 'failed', err)
   redis.call('SPUBLISH', box, 1)
 end
+if outcome ~= 1 then redis.call('HSET', row, 'hist', hist) end
 if outcome == 3 then
   end_cancelled(row, cancelled, id, now, err)
   trim_cancelled(cancelled, KEYS[6], KEYS[7], cancelled_keep(m.keepc))
@@ -86,7 +96,7 @@ local delay = tonumber(base) or 0
 if kind == 'e' then delay = delay * math.pow(2, att - 1) end
 if delay > 86400000 then delay = 86400000 end -- never back off more than a day
 local runAt = now + math.floor(delay)
-redis.call('HSET', row, 'status', 'scheduled', 'error', err)
+redis.call('HSET', row, 'status', 'scheduled', 'error', err, 'hist', hist)
 redis.call('ZADD', KEYS[3], runAt, id)
 if redis.call('LLEN', KEYS[5]) == 0 then redis.call('LPUSH', KEYS[5], '1') end
 emit(KEYS[9], m.elog, 'retried', { id })

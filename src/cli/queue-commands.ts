@@ -10,7 +10,7 @@ import type { CliContext } from './context.js';
 import type { QueueInfo } from '../admin/queue-admin.js';
 import { registryCommand } from './registry-command.js';
 import { CliUsageError, StateRefusal, parseCount, parseDuration, problemOf, untilDone } from './output.js';
-import { readJob, readOr, showUnreadable } from './read-job.js';
+import { attemptLines, readJob, readOr, showUnreadable } from './read-job.js';
 
 /** The rows of a job's detail table: one field per row. */
 function jobRows(j: JobView): [string, unknown][] {
@@ -20,6 +20,7 @@ function jobRows(j: JobView): [string, unknown][] {
     ['status', j.status],
     ['attempts', j.maxAttempts === undefined ? j.attempts : `${j.attempts} of ${j.maxAttempts}`],
     ['created', j.createdAt],
+    ['started', j.startedAt],
     ['finished', j.finishedAt],
     ['payload', j.payloadError ? j.payloadError.raw : j.payload],
     ['result', j.resultError ? j.resultError.raw : j.result],
@@ -90,6 +91,7 @@ export function queueCommands(program: Command, ctx: () => CliContext): void {
       const c = ctx();
       const job = await readJob((await c.admin()).queues, queue, id);
       c.out.fields('unreadable' in job ? Object.entries(job) : jobRows(job), job);
+      if (!('unreadable' in job)) for (const l of attemptLines(job)) c.out.note(l); // (nothing with --json: the value has them)
     });
 
   destructive(program.command('retry <queue> [id]'))

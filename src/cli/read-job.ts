@@ -54,3 +54,34 @@ export function showUnreadable(out: Output, what: string, unreadable: string): v
   out.table([what], [[`unreadable: ${unreadable}`]], { unreadable });
   process.stderr.write(`echomq: warning: ${what} could not be read: ${unreadable}\n`);
 }
+
+/** The longest raw text of an unreadable attempt history shown (the rest is counted). */
+const SHOWN_RAW = 200;
+
+/**
+ * The lines `echomq job` prints after the job's fields: each attempt (number, outcome, start,
+ * duration, worker), its error and its stack indented below it; an unreadable stored history as
+ * such. The caller escapes control characters (each line on its own).
+ */
+export function attemptLines(j: JobView): string[] {
+  const lines: string[] = [];
+  if (j.attemptHistory.length > 0) lines.push('', 'attempts (oldest first):');
+  for (const a of j.attemptHistory) {
+    const head = [`  #${a.attempt} ${a.outcome}`];
+    head.push(a.startedAt ? `started ${isoOf(a.startedAt)}` : 'started unknown');
+    if (a.durationMs !== undefined) head.push(`took ${a.durationMs} ms`);
+    if (a.worker) head.push(`worker ${a.worker}`);
+    lines.push(head.join('  '));
+    if (a.error) lines.push(`      error: ${a.error}`);
+    if (a.stack) lines.push('      stack:', ...a.stack.split('\n').map((l) => `        ${l}`));
+  }
+  const bad = j.attemptHistoryError;
+  if (bad) {
+    const more = bad.raw.length > SHOWN_RAW ? ` (${bad.raw.length - SHOWN_RAW} more characters)` : '';
+    lines.push('', `attempt history unreadable: ${bad.message}: ${bad.raw.slice(0, SHOWN_RAW)}${more}`);
+  }
+  return lines;
+}
+
+/** A date as ISO text; a planted instant out of range as `invalid date` (never a throw). */
+const isoOf = (d: Date): string => (Number.isNaN(d.getTime()) ? 'invalid date' : d.toISOString());

@@ -1,7 +1,8 @@
 import type { JobStatus, JobView } from '../queue/job.js';
 import { html, type HtmlValue, type SafeHtml } from './html.js';
 import { action, seg, type PageContext } from './dashboard-layout.js';
-import { stateBadge, when } from './badges.js';
+import { duration, stateBadge, when } from './badges.js';
+import { escapeControls } from '../core/control-chars.js';
 
 /** JSON as indented text (escaped by the template like any other text). */
 const json = (v: unknown): string => (v === undefined ? '' : JSON.stringify(v, null, 2));
@@ -31,6 +32,29 @@ function childrenTable(ctx: PageContext, j: JobView): SafeHtml | undefined {
 <table id="children"><tr><th>key</th><th>id</th><th>queue</th><th>state</th><th>policy</th><th>result / error</th></tr>${rows}</table>`;
 }
 
+/** A job's attempts, oldest first: number, start, duration, worker, outcome, error, the stack folded. */
+function attemptsTable(j: JobView): SafeHtml | undefined {
+  const bad = j.attemptHistoryError;
+  if (j.attemptHistory.length === 0 && !bad) return undefined;
+  const now = Date.now();
+  const rows = j.attemptHistory.map(
+    (a) => html`<tr data-attempt="${String(a.attempt)}"><td>${String(a.attempt)}</td><td>${when(a.startedAt, now) ?? 'unknown'}</td>
+<td>${a.durationMs === undefined ? '' : duration(a.durationMs)}</td><td>${a.worker ?? ''}</td><td>${stateBadge(a.outcome)}</td>
+<td>${a.error ?? ''}${a.stack ? html`<details><summary>stack</summary><pre>${a.stack}</pre></details>` : ''}</td></tr>`,
+  );
+  const unreadable = bad ? html`<div id="attempts-unreadable" class="err" data-problem="unreadable">attempt history unreadable: ${bad.message}<pre>${escapeControls(bad.raw)}</pre></div>` : '';
+  return html`<h2>Attempts</h2>${unreadable}
+<table id="attempts"><tr><th>#</th><th>started</th><th>duration</th><th>worker</th><th>outcome</th><th>error</th></tr>${rows}</table>`;
+}
+
+/** How long the latest attempt ran (to its end, or to now while it runs); undefined when its start is unknown. */
+function runTime(j: JobView): string | undefined {
+  const last = j.attemptHistory[j.attemptHistory.length - 1];
+  if (!j.startedAt || !last || last.startedAt?.getTime() !== j.startedAt.getTime()) return undefined;
+  if (last.durationMs !== undefined) return duration(last.durationMs);
+  return last.outcome === 'running' ? `${duration(Date.now() - j.startedAt.getTime())} so far` : undefined;
+}
+
 /** A field row, or nothing when the value is absent. */
 function field(name: string, value: HtmlValue): SafeHtml | undefined {
   if (value === undefined || value === '') return undefined;
@@ -57,6 +81,8 @@ ${field('status', stateBadge(j.status))}
 ${field('parent', j.parent ? html`<a id="parent" href="${ctx.base}/queues/${seg(j.parent.queue)}/jobs/${seg(j.parent.id)}">${j.parent.id}</a> (queue ${j.parent.queue})` : undefined)}
 ${field('attempts', j.maxAttempts === undefined ? String(j.attempts) : `${j.attempts} of ${j.maxAttempts}`)}
 ${field('created', when(j.createdAt))}
+${field('started', when(j.startedAt))}
+${field('ran', runTime(j))}
 ${field('finished', when(j.finishedAt))}
 ${field('cancel requested', j.cancelRequested ? 'yes' : undefined)}
 ${field('error', pre(j.error ?? ''))}
@@ -65,7 +91,7 @@ ${field('result', pre(result))}
 ${field('progress', pre(json(j.progress)))}
 ${field('checkpoint', pre(json(j.checkpoint)))}
 ${field('log', j.logs.length ? pre(j.logs.join('\n')) : undefined)}
-</table>${childrenTable(ctx, j) ?? ''}`;
+</table>${attemptsTable(j) ?? ''}${childrenTable(ctx, j) ?? ''}`;
 }
 
 /** A job whose data cannot be read (a row of another type, …): its id and why, no buttons. */

@@ -9,6 +9,8 @@ export interface Job<T = Json> {
   readonly id: string;
   /** The queue it was claimed from. */
   readonly queue: string;
+  /** The job's name, when it was enqueued with one (`EnqueueOptions.name`, its extras `n`). */
+  readonly name?: string;
   /** The decoded payload. */
   readonly payload: T;
   /** 1 on the first attempt. */
@@ -80,8 +82,8 @@ export interface FlowView {
 }
 
 /**
- * A stored payload or result that is not JSON (another runtime wrote it): the raw text, and why
- * it did not decode. `code` is always `EMQ_BAD_PAYLOAD`.
+ * A stored payload or result that is not JSON (another runtime wrote it), or an attempt history
+ * not in its format: the raw text, and why it did not decode. `code` is always `EMQ_BAD_PAYLOAD`.
  */
 export interface UndecodedText {
   /** Always `EMQ_BAD_PAYLOAD`. */
@@ -90,6 +92,33 @@ export interface UndecodedText {
   readonly message: string;
   /** The stored text, as it is. */
   readonly raw: string;
+}
+
+/**
+ * How an attempt ended: `failed` (its handler threw or timed out: retry.lua), `lease-expired`
+ * (the reaper took it back), `done` (completed), `running` (the attempt running now). Another
+ * runtime may record other words: they are shown as they are.
+ */
+export type AttemptOutcome = 'failed' | 'lease-expired' | 'done' | 'running' | (string & {});
+
+/** One attempt of a job (`JobView.attemptHistory`); a field is absent when it was not recorded. */
+export interface AttemptView {
+  /** Its number, 1 for the first. */
+  readonly attempt: number;
+  /** When it was claimed (server clock). */
+  readonly startedAt?: Date;
+  /** When it ended (server clock); absent while it runs. */
+  readonly endedAt?: Date;
+  /** `endedAt - startedAt` in ms, when both are known. */
+  readonly durationMs?: number;
+  /** Who ran it (the TypeScript runtime: `<host name>:<pid>`). */
+  readonly worker?: string;
+  /** How it ended. */
+  readonly outcome: AttemptOutcome;
+  /** Its error text (at most 1024 bytes), for an attempt that did not complete. */
+  readonly error?: string;
+  /** The error's stack (at most 2048 bytes), when the runtime sent it. */
+  readonly stack?: string;
 }
 
 /**
@@ -103,6 +132,8 @@ export interface JobView<T = Json, R = Json> extends FlowView {
   readonly queue: string;
   /** Where it is on the ladder now. */
   readonly status: JobStatus;
+  /** The job's name, when it was enqueued with one (`EnqueueOptions.name`). */
+  readonly name?: string;
   /** Attempts started so far. */
   readonly attempts: number;
   /** The job's own attempt limit, when it set one. */
@@ -124,6 +155,15 @@ export interface JobView<T = Json, R = Json> extends FlowView {
   readonly createdAt: Date;
   /** When it became done, dead or cancelled (server clock). */
   readonly finishedAt?: Date;
+  /** When its latest attempt started (server clock; recorded by claims of the TypeScript runtime). */
+  readonly startedAt?: Date;
+  /**
+   * Its attempts, oldest first: the newest 10 that did not complete, then the running or completed
+   * one (docs/queue.md, "Attempt history").
+   */
+  readonly attemptHistory: readonly AttemptView[];
+  /** Set when the stored history is not in its format (written by hand): its raw text; the records before the fault are kept. */
+  readonly attemptHistoryError?: UndecodedText;
   /** True when a cancel was requested while the job was active. */
   readonly cancelRequested: boolean;
   /** The last progress a handler recorded (`job.progress`). */

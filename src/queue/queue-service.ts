@@ -16,6 +16,7 @@ import { Scheduler } from './schedules/index.js';
 import type { UpsertOutcome } from '../core/wire/index.js';
 import type { ScheduleInfo, ScheduleOptions, ScheduleSpec } from './schedules/index.js';
 import { readCounts } from './queue-counts.js';
+import { rowAttempts } from './attempt-history.js';
 import { decodeStored, rowWrites } from './stored-text.js';
 import { announce } from '../core/announce.js';
 import type { JobCounts, JobStatus, JobView, QueueEvent, QueueEventKind, UndecodedText } from './job.js';
@@ -304,6 +305,7 @@ export class QueueService {
       finishedAt: row.finished ? new Date(Number(row.finished)) : undefined,
       cancelRequested: row.cancel === '1',
       ...rowWrites(row),
+      ...rowAttempts(row),
       ...(row.parent || row.deps ? await this.flows.view(row) : {}),
     };
   }

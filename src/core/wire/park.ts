@@ -41,9 +41,9 @@ export function parkCall(k: QueueKeys, spot: ParkSpot, ttlMs: number): ScriptCal
  * in the inbox, else ends the registration.
  */
 export function parkedClaimCall(claim: ScriptCall<ClaimReply>, spot: ParkSpot, ttlMs: number): ScriptCall<ClaimReply> {
-  // (claim.lua's args: version, n, lease, promote, then the optional `default-fair`, which stays
-  // last: the registration's ms goes before it.)
-  if (claim.args.length !== 4 && claim.args.length !== 5) throw new Error('a parked claim carries no rate limit or lane policy');
+  // (claim.lua's args: version, n, lease, promote, then the optional `default-fair` and `stamp`,
+  // which stay last: the registration's ms goes before them.)
+  if (claim.args.length < 4 || claim.args.length > 6) throw new Error('a parked claim carries no rate limit or lane policy');
   const args = [...claim.args.slice(0, 4), registrationMs(ttlMs), ...claim.args.slice(4)];
   return { ...claim, keys: [...claim.keys, spot.parked, spot.inbox], args };
 }

@@ -56,9 +56,11 @@ export const calls = {
    * Its last argument (`default-fair` = `fair`, protocol v2 additive) asks for the default lane policy
    * (every lane weight 1) when none is stored: exact lane shares at any claim size. This client
    * always sends it; `defaultFair = false` sends the call as older peers do (the old rotation).
+   * After it, `stamp` = `1` (additive too) records attempt starts: the row's `started` (attempt
+   * history, docs/queue.md), one field in the claim's HSET.
    */
   claim(k: QueueKeys, n: number, leaseMs: number, promote = 1000, defaultFair = true): ScriptCall<ClaimReply> {
-    const args: (string | number)[] = defaultFair ? [PROTOCOL_VERSION, n, leaseMs, promote, 'fair'] : [PROTOCOL_VERSION, n, leaseMs, promote];
+    const args: (string | number)[] = defaultFair ? [PROTOCOL_VERSION, n, leaseMs, promote, 'fair', '1'] : [PROTOCOL_VERSION, n, leaseMs, promote];
     return {
       name: 'claim',
       keys: [k.meta, k.pending, k.scheduled, k.active, k.wake, k.data, k.opts, k.jobPrefix, k.events],
@@ -159,14 +161,17 @@ export const wire = {
   async retry(
     c: ScriptClient,
     k: QueueKeys,
-    job: { id: string; token: string; error: string; fatal: boolean },
+    job: { id: string; token: string; error: string; fatal: boolean; worker?: string; stack?: string },
     defaults: { maxAttempts: number; backoff: string; deadCap: number },
   ): Promise<{ outcome: 'stale' | 'retry' | 'dead' | 'cancelled'; at?: number }> {
+    const args: (string | number)[] = [PROTOCOL_VERSION, job.id, job.token, job.error, job.fatal ? '1' : '0', defaults.maxAttempts, defaults.backoff, defaults.deadCap];
+    // The attempt's worker and stack (optional trailing, protocol v2 additive): its history record.
+    if (job.worker !== undefined || job.stack !== undefined) args.push(job.worker ?? '', job.stack ?? '');
     const r = (await runScript(
       c,
       'retry',
       [k.meta, k.active, k.scheduled, k.dead, k.wake, k.data, k.jobPrefix, k.job(job.id), k.events, k.cancelled, k.outbox, k.outdue],
-      [PROTOCOL_VERSION, job.id, job.token, job.error, job.fatal ? '1' : '0', defaults.maxAttempts, defaults.backoff, defaults.deadCap],
+      args,
     )) as number[];
     const outcome = r[0] === 1 ? 'retry' : r[0] === 2 ? 'dead' : r[0] === 3 ? 'cancelled' : 'stale';
     return { outcome, at: r[1] };

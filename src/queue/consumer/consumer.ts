@@ -115,7 +115,7 @@ export class Consumer {
     this.meter = new StatsMeter(conn, this.k, this.log);
     this.runner = new JobRunner(cfg.queue, cfg.handler, cfg.concurrency, cfg.maxResultBytes, {
       completed: (c) => this.toComplete.push(c),
-      failed: (h, error, fatal) => this.upkeep.retry(h, error, fatal),
+      failed: (h, error, fatal, stack) => this.upkeep.retry(h, error, fatal, stack),
       // The last running handler ended: nothing else finishes this turn, so the round goes now (a microtask).
       freed: () => (this.runner.active === 0 ? queueMicrotask(() => this.pump()) : this.kick()),
     }, { controls: new JobControls(conn, this.k, cfg.maxResultBytes), timeoutMs: cfg.timeoutMs, meter: this.meter });

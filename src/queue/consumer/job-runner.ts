@@ -6,6 +6,7 @@ import type { Json } from '../../core/codec.js';
 import type { WireClaim } from '../../core/wire/index.js';
 import type { RunnerCompletion } from '../telemetry-hooks.js';
 import { errorText } from './error-text.js';
+import { errorStack } from './attempt-record.js';
 import type { JobHandler } from '../job.js';
 import { RunningJob, type RunningClaim } from './running-job.js';
 import { type JobControls } from '../job-controls.js';
@@ -43,8 +44,8 @@ export interface RunnerOptions {
 export interface RunnerSink {
   /** A handler finished: complete the job. */
   completed(c: RunnerCompletion): void;
-  /** A handler threw: retry or bury the job. */
-  failed(h: Held, error: string, fatal: boolean): void;
+  /** A handler threw: retry or bury the job (`stack`: the thrown error's, for its attempt history). */
+  failed(h: Held, error: string, fatal: boolean, stack?: string): void;
   /** A slot freed up (more may be claimed). */
   freed(): void;
 }
@@ -221,7 +222,7 @@ export class JobRunner {
   private fail(h: Held, err: unknown): void {
     if (!h.lost) {
       const fatal = err instanceof FatalJobError || (err instanceof Error && err.name === 'FatalJobError');
-      this.sink.failed(h, errorText(err).slice(0, MAX_ERROR_BYTES), fatal);
+      this.sink.failed(h, errorText(err).slice(0, MAX_ERROR_BYTES), fatal, errorStack(err));
     }
     this.settle(h);
   }

@@ -9,6 +9,7 @@ import type { ConsumerLogger } from '../../core/logger.js';
 import type { ResolvedConsumerOptions } from '../queue-options.js';
 import type { ConsumerListener } from '../telemetry-hooks.js';
 import { describeReap, reportFailure, type FailureListener } from './failure-log.js';
+import { WORKER } from './attempt-record.js';
 import type { Held, JobRunner } from './job-runner.js';
 import type { StatsMeter } from './stats-meter.js';
 
@@ -89,13 +90,16 @@ export class ConsumerUpkeep {
     }
   }
 
-  /** A failed attempt: scheduled again after its backoff, or buried (fatal, or its last attempt). */
-  retry(h: Held, error: string, fatal: boolean): void {
+  /**
+   * A failed attempt: scheduled again after its backoff, or buried (fatal, or its last attempt);
+   * its history record names this process (`WORKER`) and carries the error's stack.
+   */
+  retry(h: Held, error: string, fatal: boolean, stack?: string): void {
     wire
       .retry(
         this.conn.scriptClient,
         this.k,
-        { id: h.id, token: h.token, error, fatal },
+        { id: h.id, token: h.token, error, fatal, worker: WORKER, stack },
         { maxAttempts: this.cfg.attempts, backoff: this.cfg.backoff, deadCap: this.cfg.deadCap },
       )
       .then(
