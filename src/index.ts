@@ -10,7 +10,7 @@
 // The module and its options.
 export { EchoMqModule } from './nest/echomq-module.js';
 export type { EchoMqModuleOptions, EchoMqModuleAsyncOptions } from './nest/echomq-options.js';
-export type { EchoMqOptionsFactory, QueueRegistration, EchoMqConnectionOption, EmbeddedConnectionOptions, EchoMqCacheOptions } from './nest/echomq-options.js';
+export type { EchoMqOptionsFactory, QueueRegistration, QueueRegistrationAsync, EchoMqConnectionOption, EmbeddedConnectionOptions, EchoMqCacheOptions } from './nest/echomq-options.js';
 export { Queue } from './nest/queue-handle.js';
 export { InjectQueue, getQueueToken } from './nest/inject-queue-decorator.js';
 export { EchoMqEmbeddedServer } from './nest/embedded-default.js';
@@ -35,7 +35,7 @@ export type { DedupOptions } from './queue/dedup-options.js';
 export type { BackoffOptions, RateLimit } from './queue/base-options.js';
 export type { LaneOptions, LaneSettings, PolicyOptions } from './queue/lane-policy.js';
 export type { BatchHandler, BatchOutcome } from './queue/batch-handler.js';
-export type { Job, JobView, AttemptView, AttemptOutcome, UndecodedText, JobStatus, JobCounts, JobHandler, QueueEvent, QueueEventKind } from './queue/job.js';
+export type { Job, JobView, UndecodedText, JobStatus, JobCounts, JobHandler, QueueEvent, QueueEventKind } from './queue/job.js';
 export { Processor } from './nest/processor-decorator.js';
 
 // Schedules (recurring jobs).

@@ -51,6 +51,12 @@ export const CACHE_OPTION_KEYS: { readonly [K in keyof Required<CacheOptions>]: 
   clockSkewMs: true,
 };
 const SERVICE_KEYS = keySet<CacheOptions>(CACHE_OPTION_KEYS);
+/** Other caches' names (cache-manager, lru-cache), refused with what EchoMQ calls them. */
+export const CACHE_HINTS: Readonly<Record<string, string>> = {
+  ttl: 'ttlMs: milliseconds, always (cache-manager took seconds before v5)',
+  max: 'l1MaxEntries: the in-process copies kept',
+  store: 'not offered: Valkey is the store',
+};
 /** Every key of `CacheEntryOptions`, as a record: options that extend them (`@Cached`'s) spread it. */
 export const ENTRY_OPTION_KEYS: { readonly [K in keyof Required<CacheEntryOptions>]: true } = {
   namespace: true,
@@ -86,7 +92,7 @@ function num(v: number | undefined, dflt: number, what: string, lo: number, hi: 
 
 /** Resolves and validates the service options; unknown keys are refused (throws `InvalidOptionError`). */
 export function resolveCacheOptions(o: CacheOptions): ResolvedCacheOptions {
-  knownKeys(o, SERVICE_KEYS, 'cache options');
+  knownKeys(o, SERVICE_KEYS, 'cache options', { hints: CACHE_HINTS });
   return {
     namespace: o.namespace ?? 'default',
     ttlMs: num(o.ttlMs, 60_000, 'cache ttlMs', 1, MAX_TTL_MS),
@@ -106,7 +112,7 @@ export function resolveCacheOptions(o: CacheOptions): ResolvedCacheOptions {
  * `InvalidOptionError`. Runs before any I/O.
  */
 export function resolveEntryOptions(base: ResolvedCacheOptions, o: CacheEntryOptions | undefined, keys: CacheKeys): ResolvedEntryOptions {
-  knownKeys(o, ENTRY_KEYS, 'cache entry options');
+  knownKeys(o, ENTRY_KEYS, 'cache entry options', { hints: CACHE_HINTS });
   if (o?.fillLease !== undefined && typeof o.fillLease !== 'boolean') throw new InvalidOptionError('fillLease must be a boolean');
   const tags = checkTags(o?.tags ?? []);
   for (const t of tags) keys.tag(t);

@@ -1,11 +1,11 @@
 import { Inject, Module, Optional, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { ECHOMQ_OPTIONS } from './echomq-constants.js';
-import type { EchoMqModuleAsyncOptions, EchoMqModuleOptions, QueueRegistration } from './echomq-options.js';
+import type { EchoMqModuleAsyncOptions, EchoMqModuleOptions, QueueRegistration, QueueRegistrationAsync } from './echomq-options.js';
 import { validateModuleOptions } from './echomq-validation.js';
 import { ECHOMQ_EMBEDDED, type EmbeddedDefault } from './embedded-default.js';
 import { getQueueToken } from './inject-queue-decorator.js';
-import { ROOT_EXPORTS, ROOT_PROVIDERS, asyncOptionsProviders, featureProviders } from './echomq-providers.js';
+import { ROOT_EXPORTS, ROOT_PROVIDERS, asyncOptionsProviders, featureAsyncProviders, featureProviders } from './echomq-providers.js';
 
 /** The module `EchoMqModule.forFeature` returns: the typed queue handles of its entries. */
 @Module({})
@@ -55,6 +55,17 @@ export class EchoMqModule implements OnApplicationShutdown {
   static forFeature(queues: readonly QueueRegistration[]): DynamicModule {
     const providers = featureProviders(queues);
     return { module: EchoMqFeatureModule, providers, exports: queues.map((q) => getQueueToken(q.name)) };
+  }
+
+  /**
+   * `forFeature` with each queue's defaults from a factory (`useFactory` with `inject`, from
+   * `imports`), resolved when the app starts and validated as `forFeature`'s (EMQ_BAD_OPTION naming
+   * the path); names and keys are checked now.
+   */
+  static forFeatureAsync(queues: readonly QueueRegistrationAsync[]): DynamicModule {
+    const providers = featureAsyncProviders(queues);
+    const imports = queues.flatMap((q) => q.imports ?? []);
+    return { module: EchoMqFeatureModule, imports, providers, exports: queues.map((q) => getQueueToken(q.name)) };
   }
 
   /**

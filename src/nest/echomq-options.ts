@@ -93,6 +93,21 @@ export interface QueueRegistration {
   readonly defaults?: Partial<QueueDefaults>;
 }
 
+/**
+ * One queue of `EchoMqModule.forFeatureAsync`: its name now (the `@InjectQueue` token must be
+ * known when the module is defined), its defaults from `useFactory` when the app starts.
+ */
+export interface QueueRegistrationAsync {
+  /** The queue's name (the key grammar's rules; checked at registration). */
+  readonly name: string;
+  /** Modules exporting what the factory injects. */
+  readonly imports?: ModuleMetadata['imports'];
+  /** Tokens injected into `useFactory`. */
+  readonly inject?: (InjectionToken | OptionalFactoryDependency)[];
+  /** This queue's overrides of the module defaults (validated as `forFeature`'s `defaults`), or undefined for none. */
+  readonly useFactory: (...args: never[]) => Partial<QueueDefaults> | undefined | Promise<Partial<QueueDefaults> | undefined>;
+}
+
 /** A class that builds the module options, for `forRootAsync({ useClass | useExisting })`. */
 export interface EchoMqOptionsFactory {
   /** The module options (validated like `forRoot`'s). */

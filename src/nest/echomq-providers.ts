@@ -1,14 +1,14 @@
 import { Logger, type Provider } from '@nestjs/common';
 import { EchoMqConnection, type ValkeyConnectionOptions } from '../core/connection/index.js';
 import { openAtBoot, resolveBootRetry } from '../core/connection/index.js';
-import { InvalidOptionError } from '../core/errors.js';
+import { EchoMqError, InvalidOptionError } from '../core/errors.js';
 import { QueueService } from '../queue/queue-service.js';
 import { BUILTIN_DEFAULTS, resolveDefaults } from '../queue/queue-options.js';
 import { BusService } from '../bus/bus-service.js';
 import { CacheService } from '../cache/cache-service.js';
 import { ECHOMQ_OPTIONS } from './echomq-constants.js';
-import { cacheServiceOptions, type EchoMqModuleAsyncOptions, type EchoMqModuleOptions, type EchoMqOptionsFactory, type QueueRegistration } from './echomq-options.js';
-import { validateAsyncOptions, validateModuleOptions, validateRegistration } from './echomq-validation.js';
+import { cacheServiceOptions, type EchoMqModuleAsyncOptions, type EchoMqModuleOptions, type EchoMqOptionsFactory, type QueueRegistration, type QueueRegistrationAsync } from './echomq-options.js';
+import { validateAsyncOptions, validateAsyncRegistration, validateModuleOptions, validateRegistration } from './echomq-validation.js';
 import { ECHOMQ_EMBEDDED, EchoMqEmbeddedServer, startEmbeddedDefault, type EmbeddedDefault } from './embedded-default.js';
 import { QueueRegistry, RegisteredQueueService } from './queue-registry.js';
 import { Queue } from './queue-handle.js';
@@ -27,13 +27,30 @@ import { CacheAdmin } from '../admin/cache-admin.js';
 import { EchoMqTelemetry } from '../telemetry/telemetry.js';
 import { EchoMqMetrics } from './metrics-service.js';
 
+/**
+ * A producer-only app's open (`consumers: false`): one attempt now, so `mintId()` works from
+ * bootstrap on (it mints under the node lease the open takes); when Valkey is unreachable (or
+ * loading) the app starts anyway, warned, and the connection opens on first use or as soon as
+ * the client's background reconnect reaches Valkey. A refusal waiting cannot fix (credentials,
+ * ACL, an evicting policy) fails the bootstrap, as it does for a consuming app.
+ */
+async function openIfReachable(conn: EchoMqConnection, warn: (message: string) => void): Promise<void> {
+  conn.openOnFirstUse();
+  try {
+    await conn.ensureOpen();
+  } catch (err) {
+    if (!(err instanceof EchoMqError) || (err.code !== 'EMQ_UNAVAILABLE' && err.code !== 'EMQ_LOADING')) throw err;
+    warn(`Valkey is not reachable at startup (consumers: false, so the app starts anyway): ${err.message}; the connection opens on first use, and mintId() throws EMQ_UNAVAILABLE until it has`);
+  }
+}
+
 /** What the root module exports to the whole app (it is global). */
 export const ROOT_EXPORTS = [QueueService, BusService, CacheService, QueueAdmin, BusAdmin, CacheAdmin, CacheInterceptor, EchoMqConnection, QueueRegistry, ECHOMQ_EMBEDDED, EchoMqEmbeddedServer, EchoMqTelemetry, EchoMqMetrics];
 
 /**
  * The root module's providers after the options: the embedded default (when asked for), the
- * connection (opened at init, waiting for Valkey with `retryAtBoot`, or on first use with
- * `consumers: false`), the services, the
+ * connection (opened at init, waiting for Valkey with `retryAtBoot`; with `consumers: false`
+ * tried once at init, else opened on first use), the services, the
  * explorers and orchestrators.
  */
 export const ROOT_PROVIDERS: Provider[] = [
@@ -47,7 +64,7 @@ export const ROOT_PROVIDERS: Provider[] = [
       const conn = new EchoMqConnection(target);
       const logger = new Logger('EchoMQ');
       conn.logger = { warn: (m) => logger.warn(m), error: (m) => logger.error(m) };
-      if (o.consumers === false) conn.openOnFirstUse();
+      if (o.consumers === false) await openIfReachable(conn, (m) => logger.warn(m));
       else await openAtBoot(conn, resolveBootRetry(target.retryAtBoot), (m) => logger.warn(m));
       return conn;
     },
@@ -129,6 +146,26 @@ export function featureProviders(queues: readonly QueueRegistration[]): Provider
     inject: [QueueRegistry, QueueService],
     useFactory: (registry: QueueRegistry, service: QueueService) => {
       registry.register(q);
+      return new Queue(q.name, service);
+    },
+  }));
+}
+
+/**
+ * The providers of `forFeatureAsync`: one typed `Queue` handle per entry, whose defaults come from
+ * the entry's `useFactory` (with its `inject`) when the app starts, validated as `forFeature`'s
+ * (EMQ_BAD_OPTION naming `[i].defaults.<key>`) before the queue is registered.
+ */
+export function featureAsyncProviders(queues: readonly QueueRegistrationAsync[]): Provider[] {
+  if (!Array.isArray(queues)) throw new InvalidOptionError('forFeatureAsync takes an array of { name, imports?, inject?, useFactory }');
+  queues.forEach((q, i) => validateAsyncRegistration(q, i));
+  return queues.map((q, i) => ({
+    provide: getQueueToken(q.name),
+    inject: [QueueRegistry, QueueService, ...(q.inject ?? [])],
+    useFactory: async (registry: QueueRegistry, service: QueueService, ...args: never[]) => {
+      const r: QueueRegistration = { name: q.name, defaults: (await q.useFactory(...args)) ?? undefined };
+      validateRegistration(r, i, 'forFeatureAsync queue options');
+      registry.register(r);
       return new Queue(q.name, service);
     },
   }));

@@ -5,11 +5,11 @@ import { validateTelemetryOptions } from '../telemetry/telemetry-options.js';
 import type { BootRetryOptions, ValkeyConnectionOptions } from '../core/connection/index.js';
 import { resolveBootRetry, resolveEvictionCheckMs } from '../core/connection/index.js';
 import type { BusOptions } from '../bus/bus-options.js';
-import { CACHE_OPTION_KEYS, resolveCacheOptions } from '../cache/cache-options.js';
+import { CACHE_HINTS, CACHE_OPTION_KEYS, resolveCacheOptions } from '../cache/cache-options.js';
 import { resolveInvalidationRules } from '../follow/cache-follower.js';
 import type { FlowBounds } from '../queue/flows/index.js';
 import { BUILTIN_DEFAULTS, resolveDefaults } from '../queue/queue-options.js';
-import { cacheServiceOptions, type EchoMqCacheOptions, type EchoMqModuleAsyncOptions, type EchoMqModuleOptions, type QueueRegistration } from './echomq-options.js';
+import { cacheServiceOptions, type EchoMqCacheOptions, type EchoMqModuleAsyncOptions, type EchoMqModuleOptions, type QueueRegistration, type QueueRegistrationAsync } from './echomq-options.js';
 
 /** The call every path of the module options is named under. */
 const ROOT = 'EchoMqModule options';
@@ -75,6 +75,7 @@ const FLOW_KEYS = keySet<ModuleFlowOptions>({
 });
 const BOUNDS_KEYS = keySet<FlowBounds>({ maxDepth: true, maxChildren: true, maxNodes: true });
 const FEATURE_KEYS = keySet<QueueRegistration>({ name: true, defaults: true });
+const FEATURE_ASYNC_KEYS = keySet<QueueRegistrationAsync>({ name: true, imports: true, inject: true, useFactory: true });
 const ASYNC_KEYS = keySet<EchoMqModuleAsyncOptions>({ imports: true, useFactory: true, inject: true, useClass: true, useExisting: true });
 
 /** Checks the keys of the object at `path` of the module options (refused: `unknown EchoMqModule options: <path>.<key>`). */
@@ -190,7 +191,7 @@ export function validateModuleOptions(o: EchoMqModuleOptions): EchoMqModuleOptio
     }
   }
   if (o.cache !== undefined) {
-    keysAt(o.cache, CACHE_KEYS, 'cache');
+    keysAt(o.cache, CACHE_KEYS, 'cache', CACHE_HINTS);
     resolveInvalidationRules(o.cache.invalidateOn, resolveCacheOptions(cacheServiceOptions(o.cache)).namespace);
   }
   if (o.bus !== undefined) {
@@ -217,11 +218,23 @@ export function validateAsyncOptions(a: EchoMqModuleAsyncOptions): void {
 
 /**
  * Validates one `forFeature` entry (number `i`): its keys, its name (EMQ_BAD_NAME) and its
- * defaults, each refusal naming its path (`[0].defaults.attemps`).
+ * defaults, each refusal naming its path (`[0].defaults.attemps`); `what` names the call
+ * (`forFeatureAsync` checks its factories' results here too).
  */
-export function validateRegistration(r: QueueRegistration, i = 0): void {
-  const what = 'forFeature queue options';
+export function validateRegistration(r: QueueRegistration, i = 0, what = 'forFeature queue options'): void {
   refuseUnknownKeys(r, FEATURE_KEYS, what, { path: `[${i}]` });
   assertName(r.name, 'queue');
   resolveDefaults(BUILTIN_DEFAULTS, r.defaults, what, `[${i}].defaults`);
+}
+
+/**
+ * Validates one `forFeatureAsync` entry (number `i`) as the module is defined: its keys, its name
+ * and its factory (the factory's result is validated when it resolves, by `validateRegistration`).
+ */
+export function validateAsyncRegistration(r: QueueRegistrationAsync, i: number): void {
+  const what = 'forFeatureAsync queue options';
+  refuseUnknownKeys(r, FEATURE_ASYNC_KEYS, what, { path: `[${i}]` });
+  assertName(r.name, 'queue');
+  if (typeof r.useFactory !== 'function') throw new InvalidOptionError(`${what}: [${i}].useFactory must be a function returning the queue's defaults`);
+  if (r.inject !== undefined && !Array.isArray(r.inject)) throw new InvalidOptionError(`${what}: [${i}].inject must be an array of tokens`);
 }

@@ -1,5 +1,6 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { InvalidOptionError } from '../core/errors.js';
 import type { JobHandler } from '../queue/job.js';
 import { findDecoratedMethods } from './method-scanner.js';
 import { getProcessorMetadata, type ProcessorMetadata } from './processor-decorator.js';
@@ -11,7 +12,35 @@ export interface DiscoveredProcessor extends ProcessorMetadata {
   readonly name: string;
 }
 
-/** Collects `@Processor` methods at module init. No I/O happens here. */
+/**
+ * What makes two consumers of one queue distinct. Today only the queue: one `@Processor` (or
+ * `@Flow`) method per queue, since two loops on one queue split its jobs between them at random.
+ * The extension point for routing by job name: once processors carry a name, it joins this
+ * slot (`<queue>\n<name>`), and methods with distinct names on one queue are allowed.
+ */
+const slotOf = (p: ProcessorMetadata): string => p.queue;
+
+/**
+ * Refuses two `@Processor` / `@Flow` methods on one queue (`InvalidOptionError`, EMQ_BAD_OPTION)
+ * naming both: they would compete for the same jobs, each getting some at random.
+ */
+export function refuseSharedQueues(found: readonly DiscoveredProcessor[]): void {
+  const first = new Map<string, DiscoveredProcessor>();
+  for (const p of found) {
+    const before = first.get(slotOf(p));
+    if (!before) {
+      first.set(slotOf(p), p);
+      continue;
+    }
+    const twice = before.name === p.name ? ` (${p.name}'s provider is instantiated twice: provide it in one module only)` : '';
+    throw new InvalidOptionError(
+      `queue "${p.queue}" has two consumers, ${before.name} and ${p.name}${twice}: they would split its jobs at random. ` +
+        `One @Processor or @Flow method per queue (docs/nest.md, "One processor per queue"): dispatch inside it, or use a second queue`,
+    );
+  }
+}
+
+/** Collects `@Processor` methods at module init, refusing two on one queue. No I/O happens here. */
 @Injectable()
 export class ProcessorExplorer implements OnModuleInit {
   /** What was found, in discovery order. */
@@ -23,9 +52,12 @@ export class ProcessorExplorer implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.processors.length = 0;
+    const found: DiscoveredProcessor[] = [];
     for (const { meta, bound, name } of findDecoratedMethods(this.discovery, this.scanner, getProcessorMetadata)) {
-      this.processors.push({ ...meta, handler: bound as JobHandler<unknown, unknown>, name });
+      found.push({ ...meta, handler: bound as JobHandler<unknown, unknown>, name });
     }
+    refuseSharedQueues(found);
+    this.processors.length = 0;
+    this.processors.push(...found);
   }
 }

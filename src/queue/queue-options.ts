@@ -94,6 +94,9 @@ const DEFAULTS_HINTS: Readonly<Record<string, string>> = {
   removeOnFail: 'deadCap: the morgue cap',
   limiter: 'rateLimit: { max, intervalMs }',
   lockDuration: 'leaseMs',
+  maxAttempts: 'attempts',
+  concurrency: 'a processor option: @Processor(queue, { concurrency })',
+  timeout: 'timeoutMs, per job (enqueue) or per processor (@Processor)',
 };
 
 /**
@@ -248,6 +251,9 @@ const PROCESSOR_HINTS: Readonly<Record<string, string>> = {
   removeOnComplete: "the queue's keepDone",
   removeOnFail: "the queue's deadCap",
   connection: "the module's connection",
+  maxAttempts: 'attempts',
+  timeout: 'timeoutMs',
+  lockRenewTime: 'not offered: held leases are extended every leaseMs / 3 (at most 5 s)',
 };
 
 const ENQUEUE_KEYS = keySet<EnqueueOptions>({
@@ -272,6 +278,11 @@ const ENQUEUE_HINTS: Readonly<Record<string, string>> = {
   timeout: 'timeoutMs',
   lifo: 'not offered: FIFO within a priority',
   parent: 'a parent waiting for children is a flow: QueueService.flow',
+  limiter: "the queue's rateLimit: { max, intervalMs } in its defaults, or QueueService.setPolicy",
+  maxAttempts: 'attempts',
+  deduplication: 'dedup: { key, mode, ttlMs }',
+  debounce: 'dedup: { key, mode, ttlMs }',
+  keepLogs: "not offered: the queue's eventsLog keeps its transitions",
 };
 
 /**

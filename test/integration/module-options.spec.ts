@@ -123,23 +123,22 @@ describe('consumers: false (a producer-only app)', () => {
     }
   });
 
-  it('opens fully when a plain command is the first use, and closes cleanly when never used', async () => {
+  it('opens at startup when Valkey is reachable (mintId works at once), and closes cleanly when never used', async () => {
     const server = await startEmbeddedValkey();
     try {
       const app = await startApp([EchoMqModule.forRoot({ connection: { url: server.url }, consumers: false }), EchoMqModule.forFeature([{ name: LAZY }])], [Producer]);
       try {
         const conn = app.get(EchoMqConnection);
-        expect(conn.client.status).toBe('wait'); // nothing connected at startup
+        expect(conn.ids.certain).toBe(true); // opened at startup: the node lease is held
+        expect(app.get(Producer).jobs.mintId()).toMatch(/^job/);
         expect((await app.get(Producer).jobs.counts()).pending).toBe(0);
-        // The rest of open (policy check, node lease) follows the first command.
-        await eventually(() => conn.ids.certain, 5000, 'the node lease after the first command');
       } finally {
         await app.close();
       }
       const idle = await startApp([EchoMqModule.forRoot({ connection: { url: server.url }, consumers: false })]);
       const conn = idle.get(EchoMqConnection);
       await idle.close();
-      expect(conn.client.status).toBe('end');
+      await eventually(() => conn.client.status === 'end', 2000, 'the client closed');
     } finally {
       await server.stop();
     }

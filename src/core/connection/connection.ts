@@ -2,7 +2,7 @@ import { Cluster, type Redis } from 'iovalkey';
 import { clientName, nameClient, type ClientRole } from './client-setup.js';
 import { connectClient, createClient, resolveEvictionCheckMs, type ValkeyClient } from './client.js';
 import type { ValkeyConnectionOptions } from './connection-options.js';
-import { ValkeyUnavailableError } from '../errors.js';
+import { EchoMqError, ValkeyUnavailableError } from '../errors.js';
 import { describeError } from '../reply-errors.js';
 import { EvictionPolicyWatch, processWarnings, type ConnectionLogger, type EvictionPolicyListener, type EvictionPolicyState } from './eviction-policy.js';
 import { NodeLease, type NodeLeaseOptions } from './node-lease.js';
@@ -58,7 +58,10 @@ export class EchoMqConnection {
     try {
       await this.policyWatch.checkAtOpen();
     } catch (err) {
-      this.client.disconnect();
+      // Opened on first use, a client that is only unreachable keeps reconnecting in the
+      // background (a disconnect would leave it stuck); a refusal stops it.
+      const unreachable = err instanceof EchoMqError && err.code === 'EMQ_UNAVAILABLE';
+      if (!(unreachable && this.firstUseLease)) this.client.disconnect();
       throw err;
     }
     if (!this.closed) this.policyWatch.start();
