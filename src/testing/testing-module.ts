@@ -1,8 +1,10 @@
-import { Logger, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
-import type { ValkeyConnectionOptions } from '../core/connection/index.js';
+import { Logger, Module, type DynamicModule, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { EchoMqConnection, type ValkeyClient, type ValkeyConnectionOptions } from '../core/connection/index.js';
+import { refuseNonObject } from '../core/known-keys.js';
 import { EchoMqModule } from '../nest/echomq-module.js';
 import type { EchoMqModuleOptions } from '../nest/echomq-options.js';
-import { startEmbeddedValkey, type EmbeddedValkey, type EmbeddedValkeyOptions } from '../core/embedded-valkey.js';
+import { validateModuleOptions } from '../nest/echomq-validation.js';
+import { startEmbeddedValkey, validateEmbeddedValkeyOptions, type EmbeddedValkey, type EmbeddedValkeyOptions } from '../core/embedded-valkey.js';
 
 /** Options of `EchoMqTestingModule.forRoot`: the module's options, and where Valkey comes from. */
 export interface EchoMqTestingOptions extends Omit<EchoMqModuleOptions, 'connection'> {
@@ -12,21 +14,26 @@ export interface EchoMqTestingOptions extends Omit<EchoMqModuleOptions, 'connect
   readonly valkey?: EmbeddedValkeyOptions;
 }
 
+/** The sockets of a client (a cluster's, one per node). */
+const socketsOf = (c: ValkeyClient): { ref(): unknown; unref(): unknown }[] =>
+  ('nodes' in c ? c.nodes() : [c]).flatMap((n) => (n.stream ? [n.stream] : []));
+
 /**
  * The Valkey of one `EchoMqTestingModule`: started when the module's options are resolved (at
  * `compile()`), stopped by pid when the application (or testing module) closes, after EchoMQ's
  * own connections have closed. Inject it to reach the server (`url`, `port`, `pid`).
+ *
+ * A compile that fails (a provider of the test's module cannot be resolved) runs no hook, so
+ * nothing would stop the server or close EchoMQ's connection: the server dies with the test
+ * process (see `startEmbeddedValkey`), and the connection's sockets keep nothing alive until
+ * the module is initialised (`app.init()`, `moduleRef.init()`), so jest still exits.
  */
 export class TestValkey {
   private server?: EmbeddedValkey;
   private starting?: Promise<EmbeddedValkey>;
-  private readonly killOnExit = () => {
-    try {
-      if (this.server) process.kill(this.server.pid, 'SIGKILL');
-    } catch {
-      /* already gone */
-    }
-  };
+  /** The command clients held unref'd until the module is initialised. */
+  private readonly held = new Set<ValkeyClient>();
+  private initialised = false;
 
   constructor(private readonly options: EmbeddedValkeyOptions = {}) {}
 
@@ -55,11 +62,32 @@ export class TestValkey {
   async start(): Promise<EmbeddedValkey> {
     this.starting ??= startEmbeddedValkey(this.options).then((s) => {
       this.server = s;
-      // A test process that exits without closing the app leaves no server behind.
-      process.once('exit', this.killOnExit);
       return s;
     });
     return this.starting;
+  }
+
+  /**
+   * Keeps the connection's command client from holding the process open until the module is
+   * initialised (its sockets unref'd, again at every reconnect): after a failed compile nothing
+   * closes it. Called by the module when the connection is made.
+   */
+  hold(conn: EchoMqConnection): void {
+    const client = conn.client;
+    if (this.initialised) return;
+    this.held.add(client);
+    const unref = (): void => {
+      if (!this.initialised) for (const s of socketsOf(client)) s.unref();
+    };
+    client.on('connect', unref);
+    unref();
+  }
+
+  /** The module is initialised (its hooks run, so its close will run too): the held sockets count again. */
+  initialise(): void {
+    this.initialised = true;
+    for (const c of this.held) for (const s of socketsOf(c)) s.ref();
+    this.held.clear();
   }
 
   /** Stops the server by pid and removes its folder; a no-op when none runs. */
@@ -67,10 +95,13 @@ export class TestValkey {
     const s = this.server ?? (await this.starting?.catch(() => undefined));
     this.server = undefined;
     this.starting = undefined;
-    process.removeListener('exit', this.killOnExit);
+    this.initialised = false;
     await s?.stop();
   }
 }
+
+/** DI token of the provider that holds the connection unref'd until init. */
+const HELD = Symbol('ECHOMQ_TESTING_HELD');
 
 /**
  * EchoMQ for tests: `EchoMqModule` on a throwaway `valkey-server` of its own, started at
@@ -80,12 +111,20 @@ export class TestValkey {
  * grammar has no prefix. Give `connection` to run on a server of your own. See docs/testing.md.
  */
 @Module({})
-export class EchoMqTestingModule implements OnApplicationShutdown {
+export class EchoMqTestingModule implements OnModuleInit, OnApplicationShutdown {
   constructor(private readonly valkey: TestValkey) {}
 
-  /** EchoMQ with these options (every `EchoMqModule` option), on a server of its own. */
+  /**
+   * EchoMQ with these options (every `EchoMqModule` option), on a server of its own. The options
+   * are checked here, before any server starts: a bad one throws `InvalidOptionError`
+   * (EMQ_BAD_OPTION) and leaves no process.
+   */
   static forRoot(options: EchoMqTestingOptions = {}): DynamicModule {
+    refuseNonObject(options, 'EchoMqTestingModule.forRoot options');
     const { valkey: serverOptions, connection, ...rest } = options;
+    validateEmbeddedValkeyOptions(serverOptions, 'EchoMqTestingModule.forRoot options', 'valkey');
+    // The module checks them again once the factory gave the server's URL; a stand-in URL here.
+    validateModuleOptions({ ...rest, connection: connection ?? { url: 'redis://127.0.0.1:6379' } });
     const valkey = new TestValkey(serverOptions);
     const echomq = EchoMqModule.forRootAsync({
       useFactory: async (): Promise<EchoMqModuleOptions> => ({ ...rest, connection: connection ?? { url: (await valkey.start()).url } }),
@@ -96,9 +135,18 @@ export class EchoMqTestingModule implements OnApplicationShutdown {
     return {
       ...echomq,
       module: EchoMqTestingModule,
-      providers: [...(echomq.providers ?? []), { provide: TestValkey, useValue: valkey }],
+      providers: [
+        ...(echomq.providers ?? []),
+        { provide: TestValkey, useValue: valkey },
+        { provide: HELD, inject: [EchoMqConnection], useFactory: (conn: EchoMqConnection) => valkey.hold(conn) },
+      ],
       exports: [...(echomq.exports ?? []), TestValkey],
     };
+  }
+
+  /** The module is initialised: its connection's sockets hold the process open again. */
+  onModuleInit(): void {
+    this.valkey.initialise();
   }
 
   /** Stops the server, last of this module's shutdown hooks. */
