@@ -75,6 +75,8 @@ export type { QueueInfo, NamePage, BulkOptions, PurgeOptions } from './admin/que
 export type { EntryProblem } from './admin/registry.js';
 export type { JobSummary, JobPage, JobListOptions } from './admin/job-pages.js';
 export type { JobCursor, ListableStatus } from './admin/job-cursor.js';
+export type { JobSearchOptions, JobSearchPage, JobSearchCursor, PayloadFieldFilter } from './admin/job-search.js';
+export type { DeadLetterEntry, DeadLetterPage, DeadLetterPageOptions } from './admin/dead-letter-pages.js';
 export type { BulkReply, PurgeableStatus } from './core/wire/index.js';
 export { BusAdmin } from './admin/bus-admin.js';
 export type { TopicInfo, GroupInfo } from './admin/bus-admin.js';
