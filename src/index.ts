@@ -73,10 +73,10 @@ export type { EchoMqErrorBody, EchoMqErrorReply } from './nest/exception-filter.
 export { QueueAdmin } from './admin/queue-admin.js';
 export type { QueueInfo, NamePage, BulkOptions, PurgeOptions } from './admin/queue-admin.js';
 export type { EntryProblem } from './admin/registry.js';
+export type { ProcessList, ProcessView, ProcessState } from './admin/processes.js';
+export type { ProcessInfo, ProcessQueue, ProcessGroup } from './core/connection/index.js';
 export type { JobSummary, JobPage, JobListOptions } from './admin/job-pages.js';
 export type { JobCursor, ListableStatus } from './admin/job-cursor.js';
-export type { JobSearchOptions, JobSearchPage, JobSearchCursor, PayloadFieldFilter } from './admin/job-search.js';
-export type { DeadLetterEntry, DeadLetterPage, DeadLetterPageOptions } from './admin/dead-letter-pages.js';
 export type { BulkReply, PurgeableStatus } from './core/wire/index.js';
 export { BusAdmin } from './admin/bus-admin.js';
 export type { TopicInfo, GroupInfo } from './admin/bus-admin.js';

@@ -50,6 +50,8 @@ export type { ValkeyClient } from './core/connection/index.js';
 export type { ClientRole } from './core/connection/index.js';
 export type { ConnectionLogger, EvictionPolicyState, EvictionPolicyListener } from './core/connection/index.js';
 export { NodeLease } from './core/connection/index.js';
+export { ECHOMQ_VERSION, MAX_PROCESS_INFO_BYTES, ProcessDescription } from './core/connection/index.js';
+export type { ProcessPart } from './core/connection/index.js';
 export { openAtBoot, resolveBootRetry } from './core/connection/index.js';
 export type { ResolvedBootRetry } from './core/connection/index.js';
 export type { NodeLeaseOptions, LeaseClient } from './core/connection/index.js';

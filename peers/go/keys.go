@@ -38,4 +38,6 @@ func (k Keys) Row(id string) string { return k.RowPrefix + id }
 const (
 	NodeSeqKey = "{emq}:node-seq"
 	NodesKey   = "{emq}:nodes"
+	// ProcsKey holds the process descriptions of node.lua's describing form (§1).
+	ProcsKey = "{emq}:procs"
 )

@@ -9,7 +9,7 @@ import type { QueueService } from '../queue/queue-service.js';
 import { readCounts } from '../queue/queue-counts.js';
 import type { Json } from '../core/codec.js';
 import { jobPage, type JobListOptions, type JobPage } from './job-pages.js';
-import { checkSearch, searchJobs, type JobSearchOptions, type JobSearchPage } from './job-search.js';
+import { readProcesses, type ProcessList } from './processes.js';
 import { assertKnown, nameProblem, readEntries, registryPage, type EntryProblem } from './registry.js';
 import { MAX_METRICS_QUEUES, metricsPlan, readMetrics, type MetricsOptions, type QueueMetrics } from './queue-metrics.js';
 
@@ -19,6 +19,8 @@ export interface QueueInfo {
   readonly name: string;
   /** True while the queue is paused (no consumer claims from it). */
   readonly paused: boolean;
+  /** The lanes paused fleet-wide (`QueueService.pauseLane`, meta `gpaused`; at most 1000), in the order they were paused. */
+  readonly pausedLanes: string[];
   /** Jobs per status. */
   readonly counts: JobCounts;
   /** In a `list` page only: why the entry could not be read (its counts are then 0), as `EMQ_<CODE> message`. */
@@ -76,7 +78,7 @@ export class QueueAdmin {
   async list(opts: { after?: string; limit?: number } = {}): Promise<NamePage<QueueInfo>> {
     const page = await registryPage(this.conn, 'queues', opts.after, bulkLimit(opts.limit ?? 100));
     const none: JobCounts = { scheduled: 0, pending: 0, active: 0, done: 0, dead: 0, cancelled: 0, waiting: 0 };
-    const { items, unreadable } = await readEntries(this.conn, 'queues', page.names, (q) => this.read(q), (q) => ({ name: q, paused: false, counts: none }));
+    const { items, unreadable } = await readEntries(this.conn, 'queues', page.names, (q) => this.read(q), (q) => ({ name: q, paused: false, pausedLanes: [], counts: none }));
     return { items, next: page.next, unreadable };
   }
 
@@ -98,6 +100,28 @@ export class QueueAdmin {
     return adminWire.pause(this.conn.scriptClient, queueKeys(queue), 'resume');
   }
 
+  /** Pauses one lane of the queue fleet-wide (`QueueService.pauseLane`). True when it was running. */
+  async pauseLane(queue: string, lane: string): Promise<boolean> {
+    await this.assertKnown(queue);
+    return this.queues.pauseLane(queue, lane);
+  }
+
+  /** Resumes a paused lane (`QueueService.resumeLane`). True when it was paused. */
+  async resumeLane(queue: string, lane: string): Promise<boolean> {
+    await this.assertKnown(queue);
+    return this.queues.resumeLane(queue, lane);
+  }
+
+  /**
+   * The processes view (docs/admin.md "Processes"): every process that describes itself with its
+   * node-lease renewals — host, pid, runtime, version, its queue consumers and Bus groups — with
+   * its last heartbeat and lease expiry (server clock); ended leases are `gone`, malformed entries
+   * `unreadable`. Plain reads only (a monitoring user's grant).
+   */
+  processes(): Promise<ProcessList> {
+    return readProcesses(this.conn);
+  }
+
   /** Drops up to `limit` waiting jobs (removed with their rows); call again while `more`. */
   async drain(queue: string, opts: BulkOptions = {}): Promise<BulkReply> {
     const limit = bulkLimit(opts.limit);
@@ -110,19 +134,6 @@ export class QueueAdmin {
     const k = queueKeys(queue);
     await this.assertKnown(queue);
     return jobPage(this.conn.client, k, opts);
-  }
-
-  /**
-   * A filtered listing of one status (docs/admin.md, "Search and filters"): time range, error
-   * text, payload field or text. Bounded: examines at most `scan` index entries per call and
-   * says how many (`examined`); continue with `next`. Read-only; bad filters are refused
-   * (`InvalidOptionError`, EMQ_BAD_OPTION) before any read.
-   */
-  async findJobs(queue: string, opts: JobSearchOptions): Promise<JobSearchPage> {
-    const f = checkSearch(opts);
-    const k = queueKeys(queue);
-    await this.assertKnown(queue);
-    return searchJobs(this.conn.client, k, f);
   }
 
   /** The whole job: row, attempts, error, result, progress, checkpoint, log, timings. */
@@ -213,8 +224,9 @@ export class QueueAdmin {
   private async read(queue: string): Promise<QueueInfo> {
     const meta = queueKeys(queue).meta; // throws on a bad name before any read starts
     try {
-      const [counts, paused] = await Promise.all([readCounts(this.conn.client, queue), this.conn.client.hget(meta, 'paused')]);
-      return { name: queue, paused: paused === '1', counts };
+      const [counts, [paused, lanes]] = await Promise.all([readCounts(this.conn.client, queue), this.conn.client.hmget(meta, 'paused', 'gpaused')]);
+      const pausedLanes = (lanes ?? '').split(' ').filter((g) => g !== '').slice(0, 1000);
+      return { name: queue, paused: paused === '1', pausedLanes, counts };
     } catch (err) {
       throw fromReplyError(err);
     }

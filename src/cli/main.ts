@@ -10,6 +10,7 @@ import { CliContext, DEFAULT_URL } from './context.js';
 import { EXIT, Output, errorLine, exitCodeOf } from './output.js';
 import { queueCommands } from './queue-commands.js';
 import { busCommands } from './bus-commands.js';
+import { processCommands } from './process-commands.js';
 import { dashboardCommand } from './dashboard-command.js';
 
 /** Builds the program; `ctx` is created from the global options when a command runs. */
@@ -30,6 +31,7 @@ export function buildProgram(): { program: Command; context: () => CliContext | 
   };
   queueCommands(program, ctx);
   busCommands(program, ctx);
+  processCommands(program, ctx);
   dashboardCommand(program, ctx);
   return { program, context: () => context };
 }

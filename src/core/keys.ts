@@ -261,6 +261,8 @@ export const globalKeys = {
   nodeSeq: '{emq}:node-seq',
   /** Hash of node-number leases (no TTL): field = the number, value = `<owner> <expires-at ms>`. */
   nodes: '{emq}:nodes',
+  /** Hash of process descriptions (node.lua's describing form): field = the node number, value = `<owner> <heartbeat ms> <info JSON>`. */
+  procs: '{emq}:procs',
   /** Registry (zset, every score 0) of the queues processes announced (`announce.lua`). */
   queues: '{emq}:queues',
   /** Registry of the Bus topics processes announced. */

@@ -17,6 +17,7 @@ import { confirmPage } from './confirm-page.js';
 import { readOutcome } from './entry-rows.js';
 import { overviewPage } from './overview-page.js';
 import { queueData, queuePage } from './queue-page.js';
+import { processesPage } from './processes-page.js';
 import type { ThroughputSampler } from './throughput-sampler.js';
 
 /** A request as the dashboard sees it (adapted from Express or `node:http`). */
@@ -87,6 +88,10 @@ const NOTICES: Readonly<Record<string, string>> = {
   cancelled: 'Cancelled: the job will not run.',
   'cancel-requested': 'Cancel requested: the running job stops when its handler next checks job.signal.',
   'not-cancelled': 'Not cancelled: the job had already finished.',
+  'lane-paused': 'Lane paused: consumers claim nothing more from it.',
+  'lane-was-paused': 'The lane was already paused.',
+  'lane-resumed': 'Lane resumed.',
+  'lane-was-running': 'The lane was not paused.',
 };
 
 /** The notice of each cancel outcome. */
@@ -141,6 +146,7 @@ export class DashboardApp {
       const page = await queues.list({ after, limit: 100 });
       return { title: 'Queues', body: overviewPage(ctx, { queues: page, after, throughput: this.src.throughput }) };
     }
+    if (parts.length === 1 && parts[0] === 'processes') return { title: 'Processes', body: processesPage(ctx, await queues.processes()) };
     if (parts.length === 1 && (parts[0] === 'bus' || parts[0] === 'cache')) return this.section(ctx, parts[0], req.query.get('after') ?? undefined);
     if (parts[0] !== 'queues') throw new HttpRefusal(404, 'no such page');
     const [, queue, sub, id] = parts;
@@ -201,6 +207,8 @@ export class DashboardApp {
       }
       if (a === 'retry-dead') return (await q.retryDead(queue)), this.redirect(ctx, `${back}?status=dead`, 'retried-dead');
     }
+    if (parts.length === 4 && a === 'lanes' && id === 'pause') return this.redirect(ctx, back, (await q.pauseLane(queue, String(req.form.lane ?? ''))) ? 'lane-paused' : 'lane-was-paused');
+    if (parts.length === 5 && a === 'lanes' && verb === 'resume') return this.redirect(ctx, back, (await q.resumeLane(queue, id)) ? 'lane-resumed' : 'lane-was-running');
     if (parts.length === 5 && a === 'jobs') {
       const job = `${back}/jobs/${seg(id)}`;
       if (verb === 'retry') return this.redirect(ctx, job, (await q.retry(queue, id)) ? 'retried' : 'not-dead');

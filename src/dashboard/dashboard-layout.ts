@@ -59,7 +59,7 @@ export function page(ctx: PageContext, title: string, body: SafeHtml): string {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="referrer" content="same-origin"><title>${title} · EchoMQ</title><style nonce="${ctx.nonce}">${STYLE}</style></head>
-<body data-refresh="${ctx.refreshMs}"><header><a href="${ctx.base}/">EchoMQ</a> · <a href="${ctx.base}/">Queues</a>${ctx.sections.map((s) => html` · <a href="${ctx.base}/${s}">${s === 'bus' ? 'Bus' : 'Cache'}</a>`)}${ctx.readOnly ? ' · read-only' : ''}</header>
+<body data-refresh="${ctx.refreshMs}"><header><a href="${ctx.base}/">EchoMQ</a> · <a href="${ctx.base}/">Queues</a> · <a href="${ctx.base}/processes">Processes</a>${ctx.sections.map((s) => html` · <a href="${ctx.base}/${s}">${s === 'bus' ? 'Bus' : 'Cache'}</a>`)}${ctx.readOnly ? ' · read-only' : ''}</header>
 <main>${body}</main><script nonce="${ctx.nonce}">${raw(SCRIPT)}</script></body></html>`.text;
 }
 

@@ -7,6 +7,7 @@ import { stateBadge, when } from './badges.js';
 import { action, seg, type PageContext } from './dashboard-layout.js';
 import type { ThroughputSeries } from './throughput-sampler.js';
 import { problemText, type ReadOutcome } from './entry-rows.js';
+import { lanesSection } from './lanes-section.js';
 
 /** What a queue's page shows. */
 export interface QueuePageData {
@@ -29,7 +30,7 @@ const NO_COUNTS = { scheduled: 0, pending: 0, active: 0, done: 0, dead: 0, cance
 /** The counts and jobs of a queue's page from two reads that may each have failed on the data (shown, not thrown). */
 export function queueData(queue: string, info: ReadOutcome<QueueInfo>, jobs: ReadOutcome<JobPage>): Pick<QueuePageData, 'info' | 'jobs' | 'jobsError'> {
   return {
-    info: info.ok ? info.value : { name: queue, paused: false, counts: NO_COUNTS, error: info.error, problem: 'unreadable' },
+    info: info.ok ? info.value : { name: queue, paused: false, pausedLanes: [], counts: NO_COUNTS, error: info.error, problem: 'unreadable' },
     jobs: jobs.ok ? jobs.value : { jobs: [] },
     jobsError: jobs.ok ? undefined : jobs.error,
   };
@@ -66,7 +67,7 @@ export function queuePage(ctx: PageContext, d: QueuePageData, notice?: SafeHtml)
   ];
   return html`<p><a href="${ctx.base}/">Queues</a></p>
 <h1>${name} ${d.info.paused ? html`<span class="paused">paused</span>` : ''}</h1>${notice ?? ''}
-<p>${toggle}${retryAll}</p>${unreadable}${tabs(ctx, d)}
+<p>${toggle}${retryAll}</p>${lanesSection(ctx, d.info)}${unreadable}${tabs(ctx, d)}
 ${d.series ? html`<div id="chart" data-live>${throughputChart(d.series, { width: 720, height: 100 }, 120)}</div>` : ''}
 <form method="get" action="${ctx.base}${q}/search"><label>Job id <input name="id" size="34" required></label> <button type="submit">Find</button></form>
 <h2>${d.status} jobs, newest first</h2>

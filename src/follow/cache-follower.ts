@@ -94,6 +94,8 @@ function plan(rule: ResolvedInvalidationRule, event: BusEvent<never>): { keys: r
  */
 export class CacheFollower {
   private readonly groups: GroupConsumer[] = [];
+  /** Removes the follower from the process description (`connection.process`) while it runs. */
+  private undescribe?: () => void;
 
   constructor(
     private readonly conn: EchoMqConnection,
@@ -109,6 +111,7 @@ export class CacheFollower {
 
   /** Creates the groups (idempotently) and starts reading. */
   async start(): Promise<void> {
+    this.undescribe ??= this.conn.process.add(() => ({ kind: 'role', role: 'cache-follower' }));
     for (const rule of this.rules) {
       const g = new GroupConsumer(this.conn, {
         topic: rule.topic,
@@ -125,6 +128,8 @@ export class CacheFollower {
 
   /** Stops the loops (running invalidations get `deadlineMs`; unacknowledged events are replayed later). */
   async stop(deadlineMs: number): Promise<void> {
+    this.undescribe?.();
+    this.undescribe = undefined;
     await Promise.all(this.groups.map((g) => g.stop(deadlineMs)));
     this.groups.length = 0;
   }

@@ -51,7 +51,7 @@ const QUEUE_KEYS = ['meta', 'pending', 'scheduled', 'active', 'done', 'dead', 'c
 const BUS_KEYS = ['bus:meta', 'bus:log', 'bus:dead', 'bus:archive', 'bus:signal'];
 const CACHE_KEYS = ['cache:log', 'cache:signal'];
 /** The cluster-wide keys of the node leases (docs/protocol.md §1). */
-export const NODE_KEYS: Record<string, string> = { 'node-seq': '{emq}:node-seq', nodes: '{emq}:nodes' };
+export const NODE_KEYS: Record<string, string> = { 'node-seq': '{emq}:node-seq', nodes: '{emq}:nodes', procs: '{emq}:procs' };
 
 const fresh = (prefix: string) => prefix + randomBytes(5).toString('hex');
 

@@ -19,7 +19,7 @@ var (
 	busKeys   = []string{"bus:meta", "bus:log", "bus:dead", "bus:archive", "bus:signal"}
 	cacheKeys = []string{"cache:log", "cache:signal"}
 	// nodeKeys are the cluster-wide node-lease keys (docs/protocol.md §1).
-	nodeKeys = map[string]string{"node-seq": echomq.NodeSeqKey, "nodes": echomq.NodesKey}
+	nodeKeys = map[string]string{"node-seq": echomq.NodeSeqKey, "nodes": echomq.NodesKey, "procs": echomq.ProcsKey}
 )
 
 // One minter for the run, on node 0 (README: minted ids use node 0 and the runner's clock).

@@ -57,6 +57,8 @@ export class GroupConsumer {
   /** True while the loop waits for a free slot and will read right after (acks ride on that read). */
   private slotParked = false;
   private recovering?: Promise<void>;
+  /** Removes this member from the process description (`connection.process`). */
+  private undescribe?: () => void;
 
   constructor(
     private readonly conn: EchoMqConnection,
@@ -133,6 +135,7 @@ export class GroupConsumer {
   /** Creates the group if needed and starts reading. */
   async start(): Promise<void> {
     announce(this.conn, 'topics', this.k.topic); // the registry of known topics
+    this.undescribe = this.conn.process.add(() => ({ kind: 'group', topic: this.k.topic, group: this.o.group, consumer: this.consumer, concurrency: this.o.concurrency }));
     await createGroup(this.conn.client, this.k, this.o.group, startId(this.o.from));
     await this.reader.open();
     const every = Math.max(50, Math.min(Math.floor(this.o.ackTimeoutMs / 3), 5000));
@@ -149,6 +152,7 @@ export class GroupConsumer {
   async stop(deadlineMs: number): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    this.undescribe?.();
     if (this.timer) clearInterval(this.timer);
     this.wake?.();
     // A read that was answered while it is unblocked hands its entries to the loop, which runs

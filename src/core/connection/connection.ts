@@ -6,6 +6,7 @@ import { EchoMqError, ValkeyUnavailableError } from '../errors.js';
 import { describeError } from '../reply-errors.js';
 import { EvictionPolicyWatch, processWarnings, type ConnectionLogger, type EvictionPolicyListener, type EvictionPolicyState } from './eviction-policy.js';
 import { NodeLease, type NodeLeaseOptions } from './node-lease.js';
+import { ProcessDescription } from './process-description.js';
 import type { ScriptClient } from '../scripts.js';
 import { keySlot } from '../slot.js';
 
@@ -32,6 +33,11 @@ export class EchoMqConnection {
   /** The eviction-policy check: at open, then at every reconnect and every `evictionCheckMs`. */
   private readonly policyWatch: EvictionPolicyWatch;
   private closed = false;
+  /**
+   * What this process runs (queue consumers, Bus group members, relay, scheduler, follower),
+   * sent with every node-lease renewal to `{emq}:procs` for the operator's processes view.
+   */
+  readonly process = new ProcessDescription();
 
   constructor(
     readonly options: ValkeyConnectionOptions,
@@ -75,6 +81,7 @@ export class EchoMqConnection {
   private newLease(): NodeLease {
     return new NodeLease(this.client, this.scriptClient, {
       waitMs: this.options.commandTimeoutMs || 10_000,
+      describe: () => this.process.text(),
       onRebind: (node) => void this.rename(node).catch((err: unknown) => this.warnOnce(`renaming connections: ${describeError(err)}`)),
       ...this.leaseOptions,
     });

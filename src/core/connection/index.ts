@@ -12,4 +12,6 @@ export type { BootRetryOptions, ValkeyConnectionOptions } from './connection-opt
 export { EchoMqConnection } from './connection.js';
 export type { ConnectionLogger, EvictionPolicyListener, EvictionPolicyState } from './eviction-policy.js';
 export { NodeLease } from './node-lease.js';
+export { ECHOMQ_VERSION, MAX_PROCESS_INFO_BYTES, ProcessDescription } from './process-description.js';
+export type { ProcessGroup, ProcessInfo, ProcessPart, ProcessQueue } from './process-description.js';
 export type { LeaseClient, NodeLeaseOptions } from './node-lease.js';

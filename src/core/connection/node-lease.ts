@@ -13,6 +13,11 @@ export interface NodeLeaseOptions {
   readonly waitMs?: number;
   /** Called after the lease moved to a fresh number (e.g. to rename the connections). */
   readonly onRebind?: (node: number) => void;
+  /**
+   * The process's description, read at each claim and renewal and sent with it (node.lua's
+   * describing form, `{emq}:procs`); the release deletes it. Absent: the two-key form, no description.
+   */
+  readonly describe?: () => string;
 }
 
 /** What the lease needs of a Redis or Cluster client: its events and its state. */
@@ -49,6 +54,7 @@ export class NodeLease {
   private readonly leaseMs: number;
   private readonly waitMs: number;
   private readonly onRebind?: (node: number) => void;
+  private readonly describe?: () => string;
   private minter?: IdMinter;
   private certainUntil = 0;
   private generation = 0;
@@ -64,6 +70,7 @@ export class NodeLease {
     this.leaseMs = opts.leaseMs ?? 60_000;
     this.waitMs = opts.waitMs ?? 10_000;
     this.onRebind = opts.onRebind;
+    this.describe = opts.describe;
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1000 || this.leaseMs > 3_600_000) {
       throw new InvalidOptionError('node lease must be an integer in 1000..3600000 ms');
     }
@@ -74,7 +81,7 @@ export class NodeLease {
   async open(): Promise<void> {
     const gen = this.generation;
     const sentAt = performance.now();
-    const n = await wire.node(this.scripts, this.owner, this.leaseMs);
+    const n = await wire.node(this.scripts, this.owner, this.leaseMs, undefined, this.describe?.());
     if (n < 0) throw new ValkeyUnavailableError('every node number (0..1023) is leased');
     this.minter = new IdMinter(n);
     this.confirm(gen, sentAt);
@@ -138,13 +145,13 @@ export class NodeLease {
     if (this.closed || !m) return;
     const gen = this.generation;
     let sentAt = performance.now();
-    let got = await wire.node(this.scripts, this.owner, this.leaseMs, m.node);
+    let got = await wire.node(this.scripts, this.owner, this.leaseMs, m.node, this.describe?.());
     if (got < 0) {
       // Another owner holds our number: our lease lapsed (a stall, a failover, a restart). Never
       // mint on it again; take a fresh one (rebind moves past the current millisecond).
       this.certainUntil = 0;
       sentAt = performance.now();
-      got = await wire.node(this.scripts, this.owner, this.leaseMs);
+      got = await wire.node(this.scripts, this.owner, this.leaseMs, undefined, this.describe?.());
       if (got < 0) throw new NodeLeaseError('every node number (0..1023) is leased');
       if (this.closed) return;
       m.rebind(got);
@@ -181,6 +188,6 @@ export class NodeLease {
     for (const e of AGAIN) this.client.off(e, this.again);
     if (!this.minter || this.client.status !== 'ready') return;
     await this.inflight?.catch(() => undefined);
-    await wire.node(this.scripts, this.owner, 0, this.minter.node).catch(() => undefined);
+    await wire.node(this.scripts, this.owner, 0, this.minter.node, this.describe ? '' : undefined).catch(() => undefined);
   }
 }

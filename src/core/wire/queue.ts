@@ -272,13 +272,12 @@ export const wire = {
   /**
    * Claims any free node number (`renew` omitted), renews `renew`, or releases it (`leaseMs` 0).
    * Resolves to the number, or -1 (held by another owner, not ours to release, or all taken).
+   * With `info` (the describing form, docs/protocol.md §1), the call also writes the process's
+   * description in `{emq}:procs` (`""`: deletes it; a release always deletes it).
    */
-  async node(c: ScriptClient, owner: string, leaseMs: number, renew?: number): Promise<number> {
-    return (await runScript(
-      c,
-      'node',
-      [globalKeys.nodeSeq, globalKeys.nodes],
-      [PROTOCOL_VERSION, owner, leaseMs, renew === undefined ? '' : renew],
-    )) as number;
+  async node(c: ScriptClient, owner: string, leaseMs: number, renew?: number, info?: string): Promise<number> {
+    const args = [PROTOCOL_VERSION, owner, leaseMs, renew === undefined ? '' : renew];
+    if (info === undefined) return (await runScript(c, 'node', [globalKeys.nodeSeq, globalKeys.nodes], args)) as number;
+    return (await runScript(c, 'node', [globalKeys.nodeSeq, globalKeys.nodes, globalKeys.procs], [...args, info])) as number;
   },
 };

@@ -75,6 +75,8 @@ export class Consumer {
   private maintTimer?: NodeJS.Timeout;
   private readonly log: ConsumerLogger;
   private readonly upkeep: ConsumerUpkeep;
+  /** Removes this consumer from the process description (`connection.process`). */
+  private undescribe?: () => void;
   /** Counts and latencies per minute, flushed to the queue's stats hashes (docs/dashboard.md). */
   private readonly meter: StatsMeter;
 
@@ -130,6 +132,7 @@ export class Consumer {
   /** Starts claiming. */
   async start(): Promise<void> {
     announce(this.conn, 'queues', this.cfg.queue); // the registry of known queues
+    this.undescribe = this.conn.process.add(() => ({ kind: 'queue', queue: this.cfg.queue, concurrency: this.cfg.concurrency, active: this.runner.active }));
     await this.upkeep.declarePolicy();
     await this.waiter.open();
     const every = Math.max(100, Math.min(Math.floor(this.cfg.leaseMs / 3), 5000));
@@ -144,6 +147,7 @@ export class Consumer {
    */
   async stop(deadlineMs: number): Promise<void> {
     this.stopping = true;
+    this.undescribe?.();
     await this.waiter.close(); // a claim pipelined with its wait is answered (and handed back) first
     const until = Date.now() + deadlineMs;
     while (this.rounds > 0 && Date.now() < until) await sleep(5);

@@ -65,6 +65,8 @@ export class FlowRelay {
   private readonly targets: RelayTargets;
   private timer?: NodeJS.Timeout;
   private closed = false;
+  /** Removes the relay from the process description (`connection.process`), once it relays. */
+  private undescribe?: () => void;
   /** With `waitReplicas`: the relay's own client (target scripts and `WAIT` run on it), and its waits. */
   private own?: Promise<ValkeyClient>;
   private ownClient?: ValkeyClient;
@@ -95,6 +97,7 @@ export class FlowRelay {
   /** Relays `queue`'s outbox from now on (idempotent), and drains it once. */
   watch(queue: string): void {
     if (this.closed || this.watched.has(queue)) return;
+    this.undescribe ??= this.conn.process.add(() => ({ kind: 'role', role: 'flow-relay' }));
     const k = queueKeys(queue);
     const sub = this.hub.observe<unknown>(k.outbox).subscribe({
       next: () => void this.drain(queue),
@@ -147,6 +150,7 @@ export class FlowRelay {
     this.created.clear();
     for (const [q, es] of owed) for (let i = 0; i < es.length; i += TAKE) this.relayTaken(q, es.slice(i, i + TAKE));
     this.closed = true;
+    this.undescribe?.();
     if (this.timer) clearInterval(this.timer);
     for (const s of this.watched.values()) s.unsubscribe();
     this.watched.clear();

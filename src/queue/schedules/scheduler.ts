@@ -41,6 +41,8 @@ export class Scheduler {
   private stopped = true;
   /** Set by `stop()`: a round in flight ends after its current tick. */
   private halted = false;
+  /** Removes the scheduler from the process description (`connection.process`) while it runs. */
+  private undescribe?: () => void;
   private wake?: () => void;
   private readonly lookahead: number;
   private readonly maxSleep: number;
@@ -71,6 +73,7 @@ export class Scheduler {
     if (!this.stopped) return;
     this.stopped = false;
     this.halted = false;
+    this.undescribe = this.conn.process.add(() => ({ kind: 'role', role: 'scheduler' }));
     this.running = this.loop();
   }
 
@@ -78,6 +81,7 @@ export class Scheduler {
   async stop(): Promise<void> {
     this.stopped = true;
     this.halted = true;
+    this.undescribe?.();
     this.wake?.();
     await this.running;
     this.running = undefined;
