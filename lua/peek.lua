@@ -15,7 +15,8 @@
 -- @returns a flat array of bulk strings, field/value pairs: the row's fields (§3 of
 --   docs/protocol.md), then `payload` when the job's data exists. A job with no row yet gets
 --   `status` (`scheduled` when its id is in the scheduled set, else `pending`), `attempts` "0"
---   and, from its own options, `max` / `backoff` (and a delayed job's `prio`). An empty array
+--   and, from its own options, `max` / `backoff` (and a delayed job's `prio`), and `x` its
+--   extras when it has any (the fourth field of its opts: what its first claim moves to the row). An empty array
 --   when no such job exists (never enqueued, or trimmed out of its retention).
 -- @errors EMQ_VERSION, EMQ_BAD_ARG (missing arguments, a wrong key count or a key that is not the
 --   one the key grammar spells for the queue of KEYS[1], KEYS[6] not the row of the id),
@@ -142,6 +143,8 @@ if #out == 0 then
   if backoff and backoff ~= '' then out[#out + 1] = 'backoff'; out[#out + 1] = backoff end
   local prio = string.match(o or '', '^[^|]*|[^|]*|(%d)$') -- a delayed job's priority
   if prio then out[#out + 1] = 'prio'; out[#out + 1] = prio end
+  local x = string.match(o or '', '^[^|]*|[^|]*|[^|]*|(.+)$') -- its extras, the fourth field
+  if x then out[#out + 1] = 'x'; out[#out + 1] = x end
 end
 if payload then
   out[#out + 1] = 'payload'

@@ -55,6 +55,9 @@ export { BusService } from './bus/bus-service.js';
 export type { BusOptions } from './bus/bus-options.js';
 export type { ReplayedEvent, RetentionPolicy, TrimResult, ReplayOptions, DeadLetter } from './bus/bus-types.js';
 export { OnEvent } from './nest/on-event-decorator.js';
+export { OnQueueEvent } from './nest/on-queue-event-decorator.js';
+export type { OnQueueEventOptions } from './nest/on-queue-event-decorator.js';
+export type { QueueEventDetail, QueueEventName } from './queue/event-log-reader.js';
 export type { OnEventOptions, GroupStart, BusEvent, EventHandler } from './bus/consumer-group/index.js';
 export type { GroupLoss, GroupLossKind } from './bus/consumer-group/index.js';
 

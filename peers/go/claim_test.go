@@ -25,3 +25,12 @@ func TestParseClaimWidth(t *testing.T) {
 		}
 	}
 }
+
+func TestJobName(t *testing.T) {
+	cases := map[string]string{"": "", `{"t":5}`: "", `{"n":"charge"}`: "charge", `{"t":5,"n":"refund é","x":1}`: "refund é", `not json`: ""}
+	for extras, want := range cases {
+		if got := jobName(extras); got != want {
+			t.Fatalf("jobName(%q) = %q, want %q", extras, got, want)
+		}
+	}
+}

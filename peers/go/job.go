@@ -28,7 +28,7 @@ func (w *Worker) run(c Claimed) {
 	stop := make(chan struct{})
 	var cancelled atomic.Bool
 	go w.extend(hctx, c, lost, &cancelled, stop)
-	job := Job{Queue: w.q.Name, ID: c.ID, Payload: c.Payload, Attempt: c.Attempt, Token: c.Token, Flow: c.Flow}
+	job := Job{Queue: w.q.Name, ID: c.ID, Payload: c.Payload, Attempt: c.Attempt, Token: c.Token, Name: jobName(c.Extras), Flow: c.Flow}
 	var result string
 	var herr error
 	if IsReleasedParent(c.Flow) {
@@ -144,4 +144,18 @@ func jobTimeout(extras string) time.Duration {
 		return 0
 	}
 	return time.Duration(x.T) * time.Millisecond
+}
+
+// jobName is a claimed job's name from its extras ("n"), or "" for none.
+func jobName(extras string) string {
+	if extras == "" {
+		return ""
+	}
+	var x struct {
+		N string `json:"n"`
+	}
+	if json.Unmarshal([]byte(extras), &x) != nil {
+		return ""
+	}
+	return x.N
 }

@@ -18,6 +18,8 @@ type Job struct {
 	Payload string // JSON text, as the producer wrote it
 	Attempt int64  // 1 on the first run
 	Token   int64
+	// Name is the job's name (its extras' "n"), "" for a job enqueued without one.
+	Name string
 	// Flow is claim's flow flag: "" a plain job, "c" a flow child (its row names a parent: its
 	// settle owes the parent a hand-off through the outbox), "p" a flow parent released by its
 	// children (their results are its row's r:<child> fields), "pc" both.

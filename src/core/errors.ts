@@ -27,7 +27,8 @@ export type EchoMqErrorCode =
   | 'EMQ_FLOW_TOO_DEEP'
   | 'EMQ_BAD_SCHEDULE'
   | 'EMQ_BAD_CURSOR'
-  | 'EMQ_JOB_STATE';
+  | 'EMQ_JOB_STATE'
+  | 'EMQ_NO_HANDLER';
 
 /** Base class of every EchoMQ error; `code` is stable across releases. */
 export class EchoMqError extends Error {
@@ -238,6 +239,25 @@ export class NotFoundError extends EchoMqError {
 export class JobStateError extends EchoMqError {
   constructor(message: string) {
     super('EMQ_JOB_STATE', message);
+  }
+}
+
+/**
+ * A job whose name no handler of its queue takes (no `@Processor(queue, { name })` for it and no
+ * catch-all `@Processor(queue)`). The job fails fatally (straight to dead, no retry): a retry
+ * would find the same handlers. The message names the job's name and the names that are handled.
+ */
+export class NoHandlerError extends EchoMqError {
+  constructor(
+    /** The job's name (undefined: a job enqueued without one). */
+    readonly jobName: string | undefined,
+    /** The names this queue's handlers take. */
+    readonly handled: readonly string[],
+    queue: string,
+  ) {
+    const shown = jobName === undefined ? 'a job without a name' : `job name ${JSON.stringify(jobName)}`;
+    const names = handled.length === 0 ? 'none' : handled.map((n) => JSON.stringify(n)).join(', ');
+    super('EMQ_NO_HANDLER', `EMQ_NO_HANDLER: ${shown} has no handler on queue "${queue}" (handled names: ${names}; no catch-all @Processor("${queue}"))`);
   }
 }
 

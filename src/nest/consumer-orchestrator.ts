@@ -10,6 +10,8 @@ import { QueueService } from '../queue/queue-service.js';
 import { ECHOMQ_OPTIONS } from './echomq-constants.js';
 import type { EchoMqModuleOptions } from './echomq-options.js';
 import { ProcessorExplorer } from './processor-explorer.js';
+import { routeProcessors } from './processor-routes.js';
+import { LocalQueueEvents } from './local-queue-events.js';
 import { QueueRegistry } from './queue-registry.js';
 import { flowHandler } from './flow-decorator.js';
 import { batchHandler, type BatchHandler } from '../queue/batch-handler.js';
@@ -17,7 +19,8 @@ import { EchoMqTelemetry } from '../telemetry/telemetry.js';
 import { countingFailures, countingListener, instrumentHandler } from '../telemetry/consumer-telemetry.js';
 
 /**
- * Starts one supervised consumer loop per `@Processor` once the application has bootstrapped,
+ * Starts one supervised consumer loop per `@Processor` queue once the application has
+ * bootstrapped (a queue's methods by job name share one loop, `routeProcessors`),
  * stops them gracefully before shutdown, and closes the connection last.
  */
 @Injectable()
@@ -32,6 +35,7 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
     private readonly explorer: ProcessorExplorer,
     private readonly telemetry: EchoMqTelemetry,
     private readonly registry: QueueRegistry,
+    private readonly local: LocalQueueEvents,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -41,7 +45,7 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
     const onFailure = failureLog(this.conn, this.logger);
     const relay = this.options.flows?.relay !== false ? this.queues.flows.relay : undefined;
     const { registry, tracing } = this.telemetry;
-    for (const p of this.explorer.processors) {
+    for (const p of routeProcessors(this.explorer.processors)) {
       const handler = p.flow
         ? flowHandler(this.queues.flows, p.queue, p.handler)
         : p.options.batch
@@ -56,8 +60,9 @@ export class ConsumerOrchestrator implements OnApplicationBootstrap, BeforeAppli
         logger: { warn: (m) => this.logger.warn(m), error: (m, e) => this.logger.error(m, e) },
         // A completed flow child's hand-off is relayed by this process straight from the reply.
         handoff: relay && { leaseMs: relay.leaseMs, relay: (entries) => relay.relayTaken(p.queue, entries) },
-        onFailure: countingFailures(counters, onFailure),
-        listener: countingListener(counters),
+        // Local @OnQueueEvent listeners hear what this loop settles (none: nothing is added).
+        onFailure: countingFailures(counters, this.local.failures(p.queue, onFailure)),
+        listener: this.local.listener(p.queue, countingListener(counters)),
       });
       await consumer.start();
       this.consumers.push(consumer);

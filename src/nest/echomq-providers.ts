@@ -21,6 +21,9 @@ import { CacheInterceptor } from './cache-interceptor.js';
 import { EventExplorer } from './event-explorer.js';
 import { GroupOrchestrator } from './consumer-group-orchestrator.js';
 import { ScheduleOrchestrator } from './schedule-orchestrator.js';
+import { LocalQueueEvents } from './local-queue-events.js';
+import { QueueEventExplorer } from './queue-event-explorer.js';
+import { QueueEventOrchestrator } from './queue-event-orchestrator.js';
 import { QueueAdmin } from '../admin/queue-admin.js';
 import { BusAdmin } from '../admin/bus-admin.js';
 import { CacheAdmin } from '../admin/cache-admin.js';
@@ -102,6 +105,9 @@ export const ROOT_PROVIDERS: Provider[] = [
   { provide: BusAdmin, inject: [EchoMqConnection, BusService], useFactory: (conn: EchoMqConnection, b: BusService) => new BusAdmin(conn, b) },
   { provide: CacheAdmin, inject: [EchoMqConnection, CacheService], useFactory: (conn: EchoMqConnection, c: CacheService) => new CacheAdmin(conn, c) },
   ProcessorExplorer,
+  LocalQueueEvents,
+  QueueEventExplorer,
+  QueueEventOrchestrator,
   ConsumerOrchestrator,
   EventExplorer,
   GroupOrchestrator,

@@ -37,6 +37,7 @@ export const HTTP_STATUS_OF: Readonly<Record<EchoMqErrorCode, number>> = {
   EMQ_EVICTION_POLICY: HttpStatus.INTERNAL_SERVER_ERROR,
   EMQ_VERSION: HttpStatus.INTERNAL_SERVER_ERROR,
   EMQ_INTERNAL: HttpStatus.INTERNAL_SERVER_ERROR,
+  EMQ_NO_HANDLER: HttpStatus.INTERNAL_SERVER_ERROR,
 };
 
 /**

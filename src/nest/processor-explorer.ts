@@ -13,12 +13,12 @@ export interface DiscoveredProcessor extends ProcessorMetadata {
 }
 
 /**
- * What makes two consumers of one queue distinct. Today only the queue: one `@Processor` (or
- * `@Flow`) method per queue, since two loops on one queue split its jobs between them at random.
- * The extension point for routing by job name: once processors carry a name, it joins this
- * slot (`<queue>\n<name>`), and methods with distinct names on one queue are allowed.
+ * What makes two methods of one queue distinct: the job name they take (`@Processor(queue,
+ * { name })`; none: the catch-all). Methods with distinct names share the queue's one consumer
+ * loop, which routes by `job.name` (`routeProcessors`); two with the same name (or two
+ * catch-alls) would compete for the same jobs.
  */
-const slotOf = (p: ProcessorMetadata): string => p.queue;
+const slotOf = (p: ProcessorMetadata): string => `${p.queue}\n${p.options.name ?? ''}`;
 
 /**
  * Refuses two `@Processor` / `@Flow` methods on one queue (`InvalidOptionError`, EMQ_BAD_OPTION)
@@ -33,9 +33,10 @@ export function refuseSharedQueues(found: readonly DiscoveredProcessor[]): void 
       continue;
     }
     const twice = before.name === p.name ? ` (${p.name}'s provider is instantiated twice: provide it in one module only)` : '';
+    const taking = p.options.name === undefined ? 'every job (no name: the catch-all)' : `job name "${p.options.name}"`;
     throw new InvalidOptionError(
-      `queue "${p.queue}" has two consumers, ${before.name} and ${p.name}${twice}: they would split its jobs at random. ` +
-        `One @Processor or @Flow method per queue (docs/nest.md, "One processor per queue"): dispatch inside it, or use a second queue`,
+      `queue "${p.queue}" has two consumers of ${taking}, ${before.name} and ${p.name}${twice}: they would split those jobs at random. ` +
+        `One @Processor or @Flow method per queue and job name (docs/nest.md, "One processor per queue"): give each a distinct name, or use a second queue`,
     );
   }
 }

@@ -2,14 +2,16 @@ import type { Observable } from 'rxjs';
 import type { Json } from '../core/codec.js';
 import type { QueueService, EnqueueItem } from '../queue/queue-service.js';
 import type { JobCounts, JobView, QueueEvent } from '../queue/job.js';
-import type { EnqueueOptions, QueueDefaults } from '../queue/queue-options.js';
+import { checkEnqueueOptions, type EnqueueOptions, type QueueDefaults } from '../queue/queue-options.js';
 
 /**
  * One registered queue (`EchoMqModule.forFeature`), typed by its payload `P` and result `R`;
  * inject it with `@InjectQueue(name)`. Every call delegates to `QueueService` with the queue's
- * name, so a handle behaves exactly as `QueueService` does for that queue.
+ * name, so a handle behaves exactly as `QueueService` does for that queue. `M` maps job names
+ * to their payload types, for `add(name, payload)` (default: any name, payload `P`), e.g.
+ * `Queue<Payment, Json, { charge: Charge; refund: Refund }>`.
  */
-export class Queue<P = Json, R = Json> {
+export class Queue<P = Json, R = Json, M extends Record<string, unknown> = Record<string, P>> {
   constructor(
     /** The queue's name. */
     readonly name: string,
@@ -19,6 +21,16 @@ export class Queue<P = Json, R = Json> {
   /** Adds one job; resolves to its branded id. */
   enqueue(payload: P, opts?: EnqueueOptions): Promise<string> {
     return this.queues.enqueue<P>(this.name, payload, opts);
+  }
+
+  /**
+   * Adds one job named `name` (`opts.name`; its payload typed by `M[name]`), as BullMQ's
+   * `queue.add(name, data, opts)`; resolves to its branded id. A `@Processor(queue, { name })`
+   * method takes it (docs/nest.md, "Job names").
+   */
+  add<K extends keyof M & string>(name: K, payload: M[K], opts?: Omit<EnqueueOptions, 'name'>): Promise<string> {
+    checkEnqueueOptions(opts);
+    return this.queues.enqueue<M[K]>(this.name, payload, { ...opts, name });
   }
 
   /** Adds up to 1000 jobs in one script call; resolves to their ids, in order. */

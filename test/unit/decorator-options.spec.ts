@@ -27,7 +27,7 @@ describe('decorator options: unknown keys are refused when the class is defined'
         }
         return Worker;
       },
-      'unknown @Processor("orders") options: concurency (known: concurrency, prefetch, leaseMs, attempts, backoff, timeoutMs, batch, schedules)',
+      'unknown @Processor("orders") options: concurency (known: concurrency, prefetch, leaseMs, attempts, backoff, timeoutMs, batch, schedules, name)',
     );
     refused(() => Processor('orders', { concurrency: 2, lease: 10, retries: 1 } as never), expect.stringContaining('options: lease, retries (known:'));
     refused(() => Processor('orders', null as never), '@Processor("orders") options must be an object');

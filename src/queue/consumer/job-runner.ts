@@ -221,7 +221,8 @@ export class JobRunner {
 
   private fail(h: Held, err: unknown): void {
     if (!h.lost) {
-      const fatal = err instanceof FatalJobError || (err instanceof Error && err.name === 'FatalJobError');
+      // An unrouted job name (EMQ_NO_HANDLER) is fatal too: a retry would find the same handlers.
+      const fatal = err instanceof FatalJobError || (err instanceof Error && (err.name === 'FatalJobError' || (err as { code?: unknown }).code === 'EMQ_NO_HANDLER'));
       this.sink.failed(h, errorText(err).slice(0, MAX_ERROR_BYTES), fatal, errorStack(err));
     }
     this.settle(h);

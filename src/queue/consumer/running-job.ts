@@ -58,6 +58,11 @@ export class RunningJob implements Job<unknown> {
     return this.h.claim.extras ? decodeExtras(this.h.claim.extras).tp : undefined;
   }
 
+  /** The job's name, when it carries extras with one (a plain job: no parse). */
+  get name(): string | undefined {
+    return this.h.claim.extras ? decodeExtras(this.h.claim.extras).n : undefined;
+  }
+
   /** Aborts when the lease is lost, a cancel was requested, the timeout passed or the app stops. */
   get signal(): AbortSignal {
     return this.h.abort.signal;

@@ -1,0 +1,196 @@
+import type { EchoMqConnection, ValkeyClient } from '../core/connection/index.js';
+import type { Json } from '../core/codec.js';
+import { decodeExtras } from '../core/extras.js';
+import { describeError } from '../core/reply-errors.js';
+import { queueKeys, type QueueKeys } from '../core/keys.js';
+import type { ConsumerLogger } from '../core/logger.js';
+import type { QueueEventKind } from './job.js';
+import { decodeStored } from './stored-text.js';
+
+/** What `@OnQueueEvent` listens for: a lifecycle kind, or `failed` (an attempt failed: `retried` or `buried`). */
+export type QueueEventName = QueueEventKind | 'failed';
+
+/** One job's lifecycle event as an `@OnQueueEvent` handler receives it (one call per job). */
+export interface QueueEventDetail<R = Json> {
+  /** The queue. */
+  readonly queue: string;
+  /** The kind the handler subscribed to that matched (`failed` for a `retried` or `buried` transition it took as a failure). */
+  readonly kind: QueueEventName;
+  /** The job's id. */
+  readonly id: string;
+  /** When it happened (server clock for `fleet`, this process's clock for `local`). */
+  readonly at: Date;
+  /** `local`: told by this process's own consumer; `fleet`: read from the queue's lifecycle log. */
+  readonly scope: 'local' | 'fleet';
+  /** The job's name (`fleet`: from its row; `local`: not carried). */
+  readonly name?: string;
+  /** `completed`: the handler's result (`fleet`: read from the row; absent once the row is trimmed). */
+  readonly result?: R;
+  /** `failed`, `retried`, `buried`: the error text stored on the job. */
+  readonly error?: string;
+  /** The attempt: `local`, the one that ended; `fleet`, the row's attempts when it was read. */
+  readonly attempt?: number;
+  /** `failed`: what followed, another attempt (`retry`) or the morgue (`dead`). */
+  readonly outcome?: 'retry' | 'dead';
+  /** `fleet`: the lifecycle log entry's stream id (the resume point). */
+  readonly logId?: string;
+}
+
+/** Where an `EventLogReader` sends what it reads; a handler that throws leaves its entry unacknowledged. */
+export type QueueEventSink = (event: QueueEventDetail) => Promise<void> | void;
+
+/** An `EventLogReader`'s settings. */
+export interface EventLogReaderOptions {
+  readonly queue: string;
+  /** The stream consumer group (1..100 of A-Z a-z 0-9 _ . -): every group sees every event; members of one split them. */
+  readonly group: string;
+  /** This member's name in the group. */
+  readonly consumer: string;
+  /** The kinds wanted; entries of other kinds are acknowledged unread. */
+  readonly kinds: readonly QueueEventName[];
+  readonly sink: QueueEventSink;
+  readonly logger?: ConsumerLogger;
+  /** An entry left unacknowledged (a handler threw, a member died) is taken over after it was idle this long. Default 30000. */
+  readonly reclaimIdleMs?: number;
+}
+
+type StreamEntry = [string, string[] | null];
+/** Kinds whose rows are read for their result, error, attempt and name. */
+const ROW_KINDS = new Set(['completed', 'retried', 'buried', 'cancelled']);
+const BLOCK_MS = 1000;
+const COUNT = 100;
+
+const fieldsOf = (flat: readonly string[] | null): Record<string, string> => {
+  const o: Record<string, string> = {};
+  for (let i = 0; flat && i + 1 < flat.length; i += 2) o[flat[i]] = flat[i + 1];
+  return o;
+};
+
+/**
+ * Reads a queue's lifecycle log (the bounded stream `emq:{q}:events`, written when the queue's
+ * `eventsLog` is above 0) in a stream consumer group: at least once (an entry is acknowledged
+ * after its handler calls resolved; an entry left pending is taken over after `reclaimIdleMs`)
+ * and resumable (the group's position is stored in Valkey, so a restarted reader resumes where
+ * the group stopped, events logged while it was down included). A log entry carries kinds and
+ * ids only: for `completed`, `retried`, `buried` and `cancelled`, the result, error, attempts
+ * and name are read from the job rows, one pipelined `HMGET` per job of a read (batched). The
+ * group is created at `open` at the log's end (`$`), so what is logged from then on is seen.
+ */
+export class EventLogReader {
+  private readonly k: QueueKeys;
+  private blocker?: ValkeyClient;
+  private stopped = false;
+  private loop?: Promise<void>;
+  private lastReclaim = 0;
+
+  constructor(
+    private readonly conn: EchoMqConnection,
+    private readonly o: EventLogReaderOptions,
+  ) {
+    this.k = queueKeys(o.queue);
+  }
+
+  /** Creates the group at the log's end when it does not exist yet (its stored position wins when it does). */
+  async open(): Promise<void> {
+    try {
+      await this.conn.client.call('XGROUP', 'CREATE', this.k.events, this.o.group, '$', 'MKSTREAM');
+    } catch (err) {
+      if (!String((err as Error).message).startsWith('BUSYGROUP')) throw err;
+    }
+  }
+
+  /** Starts the read loop (after `open`). */
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops reading: an entry read but not yet handled stays pending and is taken over later. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.blocker) this.conn.release(this.blocker);
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    let delay = 100;
+    // This member's own pending entries first (a restart under the same member name), then new ones.
+    let from = '0';
+    while (!this.stopped) {
+      try {
+        if (Date.now() - this.lastReclaim >= (this.o.reclaimIdleMs ?? 30_000) / 2) await this.reclaim();
+        this.blocker ??= await this.conn.blockingClient();
+        const args = ['GROUP', this.o.group, this.o.consumer, 'COUNT', COUNT, ...(from === '>' ? ['BLOCK', BLOCK_MS] : []), 'STREAMS', this.k.events, from];
+        const reply = (await this.blocker.call('XREADGROUP', ...args)) as [string, StreamEntry[]][] | null;
+        const entries = reply?.[0]?.[1] ?? [];
+        if (from === '0' && entries.length === 0) from = '>';
+        if (entries.length > 0) await this.handle(entries);
+        delay = 100;
+      } catch (err) {
+        if (this.stopped) break;
+        this.o.logger?.warn(`reading the lifecycle log of "${this.o.queue}" in group "${this.o.group}": ${describeError(err)}`);
+        if (this.blocker) this.conn.release(this.blocker);
+        this.blocker = undefined;
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 5000);
+      }
+    }
+  }
+
+  /** Takes over entries other members (or this one, before a restart) left pending too long. */
+  private async reclaim(): Promise<void> {
+    this.lastReclaim = Date.now();
+    const r = (await this.conn.client.call('XAUTOCLAIM', this.k.events, this.o.group, this.o.consumer, this.o.reclaimIdleMs ?? 30_000, '0-0', 'COUNT', COUNT)) as [string, StreamEntry[], string[]?];
+    const entries = (r?.[1] ?? []).filter((e) => Array.isArray(e) && e[1]);
+    if (entries.length > 0) await this.handle(entries);
+  }
+
+  /** Handles a read's entries in order; acknowledges each whose handler calls all resolved. */
+  private async handle(entries: readonly StreamEntry[]): Promise<void> {
+    const parsed = entries.map(([logId, flat]) => {
+      const f = fieldsOf(flat);
+      const kinds = this.o.kinds.filter((k) => k === f.e || (k === 'failed' && (f.e === 'retried' || f.e === 'buried')));
+      return { logId, kind: f.e, ids: f.ids ? f.ids.split(' ') : [], at: new Date(Number(f.at)), kinds };
+    });
+    const rowIds = [...new Set(parsed.filter((p) => p.kinds.length > 0 && ROW_KINDS.has(p.kind)).flatMap((p) => p.ids))];
+    const rows = await this.readRows(rowIds);
+    for (const p of parsed) {
+      let ok = true;
+      for (const id of p.kinds.length > 0 ? p.ids : []) {
+        const row = rows.get(id);
+        for (const kind of p.kinds) {
+          try {
+            await this.o.sink(this.detail(kind, p, id, row));
+          } catch (err) {
+            ok = false;
+            this.o.logger?.warn(`a "${kind}" handler of queue "${this.o.queue}" (group "${this.o.group}") threw for job ${id}; the log entry ${p.logId} stays pending: ${describeError(err)}`);
+          }
+        }
+      }
+      if (ok) await this.conn.client.call('XACK', this.k.events, this.o.group, p.logId);
+      if (!ok) return; // later entries stay pending behind it, in order, for the takeover
+    }
+  }
+
+  private detail(kind: QueueEventName, p: { logId: string; kind: string; at: Date }, id: string, row?: (string | null)[]): QueueEventDetail {
+    const base = { queue: this.o.queue, kind, id, at: p.at, scope: 'fleet' as const, logId: p.logId };
+    if (!row) return base;
+    const [result, error, attempts, x] = row;
+    return {
+      ...base,
+      name: x ? decodeExtras(x).n : undefined,
+      result: p.kind === 'completed' && result ? decodeStored<Json>(result).value : undefined,
+      error: p.kind !== 'completed' && error ? error : undefined,
+      attempt: attempts ? Number(attempts) : undefined,
+      outcome: kind === 'failed' ? (p.kind === 'buried' ? 'dead' : 'retry') : undefined,
+    };
+  }
+
+  /** The rows' result, error, attempts and extras, one pipelined `HMGET` per job. */
+  private async readRows(ids: readonly string[]): Promise<Map<string, (string | null)[]>> {
+    const out = new Map<string, (string | null)[]>();
+    if (ids.length === 0) return out;
+    const replies = await Promise.all(ids.map((id) => this.conn.client.hmget(this.k.job(id), 'result', 'error', 'attempts', 'x')));
+    ids.forEach((id, i) => out.set(id, replies[i]));
+    return out;
+  }
+}
