@@ -3,8 +3,10 @@ package echomq
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -77,11 +79,13 @@ const claimWidth = 6
 // the next scheduled job is due. The queue's rate limit and lane policy are the stored ones
 // (policy.lua writes them; claim.lua reads meta `rate` and `gpol`): a claim sends no limits. It
 // sends `fair` (claim's optional default-fair argument): a queue with lanes and no stored policy
-// is dealt exact equal shares, as by the TypeScript runtime (docs/protocol.md, claim).
+// is dealt exact equal shares, as by the TypeScript runtime (docs/protocol.md, claim), and
+// `stamp` = 1: every claim of the queue records the attempt's start in the row's `started`
+// (attempt history, docs/protocol.md §3).
 func (q *Queue) Claim(ctx context.Context, n int, leaseMs int64, promote int) (wait int64, jobs []Claimed, err error) {
 	k := q.Keys
 	v, err := q.scripts.Run(ctx, q.rdb, "claim", []string{k.Meta, k.Pending, k.Scheduled, k.Active, k.Wake, k.Data, k.Opts, k.RowPrefix, k.Events},
-		ProtocolVersion, n, leaseMs, promote, "fair")
+		ProtocolVersion, n, leaseMs, promote, "fair", "1")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -166,6 +170,36 @@ type RetryOutcome struct {
 	At   int64
 }
 
+// AttemptWorker names this process in the attempt history records its retries write (retry's optional
+// worker argument, docs/protocol.md §3): `<host name>:<pid>`, control characters dropped, at
+// most 128 bytes, as the TypeScript runtime names its own.
+var AttemptWorker = workerName()
+
+func workerName() string {
+	host, _ := os.Hostname()
+	w := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, fmt.Sprintf("%s:%d", host, os.Getpid()))
+	for len(w) > 128 {
+		_, size := lastRune(w)
+		w = w[:len(w)-size]
+	}
+	return w
+}
+
+// lastRune is the last rune of s and its size in bytes (1 for a stray byte).
+func lastRune(s string) (rune, int) {
+	for i := len(s) - 1; i >= 0 && i >= len(s)-4; i-- {
+		if s[i] < 0x80 || s[i] >= 0xC0 {
+			return rune(s[i]), len(s) - i
+		}
+	}
+	return rune(s[len(s)-1]), 1
+}
+
 // Retry schedules the job after its backoff or buries it (last attempt, or fatal). h.Child marks
 // a flow child (claim's flow flag holds "c"): a bury or cancel writes its parent's hand-off, so
 // the call carries the queue's outbox keys.
@@ -180,7 +214,7 @@ func (q *Queue) Retry(ctx context.Context, h Held, errText string, fatal bool, d
 		keys = append(keys, k.Outbox, k.OutDue)
 	}
 	v, err := q.scripts.Run(ctx, q.rdb, "retry", keys,
-		ProtocolVersion, h.ID, strconv.FormatInt(h.Token, 10), errText, f, defMax, defBackoff, deadCap)
+		ProtocolVersion, h.ID, strconv.FormatInt(h.Token, 10), errText, f, defMax, defBackoff, deadCap, AttemptWorker, "")
 	if err != nil {
 		return RetryOutcome{}, err
 	}

@@ -131,6 +131,9 @@ describe('interop with the Go peer', () => {
       const job = await f.queues.getJob<{ i: number }, { by: string; attempt: number; payload: { i: number } }>(q, id);
       const attempt = k % 10 === 0 ? 2 : 1;
       expect([id, job?.status, job?.attempts, job?.result]).toEqual([id, 'done', attempt, { by: 'go', attempt, payload: { i: k, failOnce: k % 10 === 0 } }]);
+      // The Go peer claims with `stamp` and retries with its worker: the attempt history is whole.
+      const seen = job?.attemptHistory.map((a) => [a.attempt, a.outcome, a.startedAt !== undefined, a.worker ? /^.+:\d+$/.test(a.worker) : 'none']);
+      expect([id, seen]).toEqual([id, attempt === 2 ? [[1, 'failed', true, true], [2, 'done', true, 'none']] : [[1, 'done', true, 'none']]]);
     }
   }, 120_000);
 
