@@ -35,7 +35,7 @@ export type { DedupOptions } from './queue/dedup-options.js';
 export type { BackoffOptions, RateLimit } from './queue/base-options.js';
 export type { LaneOptions, LaneSettings, PolicyOptions } from './queue/lane-policy.js';
 export type { BatchHandler, BatchOutcome } from './queue/batch-handler.js';
-export type { Job, JobView, UndecodedText, JobStatus, JobCounts, JobHandler, QueueEvent, QueueEventKind } from './queue/job.js';
+export type { Job, JobView, AttemptView, AttemptOutcome, UndecodedText, JobStatus, JobCounts, JobHandler, QueueEvent, QueueEventKind } from './queue/job.js';
 export { Processor } from './nest/processor-decorator.js';
 
 // Schedules (recurring jobs).
