@@ -1,4 +1,5 @@
 import { InvalidOptionError } from '../core/errors.js';
+import { checkJobName } from '../core/extras.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../core/codec.js';
 import { intIn, keySet, optionPath, refuseNonObject, refuseRenamedKeys, refuseUnknownKeys } from '../core/known-keys.js';
 import type { ProcessorSchedule } from './schedules/index.js';
@@ -200,6 +201,12 @@ export interface EnqueueOptions {
    * it from the enqueue span; give it yourself to continue a trace the producer has no SDK for.
    */
   readonly traceparent?: string;
+  /**
+   * The job's name (1..128 bytes, no control characters; its extras `n`): `job.name` and
+   * `JobView.name` carry it, and a queue's `@Processor(queue, { name })` methods route on it
+   * (docs/nest.md, "Job names"). BullMQ's `queue.add(name, data)`.
+   */
+  readonly name?: string;
 }
 
 /** Options of a `@Processor` consumer loop. */
@@ -232,6 +239,12 @@ export interface ProcessorOptions {
    * `maxWaitMs` for a batch to fill, and returns one outcome per job (see `BatchHandler`).
    */
   readonly batch?: BatchOptions;
+  /**
+   * The job name this method takes (1..128 bytes, no control characters): the queue's methods
+   * with distinct names share its one consumer loop, which routes each job by `job.name`; a
+   * method without a name takes the rest (docs/nest.md, "Job names").
+   */
+  readonly name?: string;
 }
 
 /** A batch handler's batching (`@Processor(q, { batch })`). */
@@ -242,7 +255,7 @@ export interface BatchOptions {
   readonly maxWaitMs?: number;
 }
 
-const PROCESSOR_KEYS = keySet<ProcessorOptions>({ concurrency: true, prefetch: true, leaseMs: true, attempts: true, backoff: true, timeoutMs: true, batch: true, schedules: true });
+const PROCESSOR_KEYS = keySet<ProcessorOptions>({ concurrency: true, prefetch: true, leaseMs: true, attempts: true, backoff: true, timeoutMs: true, batch: true, schedules: true, name: true });
 const BATCH_KEYS = keySet<BatchOptions>({ size: true, maxWaitMs: true });
 /** BullMQ's worker options, refused with what does it here. */
 const PROCESSOR_HINTS: Readonly<Record<string, string>> = {
@@ -268,6 +281,7 @@ const ENQUEUE_KEYS = keySet<EnqueueOptions>({
   lane: true,
   timeoutMs: true,
   traceparent: true,
+  name: true,
 });
 /** BullMQ's job options, refused with what EchoMQ offers instead (never silently ignored). */
 const ENQUEUE_HINTS: Readonly<Record<string, string>> = {
@@ -301,7 +315,7 @@ export function checkEnqueueOptions(o: unknown, what = 'enqueue options', path?:
 }
 
 const ITEM_KEYS: ReadonlySet<string> = new Set(['payload', 'opts']);
-const ITEM_HINTS: Readonly<Record<string, string>> = { data: "the job's data is its payload here", name: 'a job has no name: its queue names the work' };
+const ITEM_HINTS: Readonly<Record<string, string>> = { data: "the job's data is its payload here", name: "a job's name is one of its options: { payload, opts: { name } }" };
 
 /** Refuses an `enqueueMany` item (number `i`) that is not `{ payload, opts? }` or whose `opts` has unknown keys. */
 export function checkEnqueueItem(it: unknown, i: number): void {
@@ -325,6 +339,7 @@ export function checkProcessorOptions(o: ProcessorOptions, what = 'processor opt
   if (o.attempts !== undefined) checkAttempts(o.attempts);
   if (o.backoff !== undefined) backoffWire(o.backoff, what);
   if (o.timeoutMs !== undefined) intIn(o.timeoutMs, 1, 86_400_000, 'timeoutMs');
+  if (o.name !== undefined) checkJobName(o.name, `${what}: name`);
   if (o.batch !== undefined) {
     refuseUnknownKeys(o.batch, BATCH_KEYS, what, { path: 'batch' });
     intIn(o.batch.size, 2, 1000, 'batch.size');
