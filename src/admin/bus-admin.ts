@@ -11,6 +11,7 @@ import { fromReplyError } from '../core/reply-errors.js';
 import { topicKeys } from '../core/keys.js';
 import { bulkLimit, type NamePage } from './queue-admin.js';
 import { assertKnown, readEntries, registryPage, type EntryProblem } from './registry.js';
+import { topicMemory } from './topic-memory.js';
 
 /** A topic as an operator sees it. */
 export interface TopicInfo {
@@ -24,6 +25,14 @@ export interface TopicInfo {
   readonly groups: number;
   /** Dead letters kept. */
   readonly deadLetters: number;
+  /** Bytes of the live log: `MEMORY USAGE` of the stream (sampled by the server), or an estimate (`logBytesEstimated`). */
+  readonly logBytes?: number;
+  /** True when `logBytes` is an estimate from the newest entries' sizes (the server refused `MEMORY USAGE`). */
+  readonly logBytesEstimated?: boolean;
+  /** Archive segments kept. */
+  readonly archiveSegments?: number;
+  /** Bytes of the archive (its segments' total length, kept by the trims in meta `archiveBytes`); absent until a trim counted it. */
+  readonly archiveBytes?: number;
   /** In a `topics` page only: why the entry could not be read (its figures are then 0), as `EMQ_<CODE> message`. */
   readonly error?: string;
   /** In a `topics` page only, with `error`: `invalid name` (a registry entry the key grammar refuses) or `unreadable`. */
@@ -65,7 +74,7 @@ export class BusAdmin {
     return { items, next: page.next, unreadable };
   }
 
-  /** One topic's log length, newest event, groups and dead letters. */
+  /** One topic's log length and bytes, newest event, groups, dead letters and archive figures. */
   async topic(topic: string): Promise<TopicInfo> {
     await this.assertKnown(topic);
     return this.read(topic);
@@ -149,7 +158,8 @@ export class BusAdmin {
         this.conn.client.xrevrange(k.log, '+', '-', 'COUNT', 1),
         this.conn.client.exists(k.log).then((e) => (e ? (cmd(this.conn.client, 'XINFO', ['GROUPS', k.log]) as Promise<unknown[]>) : [])),
       ]);
-      return { name: topic, length, lastEventId: newest[0] ? branded(newest[0][0]) : undefined, groups: groups.length, deadLetters: dead };
+      const memory = await topicMemory(this.conn.client, k, length);
+      return { name: topic, length, lastEventId: newest[0] ? branded(newest[0][0]) : undefined, groups: groups.length, deadLetters: dead, ...memory };
     } catch (err) {
       throw fromReplyError(err);
     }

@@ -12,14 +12,28 @@ export interface ReplayedEvent<T = Json> {
   readonly at: Date;
 }
 
-/** A topic's retention policy, stored in its meta hash. Absent fields are unbounded. */
+/**
+ * A topic's retention policy, stored in its meta hash (docs/bus.md, "Retention and the archive").
+ * An absent log bound is none; an absent archive bound gets its default (7 days, 64 MiB) unless
+ * `unbounded: true`.
+ */
 export interface RetentionPolicy {
   /** Keep at most this many entries in the live log (older ones move to the archive). */
   readonly maxLen?: number;
   /** Move entries older than this (ms) to the archive. */
   readonly maxAgeMs?: number;
-  /** Delete archive segments whose newest entry is older than this (ms). Absent: keep forever. */
+  /** Delete archive segments whose newest entry is older than this (ms). Default 7 days; `Infinity`: no age bound. */
   readonly archiveMaxAgeMs?: number;
+  /**
+   * Delete the oldest archive segments while the archive holds more than this many bytes (its
+   * segments' total length). Default 64 MiB; `0`: no archive (trimmed entries are deleted);
+   * `Infinity`: no byte bound (a warning is logged).
+   */
+  readonly archiveMaxBytes?: number;
+  /** `false`: no archive, trimmed entries are deleted (as `archiveMaxBytes: 0`). */
+  readonly archive?: boolean;
+  /** `true`: an absent archive bound is no bound instead of its default (a warning is logged once per topic). */
+  readonly unbounded?: boolean;
 }
 
 /** The outcome of `BusService.trim`. */
@@ -28,7 +42,7 @@ export interface TrimResult {
   readonly archived: number;
   /** Entries removed from the live log. */
   readonly trimmed: number;
-  /** Archive segments deleted by `archiveMaxAgeMs`. */
+  /** Archive segments deleted by `archiveMaxAgeMs` or `archiveMaxBytes`. */
   readonly expiredSegments: number;
 }
 

@@ -8,15 +8,26 @@ import { confirmed, destructive, type DestructiveFlags } from './confirm.js';
 import { CliUsageError, parseCount, parseDuration, problemOf, untilDone } from './output.js';
 import { readOr, showUnreadable } from './read-job.js';
 
+/** The log bytes cell: `MEMORY USAGE`, or `~n (estimate)` when the server refused it. */
+const logBytesCell = (t: TopicInfo): string | number | undefined => (t.logBytesEstimated ? `~${t.logBytes} (estimate)` : t.logBytes);
+
+/** Parses a size: plain bytes, or with `KiB`, `MiB`, `GiB` (also `k`, `m`, `g`: the same powers of 1024). */
+function parseSize(text: string): number {
+  const m = /^(\d{1,13})\s*(k|kib|m|mib|g|gib)?$/i.exec(text.trim());
+  if (!m) throw new CliUsageError(`not a size: ${JSON.stringify(text)} (use e.g. 0, 65536, 512KiB, 64MiB, 1GiB)`);
+  const unit = { k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[(m[2] ?? '').charAt(0).toLowerCase()] ?? 1;
+  return Number(m[1]) * unit;
+}
+
 /** Registers the Bus and Cache commands (docs/admin.md, "The CLI"). */
 export function busCommands(program: Command, ctx: () => CliContext): void {
   registryCommand(program, ctx, {
     name: 'topics',
-    description: 'the known Bus topics with their log length, groups and dead letters',
+    description: 'the known Bus topics with their log length and bytes, archive segments and bytes, groups and dead letters',
     what: 'topics',
-    head: ['topic', 'length', 'last event', 'groups', 'dead letters', 'error'],
+    head: ['topic', 'length', 'log bytes', 'archive segments', 'archive bytes', 'last event', 'groups', 'dead letters', 'error'],
     page: (admin, after, limit) => admin.bus.topics({ after, limit }),
-    row: (t: TopicInfo) => [t.name, t.length, t.lastEventId, t.groups, t.deadLetters, problemOf(t)],
+    row: (t: TopicInfo) => [t.name, t.length, logBytesCell(t), t.archiveSegments, t.archiveBytes ?? (t.archiveSegments ? 'uncounted' : 0), t.lastEventId, t.groups, t.deadLetters, problemOf(t)],
   });
 
   program
@@ -67,21 +78,26 @@ export function busCommands(program: Command, ctx: () => CliContext): void {
     .description("show a topic's retention policy, or replace it with the options given")
     .option('--max-len <n>', 'keep at most this many entries in the live log')
     .option('--max-age <duration>', 'archive entries older than this (e.g. 7d)')
-    .option('--archive-max-age <duration>', 'delete archive segments older than this')
-    .action(async (topic: string, o: { maxLen?: string; maxAge?: string; archiveMaxAge?: string }) => {
+    .option('--archive-max-age <duration>', 'delete archive segments older than this (default 7d)')
+    .option('--archive-max-bytes <size>', 'delete the oldest archive segments beyond this size, e.g. 64MiB (default); 0 = no archive')
+    .option('--unbounded', 'no default archive bound: an archive bound not given is none (logs a warning)')
+    .action(async (topic: string, o: { maxLen?: string; maxAge?: string; archiveMaxAge?: string; archiveMaxBytes?: string; unbounded?: boolean }) => {
       const c = ctx();
       const { bus } = await c.admin();
-      if (o.maxLen !== undefined || o.maxAge !== undefined || o.archiveMaxAge !== undefined) {
+      if (o.maxLen !== undefined || o.maxAge !== undefined || o.archiveMaxAge !== undefined || o.archiveMaxBytes !== undefined || o.unbounded) {
         await bus.setRetention(topic, {
           maxLen: o.maxLen === undefined ? undefined : parseCount(o.maxLen),
           maxAgeMs: o.maxAge === undefined ? undefined : parseDuration(o.maxAge),
           archiveMaxAgeMs: o.archiveMaxAge === undefined ? undefined : parseDuration(o.archiveMaxAge),
+          archiveMaxBytes: o.archiveMaxBytes === undefined ? undefined : parseSize(o.archiveMaxBytes),
+          unbounded: o.unbounded,
         });
       }
       const read = await readOr(bus.retention(topic));
       if (!read.ok) return showUnreadable(c.out, `retention of ${topic}`, read.unreadable);
       const p = read.value;
-      c.out.table(['maxLen', 'maxAgeMs', 'archiveMaxAgeMs'], [[p.maxLen ?? 'unbounded', p.maxAgeMs ?? 'unbounded', p.archiveMaxAgeMs ?? 'forever']], p);
+      const bytes = p.archiveMaxBytes === 0 ? 'no archive' : (p.archiveMaxBytes ?? (p.unbounded ? 'unbounded' : 'unset (default at the next trim)'));
+      c.out.table(['maxLen', 'maxAgeMs', 'archiveMaxAgeMs', 'archiveMaxBytes'], [[p.maxLen ?? 'unbounded', p.maxAgeMs ?? 'unbounded', p.archiveMaxAgeMs ?? 'forever', bytes]], p);
     });
 
   const cache = program.command('cache').description('cache namespaces: stats, invalidate a key or a tag');

@@ -27,7 +27,22 @@ export function busSection(ctx: PageContext, topics: readonly TopicWithGroups[],
 ${groups.slice(1).map((g) => html`<tr>${cells(g)}</tr>`)}`;
   });
   return html`<h1>Bus</h1><table id="bus" data-live><thead><tr><th>topic</th><th>events</th><th>dead letters</th><th>group</th><th>lag</th><th>pending</th><th>consumers</th></tr></thead>
-<tbody>${rows}</tbody></table>${next ? html`<p><a href="${ctx.base}/bus?after=${seg(next)}">Next topics →</a></p>` : ''}`;
+<tbody>${rows}</tbody></table>${memoryTable(topics)}${next ? html`<p><a href="${ctx.base}/bus?after=${seg(next)}">Next topics →</a></p>` : ''}`;
+}
+
+/** Bytes as KiB / MiB text; `~` marks an estimate. */
+const size = (n: number | undefined, estimate?: boolean): string =>
+  n === undefined ? 'uncounted' : `${estimate ? '~' : ''}${n < 1048576 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`}`;
+
+/** What each topic's log and archive hold in Valkey (docs/bus.md, "Retention and the archive"). */
+function memoryTable(topics: readonly TopicWithGroups[]): SafeHtml {
+  const rows = topics
+    .filter(({ topic: t }) => !t.error)
+    .map(
+      ({ topic: t }) =>
+        html`<tr data-topic-memory="${t.name}"><td>${t.name}</td><td class="n" data-log-bytes>${size(t.logBytes, t.logBytesEstimated)}</td><td class="n" data-archive-segments>${t.archiveSegments ?? 0}</td><td class="n" data-archive-bytes>${t.archiveSegments ? size(t.archiveBytes) : '0'}</td></tr>`,
+    );
+  return html`<h2>Memory</h2><table id="bus-memory" data-live><thead><tr><th>topic</th><th>log bytes</th><th>archive segments</th><th>archive bytes</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
 /** The Cache page: one page of namespaces with invalidation figures, and this process's counters when they mean something. */

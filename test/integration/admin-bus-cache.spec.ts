@@ -34,7 +34,7 @@ describe('Bus admin', () => {
   it('topics (announced at publish), groups with pending and lag, dead letters newest first', async () => {
     const { t, events } = await withDeadLetters();
     await eventually(async () => (await raw.zscore(globalKeys.topics, t)) !== null, 5000, 'announced');
-    expect(await busAdmin.topic(t)).toEqual({ name: t, length: 3, lastEventId: events[2], groups: 1, deadLetters: 2 });
+    expect(await busAdmin.topic(t)).toEqual({ name: t, length: 3, lastEventId: events[2], groups: 1, deadLetters: 2, logBytes: expect.any(Number), archiveSegments: 0 });
     const all = await busAdmin.topics({ after: t.slice(0, -1), limit: 5 });
     expect(all.items.find((i) => i.name === t)).toMatchObject({ length: 3 });
     expect(await busAdmin.groups(t)).toEqual([{ name: 'g', consumers: 1, pending: 0, lag: 1, lastDeliveredId: events[1] }]);
@@ -66,7 +66,7 @@ describe('Bus admin', () => {
     const { t } = await withDeadLetters();
     expect(await busAdmin.retention(t)).toEqual({});
     await busAdmin.setRetention(t, { maxLen: 1000, maxAgeMs: 86_400_000 });
-    expect(await busAdmin.retention(t)).toEqual({ maxLen: 1000, maxAgeMs: 86_400_000 });
+    expect(await busAdmin.retention(t)).toEqual({ maxLen: 1000, maxAgeMs: 86_400_000, archiveMaxAgeMs: 604_800_000, archiveMaxBytes: 67_108_864 });
   });
 
   it('bad input: unknown topic (EMQ_NOT_FOUND), bad name, bad dead ids and limits; nothing written', async () => {

@@ -200,6 +200,6 @@ describe('retention options', () => {
   ])('refuses %s with EMQ_BAD_OPTION, leaving the policy as it was', async (_what, policy) => {
     const t = await seeded();
     await refusedUnchanged(t, 'EMQ_BAD_OPTION', () => bus.setRetention(t, policy as never));
-    expect(await bus.getRetention(t)).toEqual({ maxLen: 2 });
+    expect(await bus.getRetention(t)).toEqual({ maxLen: 2, archiveMaxAgeMs: 604_800_000, archiveMaxBytes: 67_108_864 });
   });
 });

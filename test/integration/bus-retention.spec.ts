@@ -32,7 +32,7 @@ describe('retention by length', () => {
     const k = topicKeys(t);
     const all = await fill(t, 6, 5);
     await f.bus.setRetention(t, { maxLen: 12 });
-    expect(await f.bus.getRetention(t)).toEqual({ maxLen: 12, maxAgeMs: undefined, archiveMaxAgeMs: undefined });
+    expect(await f.bus.getRetention(t)).toEqual({ maxLen: 12, archiveMaxAgeMs: 604_800_000, archiveMaxBytes: 67_108_864 }); // the default archive bounds
     expect(await f.bus.trim(t)).toEqual({ archived: 18, trimmed: 18, expiredSegments: 0 });
     expect((await f.raw.xrange(k.log, '-', '+')).map(([sid]) => eventIdOf(sid))).toEqual(all.slice(18));
     const member = `${all[0]}-${all[17]}`;

@@ -124,7 +124,7 @@ describe('the echomq CLI, as a subprocess', () => {
       await runScript(f.conn.scriptClient, 'dead-letter', [k.meta, k.log, k.dead], [PROTOCOL_VERSION, 'billing', 'c1', sid, eventIdOf(sid), 'Error: card declined', '0', '1000']);
       await eventually(async () => (await f.raw.zscore(globalKeys.topics, t)) !== null, 5000, 'announced');
       const topics = await cli('topics', '--after', t.slice(0, -1), '--limit', '5');
-      expect(topics.stdout).toMatch(new RegExp(`│ ${t}\\s+│ 2\\s+│ evt\\w{11}\\s+│ 1\\s+│ 1\\s+│\\s+│`));
+      expect(topics.stdout).toMatch(new RegExp(`│ ${t}\\s+│ 2\\s+│ \\d+\\s+│ 0\\s+│ 0\\s+│ evt\\w{11}\\s+│ 1\\s+│ 1\\s+│\\s+│`));
       const groups = await cli('groups', t);
       expect(groups.stdout).toMatch(/│ billing\s+│ 1\s+│ 0\s+│ 1\s+│ evt\w{11}\s+│/);
       expect(JSON.parse((await cli('--json', 'groups', t)).stdout)).toEqual([{ name: 'billing', consumers: 1, pending: 0, lag: 1, lastDeliveredId: eventIdOf(sid) }]);
@@ -133,7 +133,7 @@ describe('the echomq CLI, as a subprocess', () => {
       expect(await cli('dead-letters', t, '--replay', '--all', '--yes')).toMatchObject({ code: 0, stdout: 'replayed 1 dead letter(s)\n' });
       expect(await f.raw.xlen(k.log)).toBe(3);
       expect(await cli('dead-letters', t, '--purge')).toMatchObject({ code: 1, stderr: 'echomq: give dead ids or --all (not both)\n' });
-      expect(await cli('--json', 'retention', t, '--max-len', '500')).toMatchObject({ code: 0, stdout: JSON.stringify({ maxLen: 500 }, null, 2) + '\n' });
+      expect(await cli('--json', 'retention', t, '--max-len', '500')).toMatchObject({ code: 0, stdout: JSON.stringify({ maxLen: 500, archiveMaxAgeMs: 604_800_000, archiveMaxBytes: 67_108_864 }, null, 2) + '\n' });
       expect(await cli('groups', randomQueue('no-topic'))).toMatchObject({ code: 2, stderr: expect.stringMatching(/^echomq: EMQ_NOT_FOUND no topic named /) });
       const ns = randomQueue('cli-ns');
       await cache.set('k1', 1, { namespace: ns });

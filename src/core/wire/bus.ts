@@ -20,6 +20,14 @@ export interface TrimReply {
   readonly more: boolean;
 }
 
+/** The arguments of `retention.lua`: each bound, absent = none (`archiveMaxBytes` absent = left as stored). */
+export interface RetentionArgs {
+  readonly maxLen?: number;
+  readonly maxAgeMs?: number;
+  readonly archiveMaxAgeMs?: number;
+  readonly archiveMaxBytes?: number | 'unbounded';
+}
+
 /**
  * Typed wrappers of the Bus scripts, one per script. Every key array is built here from
  * `TopicKeys`; services never assemble keys.
@@ -49,8 +57,14 @@ export const busWire = {
     return { archived: r[0], trimmed: r[1], expired: r[2], more: r[3] === 1 };
   },
 
-  /** `retention.lua`: replaces the topic's retention policy (absent fields = unbounded). */
-  async retention(c: ScriptClient, k: TopicKeys, p: { maxLen?: number; maxAgeMs?: number; archiveMaxAgeMs?: number }): Promise<void> {
-    await runScript(c, 'retention', [k.meta], [PROTOCOL_VERSION, p.maxLen ?? '', p.maxAgeMs ?? '', p.archiveMaxAgeMs ?? '']);
+  /**
+   * `retention.lua`: replaces the topic's retention policy (absent fields = no bound). With
+   * `archiveMaxBytes` (0 = no archive, `unbounded`) the call has its optional fifth argument;
+   * without it a stored byte bound is left as it is.
+   */
+  async retention(c: ScriptClient, k: TopicKeys, p: RetentionArgs): Promise<void> {
+    const args: (string | number)[] = [PROTOCOL_VERSION, p.maxLen ?? '', p.maxAgeMs ?? '', p.archiveMaxAgeMs ?? ''];
+    if (p.archiveMaxBytes !== undefined) args.push(p.archiveMaxBytes);
+    await runScript(c, 'retention', [k.meta], args);
   },
 };
