@@ -81,7 +81,7 @@ describe('the job page in headless Chromium', () => {
     // The stack is folded until its summary is clicked.
     const pre = '#attempts tr[data-attempt="2"] details pre';
     const shown = (): Promise<[boolean | undefined, boolean]> =>
-      page.$eval(pre, (el) => [el.closest('details')?.open, (el as unknown as { checkVisibility(): boolean }).checkVisibility()]);
+      page.$eval(pre, (el): [boolean | undefined, boolean] => [el.closest('details')?.open, (el as unknown as { checkVisibility(): boolean }).checkVisibility()]);
     expect(await shown()).toEqual([false, false]);
     await page.click('#attempts tr[data-attempt="2"] details summary');
     expect(await shown()).toEqual([true, true]);
