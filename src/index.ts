@@ -80,6 +80,8 @@ export type { ProcessList, ProcessView, ProcessState } from './admin/processes.j
 export type { ProcessInfo, ProcessQueue, ProcessGroup } from './core/connection/index.js';
 export type { JobSummary, JobPage, JobListOptions } from './admin/job-pages.js';
 export type { JobCursor, ListableStatus } from './admin/job-cursor.js';
+export type { JobSearchOptions, JobSearchPage, JobSearchCursor, PayloadFieldFilter } from './admin/job-search.js';
+export type { DeadLetterEntry, DeadLetterPage, DeadLetterPageOptions } from './admin/dead-letter-pages.js';
 export type { BulkReply, PurgeableStatus } from './core/wire/index.js';
 export { BusAdmin } from './admin/bus-admin.js';
 export type { TopicInfo, GroupInfo } from './admin/bus-admin.js';

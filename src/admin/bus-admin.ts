@@ -6,11 +6,12 @@ import { fields, text } from '../bus/consumer-group/index.js';
 import type { Json } from '../core/codec.js';
 import type { EchoMqConnection } from '../core/connection/index.js';
 import { busAdminWire, type BulkReply } from '../core/wire/index.js';
-import { InvalidOptionError } from '../core/errors.js';
+import { InvalidOptionError, NotFoundError } from '../core/errors.js';
 import { fromReplyError } from '../core/reply-errors.js';
 import { topicKeys } from '../core/keys.js';
 import { bulkLimit, type NamePage } from './queue-admin.js';
 import { assertKnown, readEntries, registryPage, type EntryProblem } from './registry.js';
+import { checkDeadLetterPage, deadLetterById, deadLetterPage, type DeadLetterEntry, type DeadLetterPage, type DeadLetterPageOptions } from './dead-letter-pages.js';
 import { topicMemory } from './topic-memory.js';
 
 /** A topic as an operator sees it. */
@@ -104,6 +105,23 @@ export class BusAdmin {
     if (opts.count !== undefined) bulkLimit(opts.count);
     await this.assertKnown(topic);
     return this.bus.deadLetters<T>(topic, opts);
+  }
+
+  /** One page of dead letters newest first, of one group when `group` is given (bounded: `examined` says how many entries were read). */
+  async deadLetterPage(topic: string, opts: DeadLetterPageOptions = {}): Promise<DeadLetterPage> {
+    const k = topicKeys(topic);
+    const o = checkDeadLetterPage(opts);
+    await this.assertKnown(topic);
+    return deadLetterPage(this.conn.client, k, o);
+  }
+
+  /** One dead letter by its dead id (`DeadLetterEntry.deadId`); `NotFoundError` when there is none. */
+  async deadLetter(topic: string, deadId: string): Promise<DeadLetterEntry> {
+    const k = topicKeys(topic);
+    await this.assertKnown(topic);
+    const e = await deadLetterById(this.conn.client, k, deadId);
+    if (!e) throw new NotFoundError(`no dead letter ${deadId} in topic ${topic}`);
+    return e;
   }
 
   /** Publishes dead letters to the topic again (new event ids; every group gets them) and deletes them: the given ones (`deadId`s), or the oldest `limit`. */

@@ -50,7 +50,8 @@ const MAX_TIE_SCAN = 10_000;
 /** How far from the head a pending list is searched for a cursor's job that moved. */
 const MAX_LIST_SCAN = 10_000;
 
-type Entry = { id: string; pos: number };
+/** One index entry: its member and position (zset score, list offset or scan step). */
+export type Entry = { id: string; pos: number };
 
 const pairs = (flat: string[]): Entry[] => {
   const out: Entry[] = [];
@@ -78,7 +79,7 @@ async function zsetEntries(c: ValkeyClient, key: string, status: ListableStatus,
 }
 
 /** The pending list newest first (head first); a cursor's offset is re-found if pushes moved it. */
-async function listEntries(c: ValkeyClient, key: string, limit: number, at?: CursorPoint): Promise<Entry[]> {
+export async function listEntries(c: ValkeyClient, key: string, limit: number, at?: CursorPoint): Promise<Entry[]> {
   let start = 0;
   if (at) {
     if ((await c.lindex(key, at.pos)) === at.id) start = at.pos + 1;
@@ -102,7 +103,7 @@ const MAX_WAITING_SCAN = 10_000;
  * shown of it (skipped to on the next page), or `NO_SKIP` when the page ended at a step's end.
  * In scan order, not newest first; a job may be shown twice or missed while the hash is resized.
  */
-async function waitingEntries(c: ValkeyClient, k: QueueKeys, limit: number, at?: CursorPoint): Promise<{ entries: Entry[]; next?: CursorPoint }> {
+export async function waitingEntries(c: ValkeyClient, k: QueueKeys, limit: number, at?: CursorPoint): Promise<{ entries: Entry[]; next?: CursorPoint }> {
   if (!at && Number((await c.hget(k.meta, 'waits')) ?? 0) <= 0) return { entries: [] }; // none waits: no scan
   let cur = at ? String(at.pos) : '0';
   let skip = at && at.id !== NO_SKIP ? at.id : undefined;
@@ -134,7 +135,7 @@ async function waitingEntries(c: ValkeyClient, k: QueueKeys, limit: number, at?:
 const instant = (ms: number): Date | undefined => (Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms) : undefined);
 
 /** One entry's summary; an id that is not a job id or a row that cannot be read is marked `unreadable`, never thrown. */
-function summary(e: Entry, status: ListableStatus, reply: [Error | null, unknown] | undefined): JobSummary {
+export function summary(e: Entry, status: ListableStatus, reply: [Error | null, unknown] | undefined): JobSummary {
   let createdAt = new Date(0);
   let unreadable: string | undefined;
   try {

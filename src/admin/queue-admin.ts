@@ -9,6 +9,7 @@ import type { QueueService } from '../queue/queue-service.js';
 import { readCounts } from '../queue/queue-counts.js';
 import type { Json } from '../core/codec.js';
 import { jobPage, type JobListOptions, type JobPage } from './job-pages.js';
+import { checkSearch, searchJobs, type JobSearchOptions, type JobSearchPage } from './job-search.js';
 import { readProcesses, type ProcessList } from './processes.js';
 import { assertKnown, nameProblem, readEntries, registryPage, type EntryProblem } from './registry.js';
 import { MAX_METRICS_QUEUES, metricsPlan, readMetrics, type MetricsOptions, type QueueMetrics } from './queue-metrics.js';
@@ -134,6 +135,19 @@ export class QueueAdmin {
     const k = queueKeys(queue);
     await this.assertKnown(queue);
     return jobPage(this.conn.client, k, opts);
+  }
+
+  /**
+   * A filtered listing of one status (docs/admin.md, "Search and filters"): time range, error
+   * text, payload field or text. Bounded: examines at most `scan` index entries per call and
+   * says how many (`examined`); continue with `next`. Read-only; bad filters are refused
+   * (`InvalidOptionError`, EMQ_BAD_OPTION) before any read.
+   */
+  async findJobs(queue: string, opts: JobSearchOptions): Promise<JobSearchPage> {
+    const f = checkSearch(opts);
+    const k = queueKeys(queue);
+    await this.assertKnown(queue);
+    return searchJobs(this.conn.client, k, f);
   }
 
   /** The whole job: row, attempts, error, result, progress, checkpoint, log, timings. */

@@ -9,6 +9,9 @@ import { confirmed, destructive, type DestructiveFlags } from './confirm.js';
 import type { CliContext } from './context.js';
 import type { QueueInfo } from '../admin/queue-admin.js';
 import { registryCommand } from './registry-command.js';
+import type { JobSearchCursor, JobSearchPage } from '../admin/job-search.js';
+import type { JobPage } from '../admin/job-pages.js';
+import { hasFilters, searchOptions, type JobFilterFlags } from './job-filters.js';
 import { CliUsageError, StateRefusal, parseCount, parseDuration, problemOf, untilDone } from './output.js';
 import { attemptLines, readJob, readOr, showUnreadable } from './read-job.js';
 
@@ -69,18 +72,32 @@ export function queueCommands(program: Command, ctx: () => CliContext): void {
 
   program
     .command('jobs <queue>')
-    .description('jobs of one status, newest first')
+    .description('jobs of one status, newest first; with a filter flag, a bounded filtered listing (examines at most --scan entries per call)')
     .option('--status <status>', `one of ${LISTABLE.join(', ')}`, 'dead')
     .option('--limit <n>', 'jobs per page (1..1000)', '20')
-    .option('--cursor <cursor>', 'the next-page cursor a previous call printed')
-    .action(async (queue: string, o: { status: string; limit: string; cursor?: string }) => {
+    .option('--cursor <cursor>', 'the next-page cursor a previous call printed (with the same filters)')
+    .option('--since <when>', 'filter: at or after an ISO instant or a duration ago (1h, 7d); finished-at for done/dead/cancelled, run-at for scheduled, the id\'s mint time otherwise')
+    .option('--until <when>', 'filter: at or before an ISO instant or a duration ago')
+    .option('--error <text>', 'filter: the last error contains this text (case-insensitive, not a pattern)')
+    .option('--where <path=value>', 'filter: a payload field equals a value (user.id=42)')
+    .option('--payload <text>', 'filter: the payload JSON contains this text (case-insensitive)')
+    .option('--scan <n>', 'filter: most index entries examined per call (1..5000, default 2000)')
+    .action(async (queue: string, o: JobFilterFlags & { status: string; limit: string; cursor?: string }) => {
       if (!LISTABLE.includes(o.status as ListableStatus)) throw new CliUsageError(`--status must be one of ${LISTABLE.join(', ')}`);
       const c = ctx();
-      const read = await readOr((await c.admin()).queues.jobs(queue, { status: o.status as ListableStatus, limit: parseCount(o.limit), cursor: o.cursor as JobCursor | undefined }));
+      const status = o.status as ListableStatus;
+      const { queues } = await c.admin();
+      const filtered = hasFilters(o);
+      const read = await readOr<JobPage | JobSearchPage>(
+        filtered
+          ? queues.findJobs(queue, { ...searchOptions(o), status, limit: parseCount(o.limit), cursor: o.cursor as JobSearchCursor | undefined })
+          : queues.jobs(queue, { status, limit: parseCount(o.limit), cursor: o.cursor as JobCursor | undefined }),
+      );
       if (!read.ok) return showUnreadable(c.out, `${o.status} jobs of ${queue}`, read.unreadable);
       const page = read.value;
       const rows = page.jobs.map((j) => [j.id, j.status, j.createdAt, j.at, j.attempts, j.unreadable ? `unreadable: ${j.unreadable}` : j.error]);
       c.out.table(['id', 'status', 'created', 'at', 'attempts', 'error'], rows, page);
+      if ('examined' in page) c.out.note(`examined ${page.examined} (${page.examinedSoFar} so far) of ${page.total}; ${page.jobs.length} matched`);
       if (page.next) c.out.note(`next page: --cursor ${page.next}`);
     });
 
