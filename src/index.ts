@@ -76,6 +76,7 @@ export type { EchoMqErrorBody, EchoMqErrorReply } from './nest/exception-filter.
 export { QueueAdmin } from './admin/queue-admin.js';
 export type { QueueInfo, NamePage, BulkOptions, PurgeOptions } from './admin/queue-admin.js';
 export type { EntryProblem } from './admin/registry.js';
+export type { StoredMetricsOptions, MetricsPoint, LatencySummary, StoredMetrics } from './admin/queue-metrics.js';
 export type { ProcessList, ProcessView, ProcessState } from './admin/processes.js';
 export type { ProcessInfo, ProcessQueue, ProcessGroup } from './core/connection/index.js';
 export type { JobSummary, JobPage, JobListOptions } from './admin/job-pages.js';
@@ -98,4 +99,3 @@ export type { GroupMetrics, HistogramSnapshot, MetricsSnapshot, QueueMetrics } f
 // The web dashboard (docs/dashboard.md).
 export { EchoMqDashboardModule } from './dashboard/dashboard-module.js';
 export type { EchoMqDashboardOptions } from './dashboard/dashboard-options.js';
-export type { ThroughputOptions } from './dashboard/throughput-sampler.js';

@@ -12,7 +12,7 @@ import { jobPage, type JobListOptions, type JobPage } from './job-pages.js';
 import { checkSearch, searchJobs, type JobSearchOptions, type JobSearchPage } from './job-search.js';
 import { readProcesses, type ProcessList } from './processes.js';
 import { assertKnown, nameProblem, readEntries, registryPage, type EntryProblem } from './registry.js';
-import { MAX_METRICS_QUEUES, metricsPlan, readMetrics, type MetricsOptions, type QueueMetrics } from './queue-metrics.js';
+import { MAX_METRICS_QUEUES, metricsPlan, readMetrics, type StoredMetricsOptions, type StoredMetrics } from './queue-metrics.js';
 
 /** A queue as an operator sees it. */
 export interface QueueInfo {
@@ -216,14 +216,14 @@ export class QueueAdmin {
    * completed, failed and buried, and run/wait-time percentiles and means. Read only (HGETALL, no
    * SCAN); a bad range is `InvalidOptionError` (EMQ_BAD_OPTION), an unknown queue `NotFoundError`.
    */
-  async metrics(queue: string, opts: MetricsOptions = {}): Promise<QueueMetrics> {
+  async metrics(queue: string, opts: StoredMetricsOptions = {}): Promise<StoredMetrics> {
     const plan = metricsPlan(opts);
     await this.assertKnown(queue);
     return { queue, ...(await readMetrics(this.conn, [queue], plan)) };
   }
 
   /** `metrics` of every queue added up (the registry's first `MAX_METRICS_QUEUES`, in name order; entries that are no queue name skipped). */
-  async metricsAll(opts: MetricsOptions = {}): Promise<QueueMetrics> {
+  async metricsAll(opts: StoredMetricsOptions = {}): Promise<StoredMetrics> {
     const plan = metricsPlan(opts);
     const { names } = await registryPage(this.conn, 'queues', undefined, MAX_METRICS_QUEUES);
     const queues = names.filter((q) => nameProblem(q, 'queue') === undefined);

@@ -7,7 +7,7 @@ import { LATENCY_BOUNDS_MS, LATENCY_BUCKETS, STATS_FIELDS } from '../core/wire/i
 import { logOnce } from './registry.js';
 
 /** The range `QueueAdmin.metrics` reads. Every time is epoch ms (client clock). */
-export interface MetricsOptions {
+export interface StoredMetricsOptions {
   /** Start of the range (default: `to` minus one hour); rounded down to a whole step. */
   readonly from?: number;
   /** End of the range, exclusive (default: now); rounded up to a whole step. */
@@ -51,11 +51,12 @@ export interface MetricsPoint {
 }
 
 /** What `QueueAdmin.metrics` answers: the intervals oldest first, and their sum. */
-export interface QueueMetrics {
+export interface StoredMetrics {
   /** The queue read, or absent for all queues. */
   readonly queue?: string;
-  /** The range actually read (rounded to whole steps). */
+  /** Start of the range read (epoch ms, rounded down to a whole step). */
   readonly from: number;
+  /** End of the range read, exclusive (rounded up to a whole step). */
   readonly to: number;
   /** Interval width (ms). */
   readonly step: number;
@@ -102,7 +103,7 @@ const intIn = (v: unknown, lo: number, hi: number, what: string): number => {
 };
 
 /** Checks and aligns a metrics range (`InvalidOptionError`, EMQ_BAD_OPTION, on a bad one). */
-export function metricsPlan(o: MetricsOptions = {}, now = Date.now()): Plan {
+export function metricsPlan(o: StoredMetricsOptions = {}, now = Date.now()): Plan {
   refuseUnknownKeys(o, KNOWN, 'metrics options');
   const step = intIn(o.step ?? MINUTE, MINUTE, HOUR_SPAN, 'step');
   if (step % MINUTE !== 0) throw new InvalidOptionError(`step must be a whole number of minutes (ms), got ${step}`);
@@ -197,7 +198,7 @@ function point(at: number, row: readonly number[]): MetricsPoint {
  * only: HGETALL of each stored hash in range, pipelined per queue (one slot), no SCAN. A key of
  * another type or a field that is no integer is skipped, counted in `skipped` and logged once.
  */
-export async function readMetrics(conn: EchoMqConnection, queues: readonly string[], plan: Plan): Promise<Omit<QueueMetrics, 'queue' | 'queues'>> {
+export async function readMetrics(conn: EchoMqConnection, queues: readonly string[], plan: Plan): Promise<Omit<StoredMetrics, 'queue' | 'queues'>> {
   const rows = Array.from({ length: plan.points }, () => new Array<number>(STATS_FIELDS.length).fill(0));
   const skipped = (await Promise.all(queues.map((q) => readQueue(conn, q, plan, rows)))).reduce((a, n) => a + n, 0);
   const sum = new Array<number>(STATS_FIELDS.length).fill(0);

@@ -25,7 +25,7 @@ export function dashboardCommand(program: Command, ctx: () => CliContext): void 
       const { queues, bus, cache } = await c.admin();
       const token = o.token === false ? null : typeof o.token === 'string' ? o.token : undefined;
       const warn = (m: string): void => void process.stderr.write(`echomq: warning: ${m}${token === null && !isLoopback(o.host) ? ' (and it is not bound to loopback)' : ''}\n`);
-      const dash = await startStandaloneDashboard({ queues, bus, caches: cache, conn: await c.connection(), port, host: o.host, token, readOnly: o.readOnly === true, allowedHosts: o.allowedHost, logger: { warn } });
+      const dash = await startStandaloneDashboard({ queues, bus, caches: cache, port, host: o.host, token, readOnly: o.readOnly === true, allowedHosts: o.allowedHost, logger: { warn } });
       c.out.line(`EchoMQ dashboard: ${dash.url}`, { ok: true, url: dash.url });
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);

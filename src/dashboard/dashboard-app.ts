@@ -18,7 +18,8 @@ import { readOutcome } from './entry-rows.js';
 import { overviewPage } from './overview-page.js';
 import { queueData, queuePage } from './queue-page.js';
 import { processesPage } from './processes-page.js';
-import type { ThroughputSampler } from './throughput-sampler.js';
+import { chartRange, MetricsHistory, overviewHistory } from './metrics-history.js';
+import { chartRegion } from './chart.js';
 
 /** A request as the dashboard sees it (adapted from Express or `node:http`). */
 export interface DashboardRequest {
@@ -56,8 +57,8 @@ export interface DashboardSources {
   readonly caches?: CacheAdmin;
   /** Show the cache counters of this process (true when mounted in the app that uses the cache). */
   readonly processCache?: boolean;
-  /** The sampler behind the charts. */
-  readonly throughput?: ThroughputSampler;
+  /** False: no charts (default: the history consumers store in Valkey, read through `queues`). */
+  readonly charts?: boolean;
 }
 
 /** How the dashboard behaves. */
@@ -108,12 +109,15 @@ export class DashboardApp {
   readonly csrf = randomBytes(24).toString('base64url');
 
   private readonly sections: readonly ('bus' | 'cache')[];
+  /** The stored history behind the charts (reads reused for 5 s), unless the charts are off. */
+  private readonly history?: MetricsHistory;
 
   constructor(
     private readonly src: DashboardSources,
     private readonly behaviour: DashboardBehaviour,
   ) {
     this.sections = [...(src.bus ? (['bus'] as const) : []), ...(src.caches ? (['cache'] as const) : [])];
+    this.history = src.charts === false ? undefined : new MetricsHistory(src.queues);
   }
 
   /** The Host and Origin allow-lists, read per request (the standalone server learns its port after listening). */
@@ -126,7 +130,6 @@ export class DashboardApp {
     const ctx: PageContext = { base: req.base, nonce: randomBytes(16).toString('base64'), csrf: this.csrf, readOnly: this.behaviour.readOnly, refreshMs: this.behaviour.refreshMs, sections: this.sections };
     try {
       checkHost(req.headers, this.hosts); // before anything is read or rendered: a rebound name gets nothing
-      this.src.throughput?.touch();
       const parts = req.path.split('/').filter(Boolean).map(decodeSegment);
       if (req.method === 'POST') return await this.post(ctx, req, parts);
       if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpRefusal(405, 'the dashboard answers GET and POST only');
@@ -144,7 +147,8 @@ export class DashboardApp {
     if (parts.length === 0) {
       const after = req.query.get('after') ?? undefined;
       const page = await queues.list({ after, limit: 100 });
-      return { title: 'Queues', body: overviewPage(ctx, { queues: page, after, throughput: this.src.throughput }) };
+      const history = this.history && (await overviewHistory(this.history, chartRange(req.query), page.items.map((q) => q.name)));
+      return { title: 'Queues', body: overviewPage(ctx, { queues: page, after, history }) };
     }
     if (parts.length === 1 && parts[0] === 'processes') return { title: 'Processes', body: processesPage(ctx, await queues.processes()) };
     if (parts.length === 1 && (parts[0] === 'bus' || parts[0] === 'cache')) return this.section(ctx, parts[0], req.query.get('after') ?? undefined);
@@ -156,9 +160,9 @@ export class DashboardApp {
       const cursor = (req.query.get('cursor') ?? undefined) as JobCursor | undefined;
       // Counts and jobs each on their own: what cannot be read is shown as such (entry-rows.ts).
       const [info, jobs] = await Promise.all([readOutcome(queues.info(queue)), readOutcome(queues.jobs(queue, { status, cursor, limit: 50 }))]);
-      this.src.throughput?.touch(queue); // sampled from now on, even beyond the registry's first maxQueues
-      const series = this.src.throughput?.series(queue);
-      return { title: queue, body: queuePage(ctx, { ...queueData(queue, info, jobs), status, paged: cursor !== undefined, series }, shown) };
+      const range = this.history && chartRange(req.query);
+      const charts = this.history && range && chartRegion({ href: `${ctx.base}/queues/${seg(queue)}`, keep: `status=${status}&` }, range, await this.history.read(queue, range), true);
+      return { title: queue, body: queuePage(ctx, { ...queueData(queue, info, jobs), status, paged: cursor !== undefined, charts }, shown) };
     }
     if (parts.length === 3 && sub === 'search') {
       const wanted = (req.query.get('id') ?? '').trim();

@@ -1,42 +1,27 @@
-import { All, Controller, Inject, Injectable, Module, Req, Res, UseGuards, type BeforeApplicationShutdown, type DynamicModule, type OnApplicationBootstrap } from '@nestjs/common';
+import { All, Controller, Inject, Injectable, Module, Req, Res, UseGuards, type DynamicModule } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import { QueueAdmin } from '../admin/queue-admin.js';
 import { BusAdmin } from '../admin/bus-admin.js';
 import { CacheAdmin } from '../admin/cache-admin.js';
-import { EchoMqConnection } from '../core/connection/index.js';
 import { DashboardApp } from './dashboard-app.js';
 import { resolveDashboardOptions, type EchoMqDashboardOptions, type ResolvedDashboardOptions } from './dashboard-options.js';
 import { serveNode, type NodeRequest } from './http-adapter.js';
-import { ThroughputSampler } from './throughput-sampler.js';
 
 const DASHBOARD_OPTIONS = Symbol('EchoMqDashboardOptions');
 
-/** The dashboard of one mount: its app, and its sampler started with the app and stopped before shutdown. */
+/** The dashboard of one mount: its app (the charts read the stored history; nothing runs in the background). */
 @Injectable()
-export class DashboardRuntime implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class DashboardRuntime {
   /** The dashboard (routes, pages, CSRF token). */
   readonly app: DashboardApp;
-  private readonly sampler?: ThroughputSampler;
 
   constructor(
     @Inject(DASHBOARD_OPTIONS) readonly options: ResolvedDashboardOptions,
     @Inject(QueueAdmin) queues: QueueAdmin,
     @Inject(BusAdmin) bus: BusAdmin,
     @Inject(CacheAdmin) caches: CacheAdmin,
-    @Inject(EchoMqConnection) conn: EchoMqConnection,
   ) {
-    this.sampler = options.throughput === false ? undefined : new ThroughputSampler(conn, options.throughput);
-    this.app = new DashboardApp({ queues, bus, caches, processCache: true, throughput: this.sampler }, options);
-  }
-
-  /** Starts the sampler. */
-  onApplicationBootstrap(): void {
-    this.sampler?.start();
-  }
-
-  /** Stops the sampler. */
-  async beforeApplicationShutdown(): Promise<void> {
-    await this.sampler?.stop();
+    this.app = new DashboardApp({ queues, bus, caches, processCache: true, charts: options.charts }, options);
   }
 }
 

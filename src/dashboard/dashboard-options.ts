@@ -1,6 +1,5 @@
 import type { CanActivate, ModuleMetadata, Type } from '@nestjs/common';
 import { InvalidOptionError } from '../core/errors.js';
-import type { ThroughputOptions } from './throughput-sampler.js';
 import { normaliseHost, normaliseOrigin } from './dashboard-security.js';
 
 /** Options of `EchoMqDashboardModule.register` (docs/dashboard.md). */
@@ -19,8 +18,11 @@ export interface EchoMqDashboardOptions {
   readonly readOnly?: boolean;
   /** How often the page refreshes its counts and charts in place, ms (0 = never; default 2,000). */
   readonly refreshMs?: number;
-  /** The throughput sampler behind the charts, or `false` for no charts (default: sampling at 1 s). */
-  readonly throughput?: ThroughputOptions | false;
+  /**
+   * The throughput and latency charts, read from the history consumers store in Valkey
+   * (docs/dashboard.md, "Charts"); `false` for none. Default true.
+   */
+  readonly charts?: boolean;
   /**
    * The `Host` header values the mount answers (`ops.example.com`, any port; `127.0.0.1:3000`,
    * that port): any other Host is refused with 421, and a POST's `Origin` must be `http(s)://` one
@@ -42,8 +44,8 @@ export interface ResolvedDashboardOptions {
   readonly readOnly: boolean;
   /** Refresh period, ms. */
   readonly refreshMs: number;
-  /** The sampler's options, or false. */
-  readonly throughput: ThroughputOptions | false;
+  /** Charts on. */
+  readonly charts: boolean;
   /** The allowed `Host` values, normalised (undefined: no Host check). */
   readonly allowedHosts?: readonly string[];
   /** The allowed POST origins, normalised (undefined: those of the allowed hosts). */
@@ -70,15 +72,9 @@ export function resolveDashboardOptions(o: EchoMqDashboardOptions): ResolvedDash
   const path = (o.path ?? '/echomq').replace(/\/+$/, '');
   if (path !== '' && !/^(\/[A-Za-z0-9._~-]+)+$/.test(path)) throw new InvalidOptionError(`dashboard path must look like /echomq (letters, digits, . _ ~ -), got ${JSON.stringify(o.path)}`);
   intIn(o.refreshMs, 0, 3_600_000, 'refreshMs');
-  const t = o.throughput;
-  if (t !== undefined && t !== false) {
-    if (typeof t !== 'object' || t === null) throw new InvalidOptionError('throughput must be an object or false');
-    intIn(t.intervalMs, 250, 60_000, 'throughput.intervalMs');
-    intIn(t.points, 10, 1000, 'throughput.points');
-    intIn(t.maxQueues, 1, 500, 'throughput.maxQueues');
-    intIn(t.idleAfterMs, 1000, 86_400_000, 'throughput.idleAfterMs');
-  }
+  if (o.charts !== undefined && typeof o.charts !== 'boolean') throw new InvalidOptionError('charts must be true or false');
+  if ('throughput' in o) throw new InvalidOptionError('throughput is gone: the charts read the history consumers store in Valkey (docs/dashboard.md, "Charts"); use charts: false for none');
   const allowedHosts = listOf(o.allowedHosts, 'allowedHosts', normaliseHost);
   const allowedOrigins = listOf(o.allowedOrigins, 'allowedOrigins', normaliseOrigin);
-  return { path, guard: o.guard, readOnly: o.readOnly === true, refreshMs: o.refreshMs ?? 2000, throughput: t ?? {}, allowedHosts, allowedOrigins };
+  return { path, guard: o.guard, readOnly: o.readOnly === true, refreshMs: o.refreshMs ?? 2000, charts: o.charts !== false, allowedHosts, allowedOrigins };
 }

@@ -1,11 +1,9 @@
 import type { QueueInfo } from '../admin/queue-admin.js';
 import type { JobPage } from '../admin/job-pages.js';
 import { LISTABLE, type ListableStatus } from '../admin/job-cursor.js';
-import { throughputChart } from './chart.js';
 import { html, type SafeHtml } from './html.js';
 import { stateBadge, when } from './badges.js';
 import { action, seg, type PageContext } from './dashboard-layout.js';
-import type { ThroughputSeries } from './throughput-sampler.js';
 import { problemText, type ReadOutcome } from './entry-rows.js';
 import { lanesSection } from './lanes-section.js';
 
@@ -19,8 +17,8 @@ export interface QueuePageData {
   readonly jobs: JobPage;
   /** True when this is not the first page. */
   readonly paged: boolean;
-  /** The queue's throughput, when the sampler runs. */
-  readonly series?: ThroughputSeries;
+  /** The chart region (stored history: throughput and latency, with range links), when the charts are on. */
+  readonly charts?: SafeHtml;
   /** Why the listed jobs could not be read (an index of another type, …): the table is then empty. */
   readonly jobsError?: string;
 }
@@ -68,7 +66,7 @@ export function queuePage(ctx: PageContext, d: QueuePageData, notice?: SafeHtml)
   return html`<p><a href="${ctx.base}/">Queues</a></p>
 <h1>${name} ${d.info.paused ? html`<span class="paused">paused</span>` : ''}</h1>${notice ?? ''}
 <p>${toggle}${retryAll}</p>${lanesSection(ctx, d.info)}${unreadable}${tabs(ctx, d)}
-${d.series ? html`<div id="chart" data-live>${throughputChart(d.series, { width: 720, height: 100 }, 120)}</div>` : ''}
+${d.charts ?? ''}
 <form method="get" action="${ctx.base}${q}/search"><label>Job id <input name="id" size="34" required></label> <button type="submit">Find</button></form>
 <h2>${d.status} jobs, newest first</h2>
 <table id="jobs"><thead><tr><th>id</th><th>created</th><th>at</th><th>attempts</th><th>error</th><th></th></tr></thead><tbody>${rows}</tbody></table>

@@ -4,10 +4,8 @@ import type { AddressInfo } from 'node:net';
 import type { QueueAdmin } from '../admin/queue-admin.js';
 import type { BusAdmin } from '../admin/bus-admin.js';
 import type { CacheAdmin } from '../admin/cache-admin.js';
-import type { EchoMqConnection } from '../core/connection/index.js';
 import { DashboardApp } from './dashboard-app.js';
 import { serveNode, type NodeRequest } from './http-adapter.js';
-import { ThroughputSampler, type ThroughputOptions } from './throughput-sampler.js';
 import { escapeHtml } from './html.js';
 import { hostAllowed, loopbackHosts, normaliseHost, sameSecret } from './dashboard-security.js';
 
@@ -19,8 +17,6 @@ export interface StandaloneDashboardOptions {
   readonly bus?: BusAdmin;
   /** The Cache operator surface (namespaces; this process's counters are not shown). */
   readonly caches?: CacheAdmin;
-  /** The connection the throughput sampler reads through. */
-  readonly conn: EchoMqConnection;
   /** TCP port (0 = any free port). */
   readonly port: number;
   /** Address to bind (default `127.0.0.1`: loopback only). */
@@ -31,8 +27,8 @@ export interface StandaloneDashboardOptions {
   readonly readOnly?: boolean;
   /** Live refresh period, ms (default 2,000). */
   readonly refreshMs?: number;
-  /** The sampler's options. */
-  readonly throughput?: ThroughputOptions;
+  /** False: no charts (default: the stored history's charts, read through `queues`). */
+  readonly charts?: boolean;
   /**
    * `Host` values answered besides the loopback names (`localhost`, `127.0.0.1`, `[::1]` with the
    * server's port, always allowed) and the bound address: `name` (any port) or `name:port`. Any
@@ -49,7 +45,7 @@ export interface StandaloneDashboard {
   readonly url: string;
   /** The token, or null when none is required. */
   readonly token: string | null;
-  /** Stops the server and the sampler. */
+  /** Stops the server. */
   close(): Promise<void>;
 }
 
@@ -102,10 +98,9 @@ export async function startStandaloneDashboard(o: StandaloneDashboardOptions): P
   const host = o.host ?? '127.0.0.1';
   const extra = (o.allowedHosts ?? []).map(normaliseHost); // EMQ_BAD_OPTION before anything listens
   const token = o.token === null ? null : (o.token ?? randomBytes(18).toString('base64url'));
-  const sampler = new ThroughputSampler(o.conn, o.throughput);
   let hosts: string[] = [];
   const behaviour = { readOnly: o.readOnly === true, refreshMs: o.refreshMs ?? 2000, get allowedHosts(): readonly string[] { return hosts; } };
-  const app = new DashboardApp({ queues: o.queues, bus: o.bus, caches: o.caches, throughput: sampler }, behaviour);
+  const app = new DashboardApp({ queues: o.queues, bus: o.bus, caches: o.caches, charts: o.charts }, behaviour);
   let cookieName = 'echomq_dashboard';
   const server: Server = createServer((req: NodeRequest, res) => {
     if (!hostGate(req, res, hosts)) return; // token or not: a DNS-rebound name gets nothing
@@ -123,13 +118,11 @@ export async function startStandaloneDashboard(o: StandaloneDashboardOptions): P
   cookieName = `echomq_dashboard_${port}`;
   hosts = allowedHostsOf(host, port, extra);
   if (token === null) (o.logger ?? { warn: (m: string) => process.stderr.write(`${m}\n`) }).warn(`EchoMQ dashboard: serving ${host}:${port} without a token: anyone who reaches it can retry, remove, cancel and pause`);
-  sampler.start();
   const shown = host.includes(':') ? `[${host}]` : host;
   return {
     url: `http://${shown}:${port}/${token === null ? '' : `?token=${token}`}`,
     token,
     async close() {
-      await sampler.stop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await closed;

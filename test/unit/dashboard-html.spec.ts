@@ -1,4 +1,5 @@
-import { throughputChart } from '../../src/dashboard/chart.js';
+import type { MetricsPoint, StoredMetrics } from '../../src/admin/queue-metrics.js';
+import { latencyChart, sparkline, throughputChart } from '../../src/dashboard/chart.js';
 import { escapeHtml, html, raw } from '../../src/dashboard/html.js';
 
 // Issue 12: one escaping function behind every template of the dashboard.
@@ -15,12 +16,26 @@ describe('the dashboard templates', () => {
     expect(html`${raw('<hr>')}`.text).toBe('<hr>');
   });
 
-  it('a throughput chart labels the real peak (zero when nothing finished) and draws from numbers only', () => {
-    const idle = throughputChart({ done: [0, 0, 0], dead: [0, 0, 0], intervalMs: 1000 }, { width: 100, height: 20 }, 10).text;
-    expect(idle).toContain('0/s now, peak 0/s');
-    const busy = throughputChart({ done: [2, 30, 5], dead: [0, 1, 0], intervalMs: 500 }, { width: 100, height: 20 }, 10).text;
-    expect(busy).toContain('10/s now, peak 60/s');
-    expect(busy).toContain('class="dead"');
-    expect(throughputChart({ done: [], dead: [], intervalMs: 1000 }, { width: 100, height: 20 }, 10).text).toContain('sampling…');
+  it('the charts of the stored history have y ticks in their unit, UTC time ticks, a legend, and gaps where nothing ran', () => {
+    const none = { count: 0, meanMs: null, p50Ms: null, p95Ms: null, p99Ms: null };
+    const at = Date.UTC(2026, 11, 7, 17, 0);
+    const pt = (i: number, completed: number, p50: number | null): MetricsPoint => ({
+      at: at + i * 60_000, completed, failed: i === 1 ? 3 : 0, dead: i === 2 ? 1 : 0, wait: none,
+      run: p50 === null ? none : { count: completed, meanMs: p50, p50Ms: p50, p95Ms: p50 * 2, p99Ms: p50 * 3 },
+    });
+    const points = [pt(0, 10, 40), pt(1, 30, 1500), pt(2, 0, null), pt(3, 5, 20)];
+    const m: StoredMetrics = { queue: 'q', from: at, to: at + 240_000, step: 60_000, resolution: 'minute', points, total: pt(0, 45, 100), skipped: 0 };
+    const t = throughputChart(m, { width: 600, height: 160 }).text;
+    expect(t).toContain('>jobs/min</text>');
+    for (const tick of ['>0</text>', '>10</text>', '>30</text>', '>17:00</text>', '>17:01</text>', '>UTC</text>']) expect([tick, t.includes(tick)]).toEqual([tick, true]);
+    for (const s of ['completed', 'failed', 'dead']) expect(t).toContain(`data-series="${s}"`);
+    expect(t).not.toMatch(/style=|on[a-z]+=|NaN|Infinity/);
+    const l = latencyChart(m, { width: 600, height: 160 }).text;
+    expect(l).toContain('>run time</text>');
+    expect(l).toContain('>3.0 s</text>'); // the top tick, formatted with duration()
+    expect(l).toContain('>0 ms</text>');
+    // p50 and p95 each break at the empty minute: a line over the first two minutes, a dot for the last.
+    expect([l.match(/<polyline/g)?.length, l.match(/<circle/g)?.length]).toEqual([2, 2]);
+    expect(sparkline(m, { width: 100, height: 20 }).text).toContain('45 completed, 0 failed, 0 dead in 4 min (peak 30 per 1 min)');
   });
 });
