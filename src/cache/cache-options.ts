@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_PAYLOAD_BYTES } from '../core/codec.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES, resolveCodec, type PayloadCodec } from '../core/codec.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { keySet, refuseUnknownKeys as knownKeys } from '../core/known-keys.js';
 import { assertCacheKey, type CacheKeys } from '../core/keys.js';
@@ -23,6 +23,7 @@ export interface ResolvedCacheOptions {
   readonly tombstoneMs: number;
   readonly pollMs: number;
   readonly clockSkewMs: number;
+  readonly codec: PayloadCodec;
 }
 
 /** One call's entry options with every default applied. */
@@ -49,6 +50,7 @@ export const CACHE_OPTION_KEYS: { readonly [K in keyof Required<CacheOptions>]: 
   tombstoneMs: true,
   pollMs: true,
   clockSkewMs: true,
+  codec: true,
 };
 const SERVICE_KEYS = keySet<CacheOptions>(CACHE_OPTION_KEYS);
 /** Other caches' names (cache-manager, lru-cache), refused with what EchoMQ calls them. */
@@ -102,6 +104,7 @@ export function resolveCacheOptions(o: CacheOptions): ResolvedCacheOptions {
     tombstoneMs: num(o.tombstoneMs, 10_000, 'cache tombstoneMs', 1, MAX_TOMBSTONE_MS),
     pollMs: num(o.pollMs, 1000, 'cache pollMs', 1, 3_600_000),
     clockSkewMs: num(o.clockSkewMs, 0, 'cache clockSkewMs', 0, MAX_CLOCK_SKEW_MS),
+    codec: resolveCodec(o.codec, 'cache codec'),
   };
 }
 

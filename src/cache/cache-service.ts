@@ -114,7 +114,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
     const k = this.keysOf(opts?.namespace);
     assertCacheKey(key);
     const o = resolveEntryOptions(this.o, opts, k);
-    const json = encodePayload(value, this.o.maxValueBytes);
+    const json = encodePayload(value, this.o.maxValueBytes, this.o.codec, 'value');
     const ver = await this.mintVersion();
     await this.write(k, key, ver, json, o, false, this.coherence.announceCalls(k.ns, [key], ver));
   }
@@ -240,7 +240,7 @@ export class CacheService implements CacheApi, OnModuleDestroy {
       }
       return value;
     }
-    await this.write(k, key, ver, encodePayload(value, this.o.maxValueBytes), o, false);
+    await this.write(k, key, ver, encodePayload(value, this.o.maxValueBytes, this.o.codec, 'value'), o, false);
     return value;
   }
 

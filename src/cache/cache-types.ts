@@ -1,4 +1,4 @@
-import type { Json } from '../core/codec.js';
+import type { Json, PayloadCodec } from '../core/codec.js';
 
 /** Options of one cached read or write. */
 export interface CacheEntryOptions {
@@ -42,6 +42,13 @@ export interface CacheOptions {
    * Default 0 (clocks agree to the millisecond, e.g. NTP on one network).
    */
   readonly clockSkewMs?: number;
+  /**
+   * `strict` (default): a value JSON would silently change (a `Date` would read back as a
+   * string, `NaN` as null, a `Map` as `{}`, a class instance as a plain object) is refused by
+   * `set`, `getOrLoad` and `@Cached` naming its path; `json`: JSON's conversions are accepted
+   * (docs/cache.md, "Values").
+   */
+  readonly codec?: PayloadCodec;
 }
 
 /** Counters readable from the service. */

@@ -1,3 +1,4 @@
+import { resolveCodec } from '../core/codec.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { assertName } from '../core/keys.js';
 import { boolOpt, intIn, keySet, optionPath, refuseNonObject, refuseUnknownKeys, type KeyPlace } from '../core/known-keys.js';
@@ -5,7 +6,6 @@ import { validateTelemetryOptions } from '../telemetry/telemetry-options.js';
 import type { BootRetryOptions, ValkeyConnectionOptions } from '../core/connection/index.js';
 import { resolveBootRetry, resolveEvictionCheckMs } from '../core/connection/index.js';
 import type { BusOptions } from '../bus/bus-options.js';
-import { resolvePolicy } from '../bus/retention-policy.js';
 import { CACHE_HINTS, CACHE_OPTION_KEYS, resolveCacheOptions } from '../cache/cache-options.js';
 import { resolveInvalidationRules } from '../follow/cache-follower.js';
 import type { FlowBounds } from '../queue/flows/index.js';
@@ -60,7 +60,7 @@ const CONNECTION_HINTS: Readonly<Record<string, string>> = {
 const EMBEDDED_KEYS: ReadonlySet<string> = new Set(['embedded']);
 const CLUSTER_NODE_KEYS: ReadonlySet<string> = new Set(['host', 'port']);
 const RETRY_KEYS = keySet<BootRetryOptions>({ maxWaitMs: true, intervalMs: true });
-const BUS_KEYS = keySet<BusOptions>({ instance: true, maxPayloadBytes: true, deadCap: true, trimIntervalMs: true, defaultRetention: true });
+const BUS_KEYS = keySet<BusOptions>({ instance: true, maxPayloadBytes: true, deadCap: true, codec: true, trimIntervalMs: true });
 const CACHE_KEYS = keySet<EchoMqCacheOptions>({ ...CACHE_OPTION_KEYS, invalidateOn: true });
 type ModuleFlowOptions = NonNullable<EchoMqModuleOptions['flows']>;
 const FLOW_KEYS = keySet<ModuleFlowOptions>({
@@ -200,8 +200,8 @@ export function validateModuleOptions(o: EchoMqModuleOptions): EchoMqModuleOptio
     if (o.bus.instance !== undefined) assertName(o.bus.instance, 'instance'); // as consumerName checks it (EMQ_BAD_NAME)
     optInt(o.bus.maxPayloadBytes, 1, 536_870_912, 'bus.maxPayloadBytes');
     optInt(o.bus.deadCap, 1, 100_000_000, 'bus.deadCap');
+    resolveCodec(o.bus.codec, 'bus.codec');
     optInt(o.bus.trimIntervalMs, 0, 86_400_000, 'bus.trimIntervalMs');
-    if (o.bus.defaultRetention !== undefined) resolvePolicy(o.bus.defaultRetention, 'EchoMqModule options: bus.defaultRetention');
   }
   if (o.flows !== undefined) validateFlows(o.flows);
   optInt(o.shutdownTimeoutMs, 0, 3_600_000, 'shutdownTimeoutMs');

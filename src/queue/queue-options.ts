@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../core/errors.js';
 import { checkJobName } from '../core/extras.js';
-import { DEFAULT_MAX_PAYLOAD_BYTES } from '../core/codec.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES, resolveCodec, type PayloadCodec } from '../core/codec.js';
 import { intIn, keySet, optionPath, refuseNonObject, refuseRenamedKeys, refuseUnknownKeys } from '../core/known-keys.js';
 import type { ProcessorSchedule } from './schedules/index.js';
 import { DEDUP_KEYS, type DedupOptions } from './dedup-options.js';
@@ -23,6 +23,12 @@ export interface QueueDefaults {
   readonly keepCancelled: number;
   /** Largest payload (JSON bytes). Default 512 KiB. */
   readonly maxPayloadBytes: number;
+  /**
+   * `strict` (default): a payload value JSON would silently change (a `Date`, `NaN`, a `Map`, a
+   * class instance, …) is refused naming its path; `json`: JSON's conversions are accepted
+   * (docs/queue.md, "Payloads"). Applies to enqueue, flows and schedules of the queue.
+   */
+  readonly codec: PayloadCodec;
   /**
    * Length of the queue's lifecycle log (a stream of every transition, trimmed to about this
    * many entries). 0 (default): transitions are only signalled, not logged.
@@ -55,6 +61,7 @@ export const BUILTIN_DEFAULTS: QueueDefaults = {
   deadCap: 10_000,
   keepCancelled: 1000,
   maxPayloadBytes: DEFAULT_MAX_PAYLOAD_BYTES,
+  codec: 'strict',
   eventsLog: 0,
   dedupWindowMs: 3_600_000,
 };
@@ -84,6 +91,7 @@ const DEFAULTS_KEYS = keySet<QueueDefaults>({
   deadCap: true,
   keepCancelled: true,
   maxPayloadBytes: true,
+  codec: true,
   eventsLog: true,
   dedupWindowMs: true,
   rateLimit: true,
@@ -117,6 +125,7 @@ export function resolveDefaults(base: QueueDefaults, over?: Partial<QueueDefault
   intIn(d.deadCap, 1, 1_000_000, at('deadCap'));
   intIn(d.keepCancelled, 1, 1_000_000, at('keepCancelled'));
   intIn(d.maxPayloadBytes, 1, 64 * 1024 * 1024, at('maxPayloadBytes'));
+  resolveCodec(d.codec, at('codec'));
   intIn(d.eventsLog, 0, 1_000_000, at('eventsLog'));
   intIn(d.dedupWindowMs, 1, 2_592_000_000, at('dedupWindowMs'));
   checkPolicyOptions(d, 'queue options', path);

@@ -1,4 +1,4 @@
-import { encodePayload, decodePayload, type Json } from '../core/codec.js';
+import { encodePayload, decodePayload, type Json, type PayloadCodec } from '../core/codec.js';
 import type { EchoMqConnection } from '../core/connection/index.js';
 import { BatchTooLargeError, IdCollisionError, InvalidOptionError, JobStateError, NotFoundError } from '../core/errors.js';
 import { CoalescerPool } from '../core/coalescer.js';
@@ -211,7 +211,7 @@ export class QueueService {
     const k = queueKeys(queue); // the name is checked before anything is minted
     if (!Array.isArray(items) || items.length === 0) throw new InvalidOptionError('enqueueMany needs at least one item');
     items.forEach((it, i) => checkEnqueueItem(it, i)); // unknown keys: refused before anything is minted
-    const { maxPayloadBytes, dedupWindowMs } = this.settings(queue);
+    const { maxPayloadBytes, dedupWindowMs, codec } = this.settings(queue);
     const dedups = items.map((it) => dedupWire(it.opts ?? {}, dedupWindowMs));
     const d0 = dedups[0];
     if (dedups.some((d) => (d !== undefined) !== (d0 !== undefined))) {
@@ -223,7 +223,7 @@ export class QueueService {
     const keyed = d0 ? `${queue}|${d0.mode}|${d0.ttlMs}` : undefined;
     const dedupKeys = dedups.map((d) => (d ? k.dedup(d.key) : undefined)); // checked before anything is minted
     await this.conn.ids.ready(); // never mint on a node number this process does not certainly hold
-    const jobs = items.map((it, i) => this.toWire(it, maxPayloadBytes, dedupKeys[i]));
+    const jobs = items.map((it, i) => this.toWire(it, maxPayloadBytes, dedupKeys[i], codec, items.length === 1 ? 'payload' : `[${i}].payload`));
     const ids: string[] = [];
     for (let at = 0; at < jobs.length; at += MAX_BATCH) {
       ids.push(...(await this.enqueueChunk(queue, items.slice(at, at + MAX_BATCH), jobs.slice(at, at + MAX_BATCH), keyed)));
@@ -259,7 +259,7 @@ export class QueueService {
     }
   }
 
-  private toWire<T>(item: EnqueueItem<T>, maxBytes: number, dedupKey?: string): WireJob {
+  private toWire<T>(item: EnqueueItem<T>, maxBytes: number, dedupKey?: string, codec: PayloadCodec = 'strict', root = 'payload'): WireJob {
     const o = item.opts ?? {};
     let id: string;
     if (o.id !== undefined) {
@@ -272,7 +272,7 @@ export class QueueService {
     const { delayMs, runAtMs } = scheduleWire(o);
     return {
       id,
-      payload: encodePayload(item.payload, maxBytes),
+      payload: encodePayload(item.payload, maxBytes, codec, root),
       delayMs,
       runAtMs,
       maxAttempts: o.attempts === undefined ? undefined : checkAttempts(o.attempts),

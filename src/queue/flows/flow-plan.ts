@@ -1,4 +1,4 @@
-import { encodePayload } from '../../core/codec.js';
+import { encodePayload, type PayloadCodec } from '../../core/codec.js';
 import { FlowCycleError, FlowTooDeepError, FlowTooLargeError, InvalidOptionError } from '../../core/errors.js';
 import type { OutboxEntry, WireFlowEdge, WireFlowNode } from '../../core/wire/index.js';
 import { assertBrandedId } from '../../core/ids.js';
@@ -90,6 +90,7 @@ export function encodeFlow(
   mint: () => string,
   root = 'flow',
   givenIds = new Map<string, string>(),
+  codecOf: (queue: string) => PayloadCodec = () => 'json',
 ): WireTree {
   let count = 0;
   const ancestors = new Set<object>();
@@ -120,7 +121,7 @@ export function encodeFlow(
     if ((when.delayMs > 0 || when.runAtMs > 0 || pr > 0 || ln !== undefined) && kids.length > 0) {
       throw new InvalidOptionError(`${path}: delay, runAt, priority and lane are for leaves (a parent runs when its children have finished)`);
     }
-    const p = encodePayload(s.payload, maxBytes(s.queue));
+    const p = encodePayload(s.payload, maxBytes(s.queue), codecOf(s.queue), path === '' ? 'payload' : `${path}.payload`);
     ancestors.add(s);
     const keys = new Set<string>();
     const out: Checked[] = kids.map((k, i) => {

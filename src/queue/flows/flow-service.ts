@@ -1,3 +1,4 @@
+import type { PayloadCodec } from '../../core/codec.js';
 import { decodePayload, type Json } from '../../core/codec.js';
 import { announce } from '../../core/announce.js';
 import type { EchoMqConnection } from '../../core/connection/index.js';
@@ -69,6 +70,9 @@ export class FlowService {
   readonly relay: FlowRelay;
   private readonly bounds: FlowBounds;
 
+  /** Each queue's payload codec (its settings' `codec`), for the flow's payloads. */
+  private readonly codecOf = (queue: string): PayloadCodec => this.settings(queue).codec;
+
   constructor(
     private readonly conn: EchoMqConnection,
     private readonly settings: FlowRelayOptions['settings'],
@@ -103,7 +107,7 @@ export class FlowService {
     await this.conn.ids.ready();
     const max = (q: string) => this.settings(q).maxPayloadBytes;
     const given = new Map<string, string>();
-    const trees = specs.map((s, i) => encodeFlow(s as FlowSpec<unknown>, this.bounds, max, () => this.conn.ids.next('job'), path(i), given));
+    const trees = specs.map((s, i) => encodeFlow(s as FlowSpec<unknown>, this.bounds, max, () => this.conn.ids.next('job'), path(i), given, this.codecOf));
     const byQueue = new Map<string, WireTree[]>();
     for (const t of trees) byQueue.set(t.q, [...(byQueue.get(t.q) ?? []), t]);
     const calls = [...byQueue].flatMap(([queue, roots]) => chunk(queue, roots).map((plan) => ({ queue, plan })));
@@ -173,7 +177,7 @@ export class FlowService {
     await this.conn.ids.ready();
     const max = (q: string) => this.settings(q).maxPayloadBytes;
     const given = new Map<string, string>();
-    const tree = encodeFlow({ queue, payload: null, children } as FlowSpec<unknown>, this.bounds, max, () => this.conn.ids.next('job'), '', given);
+    const tree = encodeFlow({ queue, payload: null, children } as FlowSpec<unknown>, this.bounds, max, () => this.conn.ids.next('job'), '', given, this.codecOf);
     const plan = planExpand(queue, id, tree.kids);
     const size = Math.max(plan.nodes.length, plan.edges.length);
     if (size > MAX_BATCH) throw new BatchTooLargeError(size, MAX_BATCH);

@@ -1,4 +1,4 @@
-import { decodePayload, encodePayload, type Json } from '../../core/codec.js';
+import { decodePayload, encodePayload, type Json, type PayloadCodec } from '../../core/codec.js';
 import type { EchoMqConnection } from '../../core/connection/index.js';
 import { IdCollisionError, NotFoundError } from '../../core/errors.js';
 import { fromReplyError } from '../../core/reply-errors.js';
@@ -24,8 +24,8 @@ export async function serverNow(conn: EchoMqConnection): Promise<number> {
 export class ScheduleService {
   constructor(
     private readonly conn: EchoMqConnection,
-    /** What the service reads of a queue's settings (`QueueDefaults`): its payload limit. */
-    private readonly settings: (queue: string) => { readonly maxPayloadBytes: number },
+    /** What the service reads of a queue's settings (`QueueDefaults`): its payload limit and codec. */
+    private readonly settings: (queue: string) => { readonly maxPayloadBytes: number; readonly codec?: PayloadCodec },
   ) {}
 
   /**
@@ -39,8 +39,8 @@ export class ScheduleService {
   async schedule<T = Json>(queue: string, name: string, spec: ScheduleSpec, payload: T, opts?: ScheduleOptions): Promise<UpsertOutcome> {
     const k = queueKeys(queue);
     assertName(name, 'schedule');
-    const { maxPayloadBytes } = this.settings(queue);
-    const { text, stored } = encodeSchedule(spec, encodePayload(payload ?? null, maxPayloadBytes), opts);
+    const { maxPayloadBytes, codec } = this.settings(queue);
+    const { text, stored } = encodeSchedule(spec, encodePayload(payload ?? null, maxPayloadBytes, codec), opts);
     const first = firstTick(stored, await serverNow(this.conn));
     return scheduleWire.upsert(this.conn.scriptClient, k, name, text, Math.min(536_870_912, 6 * maxPayloadBytes + 4096), first);
   }
