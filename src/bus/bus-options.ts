@@ -1,4 +1,5 @@
 import type { PayloadCodec } from '../core/codec.js';
+import type { RetentionPolicy } from './bus-types.js';
 
 /** Options of the Bus, under `EchoMqModuleOptions.bus`. */
 export interface BusOptions {
@@ -24,4 +25,10 @@ export interface BusOptions {
 export interface BusOptions {
   /** Trim each topic published to at most this often (ms); 0 turns automatic trimming off. Default 5000. */
   readonly trimIntervalMs?: number;
+  /**
+   * The retention a topic gets when a trim finds it has none (no `maxLen`, `maxAgeMs` or archive
+   * bound stored): set once, as `BusService.setRetention` would. Absent: such a topic is trimmed
+   * by nothing and a warning names it once (docs/bus.md, "Bounds by default").
+   */
+  readonly defaultRetention?: RetentionPolicy;
 }

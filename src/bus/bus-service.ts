@@ -1,4 +1,4 @@
-import type { OnModuleDestroy } from '@nestjs/common';
+import { Logger, type OnModuleDestroy } from '@nestjs/common';
 import { throwError, type Observable } from 'rxjs';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodePayload, encodePayload, resolveCodec, type Json, type PayloadCodec } from '../core/codec.js';
 import type { EchoMqConnection } from '../core/connection/index.js';
@@ -15,12 +15,13 @@ import { replay } from './replay.js';
 import { SignalHub } from '../core/signal-hub.js';
 import { announce } from '../core/announce.js';
 import { processLosses$, type GroupLoss } from './consumer-group/index.js';
+import type { ConsumerLogger } from '../core/logger.js';
+import { DEFAULT_ARCHIVE_MAX_AGE_MS, DEFAULT_ARCHIVE_MAX_BYTES, POLICY_FIELDS, mib, policyWarnings, readPolicy, resolvePolicy } from './retention-policy.js';
 
 /** Default interval of automatic trims of the topics published to. */
 export const TRIM_INTERVAL_MS = 5000;
 /** Most trim script calls one `trim()` makes (each archives at most 1000 entries). */
 const TRIM_ROUNDS = 100;
-const POLICY_FIELDS = ['maxLen', 'maxAgeMs', 'archiveMaxAgeMs'] as const;
 
 const positiveInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
 
@@ -42,6 +43,9 @@ export class BusService implements OnModuleDestroy {
   private trimTimer?: NodeJS.Timeout;
   private trimming: Promise<void> = Promise.resolve();
   private closed = false;
+  /** `<kind> <topic>` of every retention warning logged (once per topic and kind). */
+  private readonly warned = new Set<string>();
+  private readonly log: ConsumerLogger;
 
   /**
    * Every loss a Bus consumer group of this process reports (`lost`, `group-recreated`,
@@ -55,7 +59,11 @@ export class BusService implements OnModuleDestroy {
     protected readonly options: BusOptions = {},
     /** Publish spans, and the traceparent each entry carries (docs/telemetry.md). */
     protected readonly tracer?: BusTracer,
+    /** Where retention warnings go (an unbounded topic, a default applied). Default: Nest's `Logger`. */
+    logger?: ConsumerLogger,
   ) {
+    this.log = logger ?? new Logger('EchoMQ');
+    if (options.defaultRetention !== undefined) resolvePolicy(options.defaultRetention, 'bus.defaultRetention');
     this.maxBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
     this.codec = resolveCodec(options.codec, 'bus.codec');
     if (!positiveInt(this.maxBytes)) throw new InvalidOptionError('bus.maxPayloadBytes must be a positive integer');
@@ -94,27 +102,24 @@ export class BusService implements OnModuleDestroy {
     return replay<T>(this.conn.client, topic, options);
   }
 
-  /** Sets (replaces) a topic's retention policy; absent fields are unbounded. */
+  /**
+   * Sets (replaces) a topic's retention policy. An absent log bound is none; an absent archive
+   * bound gets its default (7 days, 64 MiB) unless `unbounded: true`; an archive without a byte
+   * bound logs a warning once per topic (docs/bus.md, "Bounds by default").
+   */
   async setRetention(topic: string, policy: RetentionPolicy): Promise<void> {
     const k = topicKeys(topic);
-    if (policy === null || typeof policy !== 'object') throw new InvalidOptionError('retention policy must be an object');
-    for (const key of Object.keys(policy)) {
-      if (!(POLICY_FIELDS as readonly string[]).includes(key)) throw new InvalidOptionError(`unknown retention option ${JSON.stringify(key)}`);
-    }
-    for (const f of POLICY_FIELDS) {
-      const v = policy[f];
-      if (v !== undefined && !positiveInt(v)) throw new InvalidOptionError(`retention ${f} must be a positive integer`);
-    }
-    await busWire.retention(this.conn.scriptClient, k, policy);
+    const stored = resolvePolicy(policy);
+    await busWire.retention(this.conn.scriptClient, k, stored);
+    const text = (v: number | string | undefined): string | null => (v === undefined ? null : String(v));
+    this.warnPolicy(topic, readPolicy([text(stored.maxLen), text(stored.maxAgeMs), text(stored.archiveMaxAgeMs), text(stored.archiveMaxBytes)]));
     this.markDirty(topic);
   }
 
-  /** A topic's retention policy as stored. */
+  /** A topic's retention policy as stored (`unbounded: true` when its archive has no byte bound by choice). */
   async getRetention(topic: string): Promise<RetentionPolicy> {
     const k = topicKeys(topic);
-    const [maxLen, maxAgeMs, archiveMaxAgeMs] = await this.conn.client.hmget(k.meta, ...POLICY_FIELDS);
-    const num = (v: string | null): number | undefined => (v === null ? undefined : Number(v));
-    return { maxLen: num(maxLen), maxAgeMs: num(maxAgeMs), archiveMaxAgeMs: num(archiveMaxAgeMs) };
+    return readPolicy(await this.conn.client.hmget(k.meta, ...POLICY_FIELDS));
   }
 
   /**
@@ -123,6 +128,7 @@ export class BusService implements OnModuleDestroy {
    */
   async trim(topic: string): Promise<TrimResult> {
     const k = topicKeys(topic);
+    await this.boundPolicy(topic);
     let archived = 0;
     let trimmed = 0;
     let expiredSegments = 0;
@@ -205,6 +211,39 @@ export class BusService implements OnModuleDestroy {
   /** Nest lifecycle: closes before the connection is closed at application shutdown. */
   async onModuleDestroy(): Promise<void> {
     await this.close();
+  }
+
+  /**
+   * Before a trim: a topic without any policy gets `bus.defaultRetention` (else a warning once); a
+   * policy without an archive byte bound (written by earlier bytes or a four-argument peer) gets
+   * the default archive bounds and a warning once; an explicit `unbounded` one a warning once.
+   */
+  private async boundPolicy(topic: string): Promise<void> {
+    const raw = await this.conn.client.hmget(topicKeys(topic).meta, ...POLICY_FIELDS);
+    const p = readPolicy(raw);
+    if (raw.every((v) => v === null) && this.options.defaultRetention) return this.setRetention(topic, this.options.defaultRetention);
+    if (raw[3] === null && raw.some((v) => v !== null)) {
+      const applied = { ...p, archiveMaxAgeMs: p.archiveMaxAgeMs ?? DEFAULT_ARCHIVE_MAX_AGE_MS, archiveMaxBytes: DEFAULT_ARCHIVE_MAX_BYTES };
+      await busWire.retention(this.conn.scriptClient, topicKeys(topic), applied);
+      this.warnOnce(
+        topic,
+        'default',
+        `Bus topic ${JSON.stringify(topic)}: its retention policy had no archive byte bound; applied the default (archive kept ${applied.archiveMaxAgeMs} ms, at most ${mib(DEFAULT_ARCHIVE_MAX_BYTES)}). Choose with setRetention: archiveMaxBytes, archive: false or unbounded: true.`,
+      );
+    }
+    this.warnPolicy(topic, p);
+  }
+
+  /** Logs the warnings a topic's policy earns, each once per topic. */
+  private warnPolicy(topic: string, p: RetentionPolicy): void {
+    for (const w of policyWarnings(topic, p)) this.warnOnce(topic, w.kind, w.message);
+  }
+
+  private warnOnce(topic: string, kind: string, message: string): void {
+    const key = `${kind} ${topic}`;
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    this.log.warn(message);
   }
 
   /** Schedules an automatic trim of `topic`: at most one per interval, on an unref'd timer. */

@@ -6,6 +6,7 @@ import { validateTelemetryOptions } from '../telemetry/telemetry-options.js';
 import type { BootRetryOptions, ValkeyConnectionOptions } from '../core/connection/index.js';
 import { resolveBootRetry, resolveEvictionCheckMs } from '../core/connection/index.js';
 import type { BusOptions } from '../bus/bus-options.js';
+import { resolvePolicy } from '../bus/retention-policy.js';
 import { CACHE_HINTS, CACHE_OPTION_KEYS, resolveCacheOptions } from '../cache/cache-options.js';
 import { resolveInvalidationRules } from '../follow/cache-follower.js';
 import type { FlowBounds } from '../queue/flows/index.js';
@@ -60,7 +61,7 @@ const CONNECTION_HINTS: Readonly<Record<string, string>> = {
 const EMBEDDED_KEYS: ReadonlySet<string> = new Set(['embedded']);
 const CLUSTER_NODE_KEYS: ReadonlySet<string> = new Set(['host', 'port']);
 const RETRY_KEYS = keySet<BootRetryOptions>({ maxWaitMs: true, intervalMs: true });
-const BUS_KEYS = keySet<BusOptions>({ instance: true, maxPayloadBytes: true, deadCap: true, codec: true, trimIntervalMs: true });
+const BUS_KEYS = keySet<BusOptions>({ instance: true, maxPayloadBytes: true, deadCap: true, codec: true, trimIntervalMs: true, defaultRetention: true });
 const CACHE_KEYS = keySet<EchoMqCacheOptions>({ ...CACHE_OPTION_KEYS, invalidateOn: true });
 type ModuleFlowOptions = NonNullable<EchoMqModuleOptions['flows']>;
 const FLOW_KEYS = keySet<ModuleFlowOptions>({
@@ -202,6 +203,7 @@ export function validateModuleOptions(o: EchoMqModuleOptions): EchoMqModuleOptio
     optInt(o.bus.deadCap, 1, 100_000_000, 'bus.deadCap');
     resolveCodec(o.bus.codec, 'bus.codec');
     optInt(o.bus.trimIntervalMs, 0, 86_400_000, 'bus.trimIntervalMs');
+    if (o.bus.defaultRetention !== undefined) resolvePolicy(o.bus.defaultRetention, 'EchoMqModule options: bus.defaultRetention');
   }
   if (o.flows !== undefined) validateFlows(o.flows);
   optInt(o.shutdownTimeoutMs, 0, 3_600_000, 'shutdownTimeoutMs');
