@@ -1,0 +1,153 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SCRIPT_NAMES } from '../../src/core/scripts.js';
+import { alive } from '../helpers/child.js';
+import { queueKeysIn, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
+
+// The package as a user gets it: `npm pack` (its prepack builds dist/src from scratch), the
+// tarball installed into a fresh ESM Nest app beside the peers, the README's quick start compiled
+// and booted from that app against the run's Valkey, a job enqueued over HTTP and handled by the
+// `@Processor`. The peers come from npm's cache (`npm ci` filled it) when it has them.
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const npm = spawnSync('npm', ['--version'], { encoding: 'utf8' });
+const npmMissing = npm.error ? `npm is not available (${npm.error.message})` : '';
+if (npmMissing) console.warn(`package-install.spec.ts skipped: ${npmMissing}`);
+
+/** The version of a package installed in the repository (the peers are pinned to those, so npm's cache has them). */
+const installed = (name: string): string => (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+
+/** Runs a command to its end; throws with its output when it fails. */
+function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): string {
+  const r = spawnSync(cmd, args, { cwd, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status ?? r.signal}): ${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+}
+
+/** The README's quick start: every fenced block whose first line is `// <file>`, by file. */
+function quickStart(): Map<string, string> {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Quick start'), readme.indexOf('\n## ', readme.indexOf('## Quick start') + 3));
+  const files = new Map<string, string>();
+  for (const m of section.matchAll(/```\w+\n\/\/ (\S+)\n([\s\S]*?)```/g)) files.set(m[1]!, m[2]!);
+  return files;
+}
+
+/** Every folder `@nestjs/<name>` under `dir`'s node_modules, at any depth (relative paths). */
+function copiesOf(dir: string, name: string, rel = ''): string[] {
+  const nm = join(dir, 'node_modules');
+  if (!existsSync(nm)) return [];
+  const out: string[] = [];
+  for (const entry of readdirSync(nm)) {
+    if (entry.startsWith('.')) continue;
+    const scoped = entry.startsWith('@') ? readdirSync(join(nm, entry)).map((e) => `${entry}/${e}`) : [entry];
+    for (const pkg of scoped) {
+      const path = join(nm, pkg);
+      if (pkg === `@nestjs/${name}`) out.push(join(rel, 'node_modules', pkg));
+      if (!lstatSync(path).isSymbolicLink()) out.push(...copiesOf(path, name, join(rel, 'node_modules', pkg)));
+    }
+  }
+  return out;
+}
+
+(npmMissing ? describe.skip : describe)('the packed package in a fresh Nest app', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'echomq-install-'));
+  const queue = randomQueue('greetings');
+  let tarball = '';
+  let packed: string[] = [];
+  let appPid = 0;
+
+  afterAll(async () => {
+    if (appPid && alive(appPid)) process.kill(appPid, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    const raw = rawClient();
+    const keys = await queueKeysIn(raw, queue);
+    if (keys.length) await raw.del(...keys);
+    raw.disconnect();
+  });
+
+  it('npm pack: the built runtime, its Lua, the bin, the docs; nothing stale, test-only or source-mapped', () => {
+    const out = run('npm', ['pack', '--json', '--pack-destination', dir], ROOT);
+    const info = (JSON.parse(out.slice(out.indexOf('[\n'))) as { filename: string; files: { path: string }[] }[])[0]!;
+    tarball = join(dir, info.filename);
+    packed = info.files.map((f) => f.path);
+    expect(existsSync(tarball)).toBe(true);
+    const mustHave = ['package.json', 'README.md', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/testing.js', 'dist/src/protocol.js', 'dist/src/cli/main.js', 'lua/manifest.json', 'docs/testing.md'];
+    expect(mustHave.filter((f) => !packed.includes(f))).toEqual([]);
+    // Every script the runtime loads at run time (scripts.ts reads lua/<name>.lua).
+    expect(SCRIPT_NAMES.filter((n) => !packed.includes(`lua/${n}.lua`))).toEqual([]);
+    const unwanted = packed.filter((f) => /^(test|sample-app|bench|scripts|peers|conformance|node_modules|lua\/(src|lib)|dist\/(?!src\/))\//.test(f) || f.endsWith('.map'));
+    expect(unwanted).toEqual([]);
+    // Only the output of today's sources: no .js of a file renamed or deleted since some build.
+    const stale = packed.filter((f) => f.startsWith('dist/src/') && f.endsWith('.js') && !existsSync(join(ROOT, f.replace(/^dist\//, '').replace(/\.js$/, '.ts'))));
+    expect(stale).toEqual([]);
+    expect(readFileSync(join(ROOT, 'dist/src/cli/main.js'), 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+  }, 120_000);
+
+  it('installs beside the peers with one @nestjs/core, compiles the README quick start, boots and handles a job', async () => {
+    expect(tarball).not.toBe('');
+    const app = join(dir, 'app');
+    mkdirSync(join(app, 'src'), { recursive: true });
+    const pkg = {
+      name: 'echomq-install-check',
+      private: true,
+      type: 'module',
+      dependencies: Object.fromEntries([
+        ['@echomq/nestjs', `file:${tarball}`],
+        ...['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', 'reflect-metadata', 'rxjs'].map((n) => [n, installed(n)]),
+      ]),
+      devDependencies: { '@types/node': installed('@types/node') },
+    };
+    writeFileSync(join(app, 'package.json'), JSON.stringify(pkg, null, 2));
+    const files = quickStart();
+    expect([...files.keys()].sort()).toEqual(['src/app.module.ts', 'src/greeter.ts', 'src/greetings.controller.ts', 'src/main.ts', 'tsconfig.json']);
+    // The queue gets a random name (the run's Valkey is shared); the route stays /greetings.
+    for (const [file, text] of files) writeFileSync(join(app, file), text.replace(/(Processor|enqueue|getJob)\('greetings'/g, `$1('${queue}'`));
+
+    run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], app);
+    // A copy, not a symlink into the checkout, and one @nestjs/core (and common) in the whole tree.
+    expect(lstatSync(join(app, 'node_modules/@echomq/nestjs')).isSymbolicLink()).toBe(false);
+    expect(copiesOf(app, 'core')).toEqual(['node_modules/@nestjs/core']);
+    expect(copiesOf(app, 'common')).toEqual(['node_modules/@nestjs/common']);
+
+    // The README's tsconfig and files type-check against the installed package's declarations.
+    run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], app);
+
+    const child = spawn(process.execPath, ['dist/main.js'], { cwd: app, env: { ...process.env, VALKEY_URL: testUrl(), PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    appPid = child.pid!;
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
+    const until = Date.now() + 30_000;
+    let port = '';
+    while (!port) {
+      if (Date.now() > until || child.exitCode !== null) throw new Error(`the app did not start: ${out}`);
+      port = /listening on http:\/\/\S+:(\d+)/.exec(out)?.[1] ?? '';
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const base = `http://127.0.0.1:${port}/greetings`;
+    const posted = await fetch(base, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Ada' }) });
+    expect(posted.status).toBe(201);
+    const { id } = (await posted.json()) as { id: string };
+    expect(id).toMatch(/^job/);
+    let seen: unknown;
+    for (let i = 0; i < 250; i++) {
+      seen = await (await fetch(`${base}/${id}`)).json();
+      if ((seen as { status?: string }).status === 'done') break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(seen).toEqual({ status: 'done', result: { text: 'hello Ada' } });
+
+    // The shutdown hooks close it on SIGTERM (Nest then re-raises the signal).
+    child.kill('SIGTERM');
+    expect(await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running'), 10_000))])).toEqual({ code: null, signal: 'SIGTERM' });
+    expect(out).not.toMatch(/ERROR|can't resolve/);
+
+    // The bin.
+    expect(run(process.execPath, ['node_modules/.bin/echomq', '--help'], app)).toContain('Usage: echomq');
+  }, 180_000);
+});
