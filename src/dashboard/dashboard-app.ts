@@ -18,6 +18,10 @@ import { readOutcome } from './entry-rows.js';
 import { overviewPage } from './overview-page.js';
 import { queueData, queuePage } from './queue-page.js';
 import { processesPage } from './processes-page.js';
+import { filterQuery, searchOptionsOf } from './job-filter-form.js';
+import { deadLetterRoute, deadLettersGet, deadLettersPost } from './dead-letters-page.js';
+import type { JobPage } from '../admin/job-pages.js';
+import type { JobSearchCursor, JobSearchPage } from '../admin/job-search.js';
 import { chartRange, MetricsHistory, overviewHistory } from './metrics-history.js';
 import { chartRegion } from './chart.js';
 
@@ -93,6 +97,9 @@ const NOTICES: Readonly<Record<string, string>> = {
   'lane-was-paused': 'The lane was already paused.',
   'lane-resumed': 'Lane resumed.',
   'lane-was-running': 'The lane was not paused.',
+  'dead-replayed': 'Replayed: published to the topic again as new events (every group of the topic receives them); the dead letters are deleted.',
+  'dead-purged': 'Purged: the dead letters are deleted.',
+  'dead-gone': 'Nothing done: those dead letters are gone (replayed or purged already).',
 };
 
 /** The notice of each cancel outcome. */
@@ -152,17 +159,21 @@ export class DashboardApp {
     }
     if (parts.length === 1 && parts[0] === 'processes') return { title: 'Processes', body: processesPage(ctx, await queues.processes()) };
     if (parts.length === 1 && (parts[0] === 'bus' || parts[0] === 'cache')) return this.section(ctx, parts[0], req.query.get('after') ?? undefined);
+    const dead = this.src.bus ? deadLetterRoute(parts) : undefined;
+    if (dead && this.src.bus) return deadLettersGet(ctx, this.src.bus, dead, req.query, shown);
     if (parts[0] !== 'queues') throw new HttpRefusal(404, 'no such page');
     const [, queue, sub, id] = parts;
     if (parts.length === 2) {
       const status = (req.query.get('status') ?? 'pending') as ListableStatus;
       if (!LISTABLE.includes(status)) throw new InvalidOptionError(`status must be one of ${LISTABLE.join(', ')}`);
       const cursor = (req.query.get('cursor') ?? undefined) as JobCursor | undefined;
+      const filter = filterQuery(req.query); // any filter: a bounded filtered listing (job-filter-form.ts)
+      const list = filter ? queues.findJobs(queue, { ...searchOptionsOf(filter), status, cursor: (req.query.get('cursor') as JobSearchCursor | null) ?? undefined, limit: 50 }) : queues.jobs(queue, { status, cursor, limit: 50 });
       // Counts and jobs each on their own: what cannot be read is shown as such (entry-rows.ts).
-      const [info, jobs] = await Promise.all([readOutcome(queues.info(queue)), readOutcome(queues.jobs(queue, { status, cursor, limit: 50 }))]);
+      const [info, jobs] = await Promise.all([readOutcome(queues.info(queue)), readOutcome<JobPage | JobSearchPage>(list)]);
       const range = this.history && chartRange(req.query);
       const charts = this.history && range && chartRegion({ href: `${ctx.base}/queues/${seg(queue)}`, keep: `status=${status}&` }, range, await this.history.read(queue, range), true);
-      return { title: queue, body: queuePage(ctx, { ...queueData(queue, info, jobs), status, paged: cursor !== undefined, charts }, shown) };
+      return { title: queue, body: queuePage(ctx, { ...queueData(queue, info, jobs), status, paged: cursor !== undefined, charts, filter }, shown) };
     }
     if (parts.length === 3 && sub === 'search') {
       const wanted = (req.query.get('id') ?? '').trim();
@@ -197,11 +208,13 @@ export class DashboardApp {
     if (this.behaviour.readOnly) throw new HttpRefusal(403, 'this dashboard is read-only');
     checkCsrf(req.headers, req.form._csrf, this.csrf, this.hosts);
     const [root, queue, a, id, verb] = parts;
+    const ask = (path: string, question: string, button: string, to: string, fields?: Record<string, string>): DashboardResponse => this.ok(ctx, { title: 'Confirm', body: confirmPage(ctx, path, question, button, to, fields) }, false);
+    const dead = root === 'bus' && this.src.bus ? await deadLettersPost(this.src.bus, parts, req.form) : undefined;
+    if (dead) return 'ask' in dead ? ask(dead.ask.path, dead.ask.question, dead.ask.button, dead.ask.back, dead.ask.fields) : this.redirect(ctx, dead.to, dead.notice);
     if (root !== 'queues' || queue === undefined) throw new HttpRefusal(404, 'no such action');
     const q = this.src.queues;
     const back = `/queues/${seg(queue)}`;
     const confirmed = req.form.confirm === 'yes'; // destructive actions: a first POST only asks (confirm-page.ts)
-    const ask = (path: string, question: string, button: string, to: string): DashboardResponse => this.ok(ctx, { title: 'Confirm', body: confirmPage(ctx, path, question, button, to) }, false);
     if (parts.length === 3) {
       if (a === 'pause') return this.redirect(ctx, back, (await q.pause(queue)) ? 'paused' : 'was-paused');
       if (a === 'resume') return this.redirect(ctx, back, (await q.resume(queue)) ? 'resumed' : 'was-running');

@@ -6,6 +6,8 @@ import { stateBadge, when } from './badges.js';
 import { action, seg, type PageContext } from './dashboard-layout.js';
 import { problemText, type ReadOutcome } from './entry-rows.js';
 import { lanesSection } from './lanes-section.js';
+import type { JobSearchPage } from '../admin/job-search.js';
+import { filterForm, filterPager, type JobFilterQuery } from './job-filter-form.js';
 
 /** What a queue's page shows. */
 export interface QueuePageData {
@@ -13,8 +15,10 @@ export interface QueuePageData {
   readonly info: QueueInfo;
   /** The status listed. */
   readonly status: ListableStatus;
-  /** The listed page of jobs. */
-  readonly jobs: JobPage;
+  /** The listed page of jobs (a filtered one when `filter` is given). */
+  readonly jobs: JobPage | JobSearchPage;
+  /** The filters of a filtered listing (job-filter-form.ts). */
+  readonly filter?: JobFilterQuery;
   /** True when this is not the first page. */
   readonly paged: boolean;
   /** The chart region (stored history: throughput and latency, with range links), when the charts are on. */
@@ -26,7 +30,7 @@ export interface QueuePageData {
 const NO_COUNTS = { scheduled: 0, pending: 0, active: 0, done: 0, dead: 0, cancelled: 0, waiting: 0 };
 
 /** The counts and jobs of a queue's page from two reads that may each have failed on the data (shown, not thrown). */
-export function queueData(queue: string, info: ReadOutcome<QueueInfo>, jobs: ReadOutcome<JobPage>): Pick<QueuePageData, 'info' | 'jobs' | 'jobsError'> {
+export function queueData(queue: string, info: ReadOutcome<QueueInfo>, jobs: ReadOutcome<JobPage | JobSearchPage>): Pick<QueuePageData, 'info' | 'jobs' | 'jobsError'> {
   return {
     info: info.ok ? info.value : { name: queue, paused: false, pausedLanes: [], counts: NO_COUNTS, error: info.error, problem: 'unreadable' },
     jobs: jobs.ok ? jobs.value : { jobs: [] },
@@ -68,7 +72,10 @@ export function queuePage(ctx: PageContext, d: QueuePageData, notice?: SafeHtml)
 <p>${toggle}${retryAll}</p>${lanesSection(ctx, d.info)}${unreadable}${tabs(ctx, d)}
 ${d.charts ?? ''}
 <form method="get" action="${ctx.base}${q}/search"><label>Job id <input name="id" size="34" required></label> <button type="submit">Find</button></form>
-<h2>${d.status} jobs, newest first</h2>
+${filterForm(ctx, q, d.status, d.filter)}
+<h2>${d.status} jobs${d.filter ? ' matching the filters' : ''}, newest first</h2>
 <table id="jobs"><thead><tr><th>id</th><th>created</th><th>at</th><th>attempts</th><th>error</th><th></th></tr></thead><tbody>${rows}</tbody></table>
-${d.jobs.jobs.length || d.jobsError ? '' : html`<p>No ${d.status} jobs.</p>`}<p>${pager}</p>`;
+${d.jobs.jobs.length || d.jobsError ? '' : html`<p>No ${d.status} jobs${d.filter ? ' matched here' : ''}.</p>`}${
+    d.filter && 'examined' in d.jobs ? filterPager(ctx, q, d.status, d.jobs, d.filter, d.paged) : html`<p>${pager}</p>`
+  }`;
 }
