@@ -46,7 +46,7 @@ export interface CacheOptions {
    * `strict` (default): a value JSON would silently change (a `Date` would read back as a
    * string, `NaN` as null, a `Map` as `{}`, a class instance as a plain object) is refused by
    * `set`, `getOrLoad` and `@Cached` naming its path; `json`: JSON's conversions are accepted
-   * (docs/cache.md, "Values").
+   * (docs/queue.md, "Payloads").
    */
   readonly codec?: PayloadCodec;
 }

@@ -62,9 +62,9 @@ export interface EchoMqModuleOptions {
    */
   readonly flows?: FlowOptions & { readonly relay?: boolean };
   /**
-   * `false`: a producer-only app. No `@Processor`, `@Flow` or `@OnEvent` loop starts, and the
-   * connection opens on first use instead of at startup (the app starts while Valkey is
-   * unreachable). Default true.
+   * `false`: a producer-only app. No `@Processor`, `@Flow` or `@OnEvent` loop starts; the
+   * connection is tried once at startup (so `mintId()` works from bootstrap on) and, when Valkey
+   * is unreachable, opens on first use instead (the app starts anyway). Default true.
    */
   readonly consumers?: boolean;
   /**
