@@ -56,7 +56,9 @@ export class CliContext {
     // for the first id minted, not for the first command: reads never lease.
     conn.openOnFirstUse();
     this.conn = conn;
-    this.bus = new BusService(conn, { trimIntervalMs: 0 });
+    // Retention warnings (an unbounded topic, a default applied) go to stderr, never into --json output.
+    const warn = (m: string): void => void process.stderr.write(`echomq: warning: ${m}\n`);
+    this.bus = new BusService(conn, { trimIntervalMs: 0 }, undefined, { warn, error: warn });
     this.cache = new CacheService(conn);
     this.services = { queues: new QueueAdmin(conn, new QueueService(conn)), bus: new BusAdmin(conn, this.bus), cache: new CacheAdmin(conn, this.cache) };
     return this.services;

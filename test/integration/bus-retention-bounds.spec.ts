@@ -1,7 +1,9 @@
 import { BusAdmin, BusService } from '../../src/index.js';
 import { PROTOCOL_VERSION, runScript, topicKeys } from '../../src/protocol.js';
 import { DEFAULT_ARCHIVE_MAX_AGE_MS, DEFAULT_ARCHIVE_MAX_BYTES } from '../../src/bus/retention-policy.js';
-import { queueKeysIn, randomQueue } from '../helpers/valkey.js';
+import { queueKeysIn, randomQueue, testUrl } from '../helpers/valkey.js';
+import { aclUser } from '../helpers/acl.js';
+import { EchoMqConnection } from '../../src/protocol.js';
 import { refusedUnchanged } from '../helpers/refusals.js';
 import { busFixture, codeOf, collect } from './bus-core.helpers.js';
 
@@ -87,6 +89,39 @@ describe('the archive byte bound', () => {
     await f.bus.setRetention(t, { maxLen: 5, archiveMaxBytes: 0 });
     expect(await f.bus.trim(t)).toEqual({ archived: 0, trimmed: 5, expiredSegments: 0 });
     expect(await f.raw.exists(k.archive)).toBe(0);
+  });
+});
+
+describe('an archive without a running total (written by earlier bytes)', () => {
+  it('is counted 1000 segments per call (more = 1 meanwhile, nothing deleted by bytes), then bounded', async () => {
+    const t = topic();
+    const k = topicKeys(t);
+    const trim = async (limit: number): Promise<number[]> =>
+      (await runScript(f.conn.scriptClient, 'trim', [k.meta, k.log, k.archive, k.segPrefix], [PROTOCOL_VERSION, limit, 8388608, 100])) as number[];
+    await f.bus.publishMany(t, Array.from({ length: 1000 }, (_, i) => i));
+    await f.bus.publishMany(t, Array.from({ length: 3 }, (_, i) => 1000 + i));
+    await runScript(f.conn.scriptClient, 'retention', [k.meta], [PROTOCOL_VERSION, 1, '', '']);
+    for (let i = 0; i < 1002; i++) await trim(1); // one segment per entry: 1002 segments
+    expect(await f.raw.zcard(k.archive)).toBe(1002);
+    const { bytes } = await archiveLength(t);
+    expect(Number(await f.raw.hget(k.meta, 'archiveBytes'))).toBe(bytes);
+    // As if earlier bytes had written them: no total. A byte bound of about half the archive.
+    await f.raw.hdel(k.meta, 'archiveBytes');
+    await runScript(f.conn.scriptClient, 'retention', [k.meta], [PROTOCOL_VERSION, 1, '', '', Math.floor(bytes / 2)]);
+    expect(await trim(1000)).toEqual([0, 0, 0, 1]);
+    expect(await f.raw.hget(k.meta, 'archiveScan')).toMatch(/^1000 \d+$/);
+    expect(await f.raw.zcard(k.archive)).toBe(1002);
+    let expired = 0;
+    for (let r = await trim(1000); ; r = await trim(1000)) {
+      expired += r[2];
+      if (r[2] < 100) break;
+    }
+    expect(await f.raw.hget(k.meta, 'archiveScan')).toBeNull();
+    const after = await archiveLength(t);
+    expect(Number(await f.raw.hget(k.meta, 'archiveBytes'))).toBe(after.bytes);
+    expect(after.bytes).toBeLessThanOrEqual(Math.floor(bytes / 2));
+    expect(expired).toBeGreaterThanOrEqual(500);
+    expect(await f.raw.zcard(k.archive)).toBe(1002 - expired);
   });
 });
 
@@ -214,5 +249,28 @@ describe('the operator figures', () => {
     expect(info.logBytesEstimated).toBeUndefined();
     expect(info.logBytes).toBe(await f.raw.call('MEMORY', 'USAGE', topicKeys(t).log));
     expect(info.logBytes).toBeGreaterThan(100 * 200);
+  });
+
+  it('a monitoring user (+@read) reads MEMORY USAGE; one refused it gets an estimate marked as one', async () => {
+    const t = topic();
+    await f.bus.setRetention(t, { maxLen: 100 });
+    await f.bus.publishMany(t, Array.from({ length: 50 }, (_, i) => payload(i)));
+    const monitor = ['resetkeys', 'resetchannels', '-@all', '+@read', '-@dangerous', '+info', '+time', '+evalsha', '+eval', '+client|setname', '~{emq}:*', '~emq:*'];
+    for (const [rules, estimated] of [[monitor, false], [[...monitor, '-memory'], true]] as const) {
+      const u = await aclUser(f.raw, rules, 'emq-mem');
+      const url = new URL(testUrl());
+      url.username = u.username;
+      url.password = u.password;
+      const conn = new EchoMqConnection({ url: url.toString() });
+      try {
+        const info = await new BusAdmin(conn, new BusService(conn, { trimIntervalMs: 0 })).topic(t);
+        expect([info.logBytesEstimated ?? false, info.length]).toEqual([estimated, 50]);
+        // An estimate from the entries' sizes is of the right order: at least their payload bytes.
+        expect(info.logBytes).toBeGreaterThan(50 * 200);
+      } finally {
+        await conn.close();
+        await u.drop();
+      }
+    }
   });
 });
