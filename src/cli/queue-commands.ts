@@ -20,7 +20,6 @@ function jobRows(j: JobView): [string, unknown][] {
   const rows: [string, unknown][] = [
     ['id', j.id],
     ['queue', j.queue],
-    ['name', j.name],
     ['status', j.status],
     ['attempts', j.maxAttempts === undefined ? j.attempts : `${j.attempts} of ${j.maxAttempts}`],
     ['created', j.createdAt],

@@ -1,13 +1,15 @@
 import type { ProcessList, ProcessView } from '../admin/processes.js';
-import { stateBadge, when } from './badges.js';
+import { when } from './badges.js';
 import { seg, type PageContext } from './dashboard-layout.js';
 import { shownName as t } from './entry-rows.js';
 import { html, type SafeHtml } from './html.js';
 
-/** The badge of a process entry: live as `active`, gone as `cancelled`, unreadable as `missing`. */
+/** The palette class of each state (the layout's `.st-*` colours): live as active, gone as cancelled, unreadable as missing. */
+const COLOUR: Readonly<Record<ProcessView['state'], string>> = { live: 'st st-active', gone: 'st st-cancelled', unreadable: 'st st-missing' };
+
+/** The badge of a process entry, in the state colours of every page. */
 function badge(p: ProcessView): SafeHtml {
-  const shown = stateBadge(p.state === 'live' ? 'active' : p.state === 'gone' ? 'cancelled' : 'missing');
-  return html`<span data-process-state="${p.state}" title="${p.state}">${shown}</span> ${p.state}`;
+  return html`<span class="${COLOUR[p.state]}" data-process-state="${p.state}">${p.state}</span>`;
 }
 
 /** One row: host, pid, runtime/version, started, last heartbeat, queues, Bus groups, roles. */

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { jest } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { Processor, type Job } from '../../src/index.js';
 import { buryJobs, startDashboardApp, type DashboardTestApp } from '../helpers/dashboard.js';
@@ -101,6 +102,27 @@ describe('the dashboard in headless Chromium', () => {
     if (process.env.DASHBOARD_PARENT_SCREENSHOT) writeFileSync(process.env.DASHBOARD_PARENT_SCREENSHOT, png); // to look at it
     await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click(`tr[data-child="${flow.children[0].id}"] a`)]);
     expect(await page.$eval('#parent', (el) => el.textContent)).toBe(flow.id);
+    expect(cspErrors).toEqual([]);
+  });
+
+  it('lists the processes with their queues, concurrency and heartbeat, linked from the header (issue 38)', async () => {
+    await page.goto(`${d.origin}/echomq/`, { waitUntil: 'load' });
+    await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('header a[href$="/processes"]')]);
+    // The app's own process (this one) runs the LIVE consumer (concurrency 2): its row is live.
+    const row = `#processes tr[data-state="live"][data-pid="${process.pid}"]`;
+    await page.waitForFunction((sel: string, q: string) => [...document.querySelectorAll(sel)].some((r) => r.textContent?.includes(q)), { timeout: 20_000 }, row, LIVE);
+    const cells = await page.$$eval(row, (rows, q) => rows.filter((r) => r.textContent?.includes(q as string)).map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent?.trim() ?? '')), LIVE);
+    expect(cells).toHaveLength(1);
+    const [node, state, host, pid, runtime, started, heartbeat, queues] = cells[0];
+    expect([Number.isInteger(Number(node)), state, host.length > 0, pid, runtime]).toEqual([true, expect.stringContaining('live'), true, String(process.pid), `node ${process.versions.node} / 0.1.0`]);
+    expect(started).toMatch(/ago|just now/);
+    expect(heartbeat).toMatch(/ago|just now/);
+    expect(queues).toContain(`${LIVE} `);
+    expect(queues).toMatch(/\d+\/2/);
+    expect(await page.$eval(`${row} td time`, (el) => el.getAttribute('title'))).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+    const png = Buffer.from(await page.screenshot({ type: 'png', fullPage: true }));
+    expect(png.subarray(0, 8).toString('hex')).toBe('89504e470d0a1a0a');
+    if (process.env.DASHBOARD_SCREENSHOT_DIR) writeFileSync(join(process.env.DASHBOARD_SCREENSHOT_DIR, 'processes.png'), png);
     expect(cspErrors).toEqual([]);
   });
 });

@@ -10,11 +10,14 @@
 import type { Redis } from 'iovalkey';
 import { BusService, CacheService, EchoMqError, QueueService } from '../../src/index.js';
 import { EchoMqConnection, globalKeys } from '../../src/protocol.js';
+import { queueKeys } from '../../src/core/keys.js';
+import { runScript } from '../../src/core/scripts.js';
 import { freePort } from '../../src/testing.js';
 import { aclUser, type TestUser } from '../helpers/acl.js';
 import { spawnScript } from '../helpers/child.js';
 import { MAIN, runCli } from '../helpers/cli.js';
 import { buryJobs } from '../helpers/dashboard.js';
+import { deadLetters } from '../helpers/dead-letters.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 
@@ -74,15 +77,27 @@ describe('a monitoring user (read permissions only)', () => {
     const job = await cli('--json', 'job', q, dead);
     expect([job.code, job.stderr]).toEqual([0, '']);
     expect(JSON.parse(job.stdout)).toMatchObject({ id: dead, status: 'dead', payload: { n: 1 } });
-    for (const args of [['topics', '--after', topic.slice(0, -1), '--limit', '1'], ['groups', topic], ['dead-letters', topic], ['retention', topic], ['cache', 'stats', '--after', ns.slice(0, -1), '--limit', '1'], ['jobs', q, '--status', 'pending']]) {
+    for (const args of [['topics', '--after', topic.slice(0, -1), '--limit', '1'], ['groups', topic], ['dead-letters', topic], ['retention', topic], ['cache', 'stats', '--after', ns.slice(0, -1), '--limit', '1'], ['jobs', q, '--status', 'pending'], ['stats'], ['stats', q, '--range', '24h']]) {
       const r = await cli(...args);
       expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 0, '']);
     }
+    // The processes view reads with HGETALL and TIME only; this test's own process is listed, live.
+    const procs = await cli('--json', 'processes');
+    expect([procs.code, /NOPERM/.test(procs.stderr)]).toEqual([0, false]);
+    expect((JSON.parse(procs.stdout) as { items: { state: string; info?: { pid: number } }[] }).items.some((p) => p.state === 'live' && p.info?.pid === process.pid)).toBe(true);
+    // The stored history (stats.lua, written here as a consumer would) reads with read permissions.
+    await runScript(f.conn.scriptClient, 'stats', [queueKeys(q).meta], ['2', Math.floor(Date.now() / 1000), 'c', 5, 'r6', 5, 'rs', 400]);
+    const history = await cli('--json', 'stats', q);
+    expect([history.code, history.stderr]).toEqual([0, '']);
+    expect(JSON.parse(history.stdout)).toMatchObject({ queue: q, total: { completed: 5, run: { count: 5, meanMs: 80 } } });
     // A write is refused (exit 3, EMQ_NOPERM) and writes nothing.
     const pause = await cli('pause', q);
     expect(pause.code).toBe(3);
     expect(pause.stderr).toMatch(/^echomq: EMQ_NOPERM /);
     expect(await raw.hget(`emq:{${q}}:meta`, 'paused')).toBeNull();
+    const lane = await cli('pause-lane', q, 'tenant-a');
+    expect([lane.code, lane.stderr]).toEqual([3, expect.stringMatching(/^echomq: EMQ_NOPERM /)]);
+    expect(await raw.hget(`emq:{${q}}:meta`, 'gpaused')).toBeNull();
 
     const port = await freePort();
     const token = 'monitor-' + 'x'.repeat(20);
@@ -103,6 +118,8 @@ describe('a monitoring user (read permissions only)', () => {
         expect([p, scope.includes('unreadable')]).toEqual([p, false]);
       }
       expect((await fetch(`${origin}/queues/${q}/search?id=${dead}`, { headers: auth, redirect: 'manual' })).status).toBe(303);
+      const processes = await fetch(`${origin}/processes`, { headers: auth });
+      expect([processes.status, (await processes.text()).includes(`data-state="live" data-pid="${process.pid}"`)]).toEqual([200, true]);
       await new Promise((r) => setTimeout(r, 1500)); // the sampler ticks as this user too
       expect(child.hasExited()).toBe(false);
     } finally {
@@ -111,6 +128,38 @@ describe('a monitoring user (read permissions only)', () => {
     }
     expect(child.stderr()).toBe('');
     expect(await raw.get(globalKeys.nodeSeq)).toBe(seq); // no node number was leased (a lease INCRs the sequence)
+  });
+
+  it('searches jobs and reads dead letters with read permissions only (CLI filters, the filtered queue page, the dead-letter page)', async () => {
+    const q = randomQueue('ro-search');
+    const [dead] = await buryJobs(f.conn, f.queues, q, [{ n: 1 }, { n: 2 }]);
+    const topic = randomQueue('ro-dead');
+    const [deadId] = await deadLetters(f.conn, raw, topic, [{ n: 1 }]);
+    const url = urlOf(await user(MONITOR));
+    const found = await runCli(['--url', url, '--json', 'jobs', q, '--status', 'dead', '--error', 'BOOM', '--where', 'n=1', '--since', '1h']);
+    expect([found.code, found.stderr]).toEqual([0, '']);
+    expect(JSON.parse(found.stdout)).toMatchObject({ jobs: [{ id: dead }], examined: 2 });
+    const port = await freePort();
+    const token = 'monitor-' + 'y'.repeat(20);
+    const auth = { authorization: `Bearer ${token}` };
+    const child = spawnScript(MAIN, ['--url', url, 'dashboard', '--port', String(port), '--token', token, '--read-only']);
+    try {
+      const [, printed] = await child.waitForLine(/^EchoMQ dashboard: (\S+)$/);
+      const origin = new URL(printed).origin;
+      const search = await fetch(`${origin}/queues/${q}?status=dead&error=boom&field=n&equals=1`, { headers: auth });
+      const body = await search.text();
+      expect(search.status).toBe(200);
+      expect([...body.matchAll(/<tr data-job="([^"]+)"/g)].map((m) => m[1])).toEqual([dead]);
+      const list = await fetch(`${origin}/bus/${topic}/dead-letters`, { headers: auth });
+      const page = await list.text();
+      expect(list.status).toBe(200);
+      expect(page).toContain(`data-dead="${deadId}"`);
+      expect(page).not.toContain('method="post"');
+      expect((await fetch(`${origin}/bus/${topic}/dead-letters/${deadId}`, { headers: auth })).status).toBe(200);
+    } finally {
+      child.signal('SIGTERM');
+      expect((await child.exited).code).toBe(0);
+    }
   });
 
   it('the stricter grant (read-only keys, no scripting) runs every reading command but job, refused with EMQ_NOPERM', async () => {
@@ -124,7 +173,7 @@ describe('a monitoring user (read permissions only)', () => {
     }
     // Whole registries are shared with the other tests of the run (some plant bad entries on
     // purpose, shown as warnings): what matters here is that no read is refused.
-    for (const args of [['topics'], ['cache', 'stats']]) {
+    for (const args of [['topics'], ['cache', 'stats'], ['processes']]) {
       const r = await cli(...args);
       expect([args.join(' '), r.code, /NOPERM/.test(r.stderr)]).toEqual([args.join(' '), 0, false]);
     }

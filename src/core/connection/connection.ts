@@ -75,6 +75,7 @@ export class EchoMqConnection {
     const lease = this.firstUseLease ?? this.newLease();
     await lease.open();
     this.lease = lease;
+    this.process.onChange = () => void lease.renew().catch(() => undefined); // a new consumer shows at once
     await this.rename(lease.node);
   }
 

@@ -68,11 +68,29 @@ export interface ProcessInfo {
 export class ProcessDescription {
   private readonly parts = new Set<() => ProcessPart>();
   private readonly started = Date.now();
+  private pending?: NodeJS.Timeout;
+  /**
+   * Called (once per burst of changes, 50 ms later) when a part is added or removed: the
+   * connection renews its lease then, so a consumer shows up at once, not a renewal later.
+   */
+  onChange?: () => void;
 
   /** Adds a part (read at each renewal); returns the function that removes it. */
   add(part: () => ProcessPart): () => void {
     this.parts.add(part);
-    return () => void this.parts.delete(part);
+    this.changed();
+    return () => {
+      if (this.parts.delete(part)) this.changed();
+    };
+  }
+
+  private changed(): void {
+    if (this.pending || !this.onChange) return;
+    this.pending = setTimeout(() => {
+      this.pending = undefined;
+      this.onChange?.();
+    }, 50);
+    this.pending.unref();
   }
 
   /** The description now. */
