@@ -17,7 +17,7 @@ import { shownName } from './entry-rows.js';
 /** Most dead letters one page shows (and one "replay all shown" touches). */
 export const DEAD_PAGE = 50;
 /** Longest payload preview in the list (the entry's own page shows it whole). */
-const PREVIEW = 120;
+const PREVIEW = 80;
 const DEAD_ID = /^\d{1,20}-\d{1,20}$/;
 const GROUP = /^[A-Za-z0-9_.-]{1,100}$/;
 
@@ -55,7 +55,7 @@ function idsButton(ctx: PageContext, topic: string, verb: 'replay' | 'purge', id
   }<button type="submit">${label}</button></form>`;
 }
 
-/** A payload's text as a list cell shows it: control characters escaped, cut at 120 characters. */
+/** A payload's text as a list cell shows it: control characters escaped, cut at 80 characters. */
 const preview = (e: DeadLetterEntry): string => (e.payloadText === undefined ? '(none)' : shownName(e.payloadText.length > PREVIEW ? `${e.payloadText.slice(0, PREVIEW)}…` : e.payloadText));
 
 /** One page of a topic's dead letters (of one group when `group`), newest first, with replay and purge. */
@@ -64,7 +64,7 @@ export function deadLettersPage(ctx: PageContext, topic: string, group: string |
   const g = group ? `group=${seg(group)}&` : '';
   const rows = page.entries.map(
     (e) => html`<tr data-dead="${e.deadId}"><td><a href="${ctx.base}${base}/${seg(e.deadId)}">${e.deadId}</a></td><td>${e.id}</td><td><a href="${ctx.base}${base}?group=${seg(e.group)}">${shownName(e.group)}</a></td>
-<td>${when(e.at)}</td><td class="n">${e.deliveries}</td><td>${shownName(e.error)}</td><td><code>${preview(e)}</code></td><td>${idsButton(ctx, topic, 'replay', [e.deadId], 'Replay…', group)}</td></tr>`,
+<td>${when(e.at)}</td><td class="n">${e.deliveries}</td><td>${shownName(e.error)}</td><td><pre class="preview">${preview(e)}</pre></td><td>${idsButton(ctx, topic, 'replay', [e.deadId], 'Replay…', group)}</td></tr>`,
   );
   const ids = page.entries.map((e) => e.deadId);
   const pager = [
@@ -78,7 +78,7 @@ export function deadLettersPage(ctx: PageContext, topic: string, group: string |
     group ? html` <a href="${ctx.base}${base}">All groups</a>` : ''
   }</p>
 <table id="dead-letters"><thead><tr><th>dead id</th><th>event</th><th>group</th><th>dead-lettered</th><th>deliveries</th><th>error</th><th>payload</th><th></th></tr></thead><tbody>${rows}</tbody></table>
-${page.entries.length ? '' : html`<p>No dead letters${group ? ' of this group' : ''}${paged ? ' on this page' : ''}.</p>`}<p>${pager} <span id="dead-examined">(${page.examined} examined)</span></p>`;
+${page.entries.length ? '' : html`<p>No dead letters${group ? ' of this group' : ''}${paged ? ' on this page' : ''}.</p>`}<p>${pager} <span id="dead-examined">${page.examined} dead letter(s) examined for this page.</span></p>`;
 }
 
 /** One dead letter whole: its fields, error and payload (pretty JSON when it is JSON, else the text as stored). */

@@ -162,6 +162,38 @@ describe('a monitoring user (read permissions only)', () => {
     }
   });
 
+  it('searches jobs and reads dead letters with read permissions only (CLI filters, the filtered queue page, the dead-letter page)', async () => {
+    const q = randomQueue('ro-search');
+    const [dead] = await buryJobs(f.conn, f.queues, q, [{ n: 1 }, { n: 2 }]);
+    const topic = randomQueue('ro-dead');
+    const [deadId] = await deadLetters(f.conn, raw, topic, [{ n: 1 }]);
+    const url = urlOf(await user(MONITOR));
+    const found = await runCli(['--url', url, '--json', 'jobs', q, '--status', 'dead', '--error', 'BOOM', '--where', 'n=1', '--since', '1h']);
+    expect([found.code, found.stderr]).toEqual([0, '']);
+    expect(JSON.parse(found.stdout)).toMatchObject({ jobs: [{ id: dead }], examined: 2 });
+    const port = await freePort();
+    const token = 'monitor-' + 'y'.repeat(20);
+    const auth = { authorization: `Bearer ${token}` };
+    const child = spawnScript(MAIN, ['--url', url, 'dashboard', '--port', String(port), '--token', token, '--read-only']);
+    try {
+      const [, printed] = await child.waitForLine(/^EchoMQ dashboard: (\S+)$/);
+      const origin = new URL(printed).origin;
+      const search = await fetch(`${origin}/queues/${q}?status=dead&error=boom&field=n&equals=1`, { headers: auth });
+      const body = await search.text();
+      expect(search.status).toBe(200);
+      expect([...body.matchAll(/<tr data-job="([^"]+)"/g)].map((m) => m[1])).toEqual([dead]);
+      const list = await fetch(`${origin}/bus/${topic}/dead-letters`, { headers: auth });
+      const page = await list.text();
+      expect(list.status).toBe(200);
+      expect(page).toContain(`data-dead="${deadId}"`);
+      expect(page).not.toContain('method="post"');
+      expect((await fetch(`${origin}/bus/${topic}/dead-letters/${deadId}`, { headers: auth })).status).toBe(200);
+    } finally {
+      child.signal('SIGTERM');
+      expect((await child.exited).code).toBe(0);
+    }
+  });
+
   it('the stricter grant (read-only keys, no scripting) runs every reading command but job, refused with EMQ_NOPERM', async () => {
     const q = randomQueue('ro-strict');
     const [dead] = await buryJobs(f.conn, f.queues, q, [{ n: 1 }]);
