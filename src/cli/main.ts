@@ -12,6 +12,7 @@ import { queueCommands } from './queue-commands.js';
 import { busCommands } from './bus-commands.js';
 import { processCommands } from './process-commands.js';
 import { dashboardCommand } from './dashboard-command.js';
+import { statsCommand } from './stats-command.js';
 
 /** Builds the program; `ctx` is created from the global options when a command runs. */
 export function buildProgram(): { program: Command; context: () => CliContext | undefined } {
@@ -32,6 +33,7 @@ export function buildProgram(): { program: Command; context: () => CliContext | 
   queueCommands(program, ctx);
   busCommands(program, ctx);
   processCommands(program, ctx);
+  statsCommand(program, ctx);
   dashboardCommand(program, ctx);
   return { program, context: () => context };
 }

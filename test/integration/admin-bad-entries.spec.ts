@@ -183,6 +183,19 @@ describe('the reading CLI commands', () => {
     expect(stats.stdout).toContain('bad ns!');
   });
 
+  it('stats skips the planted stats keys (another type, garbage fields) and counts them', async () => {
+    for (const args of [['stats', bad.good], ['stats'], ['stats', bad.wrongType, '--range', '24h']]) {
+      const r = await cli(...args);
+      expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 0, '']);
+      expect(r.stdout).toContain('interval (UTC)');
+    }
+    const one = await cli('stats', bad.good);
+    expect(one.stdout).toContain('3 unreadable stored entries skipped');
+    expect(one.stdout).toMatch(/│ total\s+│ 0\s+│ 2\s+│ 0 /);
+    const json = JSON.parse((await cli('--json', 'stats', bad.good)).stdout) as { skipped: number; total: { failed: number } };
+    expect([json.skipped, json.total.failed]).toEqual([3, 2]);
+  });
+
   it('jobs, job, groups, dead-letters and retention show bad data as such, never a stack', async () => {
     const jobs = await cli('jobs', bad.good, '--status', 'dead');
     expect(jobs.code).toBe(0);
