@@ -113,7 +113,8 @@ export class EventLogReader {
 
   private async run(): Promise<void> {
     let delay = 100;
-    // This member's own pending entries first (a restart under the same member name), then new ones.
+    // This member's own pending entries once (a restart under the same member name), then new
+    // ones; what stays pending after that (a sink that threw) is taken over by `reclaim`.
     let from = '0';
     while (!this.stopped) {
       try {
@@ -122,8 +123,8 @@ export class EventLogReader {
         const args = ['GROUP', this.o.group, this.o.consumer, 'COUNT', COUNT, ...(from === '>' ? ['BLOCK', BLOCK_MS] : []), 'STREAMS', this.k.events, from];
         const reply = (await this.blocker.call('XREADGROUP', ...args)) as [string, StreamEntry[]][] | null;
         const entries = reply?.[0]?.[1] ?? [];
-        if (from === '0' && entries.length === 0) from = '>';
         if (entries.length > 0) await this.handle(entries);
+        from = '>';
         delay = 100;
       } catch (err) {
         if (this.stopped) break;
