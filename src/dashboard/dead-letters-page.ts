@@ -4,7 +4,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import { html, type SafeHtml } from './html.js';
 import { when } from './badges.js';
 import { seg, type PageContext } from './dashboard-layout.js';
-import { shownName } from './entry-rows.js';
+import { readOutcome, shownName } from './entry-rows.js';
 
 /**
  * The Bus dead-letter pages (docs/dashboard.md, "Bus dead letters"): a topic's dead letters newest
@@ -94,11 +94,16 @@ export function deadLetterView(ctx: PageContext, topic: string, e: DeadLetterEnt
 
 /** The GET of a dead-letter route: the list (`?group=`, `?cursor=`) or one entry. */
 export async function deadLettersGet(ctx: PageContext, bus: BusAdmin, r: DeadLetterRoute, query: URLSearchParams, notice?: SafeHtml): Promise<{ title: string; body: SafeHtml }> {
-  if (r.deadId !== undefined) return { title: `Dead letter ${r.deadId}`, body: deadLetterView(ctx, r.topic, await bus.deadLetter(r.topic, r.deadId), notice) };
+  // Data that cannot be read (a dead key of another type) is shown as such, never a 500 (entry-rows.ts).
+  const unreadable = (error: string): SafeHtml => html`<p><a href="${ctx.base}/bus">Bus</a></p><h1>Dead letters of ${r.topic}</h1><p class="notice err" id="dead-unreadable">dead letters unreadable: ${error}</p>`;
+  if (r.deadId !== undefined) {
+    const one = await readOutcome(bus.deadLetter(r.topic, r.deadId));
+    return { title: `Dead letter ${r.deadId}`, body: one.ok ? deadLetterView(ctx, r.topic, one.value, notice) : unreadable(one.error) };
+  }
   const group = groupParam(query.get('group') ?? undefined);
   const cursor = query.get('cursor') ?? undefined;
-  const page = await bus.deadLetterPage(r.topic, { group, cursor, limit: DEAD_PAGE });
-  return { title: `Dead letters of ${r.topic}`, body: deadLettersPage(ctx, r.topic, group, page, cursor !== undefined, notice) };
+  const page = await readOutcome(bus.deadLetterPage(r.topic, { group, cursor, limit: DEAD_PAGE }));
+  return { title: `Dead letters of ${r.topic}`, body: page.ok ? deadLettersPage(ctx, r.topic, group, page.value, cursor !== undefined, notice) : unreadable(page.error) };
 }
 
 /** What a dead-letter POST answers: a confirmation to ask, or where to go with which notice. */

@@ -94,6 +94,36 @@ describe('the queue page filter form', () => {
   });
 });
 
+describe('planted data on the new pages', () => {
+  it('a filtered listing shows planted index members as unreadable rows; a dead log of another type is shown unreadable, not a 500', async () => {
+    const q = randomQueue('dash-bad');
+    const [good] = await buryWith(f.conn, q, [[{ n: 1 }, 'Timeout']]);
+    const k = queueKeys(q);
+    await raw.zadd(k.dead, Date.now() + 5, 'not a job id');
+    const body = await (await get(`/ops/queues/${q}?status=dead&error=timeout`)).text();
+    expect(jobRows(body).sort()).toEqual([good, 'not a job id'].sort());
+    expect(body).toMatch(/data-problem="unreadable">unreadable: EMQ_BAD_ID /);
+    const topic = randomQueue('dash-bad-dead');
+    await deadLetters(f.conn, raw, topic, [{ n: 1 }]);
+    const dk = topicKeys(topic).dead;
+    await raw.del(dk);
+    await raw.set(dk, 'not a stream');
+    try {
+      const res = await get(`/ops/bus/${topic}/dead-letters`);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toMatch(/id="dead-unreadable">dead letters unreadable: EMQ_WRONGTYPE /);
+      // A dead letter with planted fields still renders (defaults, never a throw).
+      await raw.del(dk);
+      const id = await raw.xadd(dk, '*', 'deliveries', 'many', 'at', 'soon', 'p', '{not json');
+      const one = await get(`/ops/bus/${topic}/dead-letters/${id}`);
+      expect(one.status).toBe(200);
+      expect(await one.text()).toContain('(not JSON: as stored)');
+    } finally {
+      await raw.del(dk);
+    }
+  });
+});
+
 describe('the Bus dead-letter pages', () => {
   it('lists dead letters newest first with cursor pages, shows one whole, and links them from the Bus page', async () => {
     const topic = randomQueue('dash-dead');
