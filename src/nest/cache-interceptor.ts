@@ -7,7 +7,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import { describeError } from '../core/reply-errors.js';
 import { keySet, refuseUnknownKeys } from '../core/known-keys.js';
 import { CacheService } from '../cache/cache-service.js';
-import { checkTags } from '../cache/cache-options.js';
+import { CACHE_HINTS, checkTags } from '../cache/cache-options.js';
 import type { CacheApi } from '../cache/cache-types.js';
 import { throughCache } from '../cache/fallthrough.js';
 
@@ -47,7 +47,7 @@ const SCOPE_KEYS = keySet<HttpCacheOptions>({ ttlMs: true, namespace: true, tags
  */
 export const CacheScope = (scope: HttpCacheScope, options: HttpCacheOptions = {}) => {
   if (scope !== 'public' && scope !== 'user' && scope !== 'tenant') throw new InvalidOptionError(`@CacheScope scope must be 'public', 'user' or 'tenant', got ${String(scope)}`);
-  refuseUnknownKeys(options, SCOPE_KEYS, '@CacheScope options');
+  refuseUnknownKeys(options, SCOPE_KEYS, '@CacheScope options', { hints: CACHE_HINTS });
   if (options.tags !== undefined && typeof options.tags !== 'function') checkTags(options.tags);
   return SetMetadata(CACHE_SCOPE_METADATA, { scope, ...options });
 };

@@ -1,7 +1,7 @@
 import { InvalidOptionError } from '../core/errors.js';
 import { keySet, refuseUnknownKeys } from '../core/known-keys.js';
 import type { CacheEntryOptions } from '../cache/cache-types.js';
-import { ENTRY_OPTION_KEYS } from '../cache/cache-options.js';
+import { CACHE_HINTS, ENTRY_OPTION_KEYS } from '../cache/cache-options.js';
 
 /** Metadata key of `@Cached`. */
 export const CACHED_METADATA = 'echomq:cached';
@@ -47,7 +47,7 @@ const EVICT_KEYS = keySet<CacheEvictOptions>({ namespace: true, keys: true, tags
  * only writes metadata. The cache explorer wraps the method at module init.
  */
 export function Cached(options: CachedOptions): MethodDecorator {
-  refuseUnknownKeys(options, CACHED_KEYS, '@Cached options');
+  refuseUnknownKeys(options, CACHED_KEYS, '@Cached options', { hints: CACHE_HINTS });
   if (!options || (options.scope !== 'public' && typeof options.scope !== 'function')) {
     throw new InvalidOptionError(`@Cached needs a scope: 'public' or a function of the arguments naming the owner`);
   }

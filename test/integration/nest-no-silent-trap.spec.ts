@@ -7,7 +7,7 @@ import 'reflect-metadata';
 import { Injectable, Module, type INestApplication, type ModuleMetadata, type Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'iovalkey';
-import { EchoMqModule, Flow, InjectQueue, Processor, Queue, QueueService, getQueueToken, type EchoMqModuleOptions, type Job } from '../../src/index.js';
+import { CacheScope, CacheService, Cached, EchoMqModule, Flow, InjectQueue, Processor, Queue, QueueService, getQueueToken, type EchoMqModuleOptions } from '../../src/index.js';
 import { EchoMqConnection } from '../../src/protocol.js';
 import { startApp } from '../helpers/nest.js';
 import { eventually, openConnection, queueKeysIn, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
@@ -78,10 +78,21 @@ describe('options BullMQ users write are refused at bootstrap, naming the path',
     expect(() => Processor('orders', opts as never)).toThrow(expect.objectContaining({ code: 'EMQ_BAD_OPTION', message: expect.stringContaining(named) }));
   });
 
-  it('cache options: ttl (seconds or ms?) is refused pointing at ttlMs', () => {
+  it('cache options: ttl (seconds or ms?) is refused pointing at ttlMs, in the module, @Cached, @CacheScope and per call', async () => {
+    const hint = 'ttl (ttlMs: milliseconds, always (cache-manager took seconds before v5))';
     expect(() => EchoMqModule.forRoot({ connection: { url: url() }, cache: { ttl: 60 } } as unknown as EchoMqModuleOptions)).toThrow(
-      expect.objectContaining({ message: expect.stringContaining('EchoMqModule options: cache.ttl (ttlMs: milliseconds, always') }),
+      expect.objectContaining({ code: 'EMQ_BAD_OPTION', message: expect.stringContaining(`EchoMqModule options: cache.${hint}`) }),
     );
+    expect(() => Cached({ scope: 'public', ttl: 60 } as never)).toThrow(expect.objectContaining({ code: 'EMQ_BAD_OPTION', message: expect.stringContaining(`unknown @Cached options: ${hint}`) }));
+    expect(() => CacheScope('public', { ttl: 60 } as never)).toThrow(expect.objectContaining({ code: 'EMQ_BAD_OPTION', message: expect.stringContaining(`unknown @CacheScope options: ${hint}`) }));
+    const ns = randomQueue('trap-cache');
+    const app = await startApp([EchoMqModule.forRoot({ connection: { url: url() }, consumers: false, cache: { namespace: ns } })]);
+    try {
+      await expect(app.get(CacheService).set('k', 1, { ttl: 60 } as never)).rejects.toMatchObject({ code: 'EMQ_BAD_OPTION', message: expect.stringContaining(`unknown cache entry options: ${hint}`) });
+      expect(await raw.keys(`emq:{c:${ns}:*`)).toEqual([]);
+    } finally {
+      await app.close();
+    }
   });
 });
 
