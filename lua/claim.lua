@@ -59,9 +59,10 @@
 --   mode. Anything else is EMQ_BAD_ARG, nothing written: 1 too (a word, so that a claim passing
 --   a limit, e.g. 1, stays refused: a claim carries no limits, conformance rate.json).
 -- @arg stamp? ""|0|1 (optional, after default-fair, protocol v2 additive) `1`: record attempt
---   starts: sets meta `stamp` = 1 (once), and while meta `stamp` is 1 every claim (this one, any
---   other caller's, enqueue's lease to a parked consumer) writes the row's `started` (now, server
---   clock) in the HSET it already does: one field, no command. Absent, "" or "0": as before.
+--   starts: sets meta `stamp` = 1 (once: when it claims a job or registers parked), and while
+--   meta `stamp` is 1 every claim (this one, any other caller's, enqueue's lease to a parked
+--   consumer) writes the row's `started` (now, server clock) in the HSET it already does: one
+--   field, no command. Absent, "" or "0": as before.
 -- @returns { wait, width, id_1, token_1, attempt_1, payload_1, extras_1, flow_1, ..., id_k, ...,
 --   flow_k } (k <= n): width = 6, the fields per job (a reader takes the width from the reply
 --   and skips the fields beyond those it knows: fields are appended only where the reply
@@ -1054,7 +1055,6 @@ if #jid > 0 then
     out[6 * i + 2] = jflow and jflow[i] or ''
   end
   if moved and #moved > 0 then redis.call('HDEL', KEYS[7], unpack(moved)) end
-  if stampArg == '1' and meta.stamp ~= '1' then redis.call('HSET', KEYS[1], 'stamp', '1') end
   emit(KEYS[9], elog, 'claimed', jid)
 end
 if rate and #jid > 0 then claim_rate_count(rate, #jid) end
@@ -1072,6 +1072,9 @@ end
 -- Group policy: lanes blocked by their rate window wait for it (the soonest window end).
 local gp = ln and ln.gp
 if gp and gp.wait and out[1] ~= -1 then out[1] = out[1] == -2 and gp.wait or math.min(out[1], gp.wait) end
+-- Attempt starts asked for: from now on every claim writes `started`, enqueue's lease to a parked
+-- consumer too (so set before a registration as well as after a claim; once per queue).
+if stampArg == '1' and meta.stamp ~= '1' and (#jid > 0 or park) then redis.call('HSET', KEYS[1], 'stamp', '1') end
 if park then claim_park_end(park, KEYS, #jid < n, now) end
 return out
 end

@@ -193,7 +193,8 @@ local function enqueue_dedup_args(K, A, b, n)
   return window, mode
 end
 -- Extras (A[5+7n .. 4+8n]): each job's text, or nil for "": a JSON object of 2..1024 bytes,
--- `t` an integer 1..86400000, `tp` a string of 1..256 bytes.
+-- `t` an integer 1..86400000, `tp` a string of 1..256 bytes, `n` (the job's name) a string of
+-- 1..128 bytes without control characters.
 local function enqueue_extras(A, n)
   local ext = {}
   for i = 1, n do
@@ -201,10 +202,12 @@ local function enqueue_extras(A, n)
     if x ~= '' then
       local ok, v = false, nil
       if #x >= 2 and #x <= 1024 and string.sub(x, 1, 1) == '{' then ok, v = pcall(cjson.decode, x) end
-      local tm, tp = ok and type(v) == 'table' and v.t, ok and type(v) == 'table' and v.tp
+      local o = ok and type(v) == 'table' and v or {}
+      local tm, tp, nm = o.t, o.tp, o.n
       if not ok or type(v) ~= 'table' or (tm ~= nil and (type(tm) ~= 'number' or tm ~= math.floor(tm) or tm < 1 or tm > 86400000))
-        or (tp ~= nil and (type(tp) ~= 'string' or #tp == 0 or #tp > 256)) then
-        fail('BAD_ARG', 'job ' .. i .. ' has bad extras (a JSON object of 2..1024 bytes; t 1..86400000, tp a string of 1..256 bytes)')
+        or (tp ~= nil and (type(tp) ~= 'string' or #tp == 0 or #tp > 256))
+        or (nm ~= nil and (type(nm) ~= 'string' or #nm == 0 or #nm > 128 or string.find(nm, '%c'))) then
+        fail('BAD_ARG', 'job ' .. i .. ' has bad extras (a JSON object of 2..1024 bytes; t 1..86400000, tp a string of 1..256 bytes, n a name of 1..128 bytes without control characters)')
       end
       ext[i] = x
     end

@@ -1169,7 +1169,6 @@ if #jid > 0 then
     out[6 * i + 2] = jflow and jflow[i] or ''
   end
   if moved and #moved > 0 then redis.call('HDEL', KEYS[7], unpack(moved)) end
-  if stampArg == '1' and meta.stamp ~= '1' then redis.call('HSET', KEYS[1], 'stamp', '1') end
   emit(KEYS[9], elog, 'claimed', jid)
 end
 if rate and #jid > 0 then claim_rate_count(rate, #jid) end
@@ -1187,6 +1186,9 @@ end
 -- Group policy: lanes blocked by their rate window wait for it (the soonest window end).
 local gp = ln and ln.gp
 if gp and gp.wait and out[1] ~= -1 then out[1] = out[1] == -2 and gp.wait or math.min(out[1], gp.wait) end
+-- Attempt starts asked for: from now on every claim writes `started`, enqueue's lease to a parked
+-- consumer too (so set before a registration as well as after a claim; once per queue).
+if stampArg == '1' and meta.stamp ~= '1' and (#jid > 0 or park) then redis.call('HSET', KEYS[1], 'stamp', '1') end
 if park then claim_park_end(park, KEYS, #jid < n, now) end
 return out
 end

@@ -65,6 +65,20 @@ describe('a job that fails twice and then succeeds', () => {
   });
 });
 
+describe('a job leased straight to a parked consumer (enqueue.lua)', () => {
+  it('records its start too: the consumer asked for starts when it parked', async () => {
+    const q = randomQueue('parkedhist');
+    const { consumer } = await startConsumer(f.conn, q, async (j) => chargeTheCard(j.attempt + 1), { attempts: 3, backoff: 'f:10' });
+    f.consumers.push(consumer);
+    await eventually(async () => (await f.raw.zcard(queueKeys(q).parked)) > 0, 5000, 'the consumer parked');
+    expect(await f.raw.hget(queueKeys(q).meta, 'stamp')).toBe('1');
+    const id = await f.queues.enqueue(q, { n: 1 });
+    await eventually(async () => (await job(q, id)).status === 'done', 10_000, 'the job done');
+    const h = (await job(q, id)).attemptHistory;
+    expect(h.map((a) => [a.attempt, a.outcome, a.startedAt instanceof Date])).toEqual([[1, 'failed', true], [2, 'done', true]]);
+  });
+});
+
 describe('the failure paths', () => {
   it('records a lease the reaper took back as lease-expired, with its start and no worker', async () => {
     const q = randomQueue('reaped');
