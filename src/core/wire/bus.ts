@@ -20,14 +20,6 @@ export interface TrimReply {
   readonly more: boolean;
 }
 
-/** The arguments of `retention.lua`: each bound, absent = none (`archiveMaxBytes` absent = left as stored). */
-export interface RetentionArgs {
-  readonly maxLen?: number;
-  readonly maxAgeMs?: number;
-  readonly archiveMaxAgeMs?: number;
-  readonly archiveMaxBytes?: number | 'unbounded';
-}
-
 /**
  * Typed wrappers of the Bus scripts, one per script. Every key array is built here from
  * `TopicKeys`; services never assemble keys.
@@ -62,7 +54,7 @@ export const busWire = {
    * `archiveMaxBytes` (0 = no archive, `unbounded`) the call has its optional fifth argument;
    * without it a stored byte bound is left as it is.
    */
-  async retention(c: ScriptClient, k: TopicKeys, p: RetentionArgs): Promise<void> {
+  async retention(c: ScriptClient, k: TopicKeys, p: { maxLen?: number; maxAgeMs?: number; archiveMaxAgeMs?: number; archiveMaxBytes?: number | 'unbounded' }): Promise<void> {
     const args: (string | number)[] = [PROTOCOL_VERSION, p.maxLen ?? '', p.maxAgeMs ?? '', p.archiveMaxAgeMs ?? ''];
     if (p.archiveMaxBytes !== undefined) args.push(p.archiveMaxBytes);
     await runScript(c, 'retention', [k.meta], args);
