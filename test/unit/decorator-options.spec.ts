@@ -46,11 +46,11 @@ describe('decorator options: unknown keys are refused when the class is defined'
   });
 
   it('@Cached, @CacheEvict and @CacheScope refuse unknown keys', () => {
-    refused(() => Cached({ scope: 'public', ttl: 5000 } as never), expect.stringMatching(/^unknown @Cached options: ttl \(known: .*ttlMs.*key, scope\)$/));
+    refused(() => Cached({ scope: 'public', ttl: 5000 } as never), expect.stringMatching(/^unknown @Cached options: ttl \(ttlMs: milliseconds, always \(cache-manager took seconds before v5\)\) \(known: .*ttlMs.*key, scope\)$/));
     expect(thrown(() => Cached({ scope: 'public', key: 'k', ttlMs: 5000, tags: ['t'], graceMs: 1, jitter: 0, namespace: 'n', negativeTtlMs: 0, fillLease: true, fillLeaseMs: 10 }))).toBeUndefined();
     refused(() => CacheEvict({ tags: ['t'], tag: 'x' } as never), 'unknown @CacheEvict options: tag (known: namespace, keys, tags)');
     expect(thrown(() => CacheEvict({ keys: ['k'], namespace: 'n' }))).toBeUndefined();
-    refused(() => CacheScope('public', { ttl: 1000 } as never), 'unknown @CacheScope options: ttl (known: ttlMs, namespace, tags)');
+    refused(() => CacheScope('public', { ttl: 1000 } as never), 'unknown @CacheScope options: ttl (ttlMs: milliseconds, always (cache-manager took seconds before v5)) (known: ttlMs, namespace, tags)');
     expect(thrown(() => CacheScope('everyone' as never))).toMatchObject({ code: 'EMQ_BAD_OPTION' });
     expect(thrown(() => CacheScope('user', { ttlMs: 1000, namespace: 'http', tags: [] }))).toBeUndefined();
   });
