@@ -93,9 +93,12 @@ local function trim_rows(set, data, prefix, keep, ghosts)
     if not ghosts or redis.call('HGET', data, old[i]) ~= '' then redis.call('HDEL', data, old[i]) end
   end
 end
--- Ends a job `cancelled` at now: its row (with the error text, when one is given) and the set.
-local function end_cancelled(row, set, id, now, err)
-  if err then
+-- Ends a job `cancelled` at now: its row (with the error text, when one is given, and then its
+-- attempt history `hist`, when given, in the same HSET) and the set.
+local function end_cancelled(row, set, id, now, err, hist)
+  if err and hist then
+    redis.call('HSET', row, 'status', 'cancelled', 'error', err, 'finished', now, 'hist', hist)
+  elseif err then
     redis.call('HSET', row, 'status', 'cancelled', 'error', err, 'finished', now)
   else
     redis.call('HSET', row, 'status', 'cancelled', 'finished', now)

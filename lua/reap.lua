@@ -136,9 +136,12 @@ end
 local function cancelled_keep(keepc)
   return int(keepc, 1, 1000000) or 1000
 end
--- Ends a job `cancelled` at now: its row (with the error text, when one is given) and the set.
-local function end_cancelled(row, set, id, now, err)
-  if err then
+-- Ends a job `cancelled` at now: its row (with the error text, when one is given, and then its
+-- attempt history `hist`, when given, in the same HSET) and the set.
+local function end_cancelled(row, set, id, now, err, hist)
+  if err and hist then
+    redis.call('HSET', row, 'status', 'cancelled', 'error', err, 'finished', now, 'hist', hist)
+  elseif err then
     redis.call('HSET', row, 'status', 'cancelled', 'error', err, 'finished', now)
   else
     redis.call('HSET', row, 'status', 'cancelled', 'finished', now)
@@ -273,9 +276,11 @@ local function queue_meta(key)
   return meta_memo
 end
 -- The morgue (docs/protocol.md §5): `dead`, id -> buried at, capped by the caller's morgue cap.
--- Buries a job at now: its row ends `dead` with the error text, its id joins the morgue.
-local function bury(row, dead, id, err, now)
-  redis.call('HSET', row, 'status', 'dead', 'error', err, 'finished', now)
+-- Buries a job at now: its row ends `dead` with the error text (and, given, its attempt history
+-- `hist`, in the same HSET), its id joins the morgue.
+local function bury(row, dead, id, err, now, hist)
+  if hist then redis.call('HSET', row, 'status', 'dead', 'error', err, 'finished', now, 'hist', hist)
+  else redis.call('HSET', row, 'status', 'dead', 'error', err, 'finished', now) end
   redis.call('ZADD', dead, now, id)
 end
 -- Trims the morgue to `cap`: the oldest rows and their payloads go (bounded work per call).
@@ -334,18 +339,18 @@ for i = 1, #expired do
   if cur[3] == 'active' then
     local att, max = tonumber(cur[1]) or 1, tonumber(cur[2]) or defMax
     attemptOf[id] = att
-    redis.call('HSET', row, 'hist', hist_push(cur[9], att, cur[8], now, 'lease-expired', nil, 'lease expired', nil))
+    local hist = hist_push(cur[9], att, cur[8], now, 'lease-expired', nil, 'lease expired', nil)
     local outcome, err
     if cur[4] == '1' then
       outcome, err = 'cancelled', 'lease expired'
-      end_cancelled(row, cancelled, id, now, err)
+      end_cancelled(row, cancelled, id, now, err, hist)
       cancelledIds[#cancelledIds + 1] = id
     elseif att >= max then
       outcome, err = 'failed', 'lease expired after attempt ' .. att
-      bury(row, dead, id, err, now)
+      bury(row, dead, id, err, now, hist)
       buriedIds[#buriedIds + 1] = id
     else
-      redis.call('HSET', row, 'status', 'pending', 'error', 'lease expired')
+      redis.call('HSET', row, 'status', 'pending', 'error', 'lease expired', 'hist', hist)
       back_in_line(m.lanes, b, pending, id, cur[6], cur[7]) -- its lane, first in line again
       requeuedIds[#requeuedIds + 1] = id
     end

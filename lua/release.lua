@@ -97,9 +97,12 @@ end
 local function cancelled_keep(keepc)
   return int(keepc, 1, 1000000) or 1000
 end
--- Ends a job `cancelled` at now: its row (with the error text, when one is given) and the set.
-local function end_cancelled(row, set, id, now, err)
-  if err then
+-- Ends a job `cancelled` at now: its row (with the error text, when one is given, and then its
+-- attempt history `hist`, when given, in the same HSET) and the set.
+local function end_cancelled(row, set, id, now, err, hist)
+  if err and hist then
+    redis.call('HSET', row, 'status', 'cancelled', 'error', err, 'finished', now, 'hist', hist)
+  elseif err then
     redis.call('HSET', row, 'status', 'cancelled', 'error', err, 'finished', now)
   else
     redis.call('HSET', row, 'status', 'cancelled', 'finished', now)

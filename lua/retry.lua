@@ -170,9 +170,12 @@ end
 local function cancelled_keep(keepc)
   return int(keepc, 1, 1000000) or 1000
 end
--- Ends a job `cancelled` at now: its row (with the error text, when one is given) and the set.
-local function end_cancelled(row, set, id, now, err)
-  if err then
+-- Ends a job `cancelled` at now: its row (with the error text, when one is given, and then its
+-- attempt history `hist`, when given, in the same HSET) and the set.
+local function end_cancelled(row, set, id, now, err, hist)
+  if err and hist then
+    redis.call('HSET', row, 'status', 'cancelled', 'error', err, 'finished', now, 'hist', hist)
+  elseif err then
     redis.call('HSET', row, 'status', 'cancelled', 'error', err, 'finished', now)
   else
     redis.call('HSET', row, 'status', 'cancelled', 'finished', now)
@@ -307,9 +310,11 @@ local function queue_meta(key)
   return meta_memo
 end
 -- The morgue (docs/protocol.md §5): `dead`, id -> buried at, capped by the caller's morgue cap.
--- Buries a job at now: its row ends `dead` with the error text, its id joins the morgue.
-local function bury(row, dead, id, err, now)
-  redis.call('HSET', row, 'status', 'dead', 'error', err, 'finished', now)
+-- Buries a job at now: its row ends `dead` with the error text (and, given, its attempt history
+-- `hist`, in the same HSET), its id joins the morgue.
+local function bury(row, dead, id, err, now, hist)
+  if hist then redis.call('HSET', row, 'status', 'dead', 'error', err, 'finished', now, 'hist', hist)
+  else redis.call('HSET', row, 'status', 'dead', 'error', err, 'finished', now) end
   redis.call('ZADD', dead, now, id)
 end
 -- Trims the morgue to `cap`: the oldest rows and their payloads go (bounded work per call).
@@ -368,15 +373,14 @@ if parent then
   tell_parent(box, due, parent, id, outcome == 3 and 'cancelled' or 'failed', err)
   redis.call('SPUBLISH', box, 1)
 end
-if outcome ~= 1 then redis.call('HSET', row, 'hist', hist) end
 if outcome == 3 then
-  end_cancelled(row, cancelled, id, now, err)
+  end_cancelled(row, cancelled, id, now, err, hist)
   trim_cancelled(cancelled, KEYS[6], KEYS[7], cancelled_keep(m.keepc))
   emit(KEYS[9], m.elog, 'cancelled', { id })
   return { 3, now }
 end
 if outcome == 2 then
-  bury(row, KEYS[4], id, err, now)
+  bury(row, KEYS[4], id, err, now, hist)
   trim_morgue(KEYS[4], KEYS[6], KEYS[7], cap)
   emit(KEYS[9], m.elog, 'buried', { id })
   return { 2, now }

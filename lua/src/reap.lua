@@ -72,18 +72,18 @@ for i = 1, #expired do
   if cur[3] == 'active' then
     local att, max = tonumber(cur[1]) or 1, tonumber(cur[2]) or defMax
     attemptOf[id] = att
-    redis.call('HSET', row, 'hist', hist_push(cur[9], att, cur[8], now, 'lease-expired', nil, 'lease expired', nil))
+    local hist = hist_push(cur[9], att, cur[8], now, 'lease-expired', nil, 'lease expired', nil)
     local outcome, err
     if cur[4] == '1' then
       outcome, err = 'cancelled', 'lease expired'
-      end_cancelled(row, cancelled, id, now, err)
+      end_cancelled(row, cancelled, id, now, err, hist)
       cancelledIds[#cancelledIds + 1] = id
     elseif att >= max then
       outcome, err = 'failed', 'lease expired after attempt ' .. att
-      bury(row, dead, id, err, now)
+      bury(row, dead, id, err, now, hist)
       buriedIds[#buriedIds + 1] = id
     else
-      redis.call('HSET', row, 'status', 'pending', 'error', 'lease expired')
+      redis.call('HSET', row, 'status', 'pending', 'error', 'lease expired', 'hist', hist)
       back_in_line(m.lanes, b, pending, id, cur[6], cur[7]) -- its lane, first in line again
       requeuedIds[#requeuedIds + 1] = id
     end

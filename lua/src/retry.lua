@@ -78,15 +78,14 @@ if parent then
   tell_parent(box, due, parent, id, outcome == 3 and 'cancelled' or 'failed', err)
   redis.call('SPUBLISH', box, 1)
 end
-if outcome ~= 1 then redis.call('HSET', row, 'hist', hist) end
 if outcome == 3 then
-  end_cancelled(row, cancelled, id, now, err)
+  end_cancelled(row, cancelled, id, now, err, hist)
   trim_cancelled(cancelled, KEYS[6], KEYS[7], cancelled_keep(m.keepc))
   emit(KEYS[9], m.elog, 'cancelled', { id })
   return { 3, now }
 end
 if outcome == 2 then
-  bury(row, KEYS[4], id, err, now)
+  bury(row, KEYS[4], id, err, now, hist)
   trim_morgue(KEYS[4], KEYS[6], KEYS[7], cap)
   emit(KEYS[9], m.elog, 'buried', { id })
   return { 2, now }
