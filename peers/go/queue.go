@@ -2,8 +2,10 @@ package echomq
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -36,6 +38,7 @@ type NewJob struct {
 	RunAtMs     int64  // epoch ms on the server clock, 0 = none
 	MaxAttempts int    // 0 = the consumer's default
 	Backoff     string // "" = the consumer's default, "f:<ms>" fixed, "e:<ms>" exponential
+	Name        string // "" = none, else the job's name (1..128 bytes, no control characters): its extras' "n"
 }
 
 // DefaultMaxPayload is the payload limit passed to enqueue (the scripts take it per call); the
@@ -51,6 +54,23 @@ func (q *Queue) Enqueue(ctx context.Context, maxPayload int, jobs []NewJob) ([]b
 			maxA = strconv.Itoa(j.MaxAttempts)
 		}
 		args = append(args, j.ID, j.Payload, j.DelayMs, j.RunAtMs, maxA, j.Backoff)
+	}
+	if named := slices.ContainsFunc(jobs, func(j NewJob) bool { return j.Name != "" }); named {
+		// The extras form: one lane per job ("" = priority 0), then one extras text per job.
+		for range jobs {
+			args = append(args, "")
+		}
+		for _, j := range jobs {
+			x := ""
+			if j.Name != "" {
+				b, err := json.Marshal(map[string]string{"n": j.Name})
+				if err != nil {
+					return nil, err
+				}
+				x = string(b)
+			}
+			args = append(args, x)
+		}
 	}
 	k := q.Keys
 	v, err := q.scripts.Run(ctx, q.rdb, "enqueue", []string{k.Meta, k.Pending, k.Scheduled, k.Wake, k.Data, k.Opts, k.Events}, args...)
