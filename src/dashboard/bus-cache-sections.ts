@@ -22,7 +22,7 @@ export function busSection(ctx: PageContext, topics: readonly TopicWithGroups[],
     const span = Math.max(1, groups.length);
     const first = groups[0];
     const cells = (g?: GroupInfo): SafeHtml =>
-      g ? html`<td><a href="${ctx.base}/bus/${seg(t.name)}/dead-letters?group=${seg(g.name)}" title="dead letters of this group">${g.name}</a></td><td class="n" data-lag>${g.lag ?? 'unknown'}</td><td class="n">${g.pending}</td><td class="n">${g.consumers}</td>` : html`<td colspan="4">no groups</td>`;
+      g ? html`<td>${g.name}</td><td class="n" data-lag>${g.lag ?? 'unknown'}</td><td class="n">${g.pending}</td><td class="n">${g.consumers}</td>` : html`<td colspan="4">no groups</td>`;
     return html`<tr data-topic="${t.name}"><td rowspan="${span}">${t.name}</td><td class="n" rowspan="${span}">${t.length}</td><td class="n" rowspan="${span}"><a href="${ctx.base}/bus/${seg(t.name)}/dead-letters" data-dead-link>${t.deadLetters}</a></td>${cells(first)}</tr>
 ${groups.slice(1).map((g) => html`<tr>${cells(g)}</tr>`)}`;
   });
