@@ -100,6 +100,9 @@ export class TestValkey {
   }
 }
 
+/** The testing module's default `telemetry`: neither spans nor OpenTelemetry instruments. */
+const NO_TELEMETRY = { tracing: false, otelMetrics: false } as const;
+
 /** DI token of the provider that holds the connection unref'd until init. */
 const HELD = Symbol('ECHOMQ_TESTING_HELD');
 
@@ -127,7 +130,10 @@ export class EchoMqTestingModule implements OnModuleInit, OnApplicationShutdown 
     validateModuleOptions({ ...rest, connection: connection ?? { url: 'redis://127.0.0.1:6379' } });
     const valkey = new TestValkey(serverOptions);
     const echomq = EchoMqModule.forRootAsync({
-      useFactory: async (): Promise<EchoMqModuleOptions> => ({ ...rest, connection: connection ?? { url: (await valkey.start()).url } }),
+      // Telemetry off unless asked for: after a failed compile the module's providers are still
+      // made in the background, and loading `@opentelemetry/api` then would import a file after
+      // jest tore the test file's environment down (an error that fails the run).
+      useFactory: async (): Promise<EchoMqModuleOptions> => ({ telemetry: NO_TELEMETRY, ...rest, connection: connection ?? { url: (await valkey.start()).url } }),
     });
     // This module is EchoMqModule's providers under this class: Nest runs a module class's
     // shutdown hook after those of its providers, so the server stops only once EchoMQ's

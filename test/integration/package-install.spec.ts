@@ -27,14 +27,58 @@ function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = 
   return r.stdout;
 }
 
-/** The README's quick start: every fenced block whose first line is `// <file>`, by file. */
-function quickStart(): Map<string, string> {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Quick start'), readme.indexOf('\n## ', readme.indexOf('## Quick start') + 3));
+/** The fenced blocks of a section of a doc whose first line is `// <file>`, by file (the README's quick start, docs/testing.md's jest set-up). */
+function fencedFiles(doc: string, heading: string): Map<string, string> {
+  const text = readFileSync(join(ROOT, doc), 'utf8');
+  const at = text.indexOf(`## ${heading}`);
+  const section = text.slice(at, text.indexOf('\n## ', at + 3));
   const files = new Map<string, string>();
   for (const m of section.matchAll(/```\w+\n\/\/ (\S+)\n([\s\S]*?)```/g)) files.set(m[1]!, m[2]!);
   return files;
 }
+
+/** A spec of the temp app: a module that fails DI while importing EchoMqTestingModule, and a bad option; it records the servers it saw start. */
+const BROKEN_SPEC = `import 'reflect-metadata';
+import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
+import { Injectable } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { QueueService } from '@echomq/nestjs';
+import { EchoMqTestingModule } from '@echomq/nestjs/testing';
+
+class Mailer {}
+
+@Injectable()
+class Billing {
+  constructor(readonly queues: QueueService, readonly mailer: Mailer) {}
+}
+
+/** valkey-server processes below this one, from /proc. */
+function servers(): number[] {
+  const parent = new Map<number, number>();
+  const names = new Map<number, string>();
+  for (const d of readdirSync('/proc').filter((d) => /^\\d+$/.test(d))) {
+    try {
+      const stat = readFileSync('/proc/' + d + '/stat', 'utf8');
+      const close = stat.lastIndexOf(')');
+      names.set(Number(d), stat.slice(stat.indexOf('(') + 1, close));
+      parent.set(Number(d), Number(stat.slice(close + 2).split(' ')[1]));
+    } catch {}
+  }
+  const below = (pid: number) => { for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) if (p === process.pid) return true; return false; };
+  return [...names].filter(([pid, n]) => n.startsWith('valkey-server') && below(pid)).map(([pid]) => pid);
+}
+
+it('a DI error: compile rejects', async () => {
+  await expect(Test.createTestingModule({ imports: [EchoMqTestingModule.forRoot()], providers: [Billing] }).compile()).rejects.toThrow(/can't resolve dependencies of the Billing/);
+  // The server starts in the background after the rejection: record it for the outer test.
+  for (let i = 0; i < 100 && servers().length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  appendFileSync(process.env.SERVERS_FILE!, servers().map((p) => p + '\\n').join(''));
+});
+
+it('a bad option: refused by forRoot', () => {
+  expect(() => EchoMqTestingModule.forRoot({ defaults: { attempts: -1 } })).toThrow(/attempts/);
+});
+`;
 
 /** Every folder `@nestjs/<name>` under `dir`'s node_modules, at any depth (relative paths). */
 function copiesOf(dir: string, name: string, rel = ''): string[] {
@@ -67,7 +111,7 @@ function copiesOf(dir: string, name: string, rel = ''): string[] {
     const keys = await queueKeysIn(raw, queue);
     if (keys.length) await raw.del(...keys);
     raw.disconnect();
-  });
+  }, 60_000);
 
   it('npm pack: the built runtime, its Lua, the bin, the docs; nothing stale, test-only or source-mapped', () => {
     const out = run('npm', ['pack', '--json', '--pack-destination', dir], ROOT);
@@ -99,10 +143,10 @@ function copiesOf(dir: string, name: string, rel = ''): string[] {
         ['@echomq/nestjs', `file:${tarball}`],
         ...['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', 'reflect-metadata', 'rxjs'].map((n) => [n, installed(n)]),
       ]),
-      devDependencies: { '@types/node': installed('@types/node') },
+      devDependencies: Object.fromEntries(['@types/node', '@types/jest', '@nestjs/testing', 'jest', 'ts-jest', 'typescript'].map((n) => [n, installed(n)])),
     };
     writeFileSync(join(app, 'package.json'), JSON.stringify(pkg, null, 2));
-    const files = quickStart();
+    const files = fencedFiles('README.md', 'Quick start');
     expect([...files.keys()].sort()).toEqual(['src/app.module.ts', 'src/greeter.ts', 'src/greetings.controller.ts', 'src/main.ts', 'tsconfig.json']);
     // The queue gets a random name (the run's Valkey is shared); the route stays /greetings.
     for (const [file, text] of files) writeFileSync(join(app, file), text.replace(/(Processor|enqueue|getJob)\('greetings'/g, `$1('${queue}'`));
@@ -114,7 +158,7 @@ function copiesOf(dir: string, name: string, rel = ''): string[] {
     expect(copiesOf(app, 'common')).toEqual(['node_modules/@nestjs/common']);
 
     // The README's tsconfig and files type-check against the installed package's declarations.
-    run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], app);
+    run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], app);
 
     const child = spawn(process.execPath, ['dist/main.js'], { cwd: app, env: { ...process.env, VALKEY_URL: testUrl(), PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
     appPid = child.pid!;
@@ -150,4 +194,34 @@ function copiesOf(dir: string, name: string, rel = ''): string[] {
     // The bin.
     expect(run(process.execPath, ['node_modules/.bin/echomq', '--help'], app)).toContain('Usage: echomq');
   }, 180_000);
+
+  it("runs docs/testing.md's jest configuration and first test; a DI failure and a bad option leave no valkey-server, and jest exits by itself", async () => {
+    const app = join(dir, 'app');
+    expect(existsSync(join(app, 'node_modules/jest'))).toBe(true);
+    const files = fencedFiles('docs/testing.md', 'Jest configuration (ESM)');
+    expect([...files.keys()].sort()).toEqual(['jest.config.js', 'src/greeter.spec.ts']);
+    for (const [file, text] of files) writeFileSync(join(app, file), text.replace(/(enqueue|getJob)\('greetings'/g, `$1('${queue}'`));
+    writeFileSync(join(app, 'src/broken.spec.ts'), BROKEN_SPEC);
+    const serversFile = join(dir, 'servers.txt');
+    writeFileSync(serversFile, '');
+    const t0 = Date.now();
+    // No --forceExit: jest must end on its own (killed here after 120 s).
+    const r = spawnSync(process.execPath, ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', '--ci'], {
+      cwd: app,
+      env: { ...process.env, SERVERS_FILE: serversFile },
+      encoding: 'utf8',
+      timeout: 120_000,
+      killSignal: 'SIGKILL',
+    });
+    const output = `${r.stdout}${r.stderr}`;
+    expect({ status: r.status, signal: r.signal, output: r.status === 0 ? '' : output }).toEqual({ status: 0, signal: null, output: '' });
+    expect(output).toMatch(/Tests:\s+3 passed, 3 total/);
+    expect(output).not.toMatch(/did not exit one second|failed to exit gracefully|open handle|torn down/i);
+    expect(output).not.toContain('(WARN)'); // ts-jest is content with the documented tsconfig
+    expect(Date.now() - t0).toBeLessThan(100_000);
+    const servers = readFileSync(serversFile, 'utf8').split('\n').filter(Boolean).map(Number);
+    expect(servers.length).toBe(1); // the DI failure's module did start one…
+    for (let i = 0; i < 100 && servers.some(alive); i++) await new Promise((r) => setTimeout(r, 30));
+    expect(servers.filter(alive)).toEqual([]); // …and it is gone with jest
+  }, 150_000);
 });
