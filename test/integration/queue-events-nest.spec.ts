@@ -9,6 +9,7 @@ import { Injectable, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'iovalkey';
 import { EchoMqModule, OnQueueEvent, Processor, QueueService, type Job, type QueueEventDetail } from '../../src/index.js';
+import { CapturedLogs } from '../helpers/nest.js';
 import { eventually, queueKeysIn, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 
 const LOCAL = randomQueue('oqe-local');
@@ -146,5 +147,46 @@ describe('@OnQueueEvent validation', () => {
     expect(() => OnQueueEvent('q', 'completed', { scop: 'fleet' } as never)).toThrow(expect.objectContaining({ code: 'EMQ_BAD_OPTION', message: expect.stringContaining('scop') }));
     expect(() => OnQueueEvent('q', [])).toThrow(expect.objectContaining({ code: 'EMQ_BAD_OPTION' }));
     expect(() => OnQueueEvent('q', ['enqueued', 'claimed'], { scope: 'fleet' })).not.toThrow();
+  });
+});
+
+const NOLOG = randomQueue('oqe-nolog');
+
+@Injectable()
+class SameGroup {
+  @OnQueueEvent(NOLOG, 'completed', { scope: 'fleet', group: 'audit' })
+  one(): void {}
+
+  @OnQueueEvent(NOLOG, 'failed', { scope: 'fleet', group: 'audit' })
+  two(): void {}
+}
+
+@Injectable()
+class Unlogged {
+  @OnQueueEvent(NOLOG, 'completed', { scope: 'fleet' })
+  heard(): void {}
+}
+
+describe('@OnQueueEvent at bootstrap', () => {
+  it('two fleet listeners of one queue in one group are refused, naming both', async () => {
+    const mod = await Test.createTestingModule({ imports: [EchoMqModule.forRoot({ connection: { url: testUrl() } })], providers: [SameGroup] }).compile();
+    const app = mod.createNestApplication({ logger: false });
+    await expect(app.init()).rejects.toMatchObject({ code: 'EMQ_BAD_OPTION', message: expect.stringContaining('SameGroup.two and SameGroup.one both read the events') });
+    await app.close().catch(() => undefined);
+  });
+
+  it('a fleet listener of a queue whose lifecycle log is off is warned about, naming the option', async () => {
+    const logs = new CapturedLogs();
+    const builder = Test.createTestingModule({ imports: [EchoMqModule.forRoot({ connection: { url: testUrl() } })], providers: [Unlogged] });
+    builder.setLogger(logs);
+    const app = (await builder.compile()).createNestApplication({ logger: logs });
+    await app.init();
+    try {
+      expect(logs.find('warn', `Unlogged.heard listens fleet-wide to queue "${NOLOG}", whose lifecycle log is off: set its eventsLog`)).toHaveLength(1);
+    } finally {
+      await app.close();
+      const keys = await queueKeysIn(raw, NOLOG);
+      if (keys.length) await raw.del(...keys);
+    }
   });
 });
