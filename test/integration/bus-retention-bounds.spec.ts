@@ -3,6 +3,7 @@ import { PROTOCOL_VERSION, runScript, topicKeys } from '../../src/protocol.js';
 import { DEFAULT_ARCHIVE_MAX_AGE_MS, DEFAULT_ARCHIVE_MAX_BYTES } from '../../src/bus/retention-policy.js';
 import { queueKeysIn, randomQueue, testUrl } from '../helpers/valkey.js';
 import { aclUser } from '../helpers/acl.js';
+import { validateModuleOptions } from '../../src/nest/echomq-validation.js';
 import { EchoMqConnection } from '../../src/protocol.js';
 import { refusedUnchanged } from '../helpers/refusals.js';
 import { busFixture, codeOf, collect } from './bus-core.helpers.js';
@@ -194,6 +195,14 @@ describe('bounds by default', () => {
     } finally {
       await Promise.all([bus.close(), withDefault.close()]);
     }
+  });
+
+  it('refuses a bad bus.defaultRetention in the module options, naming the key', () => {
+    const valid = (bus: object): unknown => validateModuleOptions({ connection: { url: testUrl() }, bus } as never);
+    expect(() => valid({ defaultRetention: { maxLen: 5, archive: false } })).not.toThrow();
+    expect(() => valid({ defaultRetention: { maxLen: 5, maxLength: 5 } })).toThrow(/bus\.defaultRetention: maxLength/);
+    expect(() => valid({ defaultRetention: { archive: false, archiveMaxBytes: 5 } })).toThrow(/takes no other archive bound/);
+    expect(() => valid({ defaultRetention: 5 })).toThrow(/bus\.defaultRetention must be an object/);
   });
 
   it('refuses a bad bus.defaultRetention when the service is built', () => {
