@@ -7,6 +7,11 @@
  * @module @echomq/nestjs
  */
 
+import { warnOnNestCopies } from './nest/nest-copies.js';
+
+// A symlinked install loads a second @nestjs/core: say so before Nest's DI fails obscurely.
+warnOnNestCopies();
+
 // The module and its options.
 export { EchoMqModule } from './nest/echomq-module.js';
 export type { EchoMqModuleOptions, EchoMqModuleAsyncOptions } from './nest/echomq-options.js';
