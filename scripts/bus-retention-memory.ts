@@ -9,7 +9,8 @@
  *
  * Options: --minutes (1..60, default 10), --rate (events/s, default 1000), --max-len (default
  * 10000), --archive-mib (the archive byte bound in MiB, default 8), --payload (bytes of padding
- * per event, default 60), --url (default ECHOMQ_TEST_URL).
+ * per event, default 60), --unbounded (no archive bound at all, as before issue 39: the contrast),
+ * --url (default ECHOMQ_TEST_URL).
  */
 import { Redis } from 'iovalkey';
 import { BusService } from '../src/bus/bus-service.js';
@@ -31,6 +32,7 @@ const rate = num('rate', 1000, 10, 20000);
 const maxLen = num('max-len', 10000, 1, 1e9);
 const archiveBytes = Math.round(num('archive-mib', 8, 0, 1024) * 1048576);
 const pad = 'x'.repeat(num('payload', 60, 0, 100000));
+const unbounded = process.argv.includes('--unbounded');
 
 const mib = (n: number): string => (n / 1048576).toFixed(2);
 
@@ -41,7 +43,7 @@ async function main(): Promise<void> {
   const bus = new BusService(conn, { trimIntervalMs: 5000 });
   const topic = `retention-memory-${Date.now().toString(36)}`;
   const k = topicKeys(topic);
-  await bus.setRetention(topic, { maxLen, archiveMaxBytes: archiveBytes });
+  await bus.setRetention(topic, unbounded ? { maxLen, unbounded: true } : { maxLen, archiveMaxBytes: archiveBytes });
   const usedMemory = async (): Promise<number> => Number(/used_memory:(\d+)/.exec(await raw.info('memory'))?.[1] ?? NaN);
   const sample = async (): Promise<number[]> => [
     await raw.xlen(k.log),
@@ -52,7 +54,7 @@ async function main(): Promise<void> {
   ];
   const start = Date.now();
   const end = start + minutes * 60_000;
-  console.log(`topic ${topic}: maxLen ${maxLen}, archiveMaxBytes ${mib(archiveBytes)} MiB, ${rate} events/s, ${minutes} min, payload ~${pad.length + 40} B`);
+  console.log(`topic ${topic}: maxLen ${maxLen}, archiveMaxBytes ${unbounded ? 'unbounded' : `${mib(archiveBytes)} MiB`}, ${rate} events/s, ${minutes} min, payload ~${pad.length + 40} B`);
   console.log('| t (s) | events | log entries | log MiB (MEMORY USAGE) | archive segments | archive MiB (archiveBytes) | log + archive MiB | used_memory MiB |');
   console.log('|---|---|---|---|---|---|---|---|');
   let sent = 0;
@@ -77,7 +79,9 @@ async function main(): Promise<void> {
   }
   const late = rows.slice(Math.floor(rows.length / 2));
   const range = (col: number): string => `${mib(Math.min(...late.map((r) => r[col])))}..${mib(Math.max(...late.map((r) => r[col])))}`;
-  console.log(`\nsecond half of the run: log ${range(1)} MiB, archive ${range(3)} MiB (bound ${mib(archiveBytes)}), used_memory ${range(4)} MiB; ${sent} events in ${Math.round((Date.now() - start) / 1000)} s`);
+  const secs = Math.round((Date.now() - start) / 1000);
+  const growth = rows.length > 1 ? ((rows[rows.length - 1][4] - rows[0][4]) / ((rows.length - 1) * 10) / 1024).toFixed(1) : '?';
+  console.log(`\nsecond half of the run: log ${range(1)} MiB, archive ${range(3)} MiB (bound ${unbounded ? 'none' : mib(archiveBytes)}), used_memory ${range(4)} MiB; ${sent} events in ${secs} s; used_memory ${growth} KiB/s from the first sample to the last`);
   await bus.close();
   const keys = await raw.keys(`emq:{${topic}}:*`);
   for (let j = 0; j < keys.length; j += 500) await raw.del(...keys.slice(j, j + 500));

@@ -124,7 +124,9 @@ export class BusService implements OnModuleDestroy {
 
   /**
    * Applies the retention policy now: archives and cuts every due entry no consumer group still
-   * needs (1000 entries per script call, up to 100 calls), and deletes expired archive segments.
+   * needs (1000 entries per script call, up to 100 calls), and deletes archive segments beyond the
+   * archive's age and byte bounds. First a topic without archive bounds gets the defaults, or
+   * `bus.defaultRetention` when it has no policy (docs/bus.md, "Bounds by default").
    */
   async trim(topic: string): Promise<TrimResult> {
     const k = topicKeys(topic);
