@@ -21,7 +21,7 @@ export { InjectQueue, getQueueToken } from './nest/inject-queue-decorator.js';
 export { EchoMqEmbeddedServer } from './nest/embedded-default.js';
 export type { ValkeyConnectionOptions } from './core/connection/index.js';
 export type { BootRetryOptions } from './core/connection/index.js';
-export type { Json } from './core/codec.js';
+export type { Json, PayloadCodec } from './core/codec.js';
 
 // Errors: every refusal is an `EchoMqError` with a stable `code` (the `EchoMqErrorCode` union);
 // every class is in the `errors` namespace (`errors.StaleTokenError`, …) for `instanceof`.

@@ -20,6 +20,7 @@ function jobRows(j: JobView): [string, unknown][] {
   const rows: [string, unknown][] = [
     ['id', j.id],
     ['queue', j.queue],
+    ['name', j.name],
     ['status', j.status],
     ['attempts', j.maxAttempts === undefined ? j.attempts : `${j.attempts} of ${j.maxAttempts}`],
     ['created', j.createdAt],

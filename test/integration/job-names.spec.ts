@@ -10,6 +10,8 @@ import type { Redis } from 'iovalkey';
 import { EchoMqModule, InjectQueue, Processor, Queue, QueueService, type Job } from '../../src/index.js';
 import { EchoMqConnection, queueKeys, wire } from '../../src/protocol.js';
 import { startConsumer } from '../helpers/consumers.js';
+import { runCli } from '../helpers/cli.js';
+import { startDashboardApp } from '../helpers/dashboard.js';
 import { refusedUnchanged } from '../helpers/refusals.js';
 import { eventually, openConnection, queueKeysIn, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 
@@ -97,6 +99,23 @@ describe('names on the wire and in the views', () => {
     expect((await queues.getJob(q, a))?.name).toBe('a');
     expect((await queues.getJob(q, b))?.name).toBeUndefined();
     await expect(queues.enqueueMany(q, [{ payload: 1, name: 'a' } as never])).rejects.toMatchObject({ code: 'EMQ_BAD_OPTION', message: expect.stringContaining('opts: { name }') });
+  });
+});
+
+describe('the CLI and the dashboard show the name', () => {
+  it('echomq job prints a name row, escaped; the job page a name field, escaped', async () => {
+    const q = fresh('names-view');
+    const id = await queues.enqueue(q, { a: 1 }, { name: 'charge <b>&' });
+    const shown = await runCli(['--url', testUrl(), 'job', q, id]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/│ name +│ charge <b>& +│/);
+    const d = await startDashboardApp({ path: '/ops' });
+    try {
+      const page = await (await fetch(`${d.origin}/ops/queues/${q}/jobs/${id}`, { headers: { 'x-let-in': 'yes' } })).text();
+      expect(page).toContain('<td data-field="name">charge &lt;b&gt;&amp;</td>');
+    } finally {
+      await d.app.close();
+    }
   });
 });
 
