@@ -37,7 +37,7 @@ export interface RunnerOptions {
   /** Abort the handler and fail the attempt after this many ms (0 or absent: no timeout). */
   readonly timeoutMs?: number;
   /** Told each handler's run time (claim → end), for the stored metrics (`StatsMeter`). */
-  readonly meter?: { ran(ms: number): void };
+  readonly meter?: { ran(ms: number, now: number): void };
 }
 
 /** Where the runner sends what its handlers produce. */
@@ -197,7 +197,10 @@ export class JobRunner {
   private settle(h: Held): void {
     if (h.settled) return;
     h.settled = true;
-    this.opts.meter?.ran(Date.now() - h.claimedAt);
+    if (this.opts.meter) {
+      const now = Date.now();
+      this.opts.meter.ran(now - h.claimedAt, now);
+    }
     if (h.timer) clearTimeout(h.timer);
     this.running--;
     this.held.delete(h.id);

@@ -16,7 +16,9 @@ const C = 0, F = 1, D = 2, RS = 3, WS = 4, R0 = 5, W0 = 5 + LATENCY_BUCKETS;
 /** Codes that mean the script refused the call (sending it again would be refused again). */
 const REFUSALS = new Set(['EMQ_BAD_ARG', 'EMQ_WRONGTYPE', 'EMQ_VERSION', 'EMQ_NOPERM']);
 const SHIFT = 2 ** (NODE_BITS + SEQ_BITS);
-const DIGIT = new Map([...BASE62].map((c, i) => [c.charCodeAt(0), i]));
+/** Base62 digit values by char code (-1: not a digit). */
+const DIGIT = new Int8Array(128).fill(-1);
+for (let i = 0; i < BASE62.length; i++) DIGIT[BASE62.charCodeAt(i)] = i;
 
 /**
  * The mint instant (epoch ms) of a branded id, in plain doubles (no BigInt: it runs per claimed
@@ -25,7 +27,11 @@ const DIGIT = new Map([...BASE62].map((c, i) => [c.charCodeAt(0), i]));
  */
 export function mintedAt(id: string): number {
   let v = 0;
-  for (let i = 3; i < id.length; i++) v = v * 62 + (DIGIT.get(id.charCodeAt(i)) ?? NaN);
+  for (let i = 3; i < id.length; i++) {
+    const d = DIGIT[id.charCodeAt(i)] ?? -1;
+    if (d < 0) return NaN;
+    v = v * 62 + d;
+  }
   return Math.floor(v / SHIFT) + ID_EPOCH_MS;
 }
 
@@ -69,9 +75,9 @@ export class StatsMeter {
     if (n > 0) this.at(Date.now())[dead ? D : F] += n;
   }
 
-  /** A handler ran for `ms` (claim → end). */
-  ran(ms: number): void {
-    const r = this.at(Date.now());
+  /** A handler ran for `ms` (claim → end), ending at `now`. */
+  ran(ms: number, now = Date.now()): void {
+    const r = this.at(now);
     const v = Math.max(0, Math.round(ms));
     r[R0 + latencyBucket(v)]++;
     r[RS] += v;
