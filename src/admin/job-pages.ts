@@ -59,19 +59,31 @@ const pairs = (flat: string[]): Entry[] => {
   return out;
 };
 
-/** A zset index newest first: score descending, then id descending (a total order). */
-async function zsetEntries(c: ValkeyClient, key: string, status: ListableStatus, limit: number, at?: CursorPoint): Promise<Entry[]> {
-  const top = status === 'active' ? '(+inf' : '+inf'; // not the anchor of `active` (docs/protocol.md §2)
-  if (!at) return pairs(await c.zrange(key, top, '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, limit + 1, 'WITHSCORES'));
+/** Score bounds of a zset listing: `lo` and `hi` in BYSCORE syntax, `floor` the lowest score as a number. Open by default. */
+export interface ScoreWindow {
+  /** The lowest score (inclusive), BYSCORE syntax (`-inf`, `1733.5`). */
+  readonly lo: string;
+  /** Absent: the top (`+inf`, or `(+inf` for `active`, whose anchor is not a job). */
+  readonly hi?: string;
+  /** `lo` as a number (`-Infinity` when open): entries below it end the listing. */
+  readonly floor: number;
+}
+
+const OPEN: ScoreWindow = { lo: '-inf', floor: -Infinity };
+
+/** A zset index newest first (score descending, then id descending: a total order) within a score window: up to `limit + 1` entries after `at`. */
+export async function zsetEntries(c: ValkeyClient, key: string, status: ListableStatus, limit: number, at?: CursorPoint, w: ScoreWindow = OPEN): Promise<Entry[]> {
+  const top = w.hi ?? (status === 'active' ? '(+inf' : '+inf'); // not the anchor of `active` (docs/protocol.md §2)
+  if (!at) return pairs(await c.zrange(key, top, w.lo, 'BYSCORE', 'REV', 'LIMIT', 0, limit + 1, 'WITHSCORES'));
   const score = await c.zscore(key, at.id);
   if (score !== null && Number(score) === at.pos) {
     const rank = await c.zrevrank(key, at.id);
-    if (rank !== null) return pairs(await c.zrange(key, rank + 1, rank + limit + 1, 'REV', 'WITHSCORES'));
+    if (rank !== null) return pairs(await c.zrange(key, rank + 1, rank + limit + 1, 'REV', 'WITHSCORES')).filter((e) => e.pos >= w.floor);
   }
   // The cursor's job left the index: continue by score, skipping the ties at or before it.
   const out: Entry[] = [];
   for (let off = 0; out.length < limit + 1 && off < MAX_TIE_SCAN; off += limit + 1) {
-    const batch = pairs(await c.zrange(key, at.pos, '-inf', 'BYSCORE', 'REV', 'LIMIT', off, limit + 1, 'WITHSCORES'));
+    const batch = pairs(await c.zrange(key, at.pos, w.lo, 'BYSCORE', 'REV', 'LIMIT', off, limit + 1, 'WITHSCORES'));
     for (const e of batch) if (e.pos < at.pos || e.id < at.id) out.push(e);
     if (batch.length < limit + 1) break;
   }

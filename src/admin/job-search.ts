@@ -5,7 +5,7 @@ import { isBrandedId } from '../core/ids.js';
 import type { QueueKeys } from '../core/keys.js';
 import { keySet, refuseUnknownKeys } from '../core/known-keys.js';
 import { decodeCursor, encodeCursor, LISTABLE, type CursorPoint, type JobCursor, type ListableStatus } from './job-cursor.js';
-import { listEntries, summary, waitingEntries, type Entry, type JobSummary } from './job-pages.js';
+import { listEntries, summary, waitingEntries, zsetEntries, type Entry, type JobSummary, type ScoreWindow } from './job-pages.js';
 
 /**
  * A bounded, filtered listing of one status's jobs (`QueueAdmin.findJobs`, docs/admin.md "Search
@@ -78,8 +78,6 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const REGEX_LIKE = /^\/.+\/[dgimsuy]*$|\.\*|\.\+|\\[dDwWsSb]/;
 /** Row reads per round trip. */
 const CHUNK = 200;
-/** Most ties skipped when a cursor's own job left its index. */
-const MAX_TIE_SCAN = 10_000;
 
 /** Search options after `checkSearch`: bounds as ms (±Infinity when open), texts lower-cased, the path split. */
 export interface CheckedSearch {
@@ -181,40 +179,19 @@ function fieldMatches(text: string | null, f: NonNullable<CheckedSearch['field']
   return v !== undefined && (v === null || typeof v !== 'object') && JSON.stringify(v) === f.equals;
 }
 
-/** A zset index newest first within [lo, hi], after a cursor point: up to `n + 1` entries. */
-async function zsetWindow(c: ValkeyClient, key: string, status: ListableStatus, f: CheckedSearch, n: number, from?: CursorPoint): Promise<Entry[]> {
-  const lo = TIMED.has(status) && f.from > -Infinity ? String(f.from) : '-inf';
-  const hi = TIMED.has(status) && f.to < Infinity ? String(f.to) : status === 'active' ? '(+inf' : '+inf';
-  const pairs = (flat: string[]): Entry[] => {
-    const out: Entry[] = [];
-    for (let i = 0; i < flat.length; i += 2) out.push({ id: flat[i], pos: Number(flat[i + 1]) });
-    return out;
-  };
-  const floor = lo === '-inf' ? -Infinity : f.from;
-  if (!from) return pairs(await c.zrange(key, hi, lo, 'BYSCORE', 'REV', 'LIMIT', 0, n + 1, 'WITHSCORES'));
-  const score = await c.zscore(key, from.id);
-  if (score !== null && Number(score) === from.pos) {
-    const rank = await c.zrevrank(key, from.id);
-    if (rank !== null) return pairs(await c.zrange(key, rank + 1, rank + n + 1, 'REV', 'WITHSCORES')).filter((e) => e.pos >= floor);
-  }
-  // The cursor's job left the index: continue by score, skipping the ties at or before it.
-  const out: Entry[] = [];
-  for (let off = 0; out.length < n + 1 && off < MAX_TIE_SCAN; off += n + 1) {
-    const batch = pairs(await c.zrange(key, String(from.pos), lo, 'BYSCORE', 'REV', 'LIMIT', off, n + 1, 'WITHSCORES'));
-    for (const e of batch) if (e.pos < from.pos || e.id < from.id) out.push(e);
-    if (batch.length < n + 1) break;
-  }
-  return out.slice(0, n + 1);
+/** The score window of a status's index: the time range where the index is by time, else open. */
+function windowOf(f: CheckedSearch): ScoreWindow {
+  const timed = TIMED.has(f.status);
+  const lo = timed && f.from > -Infinity ? String(f.from) : '-inf';
+  return { lo, floor: lo === '-inf' ? -Infinity : f.from, ...(timed && f.to < Infinity ? { hi: String(f.to) } : {}) };
 }
 
 /** How many entries the index holds (within the time range where it is by time). */
 async function indexSize(c: ValkeyClient, k: QueueKeys, f: CheckedSearch): Promise<number> {
   if (f.status === 'pending') return c.llen(k.pending);
   if (f.status === 'waiting') return Number((await c.hget(k.meta, 'waits')) ?? 0) || 0;
-  const timed = TIMED.has(f.status);
-  const lo = timed && f.from > -Infinity ? String(f.from) : '-inf';
-  const hi = timed && f.to < Infinity ? String(f.to) : f.status === 'active' ? '(+inf' : '+inf';
-  return c.zcount(k[f.status], lo, hi);
+  const w = windowOf(f);
+  return c.zcount(k[f.status], w.lo, w.hi ?? (f.status === 'active' ? '(+inf' : '+inf'));
 }
 
 /** Entries to examine (up to `scan`); `more` when the index goes on after them (`waiting`: the scan's own point). */
@@ -223,7 +200,7 @@ async function candidates(c: ValkeyClient, k: QueueKeys, f: CheckedSearch, from?
     const { entries, next } = await waitingEntries(c, k, f.scan, from);
     return { entries, more: next !== undefined, waitingNext: next };
   }
-  const all = f.status === 'pending' ? await listEntries(c, k.pending, f.scan, from) : await zsetWindow(c, k[f.status], f.status, f, f.scan, from);
+  const all = f.status === 'pending' ? await listEntries(c, k.pending, f.scan, from) : await zsetEntries(c, k[f.status], f.status, f.scan, from, windowOf(f));
   return { entries: all.slice(0, f.scan), more: all.length > f.scan };
 }
 
