@@ -3,6 +3,7 @@ import { InvalidOptionError, LeaseLostError } from '../core/errors.js';
 import { WaitingForChildren } from '../queue/job-signals.js';
 import { IdMinter, assertBrandedId } from '../core/ids.js';
 import { assertName } from '../core/keys.js';
+import { checkJobName } from '../core/extras.js';
 import { encodeFlow } from '../queue/flows/index.js';
 import { DEFAULT_FLOW_BOUNDS, type ChildResult, type FlowChildren, type FlowJob, type FlowSpec } from '../queue/flows/index.js';
 import type { ChildFailurePolicy, ChildOutcome, Job } from '../queue/job.js';
@@ -21,6 +22,8 @@ export interface TestJobOverrides {
   readonly signal?: AbortSignal;
   /** The checkpoint an earlier attempt saved (`job.checkpointed`). Default none. */
   readonly checkpointed?: Json;
+  /** The job's name (`job.name`; 1..128 bytes, no control characters). Default none. */
+  readonly name?: string;
 }
 
 /** What a test job's handler wrote through `checkpoint`, `progress` and `log`, in order. */
@@ -99,12 +102,14 @@ export function createTestJob<T = Json>(payload: T, overrides: TestJobOverrides 
   if (!Number.isInteger(attempt) || attempt < 1 || attempt > 1000) throw new InvalidOptionError(`attempt must be an integer in 1..1000, got ${String(attempt)}`);
   const token = overrides.token ?? '1';
   if (!/^\d{1,16}$/.test(token)) throw new InvalidOptionError(`token must be 1..16 decimal digits, got ${JSON.stringify(token)}`);
+  const name = overrides.name === undefined ? undefined : checkJobName(overrides.name, 'name');
   const controller = new AbortController();
   const signal = overrides.signal ? AbortSignal.any([overrides.signal, controller.signal]) : controller.signal;
   const writes: TestJobWrites = { checkpoints: [], progress: [], logs: [] };
   return {
     id,
     queue,
+    name,
     payload,
     attempt,
     token,

@@ -79,7 +79,7 @@ describe('createTestJob', () => {
 
   it('has every member of Job, with the defaults the docs state, and fresh ids', () => {
     const job = createTestJob({ n: 1 });
-    expect(Object.keys(job).sort()).toEqual(['abort', 'attempt', 'checkpoint', 'checkpointed', 'id', 'log', 'payload', 'progress', 'queue', 'signal', 'token', 'writes']);
+    expect(Object.keys(job).sort()).toEqual(['abort', 'attempt', 'checkpoint', 'checkpointed', 'id', 'log', 'name', 'payload', 'progress', 'queue', 'signal', 'token', 'writes']);
     expect(job).toMatchObject({ queue: 'test', attempt: 1, token: '1', payload: { n: 1 } });
     expect(job.id).toHaveLength(14);
     expect(job.signal.aborted).toBe(false);
