@@ -13,6 +13,8 @@ import { QueueService } from '../../src/queue/queue-service.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { eventually, openConnection, queueKeysIn, randomQueue } from '../helpers/valkey.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
+import { startEmbeddedValkey } from '../../src/core/embedded-valkey.js';
 
 const f = queueFixture();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -78,6 +80,22 @@ describe('stored metrics (stats.lua, QueueAdmin.metrics)', () => {
     await eventually(async () => (await f.queues.counts(q)).done === 10, 5000, 'the 10th job');
     await second.consumer.stop(2000);
     expect((await admin.metrics(q, { from: m.from })).total.completed).toBe(10);
+  });
+
+  it('a running consumer flushes on its maintenance tick, at least 5 s apart, without stopping', async () => {
+    const q = randomQueue('stats-tick');
+    const admin = new QueueAdmin(f.conn, f.queues);
+    const { consumer } = await startConsumer(f.conn, q, () => undefined, { leaseMs: 3000 }); // ticks every second
+    f.consumers.push(consumer);
+    for (let i = 0; i < 4; i++) await f.queues.enqueue(q, { i });
+    await eventually(async () => (await f.queues.counts(q)).done === 4, 5000, 'done');
+    const t0 = Date.now();
+    await eventually(async () => (await admin.metrics(q)).total.completed === 4, 12_000, 'the periodic flush');
+    expect(Date.now() - t0).toBeLessThan(12_000);
+    const keys = await statsKeys(q); // a minute (two across a minute's end) and its hour (two across an hour's)
+    expect([keys.filter((k) => k.includes(':stats:m:')).length, keys.filter((k) => k.includes(':stats:h:')).length]).toEqual([expect.any(Number), expect.any(Number)]);
+    expect(keys.length).toBeGreaterThanOrEqual(2);
+    expect(keys.length).toBeLessThanOrEqual(4);
   });
 
   it('refuses bad arguments to stats.lua with EMQ_BAD_ARG and writes nothing', async () => {
@@ -152,4 +170,25 @@ describe('stored metrics (stats.lua, QueueAdmin.metrics)', () => {
     expect((await admin.metrics(q)).points.length).toBeGreaterThanOrEqual(60);
     expect((await admin.metrics(q, { step: 3_600_000, from: now - 7 * 86_400_000 })).total.completed).toBe(0);
   });
+
+  it('works on Valkey in cluster mode: the flush and the reads stay in the queue\'s slot (no CROSSSLOT)', async () => {
+    const server = await startEmbeddedValkey({ cluster: true });
+    const conn = new EchoMqConnection({ cluster: [{ host: server.host, port: server.port }] });
+    try {
+      await conn.open();
+      const queues = new QueueService(conn);
+      const q = randomQueue('stats-cluster');
+      for (let i = 0; i < 5; i++) await queues.enqueue(q, { i });
+      const { consumer, log } = await startConsumer(conn, q, () => undefined);
+      await eventually(async () => (await queues.counts(q)).done === 5, 10_000, 'done');
+      await consumer.stop(2000);
+      expect(log.warnings).toEqual([]);
+      const admin = new QueueAdmin(conn, queues);
+      expect((await admin.metrics(q)).total.completed).toBe(5);
+      expect((await admin.metricsAll({ step: 3_600_000, from: Date.now() - 3_600_000 })).total.completed).toBeGreaterThanOrEqual(5);
+    } finally {
+      await conn.close();
+      await server.stop();
+    }
+  }, 60_000);
 });
