@@ -85,3 +85,6 @@ export function filterPager(ctx: PageContext, q: string, status: ListableStatus,
     paged ? html` <a href="${ctx.base}${q}?${queryOf(status, f)}">← From the newest</a>` : ''
   }</p>`;
 }
+
+/** The query string of a status tab: the status, and the filters when the page is filtered. */
+export const statusQuery = (status: ListableStatus, f: JobFilterQuery | undefined): string => (f ? queryOf(status, f) : `status=${status}`);

@@ -7,7 +7,7 @@ import { action, seg, type PageContext } from './dashboard-layout.js';
 import { problemText, type ReadOutcome } from './entry-rows.js';
 import { lanesSection } from './lanes-section.js';
 import type { JobSearchPage } from '../admin/job-search.js';
-import { filterForm, filterPager, type JobFilterQuery } from './job-filter-form.js';
+import { filterForm, filterPager, statusQuery, type JobFilterQuery } from './job-filter-form.js';
 
 /** What a queue's page shows. */
 export interface QueuePageData {
@@ -38,11 +38,11 @@ export function queueData(queue: string, info: ReadOutcome<QueueInfo>, jobs: Rea
   };
 }
 
-/** The status tabs, each with its count (live). */
+/** The status tabs, each with its count (live); a filtered page's tabs keep the filters. */
 function tabs(ctx: PageContext, d: QueuePageData): SafeHtml {
   const q = `${ctx.base}/queues/${seg(d.info.name)}`;
   return html`<p class="tabs" id="counts" data-live>${LISTABLE.map(
-    (s) => html`<a href="${q}?status=${s}" class="${s === d.status ? 'on' : ''}">${stateBadge(s)} <span data-count="${s}">${d.info.counts[s]}</span></a>`,
+    (s) => html`<a href="${q}?${statusQuery(s, d.filter)}" class="${s === d.status ? 'on' : ''}">${stateBadge(s)} <span data-count="${s}">${d.info.counts[s]}</span></a>`,
   )}</p>`;
 }
 

@@ -67,6 +67,8 @@ describe('the queue page filter form', () => {
     expect(body).toContain('Examined 60 of 60 dead entries');
     expect(body).toContain('Error: Timeout &lt;b&gt;x&lt;/b&gt;');
     expect(body).toContain('value="timeout"'); // the form keeps what was typed
+    expect(body).toContain(`href="/ops/queues/${q}?status=done&amp;error=timeout"`); // and the tabs keep the filters
+    expect(plain).toContain(`href="/ops/queues/${q}?status=done"`);
   });
 
   it('continues a filtered listing past 50 matches with the "Continue" link, keeping the filters', async () => {
