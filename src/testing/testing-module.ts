@@ -6,7 +6,7 @@ import type { EchoMqModuleOptions } from '../nest/echomq-options.js';
 import { validateModuleOptions } from '../nest/echomq-validation.js';
 import { startEmbeddedValkey, validateEmbeddedValkeyOptions, type EmbeddedValkey, type EmbeddedValkeyOptions } from '../core/embedded-valkey.js';
 
-/** Options of `EchoMqTestingModule.forRoot`: the module's options, and where Valkey comes from. */
+/** Options of `EchoMqTestingModule.forRoot`: the module's options (`telemetry` off unless given), and where Valkey comes from. */
 export interface EchoMqTestingOptions extends Omit<EchoMqModuleOptions, 'connection'> {
   /** Use this Valkey instead of starting one (it is then neither started nor stopped here). */
   readonly connection?: ValkeyConnectionOptions;

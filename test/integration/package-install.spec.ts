@@ -20,8 +20,17 @@ if (npmMissing) console.warn(`package-install.spec.ts skipped: ${npmMissing}`);
 /** The version of a package installed in the repository (the peers are pinned to those, so npm's cache has them). */
 const installed = (name: string): string => (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
 
+/**
+ * This process's environment without what `npm test` adds for its own lifecycle
+ * (`npm_config_local_prefix` names this repository: an `npm install` in the temp app must not
+ * see it), keeping how npm reaches a registry (cache, registry, proxies, CA).
+ */
+const ENV: NodeJS.ProcessEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !k.startsWith('npm_') || /^npm_config_(cache|registry|cafile|userconfig|globalconfig|(https?_|no)?proxy)$/i.test(k)),
+);
+
 /** Runs a command to its end; throws with its output when it fails. */
-function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): string {
+function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = ENV): string {
   const r = spawnSync(cmd, args, { cwd, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status ?? r.signal}): ${r.stdout}\n${r.stderr}`);
   return r.stdout;
@@ -160,7 +169,7 @@ function copiesOf(dir: string, name: string, rel = ''): string[] {
     // The README's tsconfig and files type-check against the installed package's declarations.
     run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], app);
 
-    const child = spawn(process.execPath, ['dist/main.js'], { cwd: app, env: { ...process.env, VALKEY_URL: testUrl(), PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['dist/main.js'], { cwd: app, env: { ...ENV, VALKEY_URL: testUrl(), PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
     appPid = child.pid!;
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -208,7 +217,7 @@ function copiesOf(dir: string, name: string, rel = ''): string[] {
     // No --forceExit: jest must end on its own (killed here after 120 s).
     const r = spawnSync(process.execPath, ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', '--ci'], {
       cwd: app,
-      env: { ...process.env, SERVERS_FILE: serversFile },
+      env: { ...ENV, SERVERS_FILE: serversFile },
       encoding: 'utf8',
       timeout: 120_000,
       killSignal: 'SIGKILL',
