@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,6 +22,35 @@ type NodeLease struct {
 	owner   string
 	lease   time.Duration
 	node    int
+	// Describe, when set, is sent with every claim and renewal (node.lua's describing form,
+	// docs/protocol.md §1 "Process descriptions"): the process's description, JSON.
+	Describe func() string
+}
+
+// ProcessQueue is a queue consumer in a process description.
+type ProcessQueue struct {
+	Name        string `json:"name"`
+	Concurrency int    `json:"concurrency"`
+	Active      int    `json:"active"`
+}
+
+// DescribeProcess is a description of this Go process (docs/protocol.md §1): host, pid,
+// runtime "go", version, started, and the queues it consumes.
+func DescribeProcess(version string, started time.Time, queues []ProcessQueue) string {
+	host, _ := os.Hostname()
+	if queues == nil {
+		queues = []ProcessQueue{}
+	}
+	b, _ := json.Marshal(map[string]any{"host": host, "pid": os.Getpid(), "runtime": "go", "version": version, "started": started.UnixMilli(), "queues": queues})
+	return string(b)
+}
+
+// nodeCall runs node.lua in the two-key form, or the describing form when describe is set.
+func (l *NodeLease) nodeCall(ctx context.Context, lease int64, arg string, info func() string) (any, error) {
+	if info == nil {
+		return l.scripts.Run(ctx, l.rdb, "node", []string{NodeSeqKey, NodesKey}, ProtocolVersion, l.owner, lease, arg)
+	}
+	return l.scripts.Run(ctx, l.rdb, "node", []string{NodeSeqKey, NodesKey, ProcsKey}, ProtocolVersion, l.owner, lease, arg, info())
 }
 
 // DefaultNodeLease is the node lease the TypeScript runtime uses too (docs/protocol.md §1).
@@ -54,7 +85,7 @@ func (l *NodeLease) call(ctx context.Context, want int) (int, time.Time, error) 
 	if want >= 0 {
 		arg = fmt.Sprint(want)
 	}
-	v, err := l.scripts.Run(ctx, l.rdb, "node", []string{NodeSeqKey, NodesKey}, ProtocolVersion, l.owner, l.lease.Milliseconds(), arg)
+	v, err := l.nodeCall(ctx, l.lease.Milliseconds(), arg, l.Describe)
 	if err != nil {
 		return -1, sent, err
 	}
@@ -93,7 +124,11 @@ func (l *NodeLease) Release(ctx context.Context) error {
 		return nil
 	}
 	l.minter.SetNode(l.node, time.Time{})
-	_, err := l.scripts.Run(ctx, l.rdb, "node", []string{NodeSeqKey, NodesKey}, ProtocolVersion, l.owner, 0, fmt.Sprint(l.node))
+	var none func() string
+	if l.Describe != nil {
+		none = func() string { return "" } // a release deletes the description
+	}
+	_, err := l.nodeCall(ctx, 0, fmt.Sprint(l.node), none)
 	return err
 }
 
