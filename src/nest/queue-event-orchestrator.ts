@@ -63,7 +63,8 @@ export class QueueEventOrchestrator implements OnModuleInit, OnApplicationBootst
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all(this.readers.splice(0).map((r) => r.stop()));
+    const deadline = this.options.shutdownTimeoutMs ?? 10_000;
+    await Promise.all(this.readers.splice(0).map((r) => r.stop(deadline)));
   }
 
   /** A fleet listener of a queue whose lifecycle log is off (here and in Valkey) would hear nothing: warned. */

@@ -104,11 +104,16 @@ export class EventLogReader {
     this.loop ??= this.run();
   }
 
-  /** Stops reading: an entry read but not yet handled stays pending and is taken over later. */
-  async stop(): Promise<void> {
+  /**
+   * Stops reading: the entries being handled finish (waited for at most `deadlineMs`, default
+   * 10 s); an entry read but not handled stays pending and is taken over later.
+   */
+  async stop(deadlineMs = 10_000): Promise<void> {
     this.stopped = true;
     if (this.blocker) this.conn.release(this.blocker);
-    await this.loop;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.loop, new Promise<void>((r) => (timer = setTimeout(r, deadlineMs)))]);
+    clearTimeout(timer);
   }
 
   private async run(): Promise<void> {

@@ -86,4 +86,19 @@ describe('EventLogReader', () => {
       await Promise.all(readers.map((r) => r.stop()));
     }
   });
+
+  it('stop waits for a handler at most its deadline; the entry stays pending for a takeover', async () => {
+    const q = randomQueue('elr-stop');
+    made.push(q);
+    let called = 0;
+    const r = reader({ queue: q, group: 'slow', kinds: ['enqueued'], sink: () => new Promise<void>(() => void called++) });
+    await r.open();
+    r.start();
+    await queues.enqueue(q, { a: 1 });
+    await eventually(() => called === 1, 3000, 'the handler to start');
+    const t0 = Date.now();
+    await r.stop(200);
+    expect(Date.now() - t0).toBeLessThan(1500);
+    expect(((await raw.call('XPENDING', `emq:{${q}}:events`, 'slow')) as unknown[])[0]).toBe(1);
+  });
 });
