@@ -31,7 +31,7 @@ function queueRow(ctx: PageContext, q: QueueInfo, d: OverviewData): SafeHtml {
   const read = d.history?.queues.get(q.name);
   const spark = !read ? '' : read.ok ? sparkline(read.value, { width: 160, height: 28 }) : html`<span class="err" data-problem="history">history unreadable</span>`;
   return html`<tr data-queue="${q.name}"><td>${link}${q.paused ? html` <span class="paused">paused</span>` : ''}</td>
-${COUNT_COLUMNS.map((s) => html`<td class="n" data-count="${s}">${q.counts[s]}</td>`)}<td>${spark}</td></tr>`;
+${COUNT_COLUMNS.map((s) => html`<td class="${s === 'dead' && q.counts.dead > 0 ? 'n st-dead' : 'n'}" data-count="${s}">${q.counts[s]}</td>`)}<td>${spark}</td></tr>`;
 }
 
 /** The overview: every known queue with counts and throughput, and the total chart. */

@@ -33,6 +33,7 @@ beforeAll(async () => {
   d = await startDashboardApp({ path: '/echomq', refreshMs: 300 }, [Worker], true);
   browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
   page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 800 }); // the docs' screenshots (npm run docs:screenshots)
   await page.setExtraHTTPHeaders({ 'x-let-in': 'yes' });
   page.on('console', (m) => {
     if (/Content.Security.Policy/i.test(m.text())) cspErrors.push(`${m.text()} at ${JSON.stringify(m.location())}`);

@@ -75,7 +75,7 @@ describe('the charts of the stored history in headless Chromium', () => {
     for (const t of lTicks) expect(t).toMatch(/^\d+(\.\d+)? (ms|s|min)/);
     expect(await page.$eval('#latency-chart figcaption', (el) => el.textContent ?? '')).toMatch(/p50 \d+(\.\d+)? (ms|s)/);
     expect(await page.$$('#latency-chart polyline, #latency-chart circle')).not.toHaveLength(0);
-    await shot(page, 'queue.png');
+    await shot(page, 'charts-queue.png');
 
     // The range links: 24 h reads the hourly rollups, the same counts.
     await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('#ranges a[data-range="24h"]')]);
@@ -90,7 +90,7 @@ describe('the charts of the stored history in headless Chromium', () => {
     expect(await texts(page, '#throughput-chart .legend text')).toEqual(['completed', 'failed', 'dead']);
     expect((await texts(page, '#throughput-chart .y-axis text.tick')).length).toBeGreaterThanOrEqual(2);
     expect(await page.$eval(`tr[data-queue="${Q}"] svg.spark`, (el) => el.getAttribute('aria-label'))).toMatch(/^27 completed, 3 failed, 3 dead in 1 h/);
-    await shot(page, 'overview.png');
+    await shot(page, 'charts-overview.png');
 
     // A new app instance (a restarted dashboard: nothing kept in memory) reads the same stored numbers.
     const again = await startDashboardApp({ path: '/echomq', refreshMs: 500 });

@@ -4,7 +4,7 @@ import { Injectable } from '@nestjs/common';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { BusService, CacheService, Processor, type Job } from '../../src/index.js';
+import { BusService, CacheService, Processor, QueueAdmin, type Job } from '../../src/index.js';
 import { topicKeys } from '../../src/protocol.js';
 import { buryJobs, startDashboardApp, type DashboardTestApp } from '../helpers/dashboard.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
@@ -73,6 +73,9 @@ beforeAll(async () => {
   await cache.set('EURUSD', { bid: 1.08 }, { namespace: NS });
   await cache.invalidate('EURUSD', { namespace: NS });
   await eventually(async () => (await f.queues.counts(ORDERS)).done >= 30, 30_000, 'the orders done');
+  // The charts read what consumers flush to Valkey every 5 s: wait until the orders are in it.
+  const admin = d.app.get(QueueAdmin);
+  await eventually(async () => (await admin.metrics(ORDERS)).points.reduce((n, p) => n + p.completed, 0) >= 30, 30_000, 'the orders in the stored history');
 }, 120_000);
 
 afterAll(async () => {
