@@ -27,7 +27,7 @@
 --   the queue of KEYS[1], a limit out of range), EMQ_WRONGTYPE. Every check and read comes before
 --   the first write.
 -- @flags allow-oom
--- @uses keys types meta flow-child limit
+-- @uses keys types meta flow-child limit refs
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
 local PROTOCOL = '2'
@@ -117,15 +117,37 @@ end
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
 -- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
 -- stored rate limit "<max> <ms>"), gpol (its stored group policy), gpaused (its paused lanes; all
--- three written by policy.lua), stamp (claims record attempt starts, claim.lua).
+-- three written by policy.lua), stamp (claims record attempt starts, claim.lua), refs (the queue uses business ids, refs.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused', 'stamp'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused', 'stamp', 'refs'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11], stamp = m[12] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11], stamp = m[12], refs = m[13] }
   end
   return meta_memo
+end
+-- Drops the business ids of the jobs `ids` (their rows deleted by the caller), when the queue
+-- uses business ids (`on`): both fields of each, the forward one only while it still names this
+-- job. Two reads and one HDEL per call, none when `on` is false.
+local function refs_drop(b, ids, on)
+  if not on or #ids == 0 then return end
+  local key = b .. 'refs'
+  local refs = checked(redis.pcall('HMGET', key, unpack(ids)), key)
+  local del, mine, fwd = {}, {}, {}
+  for i = 1, #ids do
+    if refs[i] then
+      del[#del + 1] = ids[i]
+      mine[#mine + 1] = ids[i]
+      fwd[#fwd + 1] = refs[i]
+    end
+  end
+  if #fwd == 0 then return end
+  local now = redis.call('HMGET', key, unpack(fwd))
+  for i = 1, #fwd do
+    if now[i] == mine[i] then del[#del + 1] = fwd[i] end
+  end
+  redis.call('HDEL', key, unpack(del))
 end
 -- The runner every built script ends with (`return run(main)`): the version is checked before
 -- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
@@ -149,7 +171,8 @@ need(#KEYS == 9 and #ARGV == 2, 'expected 9 keys and 2 arguments')
 local b = queue_base(KEYS[1])
 need_keys(KEYS, b, { 'meta', 'pending', 'data', 'opts', 'job:', 'levels', 'groups', 'outbox', 'outdue' })
 local left = need_limit(ARGV[2])
-local lanes = queue_meta(KEYS[1]).lanes
+local dm = queue_meta(KEYS[1])
+local lanes = dm.lanes
 need_types({ KEYS[3], 'hash', KEYS[4], 'hash', KEYS[6], 'zset', KEYS[7], 'list', KEYS[8], 'hash', KEYS[9], 'zset' })
 -- The lists, in drain order: levels 9..1, the group lanes of the ring, level 0.
 local lists = {}
@@ -187,7 +210,7 @@ for i = 1, #picks do
   redis.call('RPOP', picks[i][1], picks[i][2])
   if picks[i][3] and redis.call('LLEN', picks[i][1]) == 0 then redis.call('ZREM', KEYS[6], picks[i][3]) end
 end
-local drained, ghosts, boxed = 0, 0, 0
+local drained, ghosts, boxed, gone = 0, 0, 0, {}
 for i = 1, #ids do
   local id, p, row = ids[i], pays[i], KEYS[5] .. ids[i]
   if p == '' then
@@ -207,8 +230,10 @@ for i = 1, #ids do
     redis.call('HDEL', KEYS[3], id)
     redis.call('HDEL', KEYS[4], id)
     drained = drained + 1
+    gone[drained] = id
   end
 end
+refs_drop(b, gone, dm.refs == '1')
 if ghosts > 0 then redis.call('HINCRBY', KEYS[1], 'ghosts', -ghosts) end
 if boxed > 0 then redis.call('SPUBLISH', KEYS[8], boxed) end
 return { drained, left == 0 and 1 or 0 }

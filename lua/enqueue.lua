@@ -38,6 +38,7 @@
 -- @key events emq:{q}:events lifecycle events: sharded channel and bounded stream
 -- @key dedup* emq:{q}:key:<key> (dedup mode: all or none) the dedup key of job i (key: 1..256
 --   bytes, no control characters)
+-- @key refs? emq:{q}:refs (refs mode) the queue's business ids, last of the keys
 -- @arg version version the protocol version
 -- @arg limit 1..536870912 largest payload in bytes
 -- @arg n 1..1000 the number of jobs (more is EMQ_BATCH_TOO_LARGE)
@@ -48,6 +49,8 @@
 -- @arg window? 1..2592000000 (dedup mode) the dedup window in ms (30 days at most), last but a mode
 -- @arg dmode? w|d (dedup mode, optional, after the window) `w` window or `d` debounce: either
 --   writes `keyof:<id>` (see the dedup modes); without it the call runs as before
+-- @arg ref* business id (refs mode) per job, last of all: "" = none, else 1..200 bytes without
+--   control characters and not of the branded id form (`job` and 11 base62 digits, 14 bytes)
 -- @mode full 4 + 6n arguments: per job id, payload, delay, run-at, max attempts, backoff.
 -- @mode compact 4 + 2n arguments: per job just the id and the payload, for jobs with no delay,
 --   run-at, options, lane or extras: the same as six arguments with "0", "0", "", "".
@@ -79,14 +82,23 @@
 --   reply entry is the holder's id. Its options, lane and extras stay the holder's. A held key
 --   whose job started or ended is taken by the new job (added as usual). Within one call a later
 --   repeat's payload replaces an earlier job's of the call.
+-- @mode refs business ids, with any form (and with dedup): the key emq:{q}:refs last of the keys
+--   (after any dedup keys) and one argument per job last of all. A business id whose mapping
+--   names a job that still exists (its payload in `data` or its row) adds nothing: the reply
+--   entry is that job's id, and its dedup key (if any) is not looked at; a later job of the
+--   same call with the same business id answers the first one's id. A job added with one writes
+--   both fields `<business id>` = its id and `<id>` = its business id (a mapping whose job is
+--   gone is replaced, its old reverse field deleted); meta `refs` is set to 1 the first time.
+--   Every script that deletes job rows (complete, drain, purge, remove and the morgue and
+--   cancelled trims) deletes both fields of the jobs it deletes, when meta `refs` is set.
 -- @returns an array of n integers: 1 = added, 0 = a job with this id already existed (or came
 --   earlier in the same call); with dedup keys, a bulk string (the holding job's id) for a job
---   whose key was held. A wake marker is pushed (when `wake` is empty) only when a job was added.
+--   whose key was held; with business ids, a bulk string (the job's id) for a held one. A wake marker is pushed (when `wake` is empty) only when a job was added.
 -- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key
 --   that is not the one the key grammar spells for the queue of KEYS[1]), EMQ_WRONGTYPE (a key
 --   holds another type), EMQ_BAD_ID, EMQ_PAYLOAD_TOO_LARGE, EMQ_BATCH_TOO_LARGE. Every check
 --   comes before the first write.
--- @uses keys types meta clock events job-write enqueue-args enqueue-lanes enqueue-parked enqueue-dedup
+-- @uses keys types meta clock events job-write enqueue-args enqueue-lanes enqueue-parked enqueue-dedup refs
 -- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
 -- time, so a second TIME would answer the same; parts of a composed script share the read).
 local clock_memo = nil
@@ -170,19 +182,47 @@ end
 local function bad_name(s)
   return type(s) ~= 'string' or #s == 0 or #s > 100 or not string.match(s, '^[A-Za-z0-9_.-]+$')
 end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- Business ids (docs/protocol.md §2, §3): the hash emq:{q}:refs holds both directions of a
+-- queue's business ids: field <business id> -> the job's wire id, and field <wire id> -> its
+-- business id. A business id never has the branded form (`job` and 11 base62 digits, 14 bytes),
+-- so the two kinds of field never meet. Meta `refs` = 1 once a queue has used one: until then
+-- the scripts that end jobs read nothing more. The hash is spelt from the queue's base (same slot).
+
+-- A business id as enqueue.lua takes it: 1..200 bytes, no control characters, not of the branded
+-- form. True when `r` is not one.
+local function bad_ref(r)
+  return type(r) ~= 'string' or #r == 0 or #r > 200 or string.find(r, '%c') ~= nil
+    or (#r == 14 and string.match(r, '^job[0-9A-Za-z]+$') ~= nil)
+end
 -- enqueue.lua's arguments, all checked before its first read (docs/protocol.md §3). The forms
 -- differ in the arguments per job and what follows the jobs: full (6 per job), compact (2 per
 -- job: id, payload), lanes (full + one priority or group per job), extras (lanes + one extras
 -- text per job), and with dedup keys (KEYS[8..7+n]) the window last. The compact form's
--- per-job check is the id and payload only.
+-- per-job check is the id and payload only. With business ids (the refs key emq:{q}:refs last in
+-- KEYS) one more argument per job ends the call, after everything else: its business id or "".
 
 -- Dedup keys: one `emq:{q}:key:<key>` per job (key 1..256 bytes, no control characters) and a
 -- window of 1..2592000000 ms, the last argument, or the one before a mode (`w` window, `d`
 -- debounce: a word, so it cannot be mistaken for a window). Answers the window and the mode.
-local function enqueue_dedup_args(K, A, b, n)
-  local mode = (A[#A] == 'w' or A[#A] == 'd') and A[#A] or nil
-  local window = int(A[#A - (mode and 1 or 0)], 1, 2592000000)
-  need(#K == 7 + n and window, 'dedup needs one key per job and a window of 1..2592000000 ms after the jobs')
+local function enqueue_dedup_args(K, A, b, n, len, r)
+  local mode = (A[len] == 'w' or A[len] == 'd') and A[len] or nil
+  local window = int(A[len - (mode and 1 or 0)], 1, 2592000000)
+  need(#K == 7 + n + r and window, 'dedup needs one key per job and a window of 1..2592000000 ms after the jobs')
   for i = 1, n do
     local k = K[7 + i]
     local bk = string.sub(k, #b + 5)
@@ -234,20 +274,35 @@ local function enqueue_lanes_args(A, n)
 end
 -- All of it, in the order the checks have always run. Answers a table: n, S (arguments per
 -- job: 2 compact, 6 otherwise), keyed, window, prio (lanes given), pri, grp, ext (extras given),
--- setLog (the events log length to record, or nil), ids.
+-- setLog (the events log length to record, or nil), ids, refs (job -> business id, when the refs
+-- key is given).
 local function enqueue_args(K, A, b)
   local maxBytes, n = int(A[2], 1, 536870912), int(A[3], 1, 1000000000)
   need(maxBytes and n, 'the payload limit must be an integer in 1..536870912 and the job count an integer >= 1')
   if n > 1000 then fail('BATCH_TOO_LARGE', 'at most 1000 jobs per call') end
-  local c = { n = n, keyed = #K > 7 }
-  if c.keyed then c.window, c.mode = enqueue_dedup_args(K, A, b, n) end
+  -- Business ids: the refs key last (a dedup key is never it), and the last n arguments.
+  local r = #K > 7 and K[#K] == b .. 'refs' and 1 or 0
+  local len = #A - r * n
+  local c = { n = n, keyed = #K > 7 + r }
+  if r == 1 then
+    need(len >= 4, 'business ids need one argument per job, last')
+    c.refs = {}
+    for i = 1, n do
+      local ref = A[len + i]
+      if ref ~= '' then
+        if bad_ref(ref) then fail('BAD_ARG', 'job ' .. i .. ' has a bad business id (1..200 bytes, no control characters, not of the branded id form)') end
+        c.refs[i] = ref
+      end
+    end
+  end
+  if c.keyed then c.window, c.mode = enqueue_dedup_args(K, A, b, n, len, r) end
   local tail = c.keyed and (c.mode and 2 or 1) or 0 -- the dedup window (and mode), last
-  local xtra = #A == 4 + 8 * n + tail -- extras come after the lanes
-  c.prio = xtra or #A == 4 + 7 * n + tail
+  local xtra = len == 4 + 8 * n + tail -- extras come after the lanes
+  c.prio = xtra or len == 4 + 7 * n + tail
   -- The compact form: two arguments per job (id, payload), every other field its default.
-  local S = #A == 4 + 2 * n + tail and 2 or 6
-  if #A ~= 4 + 6 * n + tail and not c.prio and S ~= 2 then
-    fail('BAD_ARG', 'expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (2 * n) .. ' in the compact form, ' .. (7 * n) .. ' with priorities, ' .. (8 * n) .. ' with extras)' .. (c.keyed and ', then the dedup window (and mode)' or ''))
+  local S = len == 4 + 2 * n + tail and 2 or 6
+  if len ~= 4 + 6 * n + tail and not c.prio and S ~= 2 then
+    fail('BAD_ARG', 'expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (2 * n) .. ' in the compact form, ' .. (7 * n) .. ' with priorities, ' .. (8 * n) .. ' with extras)' .. (c.keyed and ', then the dedup window (and mode)' or '') .. (r == 1 and ', then one business id per job' or ''))
   end
   c.S = S
   if xtra then c.ext = enqueue_extras(A, n) end
@@ -272,21 +327,6 @@ local function enqueue_args(K, A, b)
   end
   c.ids = ids
   return c
-end
--- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
--- before the first write (Valkey does not roll a script back).
-local function need_type(key, want)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
-end
--- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
--- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
-local function checked(r, key)
-  if type(r) == 'table' and r.err then
-    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
-    error(r.err, 0)
-  end
-  return r
 end
 -- enqueue.lua's dedup modes (docs/protocol.md §5, enqueue, "Dedup modes"), given as one more
 -- argument after the window: `w` (window) or `d` (debounce). Either mode also writes
@@ -522,13 +562,13 @@ end
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
 -- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
 -- stored rate limit "<max> <ms>"), gpol (its stored group policy), gpaused (its paused lanes; all
--- three written by policy.lua), stamp (claims record attempt starts, claim.lua).
+-- three written by policy.lua), stamp (claims record attempt starts, claim.lua), refs (the queue uses business ids, refs.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused', 'stamp'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused', 'stamp', 'refs'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11], stamp = m[12] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11], stamp = m[12], refs = m[13] }
   end
   return meta_memo
 end
@@ -561,6 +601,22 @@ local n, S, keyed, ids = c.n, c.S, c.keyed, c.ids
 local meta = queue_meta(KEYS[1])
 local elog = meta.elog
 local have = checked(redis.pcall('HMGET', KEYS[5], unpack(ids)), KEYS[5])
+-- Business ids: each one's job, when its mapping names a job that still exists (payload or row).
+local refKey, refHit, refTaken, refStale = c.refs and b .. 'refs', {}, {}, {}
+if refKey then
+  local list, at = {}, {}
+  for i = 1, n do
+    local r = c.refs[i]
+    if r and not at[r] then list[#list + 1] = r; at[r] = true end
+  end
+  local got = #list > 0 and checked(redis.pcall('HMGET', refKey, unpack(list)), refKey) or {}
+  if #list == 0 then need_type(refKey, 'hash') end
+  for i = 1, #list do
+    local w = got[i]
+    if w and (redis.call('HEXISTS', KEYS[5], w) == 1 or redis.call('EXISTS', b .. 'job:' .. w) == 1) then refHit[list[i]] = w
+    elseif w then refStale[#refStale + 1] = w end -- its job is gone: the mapping is replaced
+  end
+end
 local holders, taken = nil, nil
 if keyed then
   holders, taken = {}, {}
@@ -573,8 +629,12 @@ for i = 1, n do
   local j = 4 + S * (i - 1)
   local id = ids[i]
   local key = keyed and KEYS[7 + i]
-  local held = keyed and (taken[key] or holders[i])
-  if held and deb then
+  local ref = refKey and c.refs[i]
+  local rheld = ref and (refTaken[ref] or refHit[ref]) or nil
+  local held = rheld or (keyed and (taken[key] or holders[i]))
+  if rheld then
+    -- A business id held: nothing of this job is written, not even a debounce.
+  elseif held and deb then
     -- Debounce: a holder of this call takes the later payload; a stored one that still waits
     -- takes the payload and the instant; one that started or ended leaves the key to this job.
     if taken[key] then
@@ -600,6 +660,7 @@ for i = 1, n do
     out[i] = 0
   else
     if keyed then taken[KEYS[7 + i]] = id end
+    if ref then refTaken[ref] = id end
     seen[id] = true
     out[i] = 1
     data[#data + 1] = id
@@ -655,12 +716,26 @@ if #data > 0 then
     end
   end
 end
+local refSet = {}
+if refKey then
+  for i = 1, n do
+    if out[i] == 1 and c.refs[i] then
+      refSet[#refSet + 1] = c.refs[i]; refSet[#refSet + 1] = ids[i]
+      refSet[#refSet + 1] = ids[i]; refSet[#refSet + 1] = c.refs[i]
+    end
+  end
+  if #refSet > 0 then
+    if #refStale > 0 then redis.call('HDEL', refKey, unpack(refStale)) end
+    redis.call('HSET', refKey, unpack(refSet))
+  end
+end
 if deb and #deb > 0 then
   dedup_debounce(KEYS, deb, now)
   for i = 1, #deb do dedup_hold(b, deb[deb[i][1]], deb[i][1], c.window) end
 end
 stamp_version(KEYS[1], meta.v)
 if lanesMode then enqueue_lanes_ring(KEYS, b, meta.lanes == '1', lanesOn, plainQ, ringAdd) end
+if #refSet > 0 and meta.refs ~= '1' then redis.call('HSET', KEYS[1], 'refs', '1') end
 if xtraOn and meta.xtra ~= '1' then redis.call('HSET', KEYS[1], 'xtra', '1') end
 if c.setLog and c.setLog ~= meta.elog then redis.call('HSET', KEYS[1], 'elog', c.setLog) end
 announce_new_jobs(KEYS, elog, wakeLen, queued, scheduled)

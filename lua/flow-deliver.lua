@@ -183,28 +183,56 @@ end
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
 -- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
 -- stored rate limit "<max> <ms>"), gpol (its stored group policy), gpaused (its paused lanes; all
--- three written by policy.lua), stamp (claims record attempt starts, claim.lua).
+-- three written by policy.lua), stamp (claims record attempt starts, claim.lua), refs (the queue uses business ids, refs.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused', 'stamp'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused', 'stamp', 'refs'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11], stamp = m[12] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11], stamp = m[12], refs = m[13] }
   end
   return meta_memo
+end
+-- Drops the business ids of the jobs `ids` (their rows deleted by the caller), when the queue
+-- uses business ids (`on`): both fields of each, the forward one only while it still names this
+-- job. Two reads and one HDEL per call, none when `on` is false.
+local function refs_drop(b, ids, on)
+  if not on or #ids == 0 then return end
+  local key = b .. 'refs'
+  local refs = checked(redis.pcall('HMGET', key, unpack(ids)), key)
+  local del, mine, fwd = {}, {}, {}
+  for i = 1, #ids do
+    if refs[i] then
+      del[#del + 1] = ids[i]
+      mine[#mine + 1] = ids[i]
+      fwd[#fwd + 1] = refs[i]
+    end
+  end
+  if #fwd == 0 then return end
+  local now = redis.call('HMGET', key, unpack(fwd))
+  for i = 1, #fwd do
+    if now[i] == mine[i] then del[#del + 1] = fwd[i] end
+  end
+  redis.call('HDEL', key, unpack(del))
 end
 -- Trimming a bounded set of finished jobs (the morgue, the cancelled set: id -> when): the oldest
 -- beyond `keep` go, with their rows and payloads, at most 1000 per call (bounded work). With
 -- `ghosts`, a payload of "" (a ghost's marker, cancel.lua) stays, so claim still recognises its
--- id (and an enqueue of it is still refused) until claim pops it.
-local function trim_rows(set, data, prefix, keep, ghosts)
+-- id (and an enqueue of it is still refused) until claim pops it. `refs`: the queue uses business
+-- ids (meta `refs`), their mappings go with the rows; nil = not known, read from meta (only when
+-- rows go).
+local function trim_rows(set, data, prefix, keep, ghosts, refs)
   local excess = math.min(redis.call('ZCARD', set) - keep, 1000)
   if excess <= 0 then return end
   local old = redis.call('ZPOPMIN', set, excess)
+  local b, gone = string.sub(prefix, 1, -5), {}
   for i = 1, #old, 2 do
     redis.call('DEL', prefix .. old[i])
     if not ghosts or redis.call('HGET', data, old[i]) ~= '' then redis.call('HDEL', data, old[i]) end
+    gone[#gone + 1] = old[i]
   end
+  if refs == nil then refs = redis.call('HGET', b .. 'meta', 'refs') == '1' end
+  refs_drop(b, gone, refs)
 end
 -- The morgue (docs/protocol.md §5): `dead`, id -> buried at, capped by the caller's morgue cap.
 -- Buries a job at now: its row ends `dead` with the error text (and, given, its attempt history
@@ -214,9 +242,10 @@ local function bury(row, dead, id, err, now, hist)
   else redis.call('HSET', row, 'status', 'dead', 'error', err, 'finished', now) end
   redis.call('ZADD', dead, now, id)
 end
--- Trims the morgue to `cap`: the oldest rows and their payloads go (bounded work per call).
-local function trim_morgue(dead, data, prefix, cap)
-  trim_rows(dead, data, prefix, cap, false)
+-- Trims the morgue to `cap`: the oldest rows and their payloads go (bounded work per call), and
+-- their business ids (`refs`, see row-trim.lua).
+local function trim_morgue(dead, data, prefix, cap, refs)
+  trim_rows(dead, data, prefix, cap, false, refs)
 end
 -- The text of a `d:` entry: a finished job's outcome for its parent (`<queue> <id>`).
 local function delivery_text(parent, id, outcome, text)

@@ -19,7 +19,7 @@
 --   the queue of KEYS[1] and the status, a number out of range), EMQ_WRONGTYPE. Every check
 --   comes before the first write.
 -- @flags allow-oom
--- @uses args keys types meta clock
+-- @uses args keys types meta clock refs
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
 local PROTOCOL = '2'
@@ -114,15 +114,37 @@ end
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
 -- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
 -- stored rate limit "<max> <ms>"), gpol (its stored group policy), gpaused (its paused lanes; all
--- three written by policy.lua), stamp (claims record attempt starts, claim.lua).
+-- three written by policy.lua), stamp (claims record attempt starts, claim.lua), refs (the queue uses business ids, refs.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused', 'stamp'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused', 'stamp', 'refs'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11], stamp = m[12] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11], stamp = m[12], refs = m[13] }
   end
   return meta_memo
+end
+-- Drops the business ids of the jobs `ids` (their rows deleted by the caller), when the queue
+-- uses business ids (`on`): both fields of each, the forward one only while it still names this
+-- job. Two reads and one HDEL per call, none when `on` is false.
+local function refs_drop(b, ids, on)
+  if not on or #ids == 0 then return end
+  local key = b .. 'refs'
+  local refs = checked(redis.pcall('HMGET', key, unpack(ids)), key)
+  local del, mine, fwd = {}, {}, {}
+  for i = 1, #ids do
+    if refs[i] then
+      del[#del + 1] = ids[i]
+      mine[#mine + 1] = ids[i]
+      fwd[#fwd + 1] = refs[i]
+    end
+  end
+  if #fwd == 0 then return end
+  local now = redis.call('HMGET', key, unpack(fwd))
+  for i = 1, #fwd do
+    if now[i] == mine[i] then del[#del + 1] = fwd[i] end
+  end
+  redis.call('HDEL', key, unpack(del))
 end
 -- The runner every built script ends with (`return run(main)`): the version is checked before
 -- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
@@ -144,10 +166,11 @@ end
 local function main(KEYS, ARGV)
 need(#KEYS == 4 and #ARGV == 4, 'expected 4 keys and 4 arguments')
 local status = need_word(ARGV[2], { done = true, dead = true, cancelled = true }, 'status')
-need_keys(KEYS, queue_base(KEYS[1]), { 'meta', status, 'data', 'job:' })
+local b = queue_base(KEYS[1])
+need_keys(KEYS, b, { 'meta', status, 'data', 'job:' })
 local age = need_int(ARGV[3], 0, 315360000000, 'age (ms)')
 local limit = need_int(ARGV[4], 1, 1000, 'limit')
-queue_meta(KEYS[1])
+local pm = queue_meta(KEYS[1])
 need_types({ KEYS[2], 'zset', KEYS[3], 'hash' })
 local now = now_ms()
 local ids = redis.call('ZRANGE', KEYS[2], '-inf', now - age, 'BYSCORE', 'LIMIT', 0, limit + 1)
@@ -162,6 +185,7 @@ for i = 1, #ids do
 end
 redis.call('ZREM', KEYS[2], unpack(ids))
 if #gone > 0 then redis.call('HDEL', KEYS[3], unpack(gone)) end
+refs_drop(b, ids, pm.refs == '1')
 return { #ids, more }
 end
 return run(main)

@@ -117,18 +117,65 @@ local function hist_push(h, attempt, started, ended, outcome, worker, err, stack
   if #starts < HIST_KEEP then return h .. rec end
   return string.sub(h, starts[#starts - HIST_KEEP + 2]) .. rec
 end
+-- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
+-- before the first write (Valkey does not roll a script back).
+local function need_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
+end
+-- Several at once: a flat list key, type, key, type, …
+local function need_types(list)
+  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
+end
+-- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
+-- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
+local function checked(r, key)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
+    error(r.err, 0)
+  end
+  return r
+end
+-- Drops the business ids of the jobs `ids` (their rows deleted by the caller), when the queue
+-- uses business ids (`on`): both fields of each, the forward one only while it still names this
+-- job. Two reads and one HDEL per call, none when `on` is false.
+local function refs_drop(b, ids, on)
+  if not on or #ids == 0 then return end
+  local key = b .. 'refs'
+  local refs = checked(redis.pcall('HMGET', key, unpack(ids)), key)
+  local del, mine, fwd = {}, {}, {}
+  for i = 1, #ids do
+    if refs[i] then
+      del[#del + 1] = ids[i]
+      mine[#mine + 1] = ids[i]
+      fwd[#fwd + 1] = refs[i]
+    end
+  end
+  if #fwd == 0 then return end
+  local now = redis.call('HMGET', key, unpack(fwd))
+  for i = 1, #fwd do
+    if now[i] == mine[i] then del[#del + 1] = fwd[i] end
+  end
+  redis.call('HDEL', key, unpack(del))
+end
 -- Trimming a bounded set of finished jobs (the morgue, the cancelled set: id -> when): the oldest
 -- beyond `keep` go, with their rows and payloads, at most 1000 per call (bounded work). With
 -- `ghosts`, a payload of "" (a ghost's marker, cancel.lua) stays, so claim still recognises its
--- id (and an enqueue of it is still refused) until claim pops it.
-local function trim_rows(set, data, prefix, keep, ghosts)
+-- id (and an enqueue of it is still refused) until claim pops it. `refs`: the queue uses business
+-- ids (meta `refs`), their mappings go with the rows; nil = not known, read from meta (only when
+-- rows go).
+local function trim_rows(set, data, prefix, keep, ghosts, refs)
   local excess = math.min(redis.call('ZCARD', set) - keep, 1000)
   if excess <= 0 then return end
   local old = redis.call('ZPOPMIN', set, excess)
+  local b, gone = string.sub(prefix, 1, -5), {}
   for i = 1, #old, 2 do
     redis.call('DEL', prefix .. old[i])
     if not ghosts or redis.call('HGET', data, old[i]) ~= '' then redis.call('HDEL', data, old[i]) end
+    gone[#gone + 1] = old[i]
   end
+  if refs == nil then refs = redis.call('HGET', b .. 'meta', 'refs') == '1' end
+  refs_drop(b, gone, refs)
 end
 -- The cancelled set (docs/protocol.md §5): a job that ends `cancelled` keeps its row and its id in
 -- `cancelled` (id -> cancelled at), trimmed to the retention cancel.lua records in meta `keepc`.
@@ -149,9 +196,9 @@ local function end_cancelled(row, set, id, now, err, hist)
   redis.call('ZADD', set, now, id)
 end
 -- Trims the cancelled set to `keep` (bounded work per call): the oldest rows and payloads go,
--- but a ghost's `data` marker stays (row-trim.lua).
-local function trim_cancelled(set, data, prefix, keep)
-  trim_rows(set, data, prefix, keep, true)
+-- but a ghost's `data` marker stays, and business ids go (`refs`, row-trim.lua).
+local function trim_cancelled(set, data, prefix, keep, refs)
+  trim_rows(set, data, prefix, keep, true, refs)
 end
 -- Time is the server's: the epoch ms of this call, read once (Valkey gives a script call one
 -- time, so a second TIME would answer the same; parts of a composed script share the read).
@@ -173,25 +220,6 @@ local function emit(key, elog, kind, ids)
   if elog > 0 then
     redis.call('XADD', key, 'MAXLEN', '~', elog, '*', 'e', kind, 'ids', table.concat(ids, ' '), 'at', now)
   end
-end
--- Key types: a key that holds another type than the protocol gives it is EMQ_WRONGTYPE, found
--- before the first write (Valkey does not roll a script back).
-local function need_type(key, want)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= want then fail('WRONGTYPE', key .. ' is a ' .. t .. ', not a ' .. want) end
-end
--- Several at once: a flat list key, type, key, type, …
-local function need_types(list)
-  for i = 1, #list, 2 do need_type(list[i], list[i + 1]) end
-end
--- The reply of a command run through redis.pcall: WRONGTYPE becomes EMQ_WRONGTYPE naming the key,
--- any other error reply is raised as it is (OOM, NOPERM keep their codes); a reply passes.
-local function checked(r, key)
-  if type(r) == 'table' and r.err then
-    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then fail('WRONGTYPE', key .. ' holds a value of another type than the protocol gives it') end
-    error(r.err, 0)
-  end
-  return r
 end
 -- Flows' outbox (docs/protocol.md §10): the cross-queue hand-offs a transition owes, written in
 -- the same step to this queue's `outbox` (entry id -> text) and `outdue` (entry id -> due ms).
@@ -265,13 +293,13 @@ end
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
 -- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
 -- stored rate limit "<max> <ms>"), gpol (its stored group policy), gpaused (its paused lanes; all
--- three written by policy.lua), stamp (claims record attempt starts, claim.lua).
+-- three written by policy.lua), stamp (claims record attempt starts, claim.lua), refs (the queue uses business ids, refs.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused', 'stamp'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused', 'stamp', 'refs'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11], stamp = m[12] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11], stamp = m[12], refs = m[13] }
   end
   return meta_memo
 end
@@ -283,9 +311,10 @@ local function bury(row, dead, id, err, now, hist)
   else redis.call('HSET', row, 'status', 'dead', 'error', err, 'finished', now) end
   redis.call('ZADD', dead, now, id)
 end
--- Trims the morgue to `cap`: the oldest rows and their payloads go (bounded work per call).
-local function trim_morgue(dead, data, prefix, cap)
-  trim_rows(dead, data, prefix, cap, false)
+-- Trims the morgue to `cap`: the oldest rows and their payloads go (bounded work per call), and
+-- their business ids (`refs`, see row-trim.lua).
+local function trim_morgue(dead, data, prefix, cap, refs)
+  trim_rows(dead, data, prefix, cap, false, refs)
 end
 -- The runner every built script ends with (`return run(main)`): the version is checked before
 -- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
@@ -364,8 +393,8 @@ if handed > 0 then redis.call('SPUBLISH', box, handed) end
 emit(events, m.elog, 'requeued', requeuedIds)
 emit(events, m.elog, 'buried', buriedIds)
 emit(events, m.elog, 'cancelled', cancelledIds)
-if #buriedIds > 0 then trim_morgue(dead, KEYS[6], prefix, cap) end
-if #cancelledIds > 0 then trim_cancelled(cancelled, KEYS[6], prefix, cancelled_keep(m.keepc)) end
+if #buriedIds > 0 then trim_morgue(dead, KEYS[6], prefix, cap, m.refs == '1') end
+if #cancelledIds > 0 then trim_cancelled(cancelled, KEYS[6], prefix, cancelled_keep(m.keepc), m.refs == '1') end
 if #requeuedIds > 0 and redis.call('LLEN', KEYS[5]) == 0 then redis.call('LPUSH', KEYS[5], '1') end
 local out = { #requeuedIds, #buriedIds, #cancelledIds }
 for _, list in ipairs({ requeuedIds, buriedIds, cancelledIds }) do

@@ -27,7 +27,7 @@
 --   the queue of KEYS[1], KEYS[9] not the row of the id), EMQ_BAD_ID, EMQ_WRONGTYPE. Every check
 --   and read comes before the first write.
 -- @flags allow-oom
--- @uses ids keys types meta dedup-free
+-- @uses ids keys types meta dedup-free refs
 -- The protocol version this build speaks: every script is called with it as ARGV[1] and refuses
 -- any other first (run.lua), before it looks at a count, a key or an argument.
 local PROTOCOL = '2'
@@ -130,15 +130,37 @@ end
 -- uses (parts of a composed script share the read: no part writes a field another part reads),
 -- and its data version checked. Fields: v, elog, token, lanes, xtra, paused, gcap, keepc, rate (the queue's
 -- stored rate limit "<max> <ms>"), gpol (its stored group policy), gpaused (its paused lanes; all
--- three written by policy.lua), stamp (claims record attempt starts, claim.lua).
+-- three written by policy.lua), stamp (claims record attempt starts, claim.lua), refs (the queue uses business ids, refs.lua).
 local meta_memo = nil
 local function queue_meta(key)
   if not meta_memo then
-    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused', 'stamp'), key)
+    local m = checked(redis.pcall('HMGET', key, 'v', 'elog', 'token', 'lanes', 'xtra', 'paused', 'gcap', 'keepc', 'rate', 'gpol', 'gpaused', 'stamp', 'refs'), key)
     need_data_version(m[1], key)
-    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11], stamp = m[12] }
+    meta_memo = { v = m[1], elog = tonumber(m[2]) or 0, token = m[3], lanes = m[4], xtra = m[5], paused = m[6], gcap = m[7], keepc = m[8], rate = m[9], gpol = m[10], gpaused = m[11], stamp = m[12], refs = m[13] }
   end
   return meta_memo
+end
+-- Drops the business ids of the jobs `ids` (their rows deleted by the caller), when the queue
+-- uses business ids (`on`): both fields of each, the forward one only while it still names this
+-- job. Two reads and one HDEL per call, none when `on` is false.
+local function refs_drop(b, ids, on)
+  if not on or #ids == 0 then return end
+  local key = b .. 'refs'
+  local refs = checked(redis.pcall('HMGET', key, unpack(ids)), key)
+  local del, mine, fwd = {}, {}, {}
+  for i = 1, #ids do
+    if refs[i] then
+      del[#del + 1] = ids[i]
+      mine[#mine + 1] = ids[i]
+      fwd[#fwd + 1] = refs[i]
+    end
+  end
+  if #fwd == 0 then return end
+  local now = redis.call('HMGET', key, unpack(fwd))
+  for i = 1, #fwd do
+    if now[i] == mine[i] then del[#del + 1] = fwd[i] end
+  end
+  redis.call('HDEL', key, unpack(del))
 end
 -- The runner every built script ends with (`return run(main)`): the version is checked before
 -- anything else, so a caller of another version always hears EMQ_VERSION naming both versions;
@@ -162,7 +184,7 @@ need(#KEYS == 9 and #ARGV == 2, 'expected 9 keys and 2 arguments')
 need_keys(KEYS, queue_base(KEYS[1]), { 'meta', 'scheduled', 'done', 'dead', 'cancelled', 'data', 'opts', 'job:' })
 local id, row = need_id(ARGV[2]), KEYS[9]
 need_row(row, KEYS[8], id)
-queue_meta(KEYS[1])
+local rm = queue_meta(KEYS[1])
 need_types({ KEYS[2], 'zset', KEYS[3], 'zset', KEYS[4], 'zset', KEYS[5], 'zset', KEYS[6], 'hash', KEYS[7], 'hash', row, 'hash' })
 local cur = redis.call('HMGET', row, 'status', 'parent')
 local status, parent = cur[1], cur[2]
@@ -194,6 +216,7 @@ end
 redis.call('HDEL', KEYS[7], id)
 redis.call('DEL', row)
 dedup_free(freed)
+refs_drop(queue_base(KEYS[1]), { id }, rm.refs == '1')
 return 1
 end
 return run(main)

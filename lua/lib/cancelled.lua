@@ -18,7 +18,7 @@ local function end_cancelled(row, set, id, now, err, hist)
   redis.call('ZADD', set, now, id)
 end
 -- Trims the cancelled set to `keep` (bounded work per call): the oldest rows and payloads go,
--- but a ghost's `data` marker stays (row-trim.lua).
-local function trim_cancelled(set, data, prefix, keep)
-  trim_rows(set, data, prefix, keep, true)
+-- but a ghost's `data` marker stays, and business ids go (`refs`, row-trim.lua).
+local function trim_cancelled(set, data, prefix, keep, refs)
+  trim_rows(set, data, prefix, keep, true, refs)
 end

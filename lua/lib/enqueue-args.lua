@@ -1,17 +1,18 @@
--- @requires fail int ids job-args names
+-- @requires fail int ids job-args names refs
 -- enqueue.lua's arguments, all checked before its first read (docs/protocol.md §3). The forms
 -- differ in the arguments per job and what follows the jobs: full (6 per job), compact (2 per
 -- job: id, payload), lanes (full + one priority or group per job), extras (lanes + one extras
 -- text per job), and with dedup keys (KEYS[8..7+n]) the window last. The compact form's
--- per-job check is the id and payload only.
+-- per-job check is the id and payload only. With business ids (the refs key emq:{q}:refs last in
+-- KEYS) one more argument per job ends the call, after everything else: its business id or "".
 
 -- Dedup keys: one `emq:{q}:key:<key>` per job (key 1..256 bytes, no control characters) and a
 -- window of 1..2592000000 ms, the last argument, or the one before a mode (`w` window, `d`
 -- debounce: a word, so it cannot be mistaken for a window). Answers the window and the mode.
-local function enqueue_dedup_args(K, A, b, n)
-  local mode = (A[#A] == 'w' or A[#A] == 'd') and A[#A] or nil
-  local window = int(A[#A - (mode and 1 or 0)], 1, 2592000000)
-  need(#K == 7 + n and window, 'dedup needs one key per job and a window of 1..2592000000 ms after the jobs')
+local function enqueue_dedup_args(K, A, b, n, len, r)
+  local mode = (A[len] == 'w' or A[len] == 'd') and A[len] or nil
+  local window = int(A[len - (mode and 1 or 0)], 1, 2592000000)
+  need(#K == 7 + n + r and window, 'dedup needs one key per job and a window of 1..2592000000 ms after the jobs')
   for i = 1, n do
     local k = K[7 + i]
     local bk = string.sub(k, #b + 5)
@@ -63,20 +64,35 @@ local function enqueue_lanes_args(A, n)
 end
 -- All of it, in the order the checks have always run. Answers a table: n, S (arguments per
 -- job: 2 compact, 6 otherwise), keyed, window, prio (lanes given), pri, grp, ext (extras given),
--- setLog (the events log length to record, or nil), ids.
+-- setLog (the events log length to record, or nil), ids, refs (job -> business id, when the refs
+-- key is given).
 local function enqueue_args(K, A, b)
   local maxBytes, n = int(A[2], 1, 536870912), int(A[3], 1, 1000000000)
   need(maxBytes and n, 'the payload limit must be an integer in 1..536870912 and the job count an integer >= 1')
   if n > 1000 then fail('BATCH_TOO_LARGE', 'at most 1000 jobs per call') end
-  local c = { n = n, keyed = #K > 7 }
-  if c.keyed then c.window, c.mode = enqueue_dedup_args(K, A, b, n) end
+  -- Business ids: the refs key last (a dedup key is never it), and the last n arguments.
+  local r = #K > 7 and K[#K] == b .. 'refs' and 1 or 0
+  local len = #A - r * n
+  local c = { n = n, keyed = #K > 7 + r }
+  if r == 1 then
+    need(len >= 4, 'business ids need one argument per job, last')
+    c.refs = {}
+    for i = 1, n do
+      local ref = A[len + i]
+      if ref ~= '' then
+        if bad_ref(ref) then fail('BAD_ARG', 'job ' .. i .. ' has a bad business id (1..200 bytes, no control characters, not of the branded id form)') end
+        c.refs[i] = ref
+      end
+    end
+  end
+  if c.keyed then c.window, c.mode = enqueue_dedup_args(K, A, b, n, len, r) end
   local tail = c.keyed and (c.mode and 2 or 1) or 0 -- the dedup window (and mode), last
-  local xtra = #A == 4 + 8 * n + tail -- extras come after the lanes
-  c.prio = xtra or #A == 4 + 7 * n + tail
+  local xtra = len == 4 + 8 * n + tail -- extras come after the lanes
+  c.prio = xtra or len == 4 + 7 * n + tail
   -- The compact form: two arguments per job (id, payload), every other field its default.
-  local S = #A == 4 + 2 * n + tail and 2 or 6
-  if #A ~= 4 + 6 * n + tail and not c.prio and S ~= 2 then
-    fail('BAD_ARG', 'expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (2 * n) .. ' in the compact form, ' .. (7 * n) .. ' with priorities, ' .. (8 * n) .. ' with extras)' .. (c.keyed and ', then the dedup window (and mode)' or ''))
+  local S = len == 4 + 2 * n + tail and 2 or 6
+  if len ~= 4 + 6 * n + tail and not c.prio and S ~= 2 then
+    fail('BAD_ARG', 'expected 7 keys and ' .. (6 * n) .. ' job arguments (or ' .. (2 * n) .. ' in the compact form, ' .. (7 * n) .. ' with priorities, ' .. (8 * n) .. ' with extras)' .. (c.keyed and ', then the dedup window (and mode)' or '') .. (r == 1 and ', then one business id per job' or ''))
   end
   c.S = S
   if xtra then c.ext = enqueue_extras(A, n) end

@@ -7,7 +7,8 @@ local function bury(row, dead, id, err, now, hist)
   else redis.call('HSET', row, 'status', 'dead', 'error', err, 'finished', now) end
   redis.call('ZADD', dead, now, id)
 end
--- Trims the morgue to `cap`: the oldest rows and their payloads go (bounded work per call).
-local function trim_morgue(dead, data, prefix, cap)
-  trim_rows(dead, data, prefix, cap, false)
+-- Trims the morgue to `cap`: the oldest rows and their payloads go (bounded work per call), and
+-- their business ids (`refs`, see row-trim.lua).
+local function trim_morgue(dead, data, prefix, cap, refs)
+  trim_rows(dead, data, prefix, cap, false, refs)
 end

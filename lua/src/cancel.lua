@@ -111,6 +111,6 @@ record_keep()
 end_cancelled(row, cancelled, id, now)
 redis.call('HDEL', KEYS[6], id)
 dedup_free(freed)
-trim_cancelled(cancelled, data, KEYS[7], keep)
+trim_cancelled(cancelled, data, KEYS[7], keep, m.refs == '1')
 emit(KEYS[9], m.elog, 'cancelled', { id })
 return 1

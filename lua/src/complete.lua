@@ -46,7 +46,7 @@
 --   the row of its id, a job naming a parent without the outbox keys), EMQ_WRONGTYPE (a key
 --   holds another type), EMQ_BAD_ID, EMQ_BATCH_TOO_LARGE. Every check comes before the first write.
 -- @flags allow-oom
--- @uses args keys types meta ids events outbox
+-- @uses args keys types meta ids events outbox refs
 need(#KEYS >= 6 and #ARGV >= 3, 'expected at least 6 keys and 3 arguments')
 local b = queue_base(KEYS[1])
 need_keys(KEYS, b, { 'meta', 'active', 'done', 'data', 'job:', 'events' })
@@ -137,6 +137,7 @@ if keep == 0 then
   for j = 1, #rows do del[j] = KEYS[6 + rows[j]] end
   redis.call('DEL', unpack(del))
   redis.call('HDEL', KEYS[4], unpack(ids))
+  refs_drop(b, ids, meta.refs == '1')
 else
   local zdone = {}
   for j = 1, #rows do
@@ -157,6 +158,7 @@ if excess > 0 then
   if #oldIds > 0 then
     redis.call('DEL', unpack(oldRows))
     redis.call('HDEL', KEYS[4], unpack(oldIds))
+    refs_drop(b, oldIds, meta.refs == '1')
   end
 end
 if hand then

@@ -25,12 +25,13 @@
 --   the queue of KEYS[1], a limit out of range), EMQ_WRONGTYPE. Every check and read comes before
 --   the first write.
 -- @flags allow-oom
--- @uses keys types meta flow-child limit
+-- @uses keys types meta flow-child limit refs
 need(#KEYS == 9 and #ARGV == 2, 'expected 9 keys and 2 arguments')
 local b = queue_base(KEYS[1])
 need_keys(KEYS, b, { 'meta', 'pending', 'data', 'opts', 'job:', 'levels', 'groups', 'outbox', 'outdue' })
 local left = need_limit(ARGV[2])
-local lanes = queue_meta(KEYS[1]).lanes
+local dm = queue_meta(KEYS[1])
+local lanes = dm.lanes
 need_types({ KEYS[3], 'hash', KEYS[4], 'hash', KEYS[6], 'zset', KEYS[7], 'list', KEYS[8], 'hash', KEYS[9], 'zset' })
 -- The lists, in drain order: levels 9..1, the group lanes of the ring, level 0.
 local lists = {}
@@ -68,7 +69,7 @@ for i = 1, #picks do
   redis.call('RPOP', picks[i][1], picks[i][2])
   if picks[i][3] and redis.call('LLEN', picks[i][1]) == 0 then redis.call('ZREM', KEYS[6], picks[i][3]) end
 end
-local drained, ghosts, boxed = 0, 0, 0
+local drained, ghosts, boxed, gone = 0, 0, 0, {}
 for i = 1, #ids do
   local id, p, row = ids[i], pays[i], KEYS[5] .. ids[i]
   if p == '' then
@@ -88,8 +89,10 @@ for i = 1, #ids do
     redis.call('HDEL', KEYS[3], id)
     redis.call('HDEL', KEYS[4], id)
     drained = drained + 1
+    gone[drained] = id
   end
 end
+refs_drop(b, gone, dm.refs == '1')
 if ghosts > 0 then redis.call('HINCRBY', KEYS[1], 'ghosts', -ghosts) end
 if boxed > 0 then redis.call('SPUBLISH', KEYS[8], boxed) end
 return { drained, left == 0 and 1 or 0 }

@@ -37,6 +37,7 @@
 -- @key events emq:{q}:events lifecycle events: sharded channel and bounded stream
 -- @key dedup* emq:{q}:key:<key> (dedup mode: all or none) the dedup key of job i (key: 1..256
 --   bytes, no control characters)
+-- @key refs? emq:{q}:refs (refs mode) the queue's business ids, last of the keys
 -- @arg version version the protocol version
 -- @arg limit 1..536870912 largest payload in bytes
 -- @arg n 1..1000 the number of jobs (more is EMQ_BATCH_TOO_LARGE)
@@ -47,6 +48,8 @@
 -- @arg window? 1..2592000000 (dedup mode) the dedup window in ms (30 days at most), last but a mode
 -- @arg dmode? w|d (dedup mode, optional, after the window) `w` window or `d` debounce: either
 --   writes `keyof:<id>` (see the dedup modes); without it the call runs as before
+-- @arg ref* business id (refs mode) per job, last of all: "" = none, else 1..200 bytes without
+--   control characters and not of the branded id form (`job` and 11 base62 digits, 14 bytes)
 -- @mode full 4 + 6n arguments: per job id, payload, delay, run-at, max attempts, backoff.
 -- @mode compact 4 + 2n arguments: per job just the id and the payload, for jobs with no delay,
 --   run-at, options, lane or extras: the same as six arguments with "0", "0", "", "".
@@ -78,14 +81,23 @@
 --   reply entry is the holder's id. Its options, lane and extras stay the holder's. A held key
 --   whose job started or ended is taken by the new job (added as usual). Within one call a later
 --   repeat's payload replaces an earlier job's of the call.
+-- @mode refs business ids, with any form (and with dedup): the key emq:{q}:refs last of the keys
+--   (after any dedup keys) and one argument per job last of all. A business id whose mapping
+--   names a job that still exists (its payload in `data` or its row) adds nothing: the reply
+--   entry is that job's id, and its dedup key (if any) is not looked at; a later job of the
+--   same call with the same business id answers the first one's id. A job added with one writes
+--   both fields `<business id>` = its id and `<id>` = its business id (a mapping whose job is
+--   gone is replaced, its old reverse field deleted); meta `refs` is set to 1 the first time.
+--   Every script that deletes job rows (complete, drain, purge, remove and the morgue and
+--   cancelled trims) deletes both fields of the jobs it deletes, when meta `refs` is set.
 -- @returns an array of n integers: 1 = added, 0 = a job with this id already existed (or came
 --   earlier in the same call); with dedup keys, a bulk string (the holding job's id) for a job
---   whose key was held. A wake marker is pushed (when `wake` is empty) only when a job was added.
+--   whose key was held; with business ids, a bulk string (the job's id) for a held one. A wake marker is pushed (when `wake` is empty) only when a job was added.
 -- @errors EMQ_VERSION, EMQ_BAD_ARG (missing or malformed arguments, a wrong key count or a key
 --   that is not the one the key grammar spells for the queue of KEYS[1]), EMQ_WRONGTYPE (a key
 --   holds another type), EMQ_BAD_ID, EMQ_PAYLOAD_TOO_LARGE, EMQ_BATCH_TOO_LARGE. Every check
 --   comes before the first write.
--- @uses keys types meta clock events job-write enqueue-args enqueue-lanes enqueue-parked enqueue-dedup
+-- @uses keys types meta clock events job-write enqueue-args enqueue-lanes enqueue-parked enqueue-dedup refs
 need(#KEYS >= 7 and #ARGV >= 4, 'expected 7 keys and at least 4 arguments')
 local b = queue_base(KEYS[1])
 need_keys(KEYS, b, { 'meta', 'pending', 'scheduled', 'wake', 'data', 'opts', 'events' })
@@ -97,6 +109,22 @@ local n, S, keyed, ids = c.n, c.S, c.keyed, c.ids
 local meta = queue_meta(KEYS[1])
 local elog = meta.elog
 local have = checked(redis.pcall('HMGET', KEYS[5], unpack(ids)), KEYS[5])
+-- Business ids: each one's job, when its mapping names a job that still exists (payload or row).
+local refKey, refHit, refTaken, refStale = c.refs and b .. 'refs', {}, {}, {}
+if refKey then
+  local list, at = {}, {}
+  for i = 1, n do
+    local r = c.refs[i]
+    if r and not at[r] then list[#list + 1] = r; at[r] = true end
+  end
+  local got = #list > 0 and checked(redis.pcall('HMGET', refKey, unpack(list)), refKey) or {}
+  if #list == 0 then need_type(refKey, 'hash') end
+  for i = 1, #list do
+    local w = got[i]
+    if w and (redis.call('HEXISTS', KEYS[5], w) == 1 or redis.call('EXISTS', b .. 'job:' .. w) == 1) then refHit[list[i]] = w
+    elseif w then refStale[#refStale + 1] = w end -- its job is gone: the mapping is replaced
+  end
+end
 local holders, taken = nil, nil
 if keyed then
   holders, taken = {}, {}
@@ -109,8 +137,12 @@ for i = 1, n do
   local j = 4 + S * (i - 1)
   local id = ids[i]
   local key = keyed and KEYS[7 + i]
-  local held = keyed and (taken[key] or holders[i])
-  if held and deb then
+  local ref = refKey and c.refs[i]
+  local rheld = ref and (refTaken[ref] or refHit[ref]) or nil
+  local held = rheld or (keyed and (taken[key] or holders[i]))
+  if rheld then
+    -- A business id held: nothing of this job is written, not even a debounce.
+  elseif held and deb then
     -- Debounce: a holder of this call takes the later payload; a stored one that still waits
     -- takes the payload and the instant; one that started or ended leaves the key to this job.
     if taken[key] then
@@ -136,6 +168,7 @@ for i = 1, n do
     out[i] = 0
   else
     if keyed then taken[KEYS[7 + i]] = id end
+    if ref then refTaken[ref] = id end
     seen[id] = true
     out[i] = 1
     data[#data + 1] = id
@@ -191,12 +224,26 @@ if #data > 0 then
     end
   end
 end
+local refSet = {}
+if refKey then
+  for i = 1, n do
+    if out[i] == 1 and c.refs[i] then
+      refSet[#refSet + 1] = c.refs[i]; refSet[#refSet + 1] = ids[i]
+      refSet[#refSet + 1] = ids[i]; refSet[#refSet + 1] = c.refs[i]
+    end
+  end
+  if #refSet > 0 then
+    if #refStale > 0 then redis.call('HDEL', refKey, unpack(refStale)) end
+    redis.call('HSET', refKey, unpack(refSet))
+  end
+end
 if deb and #deb > 0 then
   dedup_debounce(KEYS, deb, now)
   for i = 1, #deb do dedup_hold(b, deb[deb[i][1]], deb[i][1], c.window) end
 end
 stamp_version(KEYS[1], meta.v)
 if lanesMode then enqueue_lanes_ring(KEYS, b, meta.lanes == '1', lanesOn, plainQ, ringAdd) end
+if #refSet > 0 and meta.refs ~= '1' then redis.call('HSET', KEYS[1], 'refs', '1') end
 if xtraOn and meta.xtra ~= '1' then redis.call('HSET', KEYS[1], 'xtra', '1') end
 if c.setLog and c.setLog ~= meta.elog then redis.call('HSET', KEYS[1], 'elog', c.setLog) end
 announce_new_jobs(KEYS, elog, wakeLen, queued, scheduled)

@@ -17,13 +17,14 @@
 --   the queue of KEYS[1] and the status, a number out of range), EMQ_WRONGTYPE. Every check
 --   comes before the first write.
 -- @flags allow-oom
--- @uses args keys types meta clock
+-- @uses args keys types meta clock refs
 need(#KEYS == 4 and #ARGV == 4, 'expected 4 keys and 4 arguments')
 local status = need_word(ARGV[2], { done = true, dead = true, cancelled = true }, 'status')
-need_keys(KEYS, queue_base(KEYS[1]), { 'meta', status, 'data', 'job:' })
+local b = queue_base(KEYS[1])
+need_keys(KEYS, b, { 'meta', status, 'data', 'job:' })
 local age = need_int(ARGV[3], 0, 315360000000, 'age (ms)')
 local limit = need_int(ARGV[4], 1, 1000, 'limit')
-queue_meta(KEYS[1])
+local pm = queue_meta(KEYS[1])
 need_types({ KEYS[2], 'zset', KEYS[3], 'hash' })
 local now = now_ms()
 local ids = redis.call('ZRANGE', KEYS[2], '-inf', now - age, 'BYSCORE', 'LIMIT', 0, limit + 1)
@@ -38,4 +39,5 @@ for i = 1, #ids do
 end
 redis.call('ZREM', KEYS[2], unpack(ids))
 if #gone > 0 then redis.call('HDEL', KEYS[3], unpack(gone)) end
+refs_drop(b, ids, pm.refs == '1')
 return { #ids, more }

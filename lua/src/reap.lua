@@ -97,8 +97,8 @@ if handed > 0 then redis.call('SPUBLISH', box, handed) end
 emit(events, m.elog, 'requeued', requeuedIds)
 emit(events, m.elog, 'buried', buriedIds)
 emit(events, m.elog, 'cancelled', cancelledIds)
-if #buriedIds > 0 then trim_morgue(dead, KEYS[6], prefix, cap) end
-if #cancelledIds > 0 then trim_cancelled(cancelled, KEYS[6], prefix, cancelled_keep(m.keepc)) end
+if #buriedIds > 0 then trim_morgue(dead, KEYS[6], prefix, cap, m.refs == '1') end
+if #cancelledIds > 0 then trim_cancelled(cancelled, KEYS[6], prefix, cancelled_keep(m.keepc), m.refs == '1') end
 if #requeuedIds > 0 and redis.call('LLEN', KEYS[5]) == 0 then redis.call('LPUSH', KEYS[5], '1') end
 local out = { #requeuedIds, #buriedIds, #cancelledIds }
 for _, list in ipairs({ requeuedIds, buriedIds, cancelledIds }) do

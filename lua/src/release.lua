@@ -94,7 +94,7 @@ for i = n, 1, -1 do
   end
 end
 if #ids > 0 and redis.call('LLEN', KEYS[4]) == 0 then redis.call('LPUSH', KEYS[4], '1') end
-if #cancelledIds > 0 then trim_cancelled(cancelled, KEYS[8], prefix, cancelled_keep(m.keepc)) end
+if #cancelledIds > 0 then trim_cancelled(cancelled, KEYS[8], prefix, cancelled_keep(m.keepc), m.refs == '1') end
 if handed > 0 then redis.call('SPUBLISH', box, handed) end
 emit(events, m.elog, 'released', ids)
 emit(events, m.elog, 'cancelled', cancelledIds)

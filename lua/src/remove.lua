@@ -25,12 +25,12 @@
 --   the queue of KEYS[1], KEYS[9] not the row of the id), EMQ_BAD_ID, EMQ_WRONGTYPE. Every check
 --   and read comes before the first write.
 -- @flags allow-oom
--- @uses ids keys types meta dedup-free
+-- @uses ids keys types meta dedup-free refs
 need(#KEYS == 9 and #ARGV == 2, 'expected 9 keys and 2 arguments')
 need_keys(KEYS, queue_base(KEYS[1]), { 'meta', 'scheduled', 'done', 'dead', 'cancelled', 'data', 'opts', 'job:' })
 local id, row = need_id(ARGV[2]), KEYS[9]
 need_row(row, KEYS[8], id)
-queue_meta(KEYS[1])
+local rm = queue_meta(KEYS[1])
 need_types({ KEYS[2], 'zset', KEYS[3], 'zset', KEYS[4], 'zset', KEYS[5], 'zset', KEYS[6], 'hash', KEYS[7], 'hash', row, 'hash' })
 local cur = redis.call('HMGET', row, 'status', 'parent')
 local status, parent = cur[1], cur[2]
@@ -62,4 +62,5 @@ end
 redis.call('HDEL', KEYS[7], id)
 redis.call('DEL', row)
 dedup_free(freed)
+refs_drop(queue_base(KEYS[1]), { id }, rm.refs == '1')
 return 1

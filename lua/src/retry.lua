@@ -80,13 +80,13 @@ if parent then
 end
 if outcome == 3 then
   end_cancelled(row, cancelled, id, now, err, hist)
-  trim_cancelled(cancelled, KEYS[6], KEYS[7], cancelled_keep(m.keepc))
+  trim_cancelled(cancelled, KEYS[6], KEYS[7], cancelled_keep(m.keepc), m.refs == '1')
   emit(KEYS[9], m.elog, 'cancelled', { id })
   return { 3, now }
 end
 if outcome == 2 then
   bury(row, KEYS[4], id, err, now, hist)
-  trim_morgue(KEYS[4], KEYS[6], KEYS[7], cap)
+  trim_morgue(KEYS[4], KEYS[6], KEYS[7], cap, m.refs == '1')
   emit(KEYS[9], m.elog, 'buried', { id })
   return { 2, now }
 end

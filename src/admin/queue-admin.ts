@@ -2,15 +2,15 @@ import type { EchoMqConnection } from '../core/connection/index.js';
 import { adminWire, type BulkReply, type PurgeableStatus } from '../core/wire/index.js';
 import { InvalidOptionError, NotFoundError } from '../core/errors.js';
 import { fromReplyError } from '../core/reply-errors.js';
-import { assertBrandedId } from '../core/ids.js';
+import { assertJobIdOrRef } from '../queue/business-ids.js';
 import { queueKeys } from '../core/keys.js';
 import type { JobCounts, JobView } from '../queue/job.js';
 import type { QueueService } from '../queue/queue-service.js';
 import { readCounts } from '../queue/queue-counts.js';
 import type { Json } from '../core/codec.js';
 import { jobPage, type JobListOptions, type JobPage } from './job-pages.js';
-import { checkSearch, searchJobs, type JobSearchOptions, type JobSearchPage } from './job-search.js';
 import { readProcesses, type ProcessList } from './processes.js';
+import { checkSearch, searchJobs, type JobSearchOptions, type JobSearchPage } from './job-search.js';
 import { assertKnown, nameProblem, readEntries, registryPage, type EntryProblem } from './registry.js';
 import { MAX_METRICS_QUEUES, metricsPlan, readMetrics, type StoredMetricsOptions, type StoredMetrics } from './queue-metrics.js';
 
@@ -152,7 +152,7 @@ export class QueueAdmin {
 
   /** The whole job: row, attempts, error, result, progress, checkpoint, log, timings. */
   async job<T = Json, R = Json>(queue: string, id: string): Promise<JobView<T, R>> {
-    assertBrandedId(id, 'job');
+    assertJobIdOrRef(id); // a wire id or a business id
     await this.assertKnown(queue);
     const view = await this.queues.getJob<T, R>(queue, id);
     if (!view) throw new NotFoundError(`no job ${id} in queue ${queue}`);
@@ -161,9 +161,8 @@ export class QueueAdmin {
 
   /** Retries one dead job with fresh attempts. False when the job exists but is not dead. */
   async retry(queue: string, id: string): Promise<boolean> {
-    assertBrandedId(id, 'job');
-    await this.assertKnown(queue);
-    return this.found(queue, id, await adminWire.reviveOne(this.conn.scriptClient, queueKeys(queue), id));
+    const wid = await this.wireId(queue, id);
+    return this.found(queue, id, await adminWire.reviveOne(this.conn.scriptClient, queueKeys(queue), wid));
   }
 
   /** Retries the oldest `limit` dead jobs; call again while `more`. */
@@ -175,16 +174,14 @@ export class QueueAdmin {
 
   /** Makes a scheduled job due now. False when the job exists but is not scheduled. */
   async promote(queue: string, id: string): Promise<boolean> {
-    assertBrandedId(id, 'job');
-    await this.assertKnown(queue);
-    return this.found(queue, id, await adminWire.promote(this.conn.scriptClient, queueKeys(queue), id));
+    const wid = await this.wireId(queue, id);
+    return this.found(queue, id, await adminWire.promote(this.conn.scriptClient, queueKeys(queue), wid));
   }
 
   /** Removes a job and everything it holds. False when it is running, a waiting parent or an unfinished flow child. */
   async remove(queue: string, id: string): Promise<boolean> {
-    assertBrandedId(id, 'job');
-    await this.assertKnown(queue);
-    return this.found(queue, id, await adminWire.remove(this.conn.scriptClient, queueKeys(queue), id));
+    const wid = await this.wireId(queue, id);
+    return this.found(queue, id, await adminWire.remove(this.conn.scriptClient, queueKeys(queue), wid));
   }
 
   /**
@@ -194,7 +191,7 @@ export class QueueAdmin {
    * already ended (nothing written); `NotFoundError` when there is no such job.
    */
   async cancel(queue: string, id: string): Promise<'cancelled' | 'flagged' | 'finished'> {
-    assertBrandedId(id, 'job');
+    assertJobIdOrRef(id);
     await this.assertKnown(queue);
     const r = await this.queues.cancel(queue, id);
     if (r === 'missing') throw new NotFoundError(`no job ${id} in queue ${queue}`);
@@ -244,6 +241,15 @@ export class QueueAdmin {
     } catch (err) {
       throw fromReplyError(err);
     }
+  }
+
+  /** The wire id of a job given by its wire id or business id, in a known queue; `NotFoundError` when none holds it. */
+  private async wireId(queue: string, id: string): Promise<string> {
+    assertJobIdOrRef(id);
+    await this.assertKnown(queue);
+    const wid = await this.queues.jobId(queue, id);
+    if (wid === undefined) throw new NotFoundError(`no job ${id} in queue ${queue}`);
+    return wid;
   }
 
   private found(queue: string, id: string, r: -1 | 0 | 1): boolean {

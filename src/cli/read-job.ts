@@ -1,4 +1,4 @@
-import { assertBrandedId } from '../core/ids.js';
+import { assertJobIdOrRef } from '../queue/business-ids.js';
 import { describeError } from '../core/reply-errors.js';
 import type { QueueAdmin } from '../admin/queue-admin.js';
 import type { JobView } from '../queue/job.js';
@@ -22,7 +22,7 @@ export interface UnreadableJob {
  * is shown as `unreadable` with why, never a stack or a failed command.
  */
 export async function readJob(queues: QueueAdmin, queue: string, id: string): Promise<JobView | UnreadableJob> {
-  assertBrandedId(id, 'job');
+  assertJobIdOrRef(id); // a wire id or a business id
   await queues.assertKnown(queue);
   try {
     return await queues.job(queue, id);

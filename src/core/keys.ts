@@ -119,6 +119,11 @@ export class QueueKeys {
     return `${this.pending.slice(0, -'pending'.length)}stats:h:${hour}`;
   }
 
+  /** Business ids (docs/queue.md): hash business id → wire id, and wire id → business id. */
+  get refs(): string {
+    return this.jobPrefix.slice(0, -4) + 'refs';
+  }
+
   /** The row (hash) of job `id`; validates the id. */
   job(id: string): string {
     assertBrandedId(id, 'job');
@@ -146,6 +151,26 @@ export class QueueKeys {
 }
 
 const TAG_RE = /^[A-Za-z0-9]{1,32}$/;
+
+/** Longest business id (an `EnqueueOptions.id` that is not a branded id), in bytes. */
+export const MAX_BUSINESS_ID_BYTES = 200;
+const JOB_ID_FORM = /^job[0-9A-Za-z]{11}$/;
+
+/**
+ * True when `id` has the form of a branded job id (`job` and 11 base62 digits): such a string is
+ * always taken as a wire id, never as a business id.
+ */
+export function hasJobIdForm(id: string): boolean {
+  return JOB_ID_FORM.test(id);
+}
+
+/**
+ * True when `ref` is a business id: 1..200 bytes, no control characters, not of the branded
+ * form (docs/queue.md, business ids).
+ */
+export function isBusinessId(ref: unknown): ref is string {
+  return typeof ref === 'string' && ref.length > 0 && Buffer.byteLength(ref) <= MAX_BUSINESS_ID_BYTES && !CONTROL_RE.test(ref) && !JOB_ID_FORM.test(ref);
+}
 
 /** Longest business key of a deduplicated enqueue, in bytes. */
 export const MAX_DEDUP_KEY_BYTES = 256;

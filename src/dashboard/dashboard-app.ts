@@ -7,7 +7,7 @@ import type { CacheAdmin } from '../admin/cache-admin.js';
 import { busSection, cacheSection } from './bus-cache-sections.js';
 import { EchoMqError, InvalidOptionError } from '../core/errors.js';
 import { describeError } from '../core/reply-errors.js';
-import { assertBrandedId } from '../core/ids.js';
+import { assertJobIdOrRef } from '../queue/business-ids.js';
 import { echoMqErrorReply } from '../nest/exception-filter.js';
 import { errorPage, page, seg, type PageContext } from './dashboard-layout.js';
 import { html, type SafeHtml } from './html.js';
@@ -177,12 +177,12 @@ export class DashboardApp {
     }
     if (parts.length === 3 && sub === 'search') {
       const wanted = (req.query.get('id') ?? '').trim();
-      assertBrandedId(wanted, 'job');
-      await readOutcome(queues.job(queue, wanted)); // unknown: 404; unreadable: its page says why
-      throw new Redirect(`/queues/${seg(queue)}/jobs/${seg(wanted)}`);
+      assertJobIdOrRef(wanted); // a wire id or a business id: the page is the wire id's
+      const found = await readOutcome(queues.job(queue, wanted)); // unknown: 404; unreadable: its page says why
+      throw new Redirect(`/queues/${seg(queue)}/jobs/${seg(found.ok ? found.value.id : wanted)}`);
     }
     if (parts.length === 4 && sub === 'jobs') {
-      assertBrandedId(id, 'job');
+      assertJobIdOrRef(id);
       const job = await readOutcome(queues.job(queue, id));
       return { title: `Job ${id}`, body: job.ok ? jobPage(ctx, job.value, shown) : unreadableJobPage(ctx, queue, id, job.error) };
     }

@@ -134,6 +134,8 @@ export interface JobView<T = Json, R = Json> extends FlowView {
   readonly status: JobStatus;
   /** The job's name, when it was enqueued with one (`EnqueueOptions.name`). */
   readonly name?: string;
+  /** The job's business id, when it was enqueued with one (`EnqueueOptions.id: 'order-42'`). */
+  readonly ref?: string;
   /** Attempts started so far. */
   readonly attempts: number;
   /** The job's own attempt limit, when it set one. */

@@ -173,7 +173,13 @@ export interface EnqueueOptions {
   readonly attempts?: number;
   /** Backoff for this job (overrides the consumer's default). */
   readonly backoff?: BackoffOptions;
-  /** A branded job id minted earlier (`QueueService.mintId()`): enqueueing it twice adds it once. */
+  /**
+   * The job's id: a branded job id minted earlier (`QueueService.mintId()`), or a business id of
+   * your own (`'order-42'`: 1..200 bytes, no control characters; a string of the branded form,
+   * `job` and 11 base62 digits, is always taken as a branded id). Enqueueing either twice adds the
+   * job once (the second call answers the first job's id) for as long as the job is kept; a
+   * business id also finds the job (`getJob`, `cancel`, …). The job's wire id stays a minted one.
+   */
   readonly id?: string;
   /**
    * A business key (1..256 bytes, no control characters; e.g. `order-42`, an event id): the job

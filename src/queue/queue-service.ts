@@ -3,7 +3,8 @@ import type { EchoMqConnection } from '../core/connection/index.js';
 import { BatchTooLargeError, IdCollisionError, InvalidOptionError, JobStateError, NotFoundError } from '../core/errors.js';
 import { CoalescerPool } from '../core/coalescer.js';
 import { assertBrandedId, parseId } from '../core/ids.js';
-import { queueKeys } from '../core/keys.js';
+import { hasJobIdForm, queueKeys } from '../core/keys.js';
+import { assertJobIdOrRef, resolveJobId } from './business-ids.js';
 import { wire, type WireJob } from '../core/wire/index.js';
 import { pauseLaneWire, readPolicy, writePolicy, type ClaimLimits, type StoredPolicy } from '../core/wire/index.js';
 import { decodeExtras, encodeExtras } from '../core/extras.js';
@@ -237,7 +238,8 @@ export class QueueService {
   private async enqueueChunk<T>(queue: string, items: readonly EnqueueItem<T>[], jobs: WireJob[], keyed?: string): Promise<string[]> {
     if (jobs.length > MAX_BATCH) throw new BatchTooLargeError(jobs.length, MAX_BATCH);
     const batches = keyed ? this.keyedBatches : this.batches;
-    const minted = items.map((it) => it.opts?.id === undefined);
+    // A business id's job gets a minted wire id too: a collision re-mints it.
+    const minted = items.map((it) => it.opts?.id === undefined || !hasJobIdForm(it.opts.id));
     const holders: (string | undefined)[] = [];
     let send = jobs.map((_, i) => i);
     for (let round = 0; ; round++) {
@@ -262,10 +264,13 @@ export class QueueService {
   private toWire<T>(item: EnqueueItem<T>, maxBytes: number, dedupKey?: string, codec: PayloadCodec = 'strict', root = 'payload'): WireJob {
     const o = item.opts ?? {};
     let id: string;
-    if (o.id !== undefined) {
+    let ref: string | undefined;
+    if (o.id !== undefined && (typeof o.id !== 'string' || hasJobIdForm(o.id))) {
       assertBrandedId(o.id, 'job');
       id = o.id;
     } else {
+      if (o.id !== undefined) assertJobIdOrRef(o.id); // a business id: the wire id is minted
+      ref = o.id;
       id = this.conn.ids.next('job');
     }
     if (o.lane !== undefined && o.priority !== undefined) throw new InvalidOptionError('give priority or lane, not both');
@@ -281,12 +286,28 @@ export class QueueService {
       priority: o.priority === undefined ? undefined : checkPriority(o.priority),
       lane: o.lane === undefined ? undefined : checkLane(o.lane),
       extras: o.timeoutMs === undefined && o.traceparent === undefined && o.name === undefined ? undefined : encodeExtras({ t: o.timeoutMs, tp: o.traceparent, n: o.name }),
+      ref,
     };
   }
 
-  /** Reads one job, or null when no row exists (never enqueued, or past its retention). */
-  async getJob<T = Json, R = Json>(queue: string, id: string): Promise<JobView<T, R> | null> {
-    const row = await wire.peek(this.conn.scriptClient, queueKeys(queue), id);
+  /**
+   * The wire id of a job given by its wire id or its business id (`EnqueueOptions.id`); undefined
+   * when no job holds the business id. `InvalidIdError` for a string that is neither.
+   */
+  jobId(queue: string, idOrRef: string): Promise<string | undefined> {
+    return resolveJobId(this.conn.client, queueKeys(queue), idOrRef);
+  }
+
+  /**
+   * Reads one job by its wire id or its business id, or null when no row exists (never enqueued,
+   * or past its retention).
+   */
+  async getJob<T = Json, R = Json>(queue: string, idOrRef: string): Promise<JobView<T, R> | null> {
+    const k = queueKeys(queue);
+    const id = await resolveJobId(this.conn.client, k, idOrRef);
+    if (id === undefined) return null;
+    // The business id of a job asked for by its wire id: one HGET, sent with the read.
+    const [row, ref] = await Promise.all([wire.peek(this.conn.scriptClient, k, id), id === idOrRef ? this.conn.client.hget(k.refs, id) : idOrRef]);
     if (!row.status) return null;
     const payload = decodeStored<T>(row.payload);
     const result = decodeStored<R>(row.result);
@@ -295,6 +316,7 @@ export class QueueService {
       queue,
       status: row.status as JobStatus,
       name: row.x ? decodeExtras(row.x).n : undefined,
+      ...(ref ? { ref } : {}),
       attempts: Number(row.attempts ?? 0),
       maxAttempts: row.max ? Number(row.max) : undefined,
       payload: payload.value as T,
@@ -337,10 +359,11 @@ export class QueueService {
    * `JobStateError` for a job that does not wait (active, finished, cancelled, a waiting flow
    * parent) or waits in a lane (priority and lane are exclusive); nothing is written then.
    */
-  async changePriority(queue: string, id: string, priority: number): Promise<'changed' | 'unchanged'> {
+  async changePriority(queue: string, idOrRef: string, priority: number): Promise<'changed' | 'unchanged'> {
     const k = queueKeys(queue);
-    assertBrandedId(id, 'job');
     const p = checkPriority(priority);
+    const id = await resolveJobId(this.conn.client, k, idOrRef);
+    if (id === undefined) throw new NotFoundError(`job ${idOrRef} of queue ${queue} does not exist`);
     const r = await wire.priority(this.conn.scriptClient, k, id, p);
     if (r === -1) throw new NotFoundError(`job ${id} of queue ${queue} does not exist`);
     if (r === -2) throw new JobStateError(`job ${id} of queue ${queue} does not wait (active, finished or cancelled): its priority cannot change`);
@@ -364,10 +387,13 @@ export class QueueService {
 
   /**
    * Cancels a job that has not started (pending or scheduled → cancelled). An active job is
-   * flagged for cooperative cancel instead. Resolves to what happened.
+   * flagged for cooperative cancel instead. Resolves to what happened. `id`: the job's wire id or
+   * its business id.
    */
-  async cancel(queue: string, id: string): Promise<'cancelled' | 'flagged' | 'finished' | 'missing'> {
+  async cancel(queue: string, idOrRef: string): Promise<'cancelled' | 'flagged' | 'finished' | 'missing'> {
     const k = queueKeys(queue);
+    const id = await resolveJobId(this.conn.client, k, idOrRef);
+    if (id === undefined) return 'missing';
     const r = await wire.cancel(this.conn.scriptClient, k, id, this.settings(queue).keepCancelled);
     return r === 1 ? 'cancelled' : r === 2 ? 'flagged' : r === 0 ? 'finished' : 'missing';
   }

@@ -20,6 +20,8 @@ export interface WireJob {
   readonly lane?: string;
   /** The job's extras as `encodeExtras` spells them ("" or absent: none; docs/protocol.md §3). */
   readonly extras?: string;
+  /** The job's business id (docs/queue.md): with it, the call sends the refs key and one per job. */
+  readonly ref?: string;
 }
 
 /** True when `j` has nothing but an id and a payload (enqueue's compact form carries it). */
@@ -122,7 +124,9 @@ export const wire = {
   /**
    * `eventsLog`: the lifecycle-log length to record for the queue ("" keeps what is there). Per
    * job: 1 added, 0 its id existed; with dedup keys (`dedupWindowMs` given, every job keyed) the
-   * id of the job holding the key when it was held (`dedupMode` `d`: or debounced into).
+   * id of the job holding the key when it was held (`dedupMode` `d`: or debounced into). When a
+   * job has a business id (`ref`), the refs key ends the keys and one business id per job ("" for
+   * none) ends the arguments; a held business id answers its job's wire id.
    */
   async enqueue(c: ScriptClient, k: QueueKeys, maxBytes: number, jobs: readonly WireJob[], eventsLog: number | '' = '', dedupWindowMs?: number, dedupMode?: 'w' | 'd'): Promise<(number | string)[]> {
     const args: (string | number)[] = [PROTOCOL_VERSION, maxBytes, jobs.length, eventsLog];
@@ -144,6 +148,10 @@ export const wire = {
       args.push(dedupWindowMs);
       // The mode word (w window, d debounce) after the window: keys freed by cancel and remove.
       if (dedupMode !== undefined) args.push(dedupMode);
+    }
+    if (jobs.some((j) => j.ref !== undefined)) {
+      keys.push(k.refs);
+      for (const j of jobs) args.push(j.ref ?? '');
     }
     return (await runScript(c, 'enqueue', keys, args)) as (number | string)[];
   },
