@@ -60,9 +60,9 @@ export class QueueService {
   /** The enqueue calls per queue: concurrent requests merged, up to one batch per call. */
   private readonly batches = new CoalescerPool<WireJob, number | string>((queue) => {
     const keys = queueKeys(queue);
-    const { maxPayloadBytes, eventsLog } = this.settings(queue);
+    const { maxPayloadBytes } = this.settings(queue);
     const c = this.conn.scriptClient;
-    return (jobs) => wire.enqueue(c, keys, maxPayloadBytes, jobs, eventsLog);
+    return (jobs) => wire.enqueue(c, keys, maxPayloadBytes, jobs, this.eventsLogArg(queue));
   }, MAX_BATCH);
   /**
    * The same for keyed enqueues (business-key dedup): their calls carry a dedup key per job, the
@@ -71,9 +71,9 @@ export class QueueService {
   private readonly keyedBatches = new CoalescerPool<WireJob, number | string>((slot) => {
     const [queue, mode, ttl] = slot.split('|');
     const keys = queueKeys(queue);
-    const { maxPayloadBytes, eventsLog } = this.settings(queue);
+    const { maxPayloadBytes } = this.settings(queue);
     const c = this.conn.scriptClient;
-    return (jobs) => wire.enqueue(c, keys, maxPayloadBytes, jobs, eventsLog, Number(ttl), mode === 'd' ? 'd' : 'w');
+    return (jobs) => wire.enqueue(c, keys, maxPayloadBytes, jobs, this.eventsLogArg(queue), Number(ttl), mode === 'd' ? 'd' : 'w');
   }, MAX_BATCH);
   private hub?: SignalHub;
   private flowService?: FlowService;
@@ -185,6 +185,16 @@ export class QueueService {
       this.perQueue.set(queue, d);
     }
     return d;
+  }
+
+  /**
+   * The lifecycle-log length an enqueue records for `queue` (meta `elog`): this process's
+   * `eventsLog` when it is above 0 or set to 0 for this very queue (`queues.<name>`), else ""
+   * (keep): a process that configures no log never turns off the log another process set.
+   */
+  private eventsLogArg(queue: string): number | '' {
+    const n = this.settings(queue).eventsLog;
+    return n > 0 || this.overrides[queue]?.eventsLog !== undefined ? n : '';
   }
 
   /**
