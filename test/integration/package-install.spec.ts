@@ -89,6 +89,47 @@ it('a bad option: refused by forRoot', () => {
 });
 `;
 
+/** A second process of the temp app: a fleet-wide `@OnQueueEvent('completed')` listener that prints what it hears. */
+const LISTENER = (queue: string): string => `import 'reflect-metadata';
+import { Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { EchoMqModule, OnQueueEvent, type QueueEventDetail } from '@echomq/nestjs';
+
+@Injectable()
+class GreetingLog {
+  @OnQueueEvent('${queue}', 'completed', { scope: 'fleet' })
+  seen(e: QueueEventDetail) {
+    console.log('heard ' + JSON.stringify({ kind: e.kind, id: e.id, name: e.name, result: e.result }));
+  }
+}
+
+@Module({
+  imports: [EchoMqModule.forRoot({ connection: { url: process.env.VALKEY_URL! }, queues: { '${queue}': { eventsLog: 1000 } } })],
+  providers: [GreetingLog],
+})
+class ListenerModule {}
+
+const app = await NestFactory.createApplicationContext(ListenerModule, { logger: ['error', 'warn'] });
+app.enableShutdownHooks();
+await app.init();
+console.log('listener ready');
+`;
+
+/** Starts `node <script>` in `cwd`, collecting its output; resolves once a line matches `ready` (or throws with the output). */
+async function startNode(cwd: string, script: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ReturnType<typeof spawn>; out: () => string; match: RegExpExecArray }> {
+  const child = spawn(process.execPath, [script], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  const until = Date.now() + 30_000;
+  for (;;) {
+    const m = ready.exec(out);
+    if (m) return { child, out: () => out, match: m };
+    if (Date.now() > until || child.exitCode !== null) throw new Error(`${script} did not start: ${out}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** Every folder `@nestjs/<name>` under `dir`'s node_modules, at any depth (relative paths). */
 function copiesOf(dir: string, name: string, rel = ''): string[] {
   const nm = join(dir, 'node_modules');
@@ -112,9 +153,11 @@ function copiesOf(dir: string, name: string, rel = ''): string[] {
   let tarball = '';
   let packed: string[] = [];
   let appPid = 0;
+  let listenerPid = 0;
 
   afterAll(async () => {
     if (appPid && alive(appPid)) process.kill(appPid, 'SIGKILL');
+    if (listenerPid && alive(listenerPid)) process.kill(listenerPid, 'SIGKILL');
     rmSync(dir, { recursive: true, force: true });
     const raw = rawClient();
     const keys = await queueKeysIn(raw, queue);
@@ -159,6 +202,7 @@ function copiesOf(dir: string, name: string, rel = ''): string[] {
     expect([...files.keys()].sort()).toEqual(['src/app.module.ts', 'src/greeter.ts', 'src/greetings.controller.ts', 'src/main.ts', 'tsconfig.json']);
     // The queue gets a random name (the run's Valkey is shared); the route stays /greetings.
     for (const [file, text] of files) writeFileSync(join(app, file), text.replace(/(Processor|enqueue|getJob)\('greetings'/g, `$1('${queue}'`));
+    writeFileSync(join(app, 'src/listener.ts'), LISTENER(queue));
 
     run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], app);
     // A copy, not a symlink into the checkout, and one @nestjs/core (and common) in the whole tree.
@@ -169,6 +213,9 @@ function copiesOf(dir: string, name: string, rel = ''): string[] {
     // The README's tsconfig and files type-check against the installed package's declarations.
     run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], app);
 
+    // Another process listening fleet-wide, started first: its group exists before the job runs.
+    const listener = await startNode(app, 'dist/listener.js', { ...ENV, VALKEY_URL: testUrl() }, /listener ready/);
+    listenerPid = listener.child.pid!;
     const child = spawn(process.execPath, ['dist/main.js'], { cwd: app, env: { ...ENV, VALKEY_URL: testUrl(), PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
     appPid = child.pid!;
     let out = '';
@@ -194,6 +241,15 @@ function copiesOf(dir: string, name: string, rel = ''): string[] {
       await new Promise((r) => setTimeout(r, 20));
     }
     expect(seen).toEqual({ status: 'done', result: { text: 'hello Ada' } });
+    // The business id: the same POST adds nothing, and the job is found by it too.
+    const again = await fetch(base, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Ada' }) });
+    expect(((await again.json()) as { id: string }).id).toBe(id);
+    expect(await (await fetch(`${base}/greeting-Ada`)).json()).toEqual(seen);
+    // The job was named 'hello' and handled by the named processor; the other process heard it complete, with its result.
+    const heard = `heard ${JSON.stringify({ kind: 'completed', id, name: 'hello', result: { text: 'hello Ada' } })}`;
+    for (let i = 0; i < 300 && !listener.out().includes(heard); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(listener.out()).toContain(heard);
+    listener.child.kill('SIGTERM');
 
     // The shutdown hooks close it on SIGTERM (Nest then re-raises the signal).
     child.kill('SIGTERM');
