@@ -21,6 +21,7 @@ function jobRows(j: JobView): [string, unknown][] {
     ['id', j.id],
     ['queue', j.queue],
     ['name', j.name],
+    ['business id', j.ref],
     ['status', j.status],
     ['attempts', j.maxAttempts === undefined ? j.attempts : `${j.attempts} of ${j.maxAttempts}`],
     ['created', j.createdAt],

@@ -79,6 +79,7 @@ export function jobPage(ctx: PageContext, j: JobView, notice?: SafeHtml): SafeHt
 <table id="job" data-live>
 ${field('status', stateBadge(j.status))}
 ${field('name', j.name)}
+${field('business id', j.ref)}
 ${field('parent', j.parent ? html`<a id="parent" href="${ctx.base}/queues/${seg(j.parent.queue)}/jobs/${seg(j.parent.id)}">${j.parent.id}</a> (queue ${j.parent.queue})` : undefined)}
 ${field('attempts', j.maxAttempts === undefined ? String(j.attempts) : `${j.attempts} of ${j.maxAttempts}`)}
 ${field('created', when(j.createdAt))}

@@ -58,7 +58,7 @@ describe('admin calls refuse bad input with a typed error and write nothing', ()
     }
   });
 
-  const badIds = ['job123', 'jobLygHa16AHYG', 'evt' + encodeBody(5n), '', 'x'.repeat(10_000)];
+  const badIds = ['jobLygHa16AHYG', 'jobzzzzzzzzzzz', 'a\tb', '', 'x'.repeat(10_000)]; // 'job123', 'evt…': business ids now
   it.each(badIds.map((id) => [id.length > 20 ? `of ${id.length} chars` : JSON.stringify(id), id]))('a bad id %s is EMQ_BAD_ID', async (_shown, id) => {
     const { q } = await seeded();
     for (const act of [() => admin.job(q, id), () => admin.retry(q, id), () => admin.promote(q, id), () => admin.remove(q, id)]) {

@@ -6,6 +6,7 @@
 import { queueKeys } from '../../src/core/keys.js';
 import { PROTOCOL_VERSION, runScript } from '../../src/core/scripts.js';
 import { QueueAdmin } from '../../src/admin/queue-admin.js';
+import { wire } from '../../src/core/wire/queue.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { codeOf, refusedUnchanged } from '../helpers/refusals.js';
@@ -133,6 +134,29 @@ describe('business ids', () => {
     await eventually(async () => (await f.raw.zcard(k.done)) === 1 && (await f.raw.exists(k.job(id))) === 0, 3000, 'trimmed');
     expect(await f.raw.exists(k.refs)).toBe(0);
     expect(await f.raw.hget(k.meta, 'refs')).toBeNull();
+  });
+
+  it('completing without business ids runs no refs command; with them, two reads and one HDEL per call', async () => {
+    const calls = async () => {
+      const info = await f.raw.info('commandstats');
+      const n = (cmd: string) => Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+      return { hmget: n('hmget'), hdel: n('hdel'), hget: n('hget') };
+    };
+    const run = async (q: string, refs: boolean) => {
+      const k = queueKeys(q);
+      await f.queues.enqueueMany(q, [1, 2, 3].map((i) => ({ payload: i, opts: refs ? { id: `c-${i}` } : {} })));
+      const { jobs } = await wire.claim(f.conn.scriptClient, k, 3, 30_000);
+      const before = await calls();
+      expect(await wire.complete(f.conn.scriptClient, k, 0, jobs.map((j) => ({ id: j.id, token: j.token, result: '1' })))).toEqual([1, 1, 1]);
+      const after = await calls();
+      return { hmget: after.hmget - before.hmget, hdel: after.hdel - before.hdel, hget: after.hget - before.hget, left: await f.raw.exists(k.refs) };
+    };
+    const plain = await run(randomQueue('bidcost'), false);
+    const withRefs = await run(randomQueue('bidcost'), true);
+    expect(withRefs.left).toBe(0);
+    expect(withRefs.hdel - plain.hdel).toBe(1);
+    expect(withRefs.hmget - plain.hmget).toBe(2);
+    expect(withRefs.hget).toBe(plain.hget);
   });
 
   it('bad business ids are refused with EMQ_BAD_ID, nothing written', async () => {

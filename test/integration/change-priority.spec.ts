@@ -112,6 +112,7 @@ describe('changePriority', () => {
     await refusedUnchanged(f.raw, q, 'EMQ_NOT_FOUND', () => f.queues.changePriority(q, f.queues.mintId(), 3));
     await refusedUnchanged(f.raw, q, 'EMQ_BAD_OPTION', () => f.queues.changePriority(q, laned, 10));
     await refusedUnchanged(f.raw, q, 'EMQ_BAD_OPTION', () => f.queues.changePriority(q, laned, 1.5));
-    await refusedUnchanged(f.raw, q, 'EMQ_BAD_ID', () => f.queues.changePriority(q, 'nope', 1));
+    await refusedUnchanged(f.raw, q, 'EMQ_BAD_ID', () => f.queues.changePriority(q, 'jobzzzzzzzzzzz', 1));
+    await refusedUnchanged(f.raw, q, 'EMQ_NOT_FOUND', () => f.queues.changePriority(q, 'nope', 1)); // a business id no job holds
   });
 });

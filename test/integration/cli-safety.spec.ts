@@ -146,7 +146,7 @@ describe('cancel', () => {
     expect(await f.queues.getJob(q, running)).toMatchObject({ status: 'active', cancelRequested: true });
     expect(await cli('cancel', q, pending, '--yes')).toMatchObject({ code: 4, stderr: `echomq: job ${pending} has already finished (cancelled): not cancelled\n` });
     expect(await cli('cancel', q, f.queues.mintId(), '--yes')).toMatchObject({ code: 2 });
-    expect(await cli('cancel', q, 'nope', '--yes')).toMatchObject({ code: 1, stderr: expect.stringMatching(/^echomq: EMQ_BAD_ID /) });
+    expect(await cli('cancel', q, 'jobzzzzzzzzzzz', '--yes')).toMatchObject({ code: 1, stderr: expect.stringMatching(/^echomq: EMQ_BAD_ID /) });
   }, LONG);
 
   it('QueueAdmin.cancel: cancelled, flagged, finished; unknown job EMQ_NOT_FOUND, bad id EMQ_BAD_ID, unknown queue EMQ_NOT_FOUND', async () => {
@@ -159,7 +159,7 @@ describe('cancel', () => {
     expect(await admin.cancel(q, pending)).toBe('finished');
     expect(await admin.cancel(q, active)).toBe('flagged');
     await expect(admin.cancel(q, f.queues.mintId())).rejects.toMatchObject({ code: 'EMQ_NOT_FOUND' });
-    await expect(admin.cancel(q, 'job1')).rejects.toMatchObject({ code: 'EMQ_BAD_ID' });
+    await expect(admin.cancel(q, 'jobzzzzzzzzzzz')).rejects.toMatchObject({ code: 'EMQ_BAD_ID' });
     await expect(admin.cancel(randomQueue('nobody'), pending)).rejects.toMatchObject({ code: 'EMQ_NOT_FOUND' });
     expect((await f.queues.counts(q)).cancelled).toBe(1);
   });

@@ -99,7 +99,12 @@ describe('the echomq CLI, as a subprocess', () => {
     expect(await cli('jobs', unknown)).toEqual({ code: 2, stdout: '', stderr: `echomq: EMQ_NOT_FOUND no queue named ${unknown} (none announced it and it holds no data)\n` });
     const id = f.queues.mintId();
     expect(await cli('job', q, id)).toEqual({ code: 2, stdout: '', stderr: `echomq: EMQ_NOT_FOUND no job ${id} in queue ${q}\n` });
-    expect(await cli('job', q, 'job123')).toMatchObject({ code: 1, stdout: '', stderr: expect.stringMatching(/^echomq: EMQ_BAD_ID [^\n]*\n$/) });
+    expect(await cli('job', q, 'jobzzzzzzzzzzz')).toMatchObject({ code: 1, stdout: '', stderr: expect.stringMatching(/^echomq: EMQ_BAD_ID [^\n]*\n$/) });
+    // Any other printable string is a business id: unknown is not found, a held one shows its job.
+    expect(await cli('job', q, 'order-404')).toEqual({ code: 2, stdout: '', stderr: `echomq: EMQ_NOT_FOUND no job order-404 in queue ${q}\n` });
+    const byRef = await f.queues.enqueue(q, { r: 1 }, { id: 'order-42' });
+    const shown = await cli('job', q, 'order-42');
+    expect([shown.code, shown.stdout.includes(byRef), shown.stdout.includes('order-42')]).toEqual([0, true, true]);
     expect(await cli('jobs', q, '--cursor', 'garbage!')).toMatchObject({ code: 1, stderr: expect.stringMatching(/^echomq: EMQ_BAD_CURSOR [^\n]*\n$/) });
     expect(await cli('jobs', 'a:b')).toMatchObject({ code: 1, stderr: expect.stringMatching(/^echomq: EMQ_BAD_NAME [^\n]*\n$/) });
     expect(await cli('jobs', q, '--status', 'sleeping')).toMatchObject({ code: 1, stderr: expect.stringContaining('--status must be one of') });

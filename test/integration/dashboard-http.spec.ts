@@ -111,12 +111,14 @@ describe('bad input gets an error page with its status, never a 500', () => {
     const missing = id.slice(0, -2) + (id.endsWith('00') ? '11' : '00');
     const cases: [string, number, string][] = [
       [`/ops/queues/${randomQueue('nobody')}`, 404, 'EMQ_NOT_FOUND'],
-      [`/ops/queues/${q}/jobs/not-an-id`, 400, 'EMQ_BAD_ID'],
+      [`/ops/queues/${q}/jobs/jobZZZZZZZZZZZ`, 400, 'EMQ_BAD_ID'], // the branded form, beyond 64 bits
+      [`/ops/queues/${q}/jobs/not-an-id`, 404, 'EMQ_NOT_FOUND'], // a business id no job holds
       [`/ops/queues/${q}/jobs/${missing}`, 404, 'EMQ_NOT_FOUND'],
       [`/ops/queues/${q}?status=dead&cursor=garbage!`, 400, 'EMQ_BAD_CURSOR'],
       [`/ops/queues/${q}?status=done&cursor=${encodeURIComponent(Buffer.from(`c1|other|done|1|${id}`).toString('base64url'))}`, 400, 'EMQ_BAD_CURSOR'],
       [`/ops/queues/${q}?status=nonsense`, 400, 'EMQ_BAD_OPTION'],
-      [`/ops/queues/${q}/search?id=%3Cscript%3E`, 400, 'EMQ_BAD_ID'],
+      [`/ops/queues/${q}/search?id=a%01b`, 400, 'EMQ_BAD_ID'],
+      [`/ops/queues/${q}/search?id=%3Cscript%3E`, 404, 'EMQ_NOT_FOUND'],
       ['/ops/?after=', 400, 'EMQ_BAD_NAME'],
       ['/ops/nowhere', 404, 'no such page'],
     ];
@@ -127,16 +129,25 @@ describe('bad input gets an error page with its status, never a 500', () => {
       expect(body).toContain(text);
       expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
     }
+    expect(await (await get(`/ops/queues/${q}/search?id=%3Cscript%3E`)).text()).not.toContain('<script>'); // the unknown business id, escaped
     expect((await get('/ops/queues/%E0%A4%A')).status).toBe(400); // Express refuses the escape before the dashboard sees it
     expect(body404Escapes(await (await get('/ops/queues/%3Cscript%3Ex')).text())).toBe(true);
     const token = csrfOf(await (await get(`/ops/queues/${q}`)).text());
-    expect((await post(`/ops/queues/${q}/jobs/nope/retry`, { _csrf: token })).status).toBe(400);
+    expect((await post(`/ops/queues/${q}/jobs/a%01b/retry`, { _csrf: token })).status).toBe(400);
+    expect((await post(`/ops/queues/${q}/jobs/nope/retry`, { _csrf: token })).status).toBe(404);
     expect((await post(`/ops/queues/${randomQueue('nobody')}/pause`, { _csrf: token })).status).toBe(404);
     expect((await post(`/ops/queues/${q}/explode`, { _csrf: token })).status).toBe(404);
     expect((await fetch(`${d.origin}/ops/`, { method: 'DELETE', headers: IN })).status).toBe(405);
     const search = await get(`/ops/queues/${q}/search?id=${id}`);
     expect(search.status).toBe(303);
     expect(search.headers.get('location')).toBe(`/ops/queues/${q}/jobs/${id}`);
+    // A business id: the search lands on the wire id's page, which shows it; its own URL works too.
+    const byRef = await f.queues.enqueue(q, { y: 1 }, { id: 'order-<7>' });
+    const found = await get(`/ops/queues/${q}/search?id=${encodeURIComponent('order-<7>')}`);
+    expect(found.headers.get('location')).toBe(`/ops/queues/${q}/jobs/${byRef}`);
+    const page = await (await get(`/ops/queues/${q}/jobs/${encodeURIComponent('order-<7>')}`)).text();
+    expect(page).toContain(`Job ${byRef}`);
+    expect(page).toContain('data-field="business id">order-&lt;7&gt;');
   });
 });
 

@@ -138,7 +138,7 @@ describe('EchoMqExceptionFilter over real HTTP', () => {
     });
 
     it('real causes: a bad id, a bad name, a bad option, an oversized payload, an unknown job', async () => {
-      expect(await call(base(), '/jobs/not-an-id')).toMatchObject({ status: 400, body: { statusCode: 400, error: 'Bad Request', code: 'EMQ_BAD_ID' } });
+      expect(await call(base(), '/jobs/jobzzzzzzzzzzz')).toMatchObject({ status: 400, body: { statusCode: 400, error: 'Bad Request', code: 'EMQ_BAD_ID' } });
       expect(await call(base(), '/queues/a%7Bb/jobs', { method: 'POST', body: { payload: 1 } })).toMatchObject({ status: 400, body: { code: 'EMQ_BAD_NAME' } });
       expect(await call(base(), `/queues/${Q}/jobs?delay=-1`, { method: 'POST', body: { payload: 1 } })).toMatchObject({ status: 400, body: { code: 'EMQ_BAD_OPTION' } });
       expect(await call(base(), '/dead-letters/t?count=0')).toMatchObject({ status: 400, body: { code: 'EMQ_BAD_OPTION', message: 'deadLetters count must be an integer in 1..1000' } });
