@@ -15,6 +15,9 @@ type Keys struct {
 	// Outbox and OutDue hold the flow hand-offs the queue's transitions write (docs/flows.md);
 	// the transition scripts take them after their other keys.
 	Outbox, OutDue string
+	// Refs maps business ids to wire ids and back (docs/queue.md, business ids): enqueue's
+	// refs mode takes it last.
+	Refs string
 }
 
 // QueueKeys returns the keys of queue q, or an error when the name breaks the grammar.
@@ -27,7 +30,7 @@ func QueueKeys(q string) (Keys, error) {
 		Meta: p + "meta", Pending: p + "pending", Scheduled: p + "scheduled", Active: p + "active",
 		Done: p + "done", Dead: p + "dead", Cancelled: p + "cancelled", Wake: p + "wake",
 		Data: p + "data", Opts: p + "opts", Events: p + "events", RowPrefix: p + "job:",
-		Outbox: p + "outbox", OutDue: p + "outdue",
+		Outbox: p + "outbox", OutDue: p + "outdue", Refs: p + "refs",
 	}, nil
 }
 

@@ -39,14 +39,32 @@ type NewJob struct {
 	MaxAttempts int    // 0 = the consumer's default
 	Backoff     string // "" = the consumer's default, "f:<ms>" fixed, "e:<ms>" exponential
 	Name        string // "" = none, else the job's name (1..128 bytes, no control characters): its extras' "n"
+	// Ref is the job's business id ("" = none; 1..200 bytes, no control characters, not of the
+	// branded form): while a job holds it, enqueueing it again adds nothing (docs/queue.md).
+	Ref string
 }
 
 // DefaultMaxPayload is the payload limit passed to enqueue (the scripts take it per call); the
 // TypeScript runtime's default is the same 512 KiB.
 const DefaultMaxPayload = 512 * 1024
 
-// Enqueue adds jobs (1..1000) in one call; added[i] is false when a job with that id existed.
+// Enqueue adds jobs (1..1000) in one call; added[i] is false when a job with that id existed,
+// or a job held its business id (Ref).
 func (q *Queue) Enqueue(ctx context.Context, maxPayload int, jobs []NewJob) ([]bool, error) {
+	ids, err := q.EnqueueIDs(ctx, maxPayload, jobs)
+	if err != nil {
+		return nil, err
+	}
+	added := make([]bool, len(ids))
+	for i, id := range ids {
+		added[i] = id == jobs[i].ID
+	}
+	return added, nil
+}
+
+// EnqueueIDs adds jobs (1..1000) in one call and answers each job's id: its own when added, the
+// id of the job holding its business id (Ref) when held, "" when a job with its id existed.
+func (q *Queue) EnqueueIDs(ctx context.Context, maxPayload int, jobs []NewJob) ([]string, error) {
 	args := []any{ProtocolVersion, maxPayload, len(jobs), ""}
 	for _, j := range jobs {
 		maxA := ""
@@ -73,11 +91,36 @@ func (q *Queue) Enqueue(ctx context.Context, maxPayload int, jobs []NewJob) ([]b
 		}
 	}
 	k := q.Keys
-	v, err := q.scripts.Run(ctx, q.rdb, "enqueue", []string{k.Meta, k.Pending, k.Scheduled, k.Wake, k.Data, k.Opts, k.Events}, args...)
+	keys := []string{k.Meta, k.Pending, k.Scheduled, k.Wake, k.Data, k.Opts, k.Events}
+	if slices.ContainsFunc(jobs, func(j NewJob) bool { return j.Ref != "" }) {
+		// Business ids: the refs key last, and one business id per job last ("" = none).
+		keys = append(keys, k.Refs)
+		for _, j := range jobs {
+			args = append(args, j.Ref)
+		}
+	}
+	v, err := q.scripts.Run(ctx, q.rdb, "enqueue", keys, args...)
 	if err != nil {
 		return nil, err
 	}
-	return flags(v, len(jobs), "enqueue")
+	a, ok := v.([]any)
+	if !ok || len(a) != len(jobs) {
+		return nil, fmt.Errorf("echomq: enqueue replied %v, expected %d entries", v, len(jobs))
+	}
+	ids := make([]string, len(jobs))
+	for i, x := range a {
+		switch r := x.(type) {
+		case int64:
+			if r == 1 {
+				ids[i] = jobs[i].ID
+			}
+		case string:
+			ids[i] = r
+		default:
+			return nil, fmt.Errorf("echomq: enqueue replied %T at %d, expected an integer or an id", x, i)
+		}
+	}
+	return ids, nil
 }
 
 // Claimed is one job handed out by Claim.
