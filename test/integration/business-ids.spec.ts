@@ -72,6 +72,16 @@ describe('business ids', () => {
     expect(Number(await f.raw.zscore(k.scheduled, late))).toBeLessThan(Date.now() + 30_000);
   });
 
+  it('the flow reads take a business id too: getFlow, removeChildDependency, retryChild', async () => {
+    const q = randomQueue('bidflow');
+    const a = await f.queues.enqueue(q, { n: 1 }, { id: 'flow-1' });
+    expect((await f.queues.flows.getFlow(q, 'flow-1'))?.id).toBe(a);
+    expect(await f.queues.flows.getFlow(q, 'flow-404')).toBeNull();
+    expect(await f.queues.flows.removeChildDependency(q, 'flow-404')).toBe(false);
+    expect(await codeOf(() => f.queues.flows.retryChild(q, 'flow-404'))).toBe('EMQ_JOB_STATE');
+    expect(await codeOf(() => f.queues.flows.attach(q, 'flow-1', [{ queue: q, payload: 1 }]))).toBe('EMQ_JOB_STATE'); // not a waiting parent
+  });
+
   it('a job past its retention takes its business id with it; the id can be enqueued again', async () => {
     const q = randomQueue('bidkeep');
     const k = queueKeys(q);

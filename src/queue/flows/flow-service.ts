@@ -14,6 +14,7 @@ import type { ChildFailurePolicy, ChildOutcome, FlowChildView, FlowView, JobStat
 import { MAX_BATCH } from '../queue-options.js';
 import { givenNodes, preflight, skippedRoots } from './flow-preflight.js';
 import { readFlow, type FlowTreeNode, type GetFlowOptions } from './flow-tree.js';
+import { resolveJobId } from '../business-ids.js';
 
 /** Options of the flow surface. */
 export interface FlowOptions extends Omit<FlowRelayOptions, 'settings'> {
@@ -164,9 +165,11 @@ export class FlowService {
    * Gives a `waiting` flow parent more children (docs/flows.md, "Attaching children to a waiting
    * parent"): it waits for them too. Resolves to their ids; `JobStateError` (EMQ_JOB_STATE) when
    * the job is not a waiting parent (nothing written). Keys must not repeat its other children's.
+   * `parentId`: its wire id or its business id.
    */
   async attach(queue: string, parentId: string, children: readonly FlowSpec[]): Promise<FlowNode[]> {
-    const nodes = await this.expand(queue, parentId, '', children);
+    const id = await resolveJobId(this.conn.client, queueKeys(queue), parentId);
+    const nodes = id === undefined ? undefined : await this.expand(queue, id, '', children);
     if (!nodes) throw new JobStateError(`job ${parentId} of ${queue} is not a waiting flow parent: no children were added`);
     return nodes;
   }
@@ -205,9 +208,12 @@ export class FlowService {
    * Makes the parent of child `id` (of `queue`) stop waiting for it (BullMQ's
    * `removeChildDependency`): the parent forgets the child and, if it was the last one out, is
    * released now. The child itself is untouched (it may still run; its outcome is then ignored).
-   * Resolves false when the job has no parent, or its outcome reached the parent already.
+   * Resolves false when the job has no parent, or its outcome reached the parent already (or no
+   * job holds the business id given as `idOrRef`).
    */
-  async removeChildDependency(queue: string, id: string): Promise<boolean> {
+  async removeChildDependency(queue: string, idOrRef: string): Promise<boolean> {
+    const id = await resolveJobId(this.conn.client, queueKeys(queue), idOrRef);
+    if (id === undefined) return false;
     const row = await wire.peek(this.conn.scriptClient, queueKeys(queue), id);
     const m = /^(\S+) (\S+)$/.exec(row.parent ?? '');
     if (!m) return false;
@@ -220,8 +226,11 @@ export class FlowService {
    * `id` of `queue` is `dead` and buried its root parent under `fail`, every sibling having ended
    * `done`; the parent waits for it again, then the child is retried (as `revive`), and the
    * parent runs when it completes. `JobStateError` (EMQ_JOB_STATE), nothing changed, otherwise.
+   * `idOrRef`: its wire id or its business id.
    */
-  async retryChild(queue: string, id: string): Promise<void> {
+  async retryChild(queue: string, idOrRef: string): Promise<void> {
+    const id = await resolveJobId(this.conn.client, queueKeys(queue), idOrRef);
+    if (id === undefined) throw new JobStateError(`job ${idOrRef} of ${queue} is not a dead flow child`);
     const row = await wire.peek(this.conn.scriptClient, queueKeys(queue), id);
     const m = /^(\S+) (\S+)$/.exec(row.parent ?? '');
     if (row.status !== 'dead' || !m) throw new JobStateError(`job ${id} of ${queue} is not a dead flow child`);
@@ -241,9 +250,11 @@ export class FlowService {
   /**
    * Reads a flow from node `id` of `queue` down (docs/flows.md, "Reading a flow"): each node's
    * status, key, policy and recorded outcome, and a page of its children; null when no such job.
+   * `idOrRef`: the node's wire id or its business id.
    */
-  getFlow(queue: string, id: string, opts?: GetFlowOptions): Promise<FlowTreeNode | null> {
-    return readFlow(this.conn, queue, id, opts);
+  async getFlow(queue: string, idOrRef: string, opts?: GetFlowOptions): Promise<FlowTreeNode | null> {
+    const id = await resolveJobId(this.conn.client, queueKeys(queue), idOrRef);
+    return id === undefined ? null : readFlow(this.conn, queue, id, opts);
   }
 
   /** The results of a parent's children (what a `@Flow` handler receives). */
