@@ -395,7 +395,7 @@ local function deliver(d)
   redis.call('HINCRBY', KEYS[1], 'waits', -1)
   each_child_out(row, function(sid, queue) box('x:' .. sid, 'x ' .. queue .. ' ' .. sid) end)
   if cur[3] then box('d:' .. pid, delivery_text(cur[3], pid, 'failed', err)) end
-  trim_morgue(KEYS[4], KEYS[5], KEYS[6], cap)
+  trim_morgue(KEYS[4], KEYS[5], KEYS[6], cap, meta.refs == '1')
   buried[#buried + 1] = pid
   return 3
 end
