@@ -7,6 +7,8 @@ import { queueKeys } from '../../src/core/keys.js';
 import { PROTOCOL_VERSION, runScript } from '../../src/core/scripts.js';
 import { QueueAdmin } from '../../src/admin/queue-admin.js';
 import { wire } from '../../src/core/wire/queue.js';
+import { QueueService } from '../../src/queue/queue-service.js';
+import { BUILTIN_DEFAULTS } from '../../src/queue/queue-options.js';
 import { startConsumer } from '../helpers/consumers.js';
 import { queueFixture } from '../helpers/queue-fixture.js';
 import { codeOf, refusedUnchanged } from '../helpers/refusals.js';
@@ -119,6 +121,18 @@ describe('business ids', () => {
     expect(await f.raw.hexists(k.refs, 'd-1')).toBe(0);
     expect(await f.raw.hexists(k.refs, d1)).toBe(0);
     expect(await f.raw.hexists(k.refs, 'd-2')).toBe(1);
+  });
+
+  it('the cancelled set\'s trim drops the mappings of the rows it deletes', async () => {
+    const q = randomQueue('bidcanc');
+    const k = queueKeys(q);
+    const one = new QueueService(f.conn, BUILTIN_DEFAULTS, { [q]: { keepCancelled: 1 } });
+    const a = await one.enqueue(q, {}, { id: 'c-1' });
+    const b = await one.enqueue(q, {}, { id: 'c-2' });
+    expect(await one.cancel(q, 'c-1')).toBe('cancelled');
+    expect(await one.cancel(q, 'c-2')).toBe('cancelled');
+    expect([await f.raw.hexists(k.refs, 'c-1'), await f.raw.hexists(k.refs, a)]).toEqual([0, 0]);
+    expect(await f.raw.hget(k.refs, 'c-2')).toBe(b);
   });
 
   it('purge and drain drop the mappings of the jobs they delete', async () => {
