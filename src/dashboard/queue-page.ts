@@ -71,7 +71,7 @@ export function queuePage(ctx: PageContext, d: QueuePageData, notice?: SafeHtml)
 <h1>${name} ${d.info.paused ? html`<span class="paused">paused</span>` : ''}</h1>${notice ?? ''}
 <p>${toggle}${retryAll}</p>${lanesSection(ctx, d.info)}${unreadable}${tabs(ctx, d)}
 ${d.charts ?? ''}
-<form method="get" action="${ctx.base}${q}/search"><label>Job id <input name="id" size="34" required></label> <button type="submit">Find</button></form>
+<form method="get" action="${ctx.base}${q}/search"><label>Job id or business id <input name="id" size="34" required></label> <button type="submit">Find</button></form>
 ${filterForm(ctx, q, d.status, d.filter)}
 <h2>${d.status} jobs${d.filter ? ' matching the filters' : ''}, newest first</h2>
 <table id="jobs"><thead><tr><th>id</th><th>created</th><th>at</th><th>attempts</th><th>error</th><th></th></tr></thead><tbody>${rows}</tbody></table>
