@@ -48,7 +48,7 @@ describe('the registry of known queues', () => {
     const one = await admin.list({ after: a.slice(0, -1), limit: 1 });
     expect([one.items.map((i) => i.name), one.next]).toEqual([[a], a]);
     expect((await admin.list({ after: b.slice(0, -1), limit: 1 })).items.map((i) => i.name)).toEqual([b]);
-    expect(await admin.info(a)).toEqual({ name: a, paused: false, counts: expect.objectContaining({ pending: 1 }) });
+    expect(await admin.info(a)).toEqual({ name: a, paused: false, pausedLanes: [], counts: expect.objectContaining({ pending: 1 }) });
   });
 
   it('a queue whose keys cannot be read (a key of another type) does not fail the page: it carries the error', async () => {
@@ -58,7 +58,7 @@ describe('the registry of known queues', () => {
     await f.raw.set(queueKeys(q).scheduled, 'not a zset');
     await eventually(async () => (await f.raw.zscore(globalKeys.queues, q)) !== null, 5000, 'announced');
     const page = await admin.list({ after: q.slice(0, -1), limit: 1 });
-    expect(page.items).toEqual([{ name: q, paused: false, counts: expect.objectContaining({ pending: 0 }), error: expect.stringMatching(/^EMQ_WRONGTYPE /), problem: 'unreadable' }]);
+    expect(page.items).toEqual([{ name: q, paused: false, pausedLanes: [], counts: expect.objectContaining({ pending: 0 }), error: expect.stringMatching(/^EMQ_WRONGTYPE /), problem: 'unreadable' }]);
     await expect(admin.info(q)).rejects.toMatchObject({ code: 'EMQ_WRONGTYPE' });
   });
 });

@@ -29,8 +29,8 @@ describe('the echomq CLI, as a subprocess', () => {
     await eventually(async () => (await f.raw.zscore(globalKeys.queues, q)) !== null, 5000, 'announced'); // the enqueue's background write
     const table = await runCli(['queues', '--after', q.slice(0, -1), '--limit', '5'], { VALKEY_URL: testUrl() });
     expect(table).toMatchObject({ code: 0, stderr: '' });
-    expect(table.stdout).toMatch(/│ queue\s+│ paused\s+│ pending\s+│ scheduled\s+│ active\s+│ done\s+│ dead\s+│ cancelled\s+│ waiting\s+│ error\s+│/);
-    expect(table.stdout).toMatch(new RegExp(`│ ${q}\\s+│\\s+│ 2\\s+│ 1\\s+│ 0\\s+│ 0\\s+│ 1\\s+│ 0\\s+│ 0\\s+│\\s+│`));
+    expect(table.stdout).toMatch(/│ queue\s+│ paused\s+│ paused lanes\s+│ pending\s+│ scheduled\s+│ active\s+│ done\s+│ dead\s+│ cancelled\s+│ waiting\s+│ error\s+│/);
+    expect(table.stdout).toMatch(new RegExp(`│ ${q}\\s+│\\s+│\\s+│ 2\\s+│ 1\\s+│ 0\\s+│ 0\\s+│ 1\\s+│ 0\\s+│ 0\\s+│\\s+│`));
     const json = await cli('--json', 'queues', '--after', q.slice(0, -1), '--limit', '5');
     const page = JSON.parse(json.stdout) as { items: { name: string; counts: Record<string, number> }[] };
     expect(page.items.find((i) => i.name === q)?.counts).toEqual({ scheduled: 1, pending: 2, active: 0, done: 0, dead: 1, cancelled: 0, waiting: 0 });
