@@ -71,7 +71,8 @@ describe('sample exchange: two instances on one Valkey', () => {
     expect(((await again.json()) as { orderId: string }).orderId).toBe(id);
     expect((await post(b.base, '/orders', { ...order, qty: 4 })).status).toBe(409);
     await until(async () => (await getJson<OrderView>(`${b.base}/orders/${id}`)).status === 'open', 5000, () => 'order not on the book');
-    expect((await fetch(`${a.base}/orders/not-an-id`)).status).toBe(400);
+    expect((await fetch(`${a.base}/orders/jobzzzzzzzzzzz`)).status).toBe(400); // a malformed branded id
+    expect((await fetch(`${a.base}/orders/not-an-id`)).status).toBe(404); // a business id no order holds
     expect((await fetch(`${a.base}/orders/job00000000000`)).status).toBe(404);
     // Cancel: 202, then the book shows it cancelled; a second cancel is a conflict.
     expect((await fetch(`${a.base}/orders/${id}`, { method: 'DELETE' })).status).toBe(202);
