@@ -22,6 +22,14 @@ import { mentionsNodeKeys, Scope } from './rewrite.js';
 import { diffSnapshots, takeSnapshot, type Snapshot } from './snapshot.js';
 import { checkState } from './state.js';
 
+/** Every string a scenario's steps hold, at any depth (the owners it leases node numbers under). */
+function stringsOf(value: unknown, out: Set<string> = new Set()): Set<string> {
+  if (typeof value === 'string') out.add(value);
+  else if (Array.isArray(value)) for (const v of value) stringsOf(v, out);
+  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) stringsOf(v, out);
+  return out;
+}
+
 /** The repository root (this file is test/conformance/runner.ts). */
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SCENARIOS = join(ROOT, 'conformance', 'scenarios');
@@ -111,7 +119,8 @@ export class ConformanceRunner {
 
   /** Runs one scenario; throws a StepFailure naming the file, scenario and step. */
   async run(file: string, scenario: Scenario): Promise<void> {
-    const ctx: Ctx = { scope: new Scope(), snapshots: new Map(), withNodes: mentionsNodeKeys(scenario.steps) };
+    const withNodes = mentionsNodeKeys(scenario.steps);
+    const ctx: Ctx = { scope: new Scope(), snapshots: new Map(), withNodes, owners: withNodes ? stringsOf(scenario.steps) : undefined };
     try {
       await this.steps(scenario.steps, ctx, '');
     } catch (e) {
@@ -143,11 +152,11 @@ export class ConformanceRunner {
     } else if ('keys_state' in s) {
       for (const [ref, st] of Object.entries(s.keys_state)) await checkState(this.redis, scope.text(ref), st, scope);
     } else if ('snapshot' in s) {
-      ctx.snapshots.set(s.snapshot, await takeSnapshot(this.redis, scope, ctx.withNodes));
+      ctx.snapshots.set(s.snapshot, await takeSnapshot(this.redis, scope, ctx.withNodes, ctx.owners));
     } else if ('unchanged' in s) {
       const before = ctx.snapshots.get(s.unchanged);
       if (!before) throw new ScenarioFormatError(`no snapshot "${s.unchanged}" was taken before this step`);
-      const diff = diffSnapshots(before, await takeSnapshot(this.redis, scope, ctx.withNodes));
+      const diff = diffSnapshots(before, await takeSnapshot(this.redis, scope, ctx.withNodes, ctx.owners));
       if (diff) throw new StepFailure(`keys changed since snapshot "${s.unchanged}":\n${diff}`);
     } else {
       const args = ('call' in s ? [...(s.keys ?? []), ...(s.argv ?? [])] : s.command).map((a) => (typeof a === 'number' ? String(a) : scope.text(a)));
@@ -186,6 +195,8 @@ export class ConformanceRunner {
 interface Ctx {
   readonly scope: Scope;
   readonly snapshots: Map<string, Snapshot>;
+  /** With the node keys: every string the scenario sends (its owner tokens among them). */
+  readonly owners?: ReadonlySet<string>;
   readonly withNodes: boolean;
 }
 

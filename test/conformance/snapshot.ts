@@ -53,8 +53,16 @@ async function content(redis: Redis, key: string, type: string): Promise<unknown
   }
 }
 
-/** Records every key of the scenario (plus the node-lease keys when `withNodes`). */
-export async function takeSnapshot(redis: Redis, scope: Scope, withNodes: boolean): Promise<Snapshot> {
+/** The node-lease hashes every live process on the server writes (each renewal rewrites its own field). */
+const SHARED_HASHES: ReadonlySet<string> = new Set([NODE_KEYS.nodes, NODE_KEYS.procs]);
+
+/**
+ * Records every key of the scenario (plus the node-lease keys when `withNodes`). In the shared
+ * node-lease hashes only the fields whose owner (a value's first word) is one of `owners` (the
+ * strings the scenario sends) are kept: another process's renewal between two snapshots is not
+ * the scenario's write.
+ */
+export async function takeSnapshot(redis: Redis, scope: Scope, withNodes: boolean, owners?: ReadonlySet<string>): Promise<Snapshot> {
   const keys = new Set<string>();
   for (const name of [scope.Q, scope.T, scope.NS]) for (const k of await scan(redis, `emq:{${name}}:*`)) keys.add(k);
   for (const k of await scan(redis, `emq:{c:${scope.NS}:*`)) keys.add(k);
@@ -64,7 +72,9 @@ export async function takeSnapshot(redis: Redis, scope: Scope, withNodes: boolea
     const type = String(await redis.call('TYPE', key));
     if (type === 'none') continue;
     const expireAt = await redis.call('PEXPIRETIME', key);
-    snap.set(key, JSON.stringify({ type, expireAt, content: await content(redis, key, type) }));
+    let c = await content(redis, key, type);
+    if (owners && type === 'hash' && SHARED_HASHES.has(key)) c = (c as string[][]).filter(([, v]) => owners.has(v.split(' ')[0]));
+    snap.set(key, JSON.stringify({ type, expireAt, content: c }));
   }
   return snap;
 }
