@@ -21,6 +21,7 @@ export type EchoMqErrorCode =
   | 'EMQ_LOADING'
   | 'EMQ_EVICTION_POLICY'
   | 'EMQ_NODE_LEASE'
+  | 'EMQ_LEASE_LOST'
   | 'EMQ_INTERNAL'
   | 'EMQ_FLOW_CYCLE'
   | 'EMQ_FLOW_TOO_LARGE'
@@ -275,5 +276,17 @@ export class InvalidCursorError extends EchoMqError {
 export class NodeLeaseError extends EchoMqError {
   constructor(message: string) {
     super('EMQ_NODE_LEASE', message);
+  }
+}
+
+/**
+ * A coordination lease, permit or leadership term (docs/coordination.md) is no longer certainly
+ * held: a renewal was refused (a newer token exists, or it was released), or its local deadline
+ * passed without a successful renewal (a pause, a partition). The reason of the holder's aborted
+ * `signal` (code EMQ_LEASE_LOST); stop acting on it. (A job's lost lease is `LeaseLostError`.)
+ */
+export class CoordinationLostError extends EchoMqError {
+  constructor(message: string) {
+    super('EMQ_LEASE_LOST', message);
   }
 }

@@ -280,6 +280,24 @@ export class CacheKeys {
   }
 }
 
+/**
+ * The keys of one coordination name (docs/coordination.md): each name is its own hash tag
+ * `co:<name>`, so the lease and the semaphore of one name share a slot and names spread across a
+ * cluster. Neither key has a TTL: the lease's fence must outlive every holder.
+ */
+export class CoordKeys {
+  /** Hash `owner`, `token`, `exp`, `fence`: the fenced lease (lease.lua). */
+  readonly lease: string;
+  /** Zset holder id → permit expiry (server ms): the counting semaphore (semaphore.lua). */
+  readonly sem: string;
+
+  constructor(readonly name: string, what = 'lease') {
+    assertName(name, what);
+    this.lease = `emq:{co:${name}}:lease`;
+    this.sem = `emq:{co:${name}}:sem`;
+  }
+}
+
 /** Cluster-wide keys, under the `{emq}` reserve tag. */
 export const globalKeys = {
   /** Counter that spreads node-number claims. */

@@ -9,7 +9,7 @@ import { fromReplyError } from './reply-errors.js';
 export const PROTOCOL_VERSION = '2';
 
 /** The names of the scripts in `lua/`, one per transition. */
-export const SCRIPT_NAMES = ['enqueue', 'claim', 'complete', 'retry', 'extend', 'reap', 'release', 'cancel', 'peek', 'node', 'publish', 'trim', 'retention', 'dead-letter', 'cache-announce', 'cache-set', 'cache-invalidate', 'cache-lease', 'cache-get', 'cache-tag', 'flow-add', 'flow-deliver', 'outbox-take', 'outbox-ack', 'schedule', 'tick', 'progress', 'pause', 'drain', 'revive', 'promote', 'remove', 'purge', 'announce', 'bus-dead', 'round', 'park', 'policy', 'priority', 'elog', 'stats'] as const;
+export const SCRIPT_NAMES = ['enqueue', 'claim', 'complete', 'retry', 'extend', 'reap', 'release', 'cancel', 'peek', 'node', 'publish', 'trim', 'retention', 'dead-letter', 'cache-announce', 'cache-set', 'cache-invalidate', 'cache-lease', 'cache-get', 'cache-tag', 'flow-add', 'flow-deliver', 'outbox-take', 'outbox-ack', 'schedule', 'tick', 'progress', 'pause', 'drain', 'revive', 'promote', 'remove', 'purge', 'announce', 'bus-dead', 'round', 'park', 'policy', 'priority', 'elog', 'stats', 'lease', 'semaphore'] as const;
 /** A script name. */
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 

@@ -30,6 +30,7 @@ export const HTTP_STATUS_OF: Readonly<Record<EchoMqErrorCode, number>> = {
   EMQ_LOADING: HttpStatus.SERVICE_UNAVAILABLE,
   EMQ_READONLY: HttpStatus.SERVICE_UNAVAILABLE,
   EMQ_NODE_LEASE: HttpStatus.SERVICE_UNAVAILABLE,
+  EMQ_LEASE_LOST: HttpStatus.SERVICE_UNAVAILABLE,
   EMQ_ID_COLLISION: HttpStatus.SERVICE_UNAVAILABLE,
   EMQ_WRONGTYPE: HttpStatus.INTERNAL_SERVER_ERROR,
   EMQ_NOPERM: HttpStatus.INTERNAL_SERVER_ERROR,
@@ -55,6 +56,7 @@ const UNAVAILABLE_MESSAGE: Partial<Record<EchoMqErrorCode, string>> = {
   EMQ_LOADING: 'the queue store is loading its data; retry later',
   EMQ_READONLY: 'the queue store is read-only (a failover may be under way); retry later',
   EMQ_NODE_LEASE: 'this instance cannot mint ids right now; retry later',
+  EMQ_LEASE_LOST: 'this instance lost its lease; retry later',
   EMQ_ID_COLLISION: 'no unique id could be minted; retry later',
 };
 

@@ -1,13 +1,15 @@
 /**
  * The typed script calls (docs/protocol.md): one wrapper per script, built from the key grammar
  * and the manifest's arguments, with its reply parsed — queue, claim, round, park, policy, flow,
- * schedule, Bus and admin. The rest of src/ imports this folder through this file only.
+ * schedule, Bus, admin and coordination. The rest of src/ imports this folder through this file only.
  */
 export { adminWire, busAdminWire } from './admin.js';
 export type { AdminReply, BulkReply, PurgeableStatus, RegistryKind } from './admin.js';
 export { BUS_BATCH_LIMIT, EXPIRE_LIMIT, busWire } from './bus.js';
 export type { PublishItem, TrimReply } from './bus.js';
 export type { ClaimFlow, ClaimReply, WireClaim } from './claim-reply.js';
+export { COORD_TTL_MS, SEMAPHORE_MAX_LIMIT, coordWire, leaseCall, semaphoreCall } from './coordination.js';
+export type { CoordOp, LeaseReply, SemaphoreReply } from './coordination.js';
 export { flowWire } from './flow.js';
 export type { DeliverOutcome, Delivery, OutboxEntry, WireFlowEdge, WireFlowNode } from './flow.js';
 export { parkCall, parkSpot, parkedClaimCall, parseInboxLease } from './park.js';
