@@ -1,6 +1,8 @@
 /**
- * The matching engine's vocabulary. Prices are integer ticks (1 tick = 0.0001 of the quote
- * currency), so matching and settlement never see floating-point rounding.
+ * The matching engine's vocabulary. Prices and amounts are integer ticks (1 tick = 0.0001 of the
+ * quote currency, money.ts): `bigint` inside the engine, decimal strings of ticks in everything
+ * that leaves it (commands on the log, trades, order states, depth), so no JS `number` ever holds
+ * money and nothing rounds. Quantities are whole units ≤ 1,000,000 and stay numbers.
  */
 
 /** Which way an order trades. */
@@ -9,17 +11,8 @@ export type Side = 'buy' | 'sell';
 /** `limit` rests what it cannot fill; `market` fills what it can and cancels the rest. */
 export type OrderType = 'limit' | 'market';
 
-/** Ticks per unit of price (4 decimal places). */
-export const TICKS_PER_UNIT = 10_000;
-
-/** A price given in units (at most 4 decimals) as integer ticks. */
-export const toTicks = (price: number): number => Math.round(price * TICKS_PER_UNIT);
-
-/** Integer ticks back to a price in units. */
-export const fromTicks = (ticks: number): number => ticks / TICKS_PER_UNIT;
-
-/** A new order, as sequenced on its shard's log. */
-export interface PlaceCommand {
+/** A new order, as sequenced on its shard's log (a type, so it is `Json`). */
+export type PlaceCommand = {
   readonly kind: 'place';
   readonly orderId: string;
   readonly clientOrderId: string;
@@ -29,16 +22,22 @@ export interface PlaceCommand {
   readonly type: OrderType;
   /** Whole units, > 0. */
   readonly qty: number;
-  /** Limit price in ticks (limit orders only). */
-  readonly priceTicks?: number;
-}
+  /** Limit price in ticks, a decimal string (limit orders only): `"999999999"` is 99,999.9999. */
+  readonly priceTicks?: string;
+  /**
+   * When order entry accepted it (epoch ms). A place that reaches the book more than
+   * `SEEN_HORIZON_MS` after this is refused as stale, which is what lets the engine forget the ids
+   * of orders older than the horizon (matching-engine.ts).
+   */
+  readonly acceptedAt: number;
+};
 
 /** A cancel request for a resting order. */
-export interface CancelCommand {
+export type CancelCommand = {
   readonly kind: 'cancel';
   readonly orderId: string;
   readonly symbol: string;
-}
+};
 
 /** What the order-entry side puts on a shard's log. */
 export type Command = PlaceCommand | CancelCommand;
@@ -47,16 +46,16 @@ export type Command = PlaceCommand | CancelCommand;
 export type OrderStatus = 'open' | 'partially-filled' | 'filled' | 'cancelled';
 
 /** An order's state after the last command that touched it: the placement's fields, and its fills. */
-export interface OrderState extends Omit<PlaceCommand, 'kind'> {
+export type OrderState = Omit<PlaceCommand, 'kind'> & {
   readonly filledQty: number;
-  /** Σ price × qty of its fills, in ticks. */
-  readonly filledNotionalTicks: number;
+  /** Σ price × qty of its fills, in ticks (a decimal string). */
+  readonly filledNotionalTicks: string;
   readonly status: OrderStatus;
   /** Position on the shard's log of the command that produced this state (0-based). */
   readonly seq: number;
   /** Why it ended without a full fill, e.g. a market order that ran out of liquidity. */
   readonly reason?: string;
-}
+};
 
 /** One execution between an incoming (taker) order and a resting (maker) order (a type, so it is `Json`). */
 export type Trade = {
@@ -66,9 +65,12 @@ export type Trade = {
   /** The n of the id. */
   readonly tradeSeq: number;
   readonly symbol: string;
-  /** The maker's price, in ticks. */
-  readonly priceTicks: number;
+  /** The maker's price, in ticks (a decimal string). */
+  readonly priceTicks: string;
+  /** Whole units. */
   readonly qty: number;
+  /** price × qty, in ticks (a decimal string): what the buyer pays and the seller gets. */
+  readonly notionalTicks: string;
   readonly buyOrderId: string;
   readonly sellOrderId: string;
   readonly buyAccount: string;
@@ -89,16 +91,17 @@ export interface ApplyResult {
   readonly duplicate: boolean;
 }
 
-/** One price level of a depth view. */
-export interface DepthLevel {
-  readonly priceTicks: number;
+/** One price level of a depth view (a type, so it is `Json`). */
+export type DepthLevel = {
+  /** The level's price, in ticks (a decimal string). */
+  readonly priceTicks: string;
   readonly qty: number;
   readonly orders: number;
-}
+};
 
 /** The top of one symbol's book. */
-export interface Depth {
+export type Depth = {
   readonly symbol: string;
   readonly bids: DepthLevel[];
   readonly asks: DepthLevel[];
-}
+};

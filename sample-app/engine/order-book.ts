@@ -3,12 +3,13 @@
  * clock), so the same commands always give the same book.
  */
 import type { DepthLevel, Side } from './engine.types.js';
+import { ticksToWire } from './money.js';
 
 /** An order resting on the book. */
 export interface Resting {
   readonly orderId: string;
   readonly account: string;
-  readonly priceTicks: number;
+  readonly priceTicks: bigint;
   /** Arrival position on the shard's log: the time in price-time priority. */
   readonly seq: number;
   remaining: number;
@@ -36,8 +37,8 @@ export class BookSide {
     this.orders.pop();
   }
 
-  /** Inserts by priority (binary search; a newer order goes behind older ones at its price). */
-  add(o: Resting): void {
+  /** Where `o` ranks: the index of the first order that is not worse than `o` (`o` itself when it is here). */
+  private rank(o: Resting): number {
     let lo = 0;
     let hi = this.orders.length;
     while (lo < hi) {
@@ -45,26 +46,46 @@ export class BookSide {
       if (this.better(o, this.orders[mid])) lo = mid + 1;
       else hi = mid;
     }
-    this.orders.splice(lo, 0, o);
+    return lo;
   }
 
-  /** Removes a resting order by id; returns it, or undefined when it is not on this side. */
-  remove(orderId: string): Resting | undefined {
-    const i = this.orders.findIndex((o) => o.orderId === orderId);
-    if (i < 0) return undefined;
-    return this.orders.splice(i, 1)[0];
+  /** Inserts by priority (binary search; a newer order goes behind older ones at its price). */
+  add(o: Resting): void {
+    this.orders.splice(this.rank(o), 0, o);
+  }
+
+  /** Removes a resting order (found by its price and arrival); true when it was on this side. */
+  remove(o: Resting): boolean {
+    const i = this.rank(o);
+    if (this.orders[i]?.orderId !== o.orderId) return false;
+    this.orders.splice(i, 1);
+    return true;
   }
 
   /** The best `levels` price levels, best first. */
   depth(levels: number): DepthLevel[] {
-    const out: DepthLevel[] = [];
+    const out: { price: bigint; qty: number; orders: number }[] = [];
     for (let i = this.orders.length - 1; i >= 0 && out.length <= levels; i--) {
       const o = this.orders[i];
       const last = out[out.length - 1];
-      if (last && last.priceTicks === o.priceTicks) out[out.length - 1] = { priceTicks: o.priceTicks, qty: last.qty + o.remaining, orders: last.orders + 1 };
-      else out.push({ priceTicks: o.priceTicks, qty: o.remaining, orders: 1 });
+      if (last && last.price === o.priceTicks) {
+        last.qty += o.remaining;
+        last.orders++;
+      } else out.push({ price: o.priceTicks, qty: o.remaining, orders: 1 });
     }
-    return out.slice(0, levels);
+    return out.slice(0, levels).map((l) => ({ priceTicks: ticksToWire(l.price), qty: l.qty, orders: l.orders }));
+  }
+
+  /** Every resting order, worst first (the order `restore` takes them back in). */
+  list(): readonly Resting[] {
+    return this.orders;
+  }
+
+  /** Appends an order that ranks at or above every order on this side (restoring a snapshot). */
+  push(o: Resting): void {
+    const top = this.best();
+    if (top && this.better(top, o)) throw new Error(`order ${o.orderId} is out of priority order`);
+    this.orders.push(o);
   }
 
   /** Number of resting orders. */

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { BusService, FatalJobError, Processor, type Job } from '@echomq/nestjs';
-import { toTicks, type Command } from '../engine/engine.types.js';
+import type { Command } from '../engine/engine.types.js';
 import { shardOf } from '../engine/ids.js';
 import { commandTopic, ORDERS_QUEUE } from '../exchange.names.js';
-import { MAX_PRICE, MAX_QTY } from './order.dto.js';
+import { MAX_PRICE_TICKS, MAX_QTY } from './order.dto.js';
 
 /** The result of an intake job. */
 export interface Sequenced {
@@ -13,6 +13,8 @@ export interface Sequenced {
 
 const str = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 100;
 const int = (v: unknown, max: number): boolean => Number.isSafeInteger(v) && (v as number) > 0 && (v as number) <= max;
+/** A price in ticks on the wire: a decimal string of 1..MAX_PRICE_TICKS. */
+const ticks = (v: unknown): boolean => typeof v === 'string' && /^[1-9]\d{0,9}$/.test(v) && BigInt(v) <= MAX_PRICE_TICKS;
 
 /**
  * True when a job payload is a command the engine can apply (anything may enqueue on `orders`,
@@ -24,7 +26,8 @@ export function isCommand(v: unknown): v is Command {
   if (!str(c.orderId) || !str(c.symbol)) return false;
   if (c.kind === 'cancel') return true;
   if (c.kind !== 'place' || !str(c.account) || !str(c.clientOrderId) || (c.side !== 'buy' && c.side !== 'sell') || !int(c.qty, MAX_QTY)) return false;
-  return c.type === 'market' ? c.priceTicks === undefined : c.type === 'limit' && int(c.priceTicks, toTicks(MAX_PRICE));
+  if (!int(c.acceptedAt, Number.MAX_SAFE_INTEGER)) return false;
+  return c.type === 'market' ? c.priceTicks === undefined : c.type === 'limit' && ticks(c.priceTicks);
 }
 
 /**

@@ -1,5 +1,7 @@
-import { BadRequestException, Injectable, type PipeTransform } from '@nestjs/common';
+import { BadRequestException, Inject, Injectable, type PipeTransform } from '@nestjs/common';
+import { EXCHANGE_CONFIG, type ExchangeConfig } from '../config/exchange.config.js';
 import type { OrderType, Side } from '../engine/engine.types.js';
+import { formatUnits, parseUnits, PRICE_DECIMALS } from '../engine/money.js';
 
 /** A validated order, as accepted by `POST /orders`. */
 export interface OrderInput {
@@ -11,8 +13,12 @@ export interface OrderInput {
   readonly type: OrderType;
   /** Whole units, 1..1,000,000. */
   readonly qty: number;
-  /** Limit price (limit orders only), > 0, at most 100,000, at most 4 decimal places. */
-  readonly price?: number;
+  /**
+   * Limit price in ticks (limit orders only), exact: the request's `price` ("99999.9999" or
+   * 100.5, > 0, at most 100,000, at most 4 decimals) read by `parseUnits`. Order entry puts it on
+   * the `PlaceCommand` as `ticksToWire(priceTicks)`.
+   */
+  readonly priceTicks?: bigint;
 }
 
 /** The outcome of validation: the order, or every problem found. */
@@ -25,9 +31,8 @@ const CLIENT_ID_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const SYMBOL_RE = /^[A-Z][A-Z0-9.]{0,11}$/;
 /** Largest quantity. */
 export const MAX_QTY = 1_000_000;
-/** Largest price (so price × qty in ticks stays an exact integer). */
-export const MAX_PRICE = 100_000;
-const PRICE_DECIMALS = 4;
+/** Largest price, in ticks (100,000 units). */
+export const MAX_PRICE_TICKS = 1_000_000_000n;
 
 const show = (v: unknown): string => {
   if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v);
@@ -38,32 +43,34 @@ const show = (v: unknown): string => {
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** True when `p` has at most `PRICE_DECIMALS` decimal places (tolerating binary float noise). */
-const onTick = (p: number): boolean => {
-  const scaled = p * 10 ** PRICE_DECIMALS;
-  return Math.abs(scaled - Math.round(scaled)) < 1e-6;
-};
-
-function checkPrice(price: unknown, type: unknown, problems: string[]): void {
+/** The price in ticks, or undefined after pushing what is wrong with it (absent for a market order). */
+function checkPrice(price: unknown, type: unknown, problems: string[]): bigint | undefined {
   if (type === 'market') {
     if (price !== undefined) problems.push('price must be absent for a market order');
-    return;
+    return undefined;
   }
   if (price === undefined) {
     if (type === undefined || type === 'limit') problems.push('price is required for a limit order');
-    return;
+    return undefined;
   }
-  if (typeof price !== 'number' || !Number.isFinite(price)) problems.push(`price must be a number; got ${show(price)}`);
-  else if (price <= 0) problems.push(`price must be positive; got ${price}`);
-  else if (price > MAX_PRICE) problems.push(`price must be at most ${MAX_PRICE}; got ${price}`);
-  else if (!onTick(price)) problems.push(`price must have at most ${PRICE_DECIMALS} decimal places; got ${price}`);
+  if (typeof price !== 'number' && typeof price !== 'string') {
+    problems.push(`price must be a decimal string or a number; got ${show(price)}`);
+    return undefined;
+  }
+  const ticks = parseUnits(price);
+  if (ticks === undefined) problems.push(`price must be a decimal with at most ${PRICE_DECIMALS} decimal places, e.g. "99999.9999"; got ${show(price)}`);
+  else if (ticks <= 0n) problems.push(`price must be positive; got ${show(price)}`);
+  else if (ticks > MAX_PRICE_TICKS) problems.push(`price must be at most ${formatUnits(MAX_PRICE_TICKS)}; got ${show(price)}`);
+  else return ticks;
+  return undefined;
 }
 
 /**
  * Validates an untrusted value (a request body) as an order. Collects every problem rather than
- * stopping at the first; unknown fields are refused. `type` defaults to `limit`.
+ * stopping at the first; unknown fields are refused. `type` defaults to `limit`. With `listed`,
+ * a symbol not in it is refused (so no book opens for a symbol the exchange does not list).
  */
-export function validateOrder(input: unknown): OrderValidation {
+export function validateOrder(input: unknown, listed?: ReadonlySet<string>): OrderValidation {
   if (!isRecord(input)) return { ok: false, problems: [`body must be a JSON object, got ${show(input)}`] };
   const problems: string[] = [];
   for (const key of Object.keys(input)) {
@@ -81,6 +88,8 @@ export function validateOrder(input: unknown): OrderValidation {
   }
   if (symbol !== undefined && (typeof symbol !== 'string' || !SYMBOL_RE.test(symbol))) {
     problems.push(`symbol must be 1-12 uppercase letters, digits or ".", starting with a letter; got ${show(symbol)}`);
+  } else if (symbol !== undefined && listed && !listed.has(symbol)) {
+    problems.push(`symbol ${show(symbol)} is not listed on this exchange`);
   }
   if (side !== undefined && side !== 'buy' && side !== 'sell') problems.push(`side must be "buy" or "sell"; got ${show(side)}`);
   if (type !== undefined && type !== 'limit' && type !== 'market') problems.push(`type must be "limit" or "market"; got ${show(type)}`);
@@ -89,7 +98,7 @@ export function validateOrder(input: unknown): OrderValidation {
     else if (qty <= 0) problems.push(`qty must be positive; got ${qty}`);
     else if (qty > MAX_QTY) problems.push(`qty must be at most ${MAX_QTY}; got ${qty}`);
   }
-  checkPrice(price, type, problems);
+  const priceTicks = checkPrice(price, type, problems);
   if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
@@ -100,7 +109,7 @@ export function validateOrder(input: unknown): OrderValidation {
       side: side as Side,
       type: (type as OrderType | undefined) ?? 'limit',
       qty: qty as number,
-      ...(price === undefined ? {} : { price: price as number }),
+      ...(priceTicks === undefined ? {} : { priceTicks }),
     },
   };
 }
@@ -115,13 +124,20 @@ export interface OrderProblemBody {
 
 /**
  * A pipe for `@Body()`: passes a valid `OrderInput` or answers 400 with every problem, e.g.
- * `invalid order: side must be "buy" or "sell"; got "hold"`.
+ * `invalid order: side must be "buy" or "sell"; got "hold"`. Symbols are checked against the
+ * listed ones of the injected `ExchangeConfig`.
  */
 @Injectable()
 export class OrderValidationPipe implements PipeTransform<unknown, OrderInput> {
+  private readonly listed: ReadonlySet<string>;
+
+  constructor(@Inject(EXCHANGE_CONFIG) config: ExchangeConfig) {
+    this.listed = new Set(config.symbols);
+  }
+
   /** Validates the body. */
   transform(value: unknown): OrderInput {
-    const v = validateOrder(value);
+    const v = validateOrder(value, this.listed);
     if (v.ok) return v.order;
     const body: OrderProblemBody = { statusCode: 400, error: 'Bad Request', message: `invalid order: ${v.problems.join('; ')}`, problems: v.problems };
     throw new BadRequestException(body);

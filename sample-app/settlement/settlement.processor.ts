@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { FatalJobError, Flow, Processor, type FlowJob, type Job } from '@echomq/nestjs';
 import type { Trade } from '../engine/engine.types.js';
+import { ticksFromWire, ticksToWire } from '../engine/money.js';
 import { FILLS_QUEUE, SETTLEMENTS_QUEUE } from '../exchange.names.js';
 import { PositionsService } from '../accounts/positions.service.js';
 import { ExchangeStore } from '../store/exchange.store.js';
@@ -37,8 +38,8 @@ export class SettlementProcessor {
     const { trade, side } = job.payload;
     const account = side === 'buy' ? trade.buyAccount : trade.sellAccount;
     if (account.startsWith(FROZEN_PREFIX)) throw new FatalJobError(`account ${account} is frozen`);
-    const notional = trade.qty * trade.priceTicks;
-    return { account, side, units: side === 'buy' ? trade.qty : -trade.qty, cashTicks: side === 'buy' ? -notional : notional };
+    const notional = ticksFromWire(trade.notionalTicks);
+    return { account, side, units: side === 'buy' ? trade.qty : -trade.qty, cashTicks: ticksToWire(side === 'buy' ? -notional : notional) };
   }
 
   /** Both fills are done: move cash and units once. */

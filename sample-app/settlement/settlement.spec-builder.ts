@@ -14,7 +14,8 @@ export interface FillResult {
   readonly account: string;
   readonly side: Side;
   readonly units: number;
-  readonly cashTicks: number;
+  /** Cash moved, in ticks (a decimal string; negative for the buyer). */
+  readonly cashTicks: string;
 }
 
 /**

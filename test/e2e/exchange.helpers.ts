@@ -48,18 +48,20 @@ export async function publishedTrades(bus: BusService): Promise<Trade[]> {
 export async function referenceRun(bus: BusService): Promise<{ trades: Trade[]; placed: Set<string>; commands: number; order: (id: string) => OrderState | undefined }> {
   const trades: Trade[] = [];
   const placed = new Set<string>();
-  const engines: MatchingEngine[] = [];
+  // The engine forgets ended orders: each order's final state is the last one an apply reported.
+  const states = new Map<string, OrderState>();
   let commands = 0;
   for (let shard = 0; shard < SHARDS; shard++) {
     const engine = new MatchingEngine(shard);
-    engines.push(engine);
     for (const e of await logOf<Command>(bus, commandTopic(shard))) {
       if (e.payload.kind === 'place') placed.add(e.payload.orderId);
-      trades.push(...engine.apply(e.payload, e.at).trades);
+      const out = engine.apply(e.payload, e.at);
+      trades.push(...out.trades);
+      for (const s of out.orders) states.set(s.orderId, s);
       commands++;
     }
   }
-  return { trades, placed, commands, order: (id) => engines.map((e) => e.order(id)).find((o) => o !== undefined) };
+  return { trades, placed, commands, order: (id) => states.get(id) };
 }
 
 /** Each account's cash (ticks) and units after settling `trades`. */
@@ -69,8 +71,8 @@ export function holdingsOf(trades: readonly Trade[]): Map<string, { cashTicks: n
   for (const t of trades) {
     const b = get(t.buyAccount);
     const s = get(t.sellAccount);
-    b.cashTicks -= t.qty * t.priceTicks;
-    s.cashTicks += t.qty * t.priceTicks;
+    b.cashTicks -= Number(t.notionalTicks);
+    s.cashTicks += Number(t.notionalTicks);
     b.units[t.symbol] = (b.units[t.symbol] ?? 0) + t.qty;
     s.units[t.symbol] = (s.units[t.symbol] ?? 0) - t.qty;
   }
