@@ -52,7 +52,7 @@ export type EngineSnapshot = {
   readonly pruneAt: number;
   /** Every book, by symbol; each side's resting orders worst first. */
   readonly books: { readonly symbol: string; readonly bids: RestingSnapshot[]; readonly asks: RestingSnapshot[] }[];
-  /** Ids of orders placed within the horizon, with when they may be forgotten (ms), in insertion order. */
+  /** Ids of orders that ended within the horizon, with when they may be forgotten (ms), in insertion order. */
   readonly seen: [string, number][];
   /** Cancels that came before their order, with when they may be forgotten (ms), in insertion order. */
   readonly cancelledEarly: [string, number][];
@@ -91,7 +91,7 @@ export class MatchingEngine {
   private readonly books = new Map<string, OrderBook>();
   /** Resting orders by id. */
   private readonly live = new Map<string, Live>();
-  /** Ids of orders placed, until their horizon passes (insertion order ≈ expiry order). */
+  /** Ids of ended orders, until their horizon passes (insertion order ≈ expiry order). */
   private readonly seen = new Map<string, number>();
   /** Orders whose cancel came before them (their intake jobs ran in the other order), until the horizon. */
   private readonly cancelledEarly = new Map<string, number>();
@@ -205,6 +205,12 @@ export class MatchingEngine {
     return this.place(cmd, seq, at);
   }
 
+  /** Remembers the id of an order that ended at `at`, until its horizon (not at all when that is past). */
+  private remember(placed: Omit<PlaceCommand, 'kind'>, at: number): void {
+    const expires = placed.acceptedAt + SEEN_HORIZON_MS;
+    if (expires >= at) this.seen.set(placed.orderId, expires);
+  }
+
   private book(symbol: string): OrderBook {
     let b = this.books.get(symbol);
     if (!b) this.books.set(symbol, (b = new OrderBook(symbol)));
@@ -220,13 +226,14 @@ export class MatchingEngine {
     }
     this.book(o.placed.symbol).own(o.placed.side).remove(o);
     this.live.delete(orderId);
+    this.remember(o.placed, at);
     o.lastSeq = seq;
     return { trades: [], orders: [{ ...stateOf(o), status: 'cancelled', reason: 'cancelled by request' }], duplicate: false };
   }
 
   private place(cmd: PlaceCommand, seq: number, at: number): ApplyResult {
     const { kind: _kind, ...placed } = cmd;
-    const ended = (status: OrderStatus, filledQty: number, filled: bigint, reason?: string): OrderState => ({
+    const final = (status: OrderStatus, filledQty: number, filled: bigint, reason?: string): OrderState => ({
       ...placed,
       filledQty,
       filledNotionalTicks: ticksToWire(filled),
@@ -235,12 +242,12 @@ export class MatchingEngine {
       ...(reason === undefined ? {} : { reason }),
     });
     const stale = at - cmd.acceptedAt > SEEN_HORIZON_MS ? STALE_REASON : cmd.acceptedAt - at > SEEN_HORIZON_MS ? FUTURE_REASON : undefined;
-    if (stale) return { trades: [], orders: [ended('cancelled', 0, 0n, stale)], duplicate: false };
-    this.seen.set(cmd.orderId, cmd.acceptedAt + SEEN_HORIZON_MS);
+    if (stale) return { trades: [], orders: [final('cancelled', 0, 0n, stale)], duplicate: false };
     const early = holds(this.cancelledEarly, cmd.orderId, at);
     this.cancelledEarly.delete(cmd.orderId);
     if (early) {
-      return { trades: [], orders: [ended('cancelled', 0, 0n, 'cancelled before it reached the book')], duplicate: false };
+      this.remember(placed, at);
+      return { trades: [], orders: [final('cancelled', 0, 0n, 'cancelled before it reached the book')], duplicate: false };
     }
     const book = this.book(cmd.symbol);
     const opposite = book.opposite(cmd.side);
@@ -282,19 +289,24 @@ export class MatchingEngine {
       else {
         opposite.dropBest();
         this.live.delete(m.orderId);
+        this.remember(m.placed, at);
         touched.push({ ...stateOf(m), status: 'filled' });
       }
     }
     const left = cmd.qty - filledQty;
     let taker: OrderState;
-    if (left === 0) taker = ended('filled', filledQty, filled);
+    if (left === 0) {
+      this.remember(placed, at);
+      taker = final('filled', filledQty, filled);
+    }
     else if (limit !== undefined && trades.length < MAX_FILLS_PER_ORDER) {
       const o: Live = { orderId: cmd.orderId, account: cmd.account, priceTicks: limit, seq, remaining: left, placed, filledQty, filledNotional: filled, lastSeq: seq };
       book.own(cmd.side).add(o);
       this.live.set(cmd.orderId, o);
       taker = stateOf(o);
     } else {
-      taker = ended('cancelled', filledQty, filled, cmd.type === 'market' ? 'market order: no more liquidity' : `more than ${MAX_FILLS_PER_ORDER} fills`);
+      this.remember(placed, at);
+      taker = final('cancelled', filledQty, filled, cmd.type === 'market' ? 'market order: no more liquidity' : `more than ${MAX_FILLS_PER_ORDER} fills`);
     }
     // A maker is touched at most once per taker: it is either used up or it outlasts the taker.
     return { trades, orders: [...touched, taker], duplicate: false };

@@ -96,7 +96,7 @@ describe('exchange engine', () => {
     expect(e.order(buy.orderId)).toBeUndefined();
     expect(e.order(s2.orderId)).toBeUndefined();
     expect(e.order(s1.orderId)).toMatchObject({ status: 'partially-filled', filledQty: 2, filledNotionalTicks: '2020000' });
-    expect(e.sizes).toEqual({ resting: 1, seen: 4, cancelledEarly: 0 });
+    expect(e.sizes).toEqual({ resting: 1, seen: 3, cancelledEarly: 0 });
     expect(e.depth('ACME')).toEqual({ symbol: 'ACME', bids: [], asks: [{ priceTicks: '1010000', qty: 3, orders: 1 }] });
   });
 
