@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -69,6 +71,49 @@ func TestLoadedScriptsMatchManifest(t *testing.T) {
 		}
 		if s.SHA != e.SHA1 {
 			t.Errorf("%s: loaded SHA1 %s, the manifest says %s (run `npm run lua:build`, or the bytes were edited after the build)", e.Name, s.SHA, e.SHA1)
+		}
+	}
+}
+
+// Every script this peer calls (a `Run(ctx, <conn>, "<name>"` in its non-test sources, such as
+// lease.lua and semaphore.lua of the coordination surface) is one the manifest lists: the peer
+// speaks only the wire the repository states.
+func TestCalledScriptsAreInTheManifest(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(luaDir(), "manifest.json"))
+	if err != nil {
+		t.Fatalf("lua/manifest.json: %v", err)
+	}
+	var m manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, e := range m.Scripts {
+		listed[e.Name] = true
+	}
+	files, _ := filepath.Glob("*.go")
+	call := regexp.MustCompile(`\.Run\(ctx, [A-Za-z.]+, "([a-z-]+)"`)
+	called := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range call.FindAllStringSubmatch(string(src), -1) {
+			called[m[1]] = true
+		}
+	}
+	for _, want := range []string{"claim", "node", "lease", "semaphore"} {
+		if !called[want] {
+			t.Errorf("the scan found no call of %s.lua: the pattern no longer matches the sources", want)
+		}
+	}
+	for name := range called {
+		if !listed[name] {
+			t.Errorf("the peer calls %s.lua, which lua/manifest.json does not list", name)
 		}
 	}
 }
