@@ -2,17 +2,16 @@
  * The sample exchange's entry point (`npm run sample`). Uses the Valkey at `ECHOMQ_URL`, or,
  * when it is not set, starts a throwaway valkey-server and stops it on shutdown. Listens on
  * `PORT` (3000). `--instances N` starts N instances (child processes, ports PORT…PORT+N−1) on
- * one Valkey.
+ * one Valkey that outlives them (sample-app/launcher.ts; `--no-restart`: a dead instance is not
+ * restarted by the launcher).
  */
 import 'reflect-metadata';
-import { spawn, type ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { Logger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
-import { startEmbedded, type EmbeddedServer } from './embedded-valkey.js';
+import { launch } from './launcher.js';
 
 const log = new Logger('SampleApp');
 
@@ -80,18 +79,10 @@ async function serve(url: string | undefined, port: number): Promise<INestApplic
   }
 }
 
-/** Starts `n` instances as child processes of this one, on ports port…port+n−1. */
-function spawnInstances(url: string, port: number, n: number): ChildProcess[] {
-  const entry = fileURLToPath(import.meta.url);
-  return Array.from({ length: n }, (_, i) =>
-    spawn(process.execPath, [entry], { stdio: 'inherit', env: { ...process.env, ECHOMQ_URL: url, PORT: String(port + i), INSTANCE: `instance-${i + 1}` } }),
-  );
-}
-
 async function main(): Promise<void> {
   const port = portFromEnv();
   const instances = instancesFromArgs(process.argv.slice(2));
-  let url = process.env.ECHOMQ_URL?.trim() || undefined;
+  const url = process.env.ECHOMQ_URL?.trim() || undefined;
   if (url) log.log(`Valkey: ${redactUrl(url)} (from ECHOMQ_URL)`);
   if (instances === 1) {
     // No ECHOMQ_URL: the EchoMQ module starts its embedded default (and logs where).
@@ -100,23 +91,8 @@ async function main(): Promise<void> {
     log.log(`listening on ${base}\n${tryLines(base)}`);
     return;
   }
-  // Several processes share one Valkey: without ECHOMQ_URL this launcher starts it for them.
-  let embedded: EmbeddedServer | undefined;
-  if (!url) {
-    embedded = await startEmbedded(log);
-    url = embedded.url;
-    log.log(`Valkey: embedded valkey-server at ${url} (pid ${embedded.pid}) for the instances, stopped when they exit; set ECHOMQ_URL to use your own`);
-  }
-  const children = spawnInstances(url, port, instances);
-  log.log(`started ${instances} instances on ${redactUrl(url)}: ${children.map((_, i) => `http://localhost:${port + i}`).join(', ')}\n${tryLines(`http://localhost:${port}`)}`);
-  const exited = children.map((c) => new Promise<void>((r) => c.once('exit', () => r())));
-  const stop = (): void => {
-    for (const c of children) if (c.pid !== undefined && c.exitCode === null) process.kill(c.pid, 'SIGTERM');
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  await Promise.all(exited);
-  await embedded?.stop();
+  // Several processes share one Valkey, which outlives them: any instance may be restarted.
+  await launch({ url, port, instances, restart: !process.argv.includes('--no-restart'), log, redact: redactUrl });
 }
 
 main().catch((err: unknown) => {
