@@ -3,6 +3,13 @@ package echomq
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -339,5 +346,106 @@ func TestCoordinationScriptRefusals(t *testing.T) {
 	}
 	if n, _ := rdb.Exists(ctx, fk, "emq:{"+fresh+"}:lease").Result(); n != 0 {
 		t.Fatalf("a refused call wrote %d keys", n)
+	}
+}
+
+// tsStep runs the TypeScript CoordinationService (the repository's build, dist/) in a node
+// process against the same Valkey: `lease` tries the lease once and prints `HELD <token>` or
+// `NULL`, then `READ <held> <owner> <token>`, and releases what it took; `permit` tries one permit
+// of limit 1 and prints `PERMIT` or `NULL`. Skipped without node or a build.
+func tsStep(t *testing.T, op, name string) []string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not on PATH")
+	}
+	dist, _ := filepath.Abs(filepath.Join("..", "..", "dist", "src"))
+	if _, err := os.Stat(filepath.Join(dist, "coordination", "index.js")); err != nil {
+		t.Skip("no TypeScript build (dist/src/coordination): run `npx tsc -p tsconfig.build.json`")
+	}
+	script := `
+const [dist, url, op, name] = process.argv.slice(1);
+const { EchoMqConnection } = await import(dist + '/core/connection/index.js');
+const { CoordinationService } = await import(dist + '/coordination/index.js');
+const conn = new EchoMqConnection({ url });
+await conn.open();
+const svc = new CoordinationService(conn, { owner: 'ts-holder' });
+const out = [];
+if (op === 'lease') {
+  const l = await svc.tryAcquire(name, { ttlMs: 5000, autoRenew: false });
+  out.push(l ? 'HELD ' + l.token : 'NULL');
+  const r = await svc.read(name);
+  out.push('READ ' + r.held + ' ' + r.owner + ' ' + r.token);
+} else {
+  const p = await svc.semaphore(name, { limit: 1, ttlMs: 5000, autoRenew: false });
+  out.push(p ? 'PERMIT' : 'NULL');
+}
+await svc.close();
+await conn.close();
+process.stdout.write(out.join('\n') + '\n', () => process.exit(0));
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, "--input-type=module", "-e", script, "file://"+filepath.ToSlash(dist), os.Getenv("ECHOMQ_TEST_URL"), op, name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node %s: %v\n%s", op, err, out)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// A Go holder and a TypeScript CoordinationService on one name: a lease held from Go blocks the
+// TypeScript acquire, which reads Go's owner and token; once Go releases, TypeScript acquires
+// with a larger token, and Go reads that token back (released by TypeScript's close). A Go permit
+// of a semaphore of limit 1 blocks TypeScript's.
+func TestLeaseInteropWithTypeScript(t *testing.T) {
+	_, c, track := coordClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	name := randomName("gointerop")
+	track(LeaseKey(name))
+	track(SemaphoreKey(name))
+
+	g, ok, err := c.AcquireLease(ctx, name, "go-holder", 10*time.Second)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	got := tsStep(t, "lease", name)
+	if want := []string{"NULL", fmt.Sprintf("READ true go-holder %d", g.Token)}; !slices.Equal(got, want) {
+		t.Fatalf("TypeScript while Go holds: %q, want %q", got, want)
+	}
+	if ok, err := c.ReleaseLease(ctx, g); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	got = tsStep(t, "lease", name)
+	var tsToken int64
+	if len(got) != 2 || !strings.HasPrefix(got[0], "HELD ") {
+		t.Fatalf("TypeScript after Go released: %q", got)
+	}
+	if tsToken, err = strconv.ParseInt(strings.TrimPrefix(got[0], "HELD "), 10, 64); err != nil || tsToken <= g.Token {
+		t.Fatalf("TypeScript's token %q after Go's %d", got[0], g.Token)
+	}
+	if want := fmt.Sprintf("READ true ts-holder %d", tsToken); got[1] != want {
+		t.Fatalf("TypeScript's read %q, want %q", got[1], want)
+	}
+	r, held, err := c.ReadLease(ctx, name)
+	if err != nil || held || r.Owner != "" || r.Token != tsToken {
+		t.Fatalf("Go's read after TypeScript closed: %+v %v %v (TypeScript's token %d)", r, held, err, tsToken)
+	}
+	next, ok, err := c.AcquireLease(ctx, name, "go-holder", time.Second)
+	if err != nil || !ok || next.Token <= tsToken {
+		t.Fatalf("Go after TypeScript: %+v %v %v", next, ok, err)
+	}
+
+	if _, ok, err := c.AcquirePermit(ctx, name, "go-permit", 1, 10*time.Second); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if got := tsStep(t, "permit", name); !slices.Equal(got, []string{"NULL"}) {
+		t.Fatalf("TypeScript's permit while Go holds the only one: %q", got)
+	}
+	if ok, err := c.ReleasePermit(ctx, name, "go-permit"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if got := tsStep(t, "permit", name); !slices.Equal(got, []string{"PERMIT"}) {
+		t.Fatalf("TypeScript's permit once Go released: %q", got)
 	}
 }
