@@ -1,6 +1,6 @@
 /**
  * The dependency check of `src/` (issue 36). Layers, lowest first: `core` → `queue` | `bus` |
- * `cache` (each imports only the core) → `admin`, `telemetry`, `follow` (the Bus → Cache
+ * `cache` | `coordination` (each imports only the core) → `admin`, `telemetry`, `follow` (the Bus → Cache
  * follower) → `nest` → `cli`, `dashboard`, `testing`. A file imports its own layer and lower ones.
  * The entry points are the files directly in `src/` (`index.ts`, `protocol.ts`, `testing.ts`,
  * `unstable.ts`): they gather layers from outside, no layer imports them, and `/protocol`'s entry
@@ -17,6 +17,7 @@ export const LAYERS: Readonly<Record<string, number>> = {
   queue: 1,
   bus: 1,
   cache: 1,
+  coordination: 1,
   admin: 2,
   follow: 2,
   telemetry: 2,
@@ -29,7 +30,7 @@ export const LAYERS: Readonly<Record<string, number>> = {
 /** Files that gather layers for a package entry point (exempt from the layer rule). */
 export const ENTRIES: readonly string[] = ['src/index.ts', 'src/protocol.ts', 'src/testing.ts', 'src/unstable.ts'];
 
-/** What the check finds: imports that point up (or sideways between the three surfaces), and circles. */
+/** What the check finds: imports that point up (or sideways between the surfaces), and circles. */
 export interface DepsReport {
   /** `from -> to`, repository-relative paths, sorted. */
   readonly upward: string[];

@@ -74,6 +74,12 @@ export type { CachedOptions, CacheEvictOptions, KeyOf, TagsOf } from './nest/cac
 export { CacheInterceptor, CacheScope } from './nest/cache-interceptor.js';
 export type { HttpCacheScope, HttpCacheOptions, HttpTagsOf, HttpRequestLike } from './nest/cache-interceptor.js';
 export type { CacheInvalidationRule } from './follow/cache-follower.js';
+
+// Coordination: fenced leases, counting semaphores, leader election (docs/coordination.md).
+// A lost lease's signal aborts with `errors.CoordinationLostError` (code EMQ_LEASE_LOST).
+export { CoordinationService } from './coordination/index.js';
+export type { CoordinationOptions, Election, ElectionOptions, LeaderTerm, Lease, LeaseOptions, LeaseState, Permit, SemaphoreOptions } from './coordination/index.js';
+
 export { EchoMqExceptionFilter, echoMqErrorReply } from './nest/exception-filter.js';
 export type { EchoMqErrorBody, EchoMqErrorReply } from './nest/exception-filter.js';
 

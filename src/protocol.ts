@@ -1,7 +1,7 @@
 /**
  * `@echomq/nestjs/protocol`: the wire, for other runtimes and low-level use — branded ids, the key
  * grammar and slot law, the codec, the script registry and one typed call per script (`wire`,
- * `calls`, `busWire`, `flowWire`, `scheduleWire`, `adminWire`), the connection and its node lease.
+ * `calls`, `busWire`, `flowWire`, `scheduleWire`, `adminWire`, `coordWire`), the connection and its node lease.
  * It exports no loop and no service: those are the main entry's (and, without Nest and without a
  * stability promise, `@echomq/nestjs/unstable`'s). Errors are exported by the main entry.
  *
@@ -43,6 +43,9 @@ export { flowWire } from './core/wire/index.js';
 export type { WireFlowNode, WireFlowEdge, DeliverOutcome, Delivery, OutboxEntry } from './core/wire/index.js';
 export { scheduleWire } from './core/wire/index.js';
 export type { WireTick, TickOutcome } from './core/wire/index.js';
+export { CoordKeys } from './core/keys.js';
+export { coordWire, leaseCall, semaphoreCall, FENCE_CHECK_LUA, COORD_TTL_MS, SEMAPHORE_MAX_LIMIT } from './core/wire/index.js';
+export type { CoordOp, LeaseReply, SemaphoreReply } from './core/wire/index.js';
 
 // The connection.
 export { EchoMqConnection, createClient } from './core/connection/index.js';

@@ -83,3 +83,14 @@ export const coordWire = {
     return call(c, semaphoreCall(k, op, holder, limit, ttlMs));
   },
 };
+
+/**
+ * The fencing check a resource runs (docs/coordination.md, "Fencing a resource"), as Lua to put
+ * at the top of the resource's own script: with the fence key `KEYS[1]` (in the resource's slot)
+ * and the holder's token `ARGV[1]` (decimal), it refuses a token lower than the highest accepted
+ * with the error `EMQ_STALE_TOKEN` and records an equal or higher one. Tokens are below 2^53, so
+ * Lua's `tonumber` compares them exactly. Use other indices by editing the two references.
+ */
+export const FENCE_CHECK_LUA =
+  "if tonumber(ARGV[1]) < tonumber(redis.call('GET', KEYS[1]) or '0') then return redis.error_reply('EMQ_STALE_TOKEN') end\n" +
+  "redis.call('SET', KEYS[1], ARGV[1])\n";

@@ -8,7 +8,7 @@ export type { AdminReply, BulkReply, PurgeableStatus, RegistryKind } from './adm
 export { BUS_BATCH_LIMIT, EXPIRE_LIMIT, busWire } from './bus.js';
 export type { PublishItem, TrimReply } from './bus.js';
 export type { ClaimFlow, ClaimReply, WireClaim } from './claim-reply.js';
-export { COORD_TTL_MS, SEMAPHORE_MAX_LIMIT, coordWire, leaseCall, semaphoreCall } from './coordination.js';
+export { COORD_TTL_MS, FENCE_CHECK_LUA, SEMAPHORE_MAX_LIMIT, coordWire, leaseCall, semaphoreCall } from './coordination.js';
 export type { CoordOp, LeaseReply, SemaphoreReply } from './coordination.js';
 export { flowWire } from './flow.js';
 export type { DeliverOutcome, Delivery, OutboxEntry, WireFlowEdge, WireFlowNode } from './flow.js';
