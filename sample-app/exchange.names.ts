@@ -2,8 +2,6 @@
 
 /** Queue of order-entry commands (placements and cancels), idempotent by job id. */
 export const ORDERS_QUEUE = 'orders';
-/** Queue of the book-holder jobs: one long-running job per shard, its lease is the shard's. */
-export const BOOKS_QUEUE = 'books';
 /** Queue of settlement legs (flow children, one per side of a trade). */
 export const FILLS_QUEUE = 'fills';
 /** Queue of settlement steps (flow parents). */
@@ -12,3 +10,9 @@ export const SETTLEMENTS_QUEUE = 'settlements';
 export const TRADES_TOPIC = 'trades';
 /** Topic of a shard's sequenced commands: the durable log its book is rebuilt from. */
 export const commandTopic = (shard: number): string => `orders.s${shard}`;
+/** Topic of depth changes: a shard's holder publishes `DepthChanged` after storing new depth (the books cache follows it). */
+export const BOOKS_CHANGED_TOPIC = 'books.changed';
+/** Queue of the minute-candle seal jobs (one job per schedule tick). */
+export const CANDLES_QUEUE = 'candles';
+/** Topic of sealed minute candles (`SealedCandle`), published once a minute is sealed. */
+export const CANDLES_CLOSED_TOPIC = 'candles.closed';

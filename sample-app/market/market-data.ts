@@ -1,8 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { BusService, OnEvent, type BusEvent } from '@echomq/nestjs';
 import type { Trade } from '../engine/engine.types.js';
-import { TRADES_TOPIC } from '../exchange.names.js';
+import { BOOKS_CHANGED_TOPIC, CANDLES_CLOSED_TOPIC, TRADES_TOPIC } from '../exchange.names.js';
 import { ExchangeStore } from '../store/exchange.store.js';
+import { BOOKS_CHANGED_RETENTION, type SealedCandle } from './market.events.js';
 
 /** A dead member's unacknowledged trades are re-delivered to a live one after this long (ms). */
 export const ACK_TIMEOUT_MS = 5000;
@@ -14,14 +15,19 @@ export const ACK_TIMEOUT_MS = 5000;
  * Both folds are idempotent per trade id, so a re-delivered or twice-published trade counts once,
  * and the order trades arrive in does not matter. A group keeps its position across restarts;
  * `rebuild(from)` replays the log from an instant through the same folds (e.g. after losing the
- * projections).
+ * projections). It also bounds the `books.changed` log (signals for the books cache).
  */
 @Injectable()
-export class MarketData {
+export class MarketData implements OnApplicationBootstrap {
   constructor(
     private readonly bus: BusService,
     private readonly store: ExchangeStore,
   ) {}
+
+  /** Sets the retention of `books.changed` (every instance sets the same policy). */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.bus.setRetention(BOOKS_CHANGED_TOPIC, BOOKS_CHANGED_RETENTION);
+  }
 
   /** Folds a trade into the candles. */
   @OnEvent(TRADES_TOPIC, { group: 'candles', concurrency: 16, ackTimeoutMs: ACK_TIMEOUT_MS })
@@ -53,5 +59,16 @@ export class MarketData {
       if (out.length >= count) break;
     }
     return out;
+  }
+
+  /** The newest sealed minute candles (read back from the `candles.closed` log), newest first, each (symbol, minute) once. */
+  async recentSealed(count = 10): Promise<SealedCandle[]> {
+    const out = new Map<string, SealedCandle>();
+    for await (const e of this.bus.replay<SealedCandle>(CANDLES_CLOSED_TOPIC, { order: 'desc', batch: Math.min(count * 2, 1000) })) {
+      const k = `${e.payload.symbol} ${e.payload.start}`;
+      if (!out.has(k)) out.set(k, e.payload);
+      if (out.size >= count) break;
+    }
+    return [...out.values()];
   }
 }

@@ -1,5 +1,7 @@
 /** The exchange page as HTML (server-rendered, no script: it refreshes itself every 2 s). */
-import { fromTicks, type Depth, type Trade } from '../engine/engine.types.js';
+import type { Depth, Trade } from '../engine/engine.types.js';
+import { formatUnits, ticksFromWire } from '../engine/money.js';
+import type { SealedCandle } from '../market/market.events.js';
 import type { Candle } from '../store/exchange.store.js';
 
 /** What the page shows. */
@@ -9,12 +11,15 @@ export interface PageData {
   readonly books: readonly Depth[];
   readonly trades: readonly Trade[];
   readonly candles: Readonly<Record<string, readonly Candle[]>>;
+  /** The minutes sealed last, newest first. */
+  readonly sealed: readonly SealedCandle[];
 }
 
 const ESC: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 /** Escapes text for HTML. */
 export const esc = (v: unknown): string => String(v).replace(/[&<>"']/g, (c) => ESC[c]);
-const px = (ticks: number): string => fromTicks(ticks).toFixed(4);
+/** Ticks (a decimal string) in units, exactly. */
+const px = (ticks: string): string => formatUnits(ticksFromWire(ticks));
 const time = (ms: number): string => new Date(ms).toISOString().slice(11, 23);
 
 function table(head: readonly string[], rows: readonly (readonly unknown[])[], cls = ''): string {
@@ -45,6 +50,7 @@ export function renderPage(p: PageData): string {
         cs.slice(-10).map((c) => [time(c.start), px(c.open), px(c.high), px(c.low), px(c.close), c.volume, c.trades]),
       )}</section>`,
   );
+  const sealed = p.sealed.map((c) => [c.symbol, time(c.start).slice(0, 5), px(c.open), px(c.high), px(c.low), px(c.close), c.volume, px(c.notionalTicks), c.trades]);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="2"><title>EchoMQ exchange</title>
 <style>body{font:14px system-ui,sans-serif;margin:1.5rem;color:#222}table{border-collapse:collapse;margin:.3rem 0}
@@ -54,5 +60,7 @@ td,th{padding:.15rem .5rem;border-bottom:1px solid #ddd;text-align:right}h3{marg
 <h2>Order books</h2><div class="row">${p.books.map(book).join('') || '<p>no orders yet</p>'}</div>
 <h2>Recent trades</h2>${table(['trade', 'time', 'symbol', 'price', 'qty', 'buyer', 'seller', 'taker'], trades, 'trades')}
 <h2>Candles</h2><div class="row">${candles.join('') || '<p>no trades yet</p>'}</div>
+<h2>Sealed minutes</h2><p>Sealed by the <code>seal-1m</code> schedule at second 15 of each minute.</p>
+${table(['symbol', 'minute', 'open', 'high', 'low', 'close', 'volume', 'notional', 'trades'], sealed, 'sealed')}
 </body></html>`;
 }

@@ -1,0 +1,77 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { BusService, Processor, type Job } from '@echomq/nestjs';
+import { EXCHANGE_CONFIG, type ExchangeConfig } from '../config/exchange.config.js';
+import { CANDLES_CLOSED_TOPIC, CANDLES_QUEUE } from '../exchange.names.js';
+import { ExchangeStore } from '../store/exchange.store.js';
+import { CandleSealStore } from './candle-seal.store.js';
+import { CANDLES_CLOSED_RETENTION, type SealedCandle } from './market.events.js';
+
+/** The schedule's name in the `candles` queue. */
+export const SEAL_SCHEDULE = 'seal-1m';
+/** Every minute at second 15 (croner, seconds first): the minute that just ended has had 15 s to be folded. */
+export const SEAL_CRON = '15 * * * * *';
+/** A minute is sealed once it has been closed this long (ms): more than the market-data ack timeout (5 s), so a re-delivered trade is folded first. */
+export const SEAL_LAG_MS = 10_000;
+/** How far back a seal job looks for unsealed minutes (ms): a job missed for up to an hour is caught up. */
+export const SEAL_LOOKBACK_MS = 3_600_000;
+/** A record sealed this long ago whose event is not out yet was left by a sealer that died: announce it again (ms). */
+const ANNOUNCE_TAKEOVER_MS = 30_000;
+const MINUTE = 60_000;
+
+/** What one seal job did. */
+export type SealReport = { readonly sealed: number; readonly announced: number };
+
+/**
+ * Minute candles sealed by a stored schedule. `@Processor`'s `schedules` upserts `seal-1m` at
+ * bootstrap on every instance (the same declaration: unchanged), and the schedule loop turns each
+ * tick into exactly one job fleet-wide. The job seals every closed minute of every listed symbol
+ * (closed for `SEAL_LAG_MS`, within the last hour) into an immutable record — idempotent per
+ * (symbol, minute): `SET NX`, so a retried, run-now or concurrent job finds it sealed — and
+ * publishes it once on `candles.closed` (again only if the sealer that wrote it died before it
+ * published: at least once, never lost).
+ */
+@Injectable()
+export class CandleSealer implements OnApplicationBootstrap {
+  private readonly log = new Logger('CandleSealer');
+
+  constructor(
+    private readonly store: ExchangeStore,
+    private readonly seals: CandleSealStore,
+    private readonly bus: BusService,
+    @Inject(EXCHANGE_CONFIG) private readonly config: ExchangeConfig,
+  ) {}
+
+  /** Bounds the `candles.closed` log. */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.bus.setRetention(CANDLES_CLOSED_TOPIC, CANDLES_CLOSED_RETENTION);
+  }
+
+  /** One tick of the schedule (or a run-now): seals what is closed. */
+  @Processor(CANDLES_QUEUE, { concurrency: 1, schedules: [{ name: SEAL_SCHEDULE, cron: SEAL_CRON, missed: 'once', attempts: 5 }] })
+  async seal(job: Job<null>): Promise<SealReport> {
+    const report = await this.sealClosed(Date.now());
+    if (report.sealed > 0) this.log.log(`job ${job.id}: sealed ${report.sealed} minute candle(s), announced ${report.announced}`);
+    return report;
+  }
+
+  /** Seals and announces every minute of every listed symbol closed at `now` (and not yet announced). */
+  async sealClosed(now: number): Promise<SealReport> {
+    let sealed = 0;
+    let announced = 0;
+    const since = now - SEAL_LOOKBACK_MS;
+    for (const symbol of this.config.symbols) {
+      const [candles, done] = await Promise.all([this.store.candles(symbol, MINUTE, SEAL_LOOKBACK_MS / MINUTE + 1), this.seals.announced(symbol, since)]);
+      for (const c of candles) {
+        if (c.start < since || c.start + MINUTE + SEAL_LAG_MS > now || done.has(c.start)) continue;
+        const { record, created } = await this.seals.seal({ ...c, symbol, interval: '1m', sealedAt: now });
+        if (created) sealed++;
+        // Another sealer wrote it moments ago and is publishing it: leave that to it.
+        if (!created && now - record.sealedAt < ANNOUNCE_TAKEOVER_MS) continue;
+        await this.bus.publish<SealedCandle>(CANDLES_CLOSED_TOPIC, record);
+        await this.seals.markAnnounced(symbol, c.start);
+        announced++;
+      }
+    }
+    return { sealed, announced };
+  }
+}
