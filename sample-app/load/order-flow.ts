@@ -1,5 +1,5 @@
 /** A deterministic stream of orders, for the load script and the tests. */
-import type { OrderInput } from '../orders/order.dto.js';
+import { deriveApiKey } from '../config/exchange.config.js';
 
 /** A deterministic pseudo-random source (mulberry32): `r(k)` is in 0..k−1. */
 export function rng(seed: number): (k: number) => number {
@@ -12,8 +12,17 @@ export function rng(seed: number): (k: number) => number {
   };
 }
 
-/** An order with its client order id. */
-export type LoadOrder = OrderInput & { readonly clientOrderId: string };
+/** An order as a client sends it (the body of `POST /orders`), with its client order id. */
+export type LoadOrder = {
+  readonly account: string;
+  readonly clientOrderId: string;
+  readonly symbol: string;
+  readonly side: 'buy' | 'sell';
+  readonly type: 'limit' | 'market';
+  readonly qty: number;
+  /** Limit price in units (limit orders only). */
+  readonly price?: number | string;
+};
 
 /**
  * `n` orders over `symbols`: limits around 100 (97.5..102.5, 0.5 apart, so books cross often),
@@ -35,17 +44,29 @@ export function orderFlow(seed: number, n: number, symbols: readonly string[], p
   });
 }
 
-/** POSTs a JSON body. */
-export const post = (base: string, path: string, body: unknown): Promise<Response> =>
-  fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+/** The secret the exchange derives its accounts' keys from (its `EXCHANGE_SECRET`, default `dev-secret`). */
+export const loadSecret = (): string => process.env.EXCHANGE_SECRET?.trim() || 'dev-secret';
+
+/** The `x-api-key` header of `account` (none without an account), its key derived from `secret`. */
+export const keyHeader = (account: string | undefined, secret = loadSecret()): Record<string, string> =>
+  account === undefined ? {} : { 'x-api-key': deriveApiKey(secret, account) };
+
+/** The `account` field of a body, if it has one. */
+const accountIn = (body: unknown): string | undefined =>
+  typeof body === 'object' && body !== null && 'account' in body && typeof body.account === 'string' ? body.account : undefined;
+
+/** POSTs a JSON body as `account` (its API key in `x-api-key`; default: the body's `account`, if any). */
+export const post = (base: string, path: string, body: unknown, account = accountIn(body), secret?: string): Promise<Response> =>
+  fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...keyHeader(account, secret) }, body: JSON.stringify(body) });
 
 /**
  * Places `orders`, `parallel` at a time, order i on `bases()[i % n]`; a request that fails
  * (instance gone) is retried on the next base with the same client order id — the idempotent
- * placement makes that safe. With `perSecond`, order i is sent no sooner than i / perSecond s
- * after the start (a paced run). Resolves to the order ids by client order id.
+ * placement makes that safe. Each order is sent with its account's key (derived from
+ * `secret`). With `perSecond`, order i is sent no sooner than i / perSecond s after the start
+ * (a paced run). Resolves to the order ids by client order id.
  */
-export async function placeAll(bases: () => readonly string[], orders: readonly LoadOrder[], parallel = 16, perSecond?: number): Promise<Map<string, string>> {
+export async function placeAll(bases: () => readonly string[], orders: readonly LoadOrder[], parallel = 16, perSecond?: number, secret = loadSecret()): Promise<Map<string, string>> {
   const ids = new Map<string, string>();
   const t0 = performance.now();
   let next = 0;
@@ -56,7 +77,7 @@ export async function placeAll(bases: () => readonly string[], orders: readonly 
       for (let attempt = 0; ; attempt++) {
         const bs = bases();
         try {
-          const res = await post(bs[(i + attempt) % bs.length], '/orders', orders[i]);
+          const res = await post(bs[(i + attempt) % bs.length], '/orders', orders[i], orders[i].account, secret);
           if (res.status !== 202 && res.status !== 200) throw new Error(`POST /orders: ${res.status} ${await res.text()}`);
           ids.set(orders[i].clientOrderId, ((await res.json()) as { orderId: string }).orderId);
           break;

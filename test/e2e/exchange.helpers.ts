@@ -5,14 +5,18 @@ import type { AddressInfo } from 'node:net';
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { BusService, QueueService } from '../../src/index.js';
-import { AppModule } from '../../sample-app/app.module.js';
+import { EchoMqTestingModule } from '../../src/testing.js';
+import { AppModule, type AppOptions } from '../../sample-app/app.module.js';
+import { buildExchangeConfig, loadExchangeConfig, type ExchangeConfig, type ExchangeConfigFile } from '../../sample-app/config/exchange.config.js';
+import { formatUnits } from '../../sample-app/engine/money.js';
+import { keyHeader } from '../../sample-app/load/order-flow.js';
 import { MatchingEngine } from '../../sample-app/engine/matching-engine.js';
 import type { Command, OrderState, Trade } from '../../sample-app/engine/engine.types.js';
 import { SHARDS } from '../../sample-app/engine/ids.js';
 import { commandTopic, FILLS_QUEUE, ORDERS_QUEUE, SETTLEMENTS_QUEUE, TRADES_TOPIC } from '../../sample-app/exchange.names.js';
 import type { ExchangeStore } from '../../sample-app/store/exchange.store.js';
 
-export { orderFlow, placeAll, post } from '../../sample-app/load/order-flow.js';
+export { keyHeader, orderFlow, placeAll, post } from '../../sample-app/load/order-flow.js';
 export { spawnInstance, type ChildInstance } from '../../sample-app/load/instances.js';
 
 /** An instance of the exchange in this process. */
@@ -21,9 +25,37 @@ export interface LocalInstance {
   readonly base: string;
 }
 
-/** Starts an instance of the exchange in this process, on a free port. */
-export async function startLocal(url: string, instance: string): Promise<LocalInstance> {
-  const mod = await Test.createTestingModule({ imports: [AppModule.forRoot({ url, instance })] }).compile();
+/** Accounts the specs trade as besides the default ones (each funded as a default account). */
+export const TEST_ACCOUNTS = ['idem', 'cx-buyer', 'cx-seller', 'frozen-1', 'warm-1', 'late'];
+
+/**
+ * The exchange's default configuration (keys from `dev-secret`) plus `extra` accounts: given as
+ * ids (10,000,000 cash and 100,000 units of every symbol, as the defaults) or in full.
+ */
+export function testExchangeConfig(extra: readonly (string | NonNullable<ExchangeConfigFile['accounts']>[number])[] = TEST_ACCOUNTS, raw: Omit<ExchangeConfigFile, 'accounts'> = {}): ExchangeConfig {
+  const base = loadExchangeConfig({});
+  const units = (n: bigint | string) => Object.fromEntries(base.symbols.map((s) => [s, n.toString()]));
+  const accounts = [
+    ...[...base.accounts.values()].map((a) => ({ id: a.id, cash: formatUnits(a.cashTicks), units: Object.fromEntries(Object.entries(a.units).map(([s, n]) => [s, n.toString()])) })),
+    ...extra.map((a) => (typeof a === 'string' ? { id: a, cash: '10000000', units: units('100000') } : a)),
+  ];
+  return buildExchangeConfig({ ...raw, accounts }, 'dev-secret');
+}
+
+/**
+ * Starts an instance of the exchange in this process, on a free port, with EchoMQ on the
+ * testing module (`EchoMqTestingModule`, pointed at the given Valkey: it neither starts nor
+ * stops it) and `testExchangeConfig()` unless `options.config` says otherwise.
+ */
+export async function startLocal(url: string, instance: string, options: Omit<AppOptions, 'url' | 'instance' | 'echoMq'> = {}): Promise<LocalInstance> {
+  const app0 = AppModule.forRoot({
+    url,
+    instance,
+    config: testExchangeConfig(),
+    ...options,
+    echoMq: (o) => EchoMqTestingModule.forRoot({ ...o, connection: { url } }),
+  });
+  const mod = await Test.createTestingModule({ imports: [app0] }).compile();
   const app = mod.createNestApplication({ logger: ['error'] });
   await app.listen(0, '127.0.0.1');
   const { port } = (app.getHttpServer() as Server).address() as AddressInfo;
@@ -64,21 +96,45 @@ export async function referenceRun(bus: BusService): Promise<{ trades: Trade[]; 
   return { trades, placed, commands, order: (id) => states.get(id) };
 }
 
-/** Each account's cash (ticks) and units after settling `trades`. */
-export function holdingsOf(trades: readonly Trade[]): Map<string, { cashTicks: number; units: Record<string, number> }> {
-  const out = new Map<string, { cashTicks: number; units: Record<string, number> }>();
-  const get = (a: string) => out.get(a) ?? (out.set(a, { cashTicks: 0, units: {} }), out.get(a)!);
+/** What settling some trades moves on an account: cash in ticks and units per symbol (zeros left out). */
+export interface LedgerMoves {
+  cashTicks: bigint;
+  units: Record<string, number>;
+}
+
+/** Each account's cash (ticks) and units moved by settling `trades`. */
+export function holdingsOf(trades: readonly Trade[]): Map<string, LedgerMoves> {
+  const out = new Map<string, LedgerMoves>();
+  const get = (a: string) => out.get(a) ?? (out.set(a, { cashTicks: 0n, units: {} }), out.get(a)!);
   for (const t of trades) {
     const b = get(t.buyAccount);
     const s = get(t.sellAccount);
-    b.cashTicks -= Number(t.notionalTicks);
-    s.cashTicks += Number(t.notionalTicks);
+    b.cashTicks -= BigInt(t.notionalTicks);
+    s.cashTicks += BigInt(t.notionalTicks);
     b.units[t.symbol] = (b.units[t.symbol] ?? 0) + t.qty;
     s.units[t.symbol] = (s.units[t.symbol] ?? 0) - t.qty;
   }
   for (const h of out.values()) for (const [k, v] of Object.entries(h.units)) if (v === 0) delete h.units[k];
   return out;
 }
+
+/** What the ledger holds of `account` beyond its opening balances in `config` (as `holdingsOf` shows moves). */
+export async function ledgerMoves(store: ExchangeStore, config: ExchangeConfig, account: string): Promise<LedgerMoves> {
+  const l = await store.holdings(account);
+  const opening = config.accounts.get(account);
+  const units: Record<string, number> = {};
+  for (const [sym, u] of Object.entries(l.units)) {
+    const moved = u.held - (opening?.units[sym] ?? 0n);
+    if (moved !== 0n) units[sym] = Number(moved);
+  }
+  return { cashTicks: l.cashTicks - (opening?.cashTicks ?? 0n), units };
+}
+
+/** GETs (or with `method`, sends) `path` as `account` (its key in `x-api-key`). */
+export const fetchAs = (account: string | undefined, url: string, method = 'GET'): Promise<Response> => fetch(url, { method, headers: keyHeader(account) });
+
+/** GETs JSON as `account`. */
+export const getJsonAs = async <T>(account: string, url: string): Promise<T> => (await (await fetchAs(account, url)).json()) as T;
 
 /** Polls `check` every 100 ms until it returns true; fails after `ms` with `what`. */
 export async function until(check: () => Promise<boolean>, ms: number, what: () => string): Promise<void> {

@@ -9,12 +9,13 @@ import { keySlot } from '../../src/core/slot.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import type { PositionsView } from '../../sample-app/accounts/positions.service.js';
 import type { Trade } from '../../sample-app/engine/engine.types.js';
-import { holderJobId, SHARDS, settlementJobId, shardOf } from '../../sample-app/engine/ids.js';
-import { BOOKS_QUEUE, commandTopic, FILLS_QUEUE, ORDERS_QUEUE, SETTLEMENTS_QUEUE, TRADES_TOPIC } from '../../sample-app/exchange.names.js';
+import { SHARDS, settlementJobId, shardOf } from '../../sample-app/engine/ids.js';
+import { commandTopic, FILLS_QUEUE, ORDERS_QUEUE, SETTLEMENTS_QUEUE, TRADES_TOPIC } from '../../sample-app/exchange.names.js';
 import { candlesOf } from '../../sample-app/market/candles.js';
 import type { OrderView } from '../../sample-app/orders/order-entry.service.js';
+import { BookHolder } from '../../sample-app/matching/book-holder.js';
 import { CANDLE_INTERVALS, ExchangeStore } from '../../sample-app/store/exchange.store.js';
-import { holdingsOf, logOf, orderFlow, placeAll, post, publishedTrades, quiesce, referenceRun, startLocal, until, type LocalInstance } from './exchange.helpers.js';
+import { fetchAs, holdingsOf, ledgerMoves, logOf, orderFlow, placeAll, post, publishedTrades, quiesce, referenceRun, startLocal, testExchangeConfig, until, type LocalInstance } from './exchange.helpers.js';
 
 const SYMBOLS = ['ACME', 'BOLT', 'CRUX', 'DUNE', 'EPIC', 'FLUX'];
 /** The documented bound (sample-app/README.md): cache poll period (1 s) + one read, with margin. */
@@ -27,7 +28,9 @@ describe('sample exchange: two instances on one Valkey', () => {
   let bus: BusService;
   let queues: QueueService;
   let store: ExchangeStore;
-  const getJson = async <T>(url: string): Promise<T> => (await (await fetch(url)).json()) as T;
+  /** GETs JSON as `account` (its API key sent). */
+  const getJson = async <T>(url: string, account = 'idem'): Promise<T> => (await (await fetchAs(account, url)).json()) as T;
+  const config = testExchangeConfig();
 
   beforeAll(async () => {
     valkey = await startEmbeddedValkey();
@@ -46,7 +49,7 @@ describe('sample exchange: two instances on one Valkey', () => {
   });
 
   it('refuses bad orders with 400 listing every problem, and places once per client order id', async () => {
-    const bad = await post(b.base, '/orders', { account: 'no spaces', side: 'hold', symbol: 'acme', qty: 0, type: 'market', price: 1, extra: true });
+    const bad = await post(b.base, '/orders', { account: 'no spaces', side: 'hold', symbol: 'acme', qty: 0, type: 'market', price: 1, extra: true }, 'idem');
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { problems: string[] }).problems).toEqual([
       'unknown field "extra"',
@@ -56,13 +59,13 @@ describe('sample exchange: two instances on one Valkey', () => {
       'qty must be positive; got 0',
       'price must be absent for a market order',
     ]);
-    expect(((await (await post(b.base, '/orders', { side: 'buy' })).json()) as { problems: string[] }).problems).toEqual([
-      'account is required',
+    // No account: the key's (idem) is used.
+    expect(((await (await post(b.base, '/orders', { side: 'buy' }, 'idem')).json()) as { problems: string[] }).problems).toEqual([
       'symbol is required',
       'qty is required',
       'price is required for a limit order',
     ]);
-    expect((await post(b.base, '/orders', [1])).status).toBe(400);
+    expect((await post(b.base, '/orders', [1], 'idem')).status).toBe(400);
     const order = { account: 'idem', clientOrderId: 'retry-1', symbol: 'ZZZ', side: 'sell', qty: 3, price: 500 };
     const first = await post(a.base, '/orders', order);
     const again = await post(b.base, '/orders', order);
@@ -71,13 +74,13 @@ describe('sample exchange: two instances on one Valkey', () => {
     expect(((await again.json()) as { orderId: string }).orderId).toBe(id);
     expect((await post(b.base, '/orders', { ...order, qty: 4 })).status).toBe(409);
     await until(async () => (await getJson<OrderView>(`${b.base}/orders/${id}`)).status === 'open', 5000, () => 'order not on the book');
-    expect((await fetch(`${a.base}/orders/jobzzzzzzzzzzz`)).status).toBe(400); // a malformed branded id
-    expect((await fetch(`${a.base}/orders/not-an-id`)).status).toBe(404); // a business id no order holds
-    expect((await fetch(`${a.base}/orders/job00000000000`)).status).toBe(404);
+    expect((await fetchAs('idem', `${a.base}/orders/jobzzzzzzzzzzz`)).status).toBe(400); // a malformed branded id
+    expect((await fetchAs('idem', `${a.base}/orders/not-an-id`)).status).toBe(404); // a business id no order holds
+    expect((await fetchAs('idem', `${a.base}/orders/job00000000000`)).status).toBe(404);
     // Cancel: 202, then the book shows it cancelled; a second cancel is a conflict.
-    expect((await fetch(`${a.base}/orders/${id}`, { method: 'DELETE' })).status).toBe(202);
+    expect((await fetchAs('idem', `${a.base}/orders/${id}`, 'DELETE')).status).toBe(202);
     await until(async () => (await getJson<OrderView>(`${b.base}/orders/${id}`)).status === 'cancelled', 5000, () => 'not cancelled');
-    expect((await fetch(`${b.base}/orders/${id}`, { method: 'DELETE' })).status).toBe(409);
+    expect((await fetchAs('idem', `${b.base}/orders/${id}`, 'DELETE')).status).toBe(409);
     // A malformed command enqueued behind the API's back is buried, never put on a log.
     const logged = (await logOf(bus, commandTopic(shardOf('ZZZ')))).length;
     const junk = await queues.enqueue(ORDERS_QUEUE, { kind: 'place', orderId: 'x', symbol: 'ZZZ', account: 'a', clientOrderId: 'c', side: 'buy', type: 'limit', qty: 'lots', priceTicks: 1 });
@@ -104,7 +107,7 @@ describe('sample exchange: two instances on one Valkey', () => {
     expect(await store.settledCount()).toBe(published.length);
     const jobs = await Promise.all(published.map((t) => queues.getJob<unknown, { moved: boolean }>(SETTLEMENTS_QUEUE, settlementJobId(t, 'settle'))));
     expect(jobs.map((j) => [j?.status, j?.result?.moved])).toEqual(published.map(() => ['done', true]));
-    for (const [account, h] of holdingsOf(published)) expect(await store.holdings(account)).toEqual(h);
+    for (const [account, h] of holdingsOf(published)) expect(await ledgerMoves(store, config, account)).toEqual(h);
     // Every order's view (as any instance serves it) is the engine's final state of it.
     const views = await Promise.all([...ids.values()].map((id) => store.view(id)));
     expect(views).toEqual([...ids.values()].map((id) => ref.order(id)));
@@ -143,9 +146,10 @@ describe('sample exchange: two instances on one Valkey', () => {
   });
 
   it('serves cached positions and converges on both instances within the bound after a settlement', async () => {
-    const positions = (inst: LocalInstance, acct: string) => getJson<PositionsView>(`${inst.base}/accounts/${acct}/positions`);
+    const positions = (inst: LocalInstance, acct: string) => getJson<PositionsView>(`${inst.base}/accounts/${acct}/positions`, acct);
     const [pa, pb] = [await positions(a, 'cx-buyer'), await positions(b, 'cx-buyer')];
-    expect(pa).toMatchObject({ cash: 0, units: {} });
+    expect(pa).toMatchObject({ cash: '10000000.0000', reserved: '0.0000', available: '10000000.0000' });
+    expect(pa.units.COH).toEqual({ held: 100_000, reserved: 0 });
     // Cached: a second read is the same value, read from the ledger at the same instant.
     expect((await positions(a, 'cx-buyer')).readAt).toBe(pa.readAt);
     expect((await positions(b, 'cx-buyer')).readAt).toBe(pb.readAt);
@@ -163,14 +167,14 @@ describe('sample exchange: two instances on one Valkey', () => {
       10_000,
       () => 'the trade did not settle',
     );
-    const expected = { cash: -70, units: { COH: 7 } };
+    const expected = { cash: '9999930.0000', units: { COH: 100_007 } };
     await until(
-      async () => (await Promise.all([positions(a, 'cx-buyer'), positions(b, 'cx-buyer')])).every((p) => p.cash === expected.cash && p.units.COH === 7),
+      async () => (await Promise.all([positions(a, 'cx-buyer'), positions(b, 'cx-buyer')])).every((p) => p.cash === expected.cash && p.units.COH.held === expected.units.COH),
       POSITIONS_BOUND_MS,
       () => 'cached positions did not converge within the bound',
     );
     expect(Date.now() - settledAt).toBeLessThanOrEqual(POSITIONS_BOUND_MS);
-    expect(await positions(b, 'cx-seller')).toMatchObject({ cash: 70, units: { COH: -7 } });
+    expect(await positions(b, 'cx-seller')).toMatchObject({ cash: '10000070.0000', reserved: '0.0000', units: { COH: { held: 99_993, reserved: 0 } } });
   });
 
   it('buries a settlement whose leg fails and moves nothing (the documented policy)', async () => {
@@ -186,8 +190,8 @@ describe('sample exchange: two instances on one Valkey', () => {
       10_000,
       () => `settlement is ${status}`,
     );
-    expect(await store.holdings('warm-1')).toEqual({ cashTicks: 0, units: {} });
-    expect(await store.holdings('frozen-1')).toEqual({ cashTicks: 0, units: {} });
+    expect(await ledgerMoves(store, config, 'warm-1')).toEqual({ cashTicks: 0n, units: {} });
+    expect(await ledgerMoves(store, config, 'frozen-1')).toEqual({ cashTicks: 0n, units: {} });
   });
 
   it('renders the page with the books, the recent trades and candles', async () => {
@@ -219,12 +223,10 @@ describe('sample exchange: two instances on one Valkey', () => {
     else bClosed = true;
     await until(async () => (await held(staying)) === SHARDS, 5000, () => 'the shards were not handed over');
     expect(Date.now() - t0).toBeLessThan(4000);
-    // Released, not expired: a release gives the attempt back (a reaped lease would count one).
-    const q = staying.app.get(QueueService);
-    const holders = await Promise.all(Array.from({ length: SHARDS }, (_, s) => q.getJob(BOOKS_QUEUE, holderJobId(s))));
-    expect(holders.map((j) => [j?.status, j?.attempts])).toEqual(holders.map(() => ['active', 1]));
+    // Resigned, not expired: every shard's lease is the staying instance's, well before a 2 s lease could lapse.
+    expect((await staying.app.get(BookHolder).holders()).map((h) => h.mine)).toEqual(Array.from({ length: SHARDS }, () => true));
     const res = await post(staying.base, '/orders', { account: 'late', symbol: SYMBOLS[0], side: 'buy', qty: 1, price: 1 });
     const { orderId } = (await res.json()) as { orderId: string };
-    await until(async () => (await getJson<OrderView>(`${staying.base}/orders/${orderId}`)).status === 'open', 5000, () => 'the new holder does not match');
+    await until(async () => (await getJson<OrderView>(`${staying.base}/orders/${orderId}`, 'late')).status === 'open', 5000, () => 'the new holder does not match');
   });
 });
