@@ -1,9 +1,7 @@
 import { hostname } from 'node:os';
-import { CoordinationService } from '@echomq/nestjs'; // TMP-B3
-import { EchoMqConnection } from '../src/core/connection/connection.js'; // TMP-B3
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { EchoMqEmbeddedServer, EchoMqModule, type BusEvent, type EchoMqModuleOptions } from '@echomq/nestjs';
+import { EchoMqDashboardModule, EchoMqEmbeddedServer, EchoMqModule, metricsController, type BusEvent, type EchoMqModuleOptions } from '@echomq/nestjs';
 import { AccountsController } from './accounts/accounts.controller.js';
 import { OpeningBalances } from './accounts/opening-balances.service.js';
 import { PositionsService } from './accounts/positions.service.js';
@@ -24,6 +22,7 @@ import { ExchangeStore, STORE_URL } from './store/exchange.store.js';
 import { INSTANCE_NAME, PageController } from './web/page.controller.js';
 import { StatsController } from './web/stats.controller.js';
 import { StoreUnavailableFilter } from './web/store-unavailable.filter.js';
+import { AdminGuard } from './web/admin.guard.js';
 
 /** Options of `AppModule.forRoot`. */
 export interface AppOptions {
@@ -61,6 +60,7 @@ export interface AppOptions {
 export class AppModule {
   /** Builds the application for one Valkey URL. */
   static forRoot(options: AppOptions): DynamicModule {
+    const config = options.config ?? loadExchangeConfig();
     const providers: Provider[] = [
       {
         provide: STORE_URL,
@@ -68,13 +68,12 @@ export class AppModule {
         useFactory: (embedded: EchoMqEmbeddedServer | null) => options.url ?? embedded?.url,
       },
       { provide: INSTANCE_NAME, useValue: options.instance ?? `${hostname()}-${process.pid}` },
-      { provide: EXCHANGE_CONFIG, useFactory: (): ExchangeConfig => options.config ?? loadExchangeConfig() },
+      { provide: EXCHANGE_CONFIG, useValue: config },
       ExchangeStore,
       OrderEntryService,
       IntakeProcessor,
       { provide: MATCHING_OPTIONS, useValue: { ...DEFAULT_MATCHING, ...options.matching } },
       BookHolder,
-      { provide: CoordinationService, inject: [EchoMqConnection], useFactory: (c: EchoMqConnection) => new CoordinationService(c) }, // TMP-B3
       PositionsService,
       OpeningBalances,
       SettlementProcessor,
@@ -98,8 +97,10 @@ export class AppModule {
         }),
         // The typed handle of the orders queue (order entry injects Queue<Command, Sequenced>).
         EchoMqModule.forFeature([{ name: ORDERS_QUEUE }]),
+        // The dashboard, for the operator only (the admin key; a browser: ?key= once, then a cookie).
+        EchoMqDashboardModule.register({ path: '/admin/queues', guard: new AdminGuard(config) }),
       ],
-      controllers: [OrdersController, AccountsController, MarketController, PageController, StatsController],
+      controllers: [OrdersController, AccountsController, MarketController, PageController, StatsController, metricsController({ guards: [AdminGuard] })],
       providers,
     };
   }
