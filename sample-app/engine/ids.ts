@@ -37,8 +37,20 @@ function jobId(value: bigint): string {
   return `job${out.join('')}`;
 }
 
-/** The job id of shard `shard`'s book-holder job (fixed, so every instance enqueues the same one). */
-export const holderJobId = (shard: number): string => jobId(BigInt(shard + 1));
+/**
+ * The instant (epoch ms) an EchoMQ-minted id was minted: its top bits (docs/protocol.md §1);
+ * undefined for anything else (a business id). Order entry stamps a place command with the mint
+ * time of its order id (`acceptedAt`), so every enqueue of one order — a retry of the same
+ * request days later included — carries the same acceptance time, and the engine's 1 h horizon
+ * refuses a late repeat instead of matching the order twice.
+ */
+export function mintedAt(id: string): number | undefined {
+  if (!/^job[0-9A-Za-z]{11}$/.test(id)) return undefined;
+  let v = 0n;
+  for (const c of id.slice(3)) v = v * 62n + BigInt(BASE62.indexOf(c));
+  return Number(v >> 22n) + ID_EPOCH_MS;
+}
+
 
 /** Which job of a trade's settlement flow. */
 export type SettlementRole = 'settle' | 'buy' | 'sell';

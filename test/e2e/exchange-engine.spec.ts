@@ -1,7 +1,7 @@
 /** The sample exchange's matching engine alone (pure: no Valkey). */
 import { FUTURE_REASON, MatchingEngine, SEEN_HORIZON_MS, STALE_REASON, type EngineSnapshot } from '../../sample-app/engine/matching-engine.js';
 import type { Command, OrderState, PlaceCommand, Trade } from '../../sample-app/engine/engine.types.js';
-import { holderJobId, settlementJobId, shardOf, SHARDS } from '../../sample-app/engine/ids.js';
+import { mintedAt, settlementJobId, shardOf } from '../../sample-app/engine/ids.js';
 import { formatUnits, ticksFromWire } from '../../sample-app/engine/money.js';
 import { candlesOf } from '../../sample-app/market/candles.js';
 
@@ -234,16 +234,19 @@ describe('exchange engine', () => {
     expect(laterBytes).toBeLessThan(300);
   });
 
-  it('names shards, holder jobs and settlement jobs stably and validly', () => {
+  it('names shards and settlement jobs stably and validly, and reads the mint time of an id', () => {
     expect(shardOf('ACME')).toBe(shardOf('ACME'));
     expect(new Set(['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H'].map(shardOf)).size).toBeGreaterThan(1);
-    expect(Array.from({ length: SHARDS }, (_, s) => holderJobId(s))).toEqual(['job00000000001', 'job00000000002', 'job00000000003', 'job00000000004']);
     const t = { at: Date.UTC(2026, 0, 1), shard: 3, tradeSeq: 42 };
     const ids = (['settle', 'buy', 'sell'] as const).map((r) => settlementJobId(t, r));
     expect(new Set(ids).size).toBe(3);
     for (const id of ids) expect(id).toMatch(/^job[0-9A-Za-z]{11}$/);
     expect(settlementJobId(t, 'settle')).toBe(ids[0]);
     expect(settlementJobId({ ...t, tradeSeq: 43 }, 'settle')).not.toBe(ids[0]);
+    // The mint time of an id: what order entry stamps as acceptedAt.
+    expect(mintedAt(ids[0])).toBe(t.at);
+    expect(mintedAt('job00000000000')).toBe(Date.UTC(2025, 0, 1));
+    expect(mintedAt('x-not-an-id')).toBeUndefined();
   });
 
   it('computes candles independent of arrival order, counting a trade id once', () => {
