@@ -79,6 +79,8 @@ export type { CacheInvalidationRule } from './follow/cache-follower.js';
 // A lost lease's signal aborts with `errors.CoordinationLostError` (code EMQ_LEASE_LOST).
 export { CoordinationService } from './coordination/index.js';
 export type { CoordinationOptions, Election, ElectionOptions, LeaderTerm, Lease, LeaseOptions, LeaseState, Permit, SemaphoreOptions } from './coordination/index.js';
+export { Leader } from './nest/leader-decorator.js';
+export type { LeaderOptions } from './nest/leader-decorator.js';
 
 export { EchoMqExceptionFilter, echoMqErrorReply } from './nest/exception-filter.js';
 export type { EchoMqErrorBody, EchoMqErrorReply } from './nest/exception-filter.js';

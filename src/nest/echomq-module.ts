@@ -13,8 +13,9 @@ export class EchoMqFeatureModule {}
 
 /**
  * The EchoMQ module (global): `forRoot` / `forRootAsync` once in the app provide `QueueService`,
- * `BusService`, `CacheService` and run every `@Processor`, `@Flow` and `@OnEvent` method as a
- * supervised loop; `forFeature` in any module registers queues for `@InjectQueue`. See docs/nest.md.
+ * `BusService`, `CacheService`, `CoordinationService` and run every `@Processor`, `@Flow` and
+ * `@OnEvent` method as a supervised loop and every `@Leader` method as a campaign; `forFeature` in
+ * any module registers queues for `@InjectQueue`. See docs/nest.md.
  */
 @Module({})
 export class EchoMqModule implements OnApplicationShutdown {

@@ -29,6 +29,10 @@ import { BusAdmin } from '../admin/bus-admin.js';
 import { CacheAdmin } from '../admin/cache-admin.js';
 import { EchoMqTelemetry } from '../telemetry/telemetry.js';
 import { EchoMqMetrics } from './metrics-service.js';
+import { CoordinationService } from '../coordination/index.js';
+import { escapeControls } from '../core/control-chars.js';
+import { LeaderExplorer } from './leader-explorer.js';
+import { LeaderOrchestrator } from './leader-orchestrator.js';
 
 /**
  * A producer-only app's open (`consumers: false`): one attempt now, so `mintId()` works from
@@ -48,7 +52,7 @@ async function openIfReachable(conn: EchoMqConnection, warn: (message: string) =
 }
 
 /** What the root module exports to the whole app (it is global). */
-export const ROOT_EXPORTS = [QueueService, BusService, CacheService, QueueAdmin, BusAdmin, CacheAdmin, CacheInterceptor, EchoMqConnection, QueueRegistry, ECHOMQ_EMBEDDED, EchoMqEmbeddedServer, EchoMqTelemetry, EchoMqMetrics];
+export const ROOT_EXPORTS = [QueueService, BusService, CacheService, QueueAdmin, BusAdmin, CacheAdmin, CacheInterceptor, EchoMqConnection, QueueRegistry, ECHOMQ_EMBEDDED, EchoMqEmbeddedServer, EchoMqTelemetry, EchoMqMetrics, CoordinationService];
 
 /**
  * The root module's providers after the options: the embedded default (when asked for), the
@@ -104,6 +108,15 @@ export const ROOT_PROVIDERS: Provider[] = [
   { provide: QueueAdmin, inject: [EchoMqConnection, QueueService], useFactory: (conn: EchoMqConnection, q: QueueService) => new QueueAdmin(conn, q) },
   { provide: BusAdmin, inject: [EchoMqConnection, BusService], useFactory: (conn: EchoMqConnection, b: BusService) => new BusAdmin(conn, b) },
   { provide: CacheAdmin, inject: [EchoMqConnection, CacheService], useFactory: (conn: EchoMqConnection, c: CacheService) => new CacheAdmin(conn, c) },
+  {
+    // Closed by LeaderOrchestrator before shutdown, before the connection closes.
+    provide: CoordinationService,
+    inject: [EchoMqConnection],
+    useFactory: (conn: EchoMqConnection) => {
+      const logger = new Logger('EchoMQ');
+      return new CoordinationService(conn, { logger: { warn: (m) => logger.warn(escapeControls(m)), error: (m, e) => logger.error(escapeControls(m), e) } });
+    },
+  },
   ProcessorExplorer,
   LocalQueueEvents,
   QueueEventExplorer,
@@ -115,6 +128,8 @@ export const ROOT_PROVIDERS: Provider[] = [
   CacheExplorer,
   CacheFollowOrchestrator,
   CacheInterceptor,
+  LeaderExplorer,
+  LeaderOrchestrator,
 ];
 
 /**

@@ -7,4 +7,5 @@
 export { Consumer } from './consumer.js';
 export type { ConsumerConfig } from './consumer.js';
 export { failureLog } from './failure-log.js';
+export { errorText } from './error-text.js';
 export type { FailureListener, JobFailure } from './failure-log.js';
