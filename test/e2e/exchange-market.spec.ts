@@ -114,10 +114,14 @@ describe('sample exchange: market data, the seal schedule, the books cache', () 
       inputSeq: n,
     });
     const trades = [trade(1, 1_000_000n, 5), trade(2, 999_999_999n, 999_999), trade(3, 1_234_567n, 7)];
-    await bus.publishMany<Trade>(TRADES_TOPIC, trades);
-    const live = async () => (await store.candles(symbol, MINUTE, 100)).find((c) => c.start === minute);
-    await until(async () => (await live())?.trades === 3, 10_000, () => 'trades not folded');
+    // And one in the minute before, which a sealer that died sealed 60 s ago without announcing it.
+    const orphan = { ...trade(9, 3_000_000n, 2), at: minute - MINUTE + 5000 };
+    await bus.publishMany<Trade>(TRADES_TOPIC, [...trades, orphan]);
+    const live = async (start = minute) => (await store.candles(symbol, MINUTE, 100)).find((c) => c.start === start);
+    await until(async () => (await live())?.trades === 3 && (await live(minute - MINUTE))?.trades === 1, 10_000, () => 'trades not folded');
     const want: SealedCandle = { ...candlesOf(trades, symbol, MINUTE)[0], symbol, interval: '1m', sealedAt: 0 };
+    const orphaned: SealedCandle = { ...candlesOf([orphan], symbol, MINUTE)[0], symbol, interval: '1m', sealedAt: Date.now() - MINUTE };
+    expect((await seals.seal(orphaned)).created).toBe(true);
 
     // Run the schedule now on both instances at once (as a tick racing a run-now would).
     const jobs = await Promise.all([queues.runScheduleNow(CANDLES_QUEUE, SEAL_SCHEDULE), b.app.get(QueueService).runScheduleNow(CANDLES_QUEUE, SEAL_SCHEDULE)]);
@@ -128,6 +132,9 @@ describe('sample exchange: market data, the seal schedule, the books cache', () 
     expect(record).toEqual({ ...want, sealedAt: record.sealedAt });
     expect(record.notionalTicks).toBe((1_000_000n * 5n + 999_999_999n * 999_999n + 1_234_567n * 7n).toString());
     expect((await closedOf()).map((e) => e.payload)).toEqual([record]);
+    // The orphaned record is announced once, as it was stored (not sealed again).
+    const orphanEvents = (await logOf<SealedCandle>(bus, CANDLES_CLOSED_TOPIC)).filter((e) => e.payload.symbol === symbol && e.payload.start === minute - MINUTE);
+    expect(orphanEvents.map((e) => e.payload)).toEqual([orphaned]);
 
     // A late trade changes the live candle, not the sealed record; sealing again publishes nothing.
     await bus.publish<Trade>(TRADES_TOPIC, trade(4, 2_000_000n, 1));
@@ -136,6 +143,7 @@ describe('sample exchange: market data, the seal schedule, the books cache', () 
     await until(async () => (await queues.getJob(CANDLES_QUEUE, again))?.status === 'done', 10_000, () => 'seal job not done');
     expect(await sealedOf()).toEqual([record]);
     expect((await closedOf()).length).toBe(1);
+    expect((await logOf<SealedCandle>(bus, CANDLES_CLOSED_TOPIC)).filter((e) => e.payload.symbol === symbol).length).toBe(2);
 
     // The API and the page show it, exactly.
     const api = (await (await fetch(`${b.base}/market/candles/${symbol}/sealed`)).json()) as { start: string; high: string; notional: string; trades: number }[];
