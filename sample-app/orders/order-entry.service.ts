@@ -5,6 +5,7 @@ import { PositionsService } from '../accounts/positions.service.js';
 import { EXCHANGE_CONFIG, type ExchangeConfig } from '../config/exchange.config.js';
 import type { CancelCommand, Command, OrderState, OrderStatus, PlaceCommand } from '../engine/engine.types.js';
 import { averagePrice, formatUnits, ticksFromWire, ticksToWire } from '../engine/money.js';
+import { mintedAt } from '../engine/ids.js';
 import { ORDERS_QUEUE } from '../exchange.names.js';
 import { ExchangeStore } from '../store/exchange.store.js';
 import type { ReservationRequest } from '../store/ledger.store.js';
@@ -122,7 +123,9 @@ export class OrderEntryService {
       type: o.type,
       qty: o.qty,
       ...(o.priceTicks === undefined ? {} : { priceTicks: ticksToWire(o.priceTicks) }),
-      acceptedAt: Date.now(),
+      // The order id's mint time: every enqueue of one order (a retry days later too) carries the
+      // same acceptance time, so the engine's 1 h horizon refuses a late repeat (engine/ids.ts).
+      acceptedAt: mintedAt(claim.orderId) ?? Date.now(),
     };
     await this.orders.enqueue(cmd, { id: claim.orderId });
     return { orderId: claim.orderId, clientOrderId, repeat: claim.orderId !== minted };

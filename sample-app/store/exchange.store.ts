@@ -6,7 +6,7 @@ import { ticksFromWire, ticksToWire } from '../engine/money.js';
 import { storeClient } from './store.client.js';
 import { latencies, LATENCIES_KEPT, recordSettlement } from './stats.store.js';
 import { CANDLE, RISK } from './store.scripts.js';
-import { fund, readLedger, releaseEnded, reserve, settle, unclaim, LEDGER_KEYS, type LedgerAccount, type ReservationRequest, type ReserveOutcome } from './ledger.store.js';
+import { fund, readLedger, releaseEnded, reserve, settle, settledCount, unclaim, type LedgerAccount, type ReservationRequest, type ReserveOutcome } from './ledger.store.js';
 import { CLAIM, FENCED_RAISE, FENCED_SNAPSHOT, VIEWS } from './shard.scripts.js';
 
 /** The injection token of the store's Valkey URL. */
@@ -205,7 +205,7 @@ export class ExchangeStore implements OnApplicationShutdown {
 
   /** How many trades the ledger settled. */
   settledCount(): Promise<number> {
-    return this.client.scard(LEDGER_KEYS.settled);
+    return settledCount(this.client);
   }
 
   /** Funds an account with its opening balances once; true when this call funded it. */

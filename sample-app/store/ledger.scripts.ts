@@ -78,13 +78,18 @@ end
 return n`);
 
 /**
- * Settles one trade, once per trade id: KEYS settled set, buyer hash, seller hash, accounts set,
- * buy reservation, sell reservation; ARGV keep seconds, trade id, symbol, qty, −qty, notional,
- * −notional (ticks), buyer, seller, the buy and sell releases (negated). Moves cash and units and
- * releases the filled part of both orders' reservations; returns 1 when it moved, 0 for a repeat.
+ * Settles one trade, once per trade id: KEYS settled set of the trade's hour, buyer hash, seller
+ * hash, accounts set, buy reservation, sell reservation, settled counter; ARGV keep seconds, trade
+ * id, symbol, qty, −qty, notional, −notional (ticks), buyer, seller, the buy and sell releases
+ * (negated), the settled set's ttl (ms). Moves cash and units and releases the filled part of both
+ * orders' reservations; returns 1 when it moved, 0 for a repeat. The settled ids are kept per
+ * hour of the trade (a re-run finds the same set) and expire after the ttl; the counter keeps
+ * the total.
  */
 export const SETTLE = new StoreScript(`${RELEASE_FN}
 if redis.call('SADD', KEYS[1], ARGV[2]) == 0 then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[12])
+redis.call('INCR', KEYS[7])
 redis.call('HINCRBY', KEYS[2], 'cash', ARGV[7])
 redis.call('HINCRBY', KEYS[2], 'u:' .. ARGV[3], ARGV[4])
 redis.call('HINCRBY', KEYS[3], 'cash', ARGV[6])

@@ -11,13 +11,23 @@ import { FUND, RELEASE_ENDED, RESERVE, SETTLE, UNCLAIM } from './ledger.scripts.
 /** The ledger's keys, all in the `{ledger}` slot. */
 export const LEDGER_KEYS = {
   funded: 'x:{ledger}:funded',
-  settled: 'x:{ledger}:settled',
+  /** The ids of the trades settled in one hour (of the trade's time), kept `SETTLED_KEEP_MS`. */
+  settled: (hour: number) => `x:{ledger}:settled:${hour}`,
+  /** How many trades were ever settled. */
+  settledCount: 'x:{ledger}:settled-n',
   account: (account: string) => `x:{ledger}:acct:${account}`,
   accounts: 'x:{ledger}:accounts',
   reservation: (orderId: string) => `x:{ledger}:res:${orderId}`,
   scratch: 'x:{ledger}:scratch',
 };
 const K = LEDGER_KEYS;
+
+/**
+ * How long the ids of settled trades are kept: 48 h after their hour. A settlement step re-run
+ * later than that would settle its trade twice; steps retry within seconds (5 attempts), and a
+ * dead one is replayed by an operator, so 48 h leaves a wide margin while bounding the set.
+ */
+export const SETTLED_KEEP_MS = 48 * 3_600_000;
 
 /** How long a spent reservation is kept after its order ended (a retried placement finds it): 7 days, as client order ids. */
 export const RESERVATION_KEEP_S = 7 * 24 * 3600;
@@ -112,10 +122,17 @@ export async function releaseEnded(client: Redis, states: readonly OrderState[])
 export async function settle(client: Redis, t: Trade): Promise<boolean> {
   const [buyPer, sellPer] = await perOf(client, [t.buyOrderId, t.sellOrderId]);
   const notional = BigInt(t.notionalTicks);
-  const keys = [K.settled, K.account(t.buyAccount), K.account(t.sellAccount), K.accounts, K.reservation(t.buyOrderId), K.reservation(t.sellOrderId)];
+  const hour = Math.floor(t.at / 3_600_000);
+  const keys = [K.settled(hour), K.account(t.buyAccount), K.account(t.sellAccount), K.accounts, K.reservation(t.buyOrderId), K.reservation(t.sellOrderId), K.settledCount];
   const qty = BigInt(t.qty);
-  const args = [RESERVATION_KEEP_S, t.id, t.symbol, qty.toString(), neg(qty), ticksToWire(notional), neg(notional), t.buyAccount, t.sellAccount, neg((buyPer ?? 0n) * qty), neg((sellPer ?? 0n) * qty)];
+  const releases = [neg((buyPer ?? 0n) * qty), neg((sellPer ?? 0n) * qty)];
+  const args = [RESERVATION_KEEP_S, t.id, t.symbol, qty.toString(), neg(qty), ticksToWire(notional), neg(notional), t.buyAccount, t.sellAccount, ...releases, SETTLED_KEEP_MS];
   return (await SETTLE.run(client, keys, args)) === 1;
+}
+
+/** How many trades the ledger ever settled. */
+export async function settledCount(client: Redis): Promise<number> {
+  return Number((await client.get(K.settledCount)) ?? 0);
 }
 
 /** An account as the ledger holds it (exact: every amount read as a `bigint` from its string). */
