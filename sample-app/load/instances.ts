@@ -8,6 +8,10 @@ export interface ChildInstance {
   readonly proc: ChildProcess;
   /** `http://127.0.0.1:<port>`. */
   readonly base: string;
+  /** Its port (to restart it on the same one). */
+  readonly port: number;
+  /** Everything it wrote to stdout and stderr so far. */
+  output(): string;
   /** SIGTERMs it (clean shutdown) and waits for it to exit. */
   stop(): Promise<void>;
   /** SIGKILLs it and waits for it to exit. */
@@ -21,28 +25,36 @@ export interface ChildInstance {
 const HERE = fileURLToPath(import.meta.url);
 const ENTRY = HERE.endsWith('.ts') ? join(dirname(HERE), '..', '..', 'dist', 'sample-app', 'main.js') : join(dirname(HERE), '..', 'main.js');
 
-/** Starts one instance on `url` and a free port, named `instance`; resolves once it listens. */
-export function spawnInstance(url: string, instance: string): Promise<ChildInstance> {
-  const proc = spawn(process.execPath, [ENTRY], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ECHOMQ_URL: url, PORT: '0', INSTANCE: instance, NO_COLOR: '1' } });
+/**
+ * Starts one instance on `url`, named `instance`, on `port` (default: a free one); resolves once
+ * it listens. `env` adds to (or overrides) the inherited environment.
+ */
+export function spawnInstance(url: string, instance: string, port = 0, env: NodeJS.ProcessEnv = {}): Promise<ChildInstance> {
+  const proc = spawn(process.execPath, [ENTRY], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ECHOMQ_URL: url, PORT: String(port), INSTANCE: instance, NO_COLOR: '1', ...env } });
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
   const signal = async (sig: NodeJS.Signals): Promise<void> => {
     if (proc.exitCode === null && proc.signalCode === null && proc.pid !== undefined) process.kill(proc.pid, sig);
     await exited;
   };
   return new Promise((resolve, reject) => {
+    // Kept whole (bounded: the last 1 MB), for a test to read what the instance logged.
     let out = '';
+    let listening = false;
+    const keep = (c: Buffer): void => {
+      out = (out + c.toString()).slice(-1_000_000);
+    };
     const timer = setTimeout(() => void signal('SIGKILL').then(() => reject(new Error(`instance did not start: ${out}`))), 20_000);
+    proc.stderr?.on('data', keep);
     proc.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
+      keep(chunk);
+      const m = listening ? null : /listening on (http:\/\/\S+)/.exec(out);
       if (m) {
+        listening = true;
         clearTimeout(timer);
-        proc.stdout?.removeAllListeners('data');
-        proc.stdout?.resume();
-        resolve({ proc, base: m[1].replace('localhost', '127.0.0.1'), stop: () => signal('SIGTERM'), kill: () => signal('SIGKILL') });
+        const base = m[1].replace('localhost', '127.0.0.1');
+        resolve({ proc, base, port: Number(new URL(base).port), output: () => out, stop: () => signal('SIGTERM'), kill: () => signal('SIGKILL') });
       }
     });
-    proc.stderr?.on('data', (c: Buffer) => (out += c.toString()));
     void exited.then(() => {
       clearTimeout(timer);
       reject(new Error(`instance exited: ${out}`));

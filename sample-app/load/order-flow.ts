@@ -1,5 +1,6 @@
 /** A deterministic stream of orders, for the load script and the tests. */
 import { deriveApiKey } from '../config/exchange.config.js';
+import type { PlacementObserver } from './instance-pool.js';
 
 /** A deterministic pseudo-random source (mulberry32): `r(k)` is in 0..k−1. */
 export function rng(seed: number): (k: number) => number {
@@ -64,9 +65,17 @@ export const post = (base: string, path: string, body: unknown, account = accoun
  * (instance gone) is retried on the next base with the same client order id — the idempotent
  * placement makes that safe. Each order is sent with its account's key (derived from
  * `secret`). With `perSecond`, order i is sent no sooner than i / perSecond s after the start
- * (a paced run). Resolves to the order ids by client order id.
+ * (a paced run). `observer` sees each request's outcome (load/instance-pool.ts). Resolves to the
+ * order ids by client order id.
  */
-export async function placeAll(bases: () => readonly string[], orders: readonly LoadOrder[], parallel = 16, perSecond?: number, secret = loadSecret()): Promise<Map<string, string>> {
+export async function placeAll(
+  bases: () => readonly string[],
+  orders: readonly LoadOrder[],
+  parallel = 16,
+  perSecond?: number,
+  secret = loadSecret(),
+  observer?: PlacementObserver,
+): Promise<Map<string, string>> {
   const ids = new Map<string, string>();
   const t0 = performance.now();
   let next = 0;
@@ -74,11 +83,21 @@ export async function placeAll(bases: () => readonly string[], orders: readonly 
     for (let i = next++; i < orders.length; i = next++) {
       const due = perSecond ? t0 + (i * 1000) / perSecond - performance.now() : 0;
       if (due > 0) await new Promise((r) => setTimeout(r, due));
+      let first: string | undefined;
       for (let attempt = 0; ; attempt++) {
         const bs = bases();
+        const base = bs[(i + attempt) % bs.length];
+        first ??= base;
         try {
-          const res = await post(bs[(i + attempt) % bs.length], '/orders', orders[i], orders[i].account, secret);
-          if (res.status !== 202 && res.status !== 200) throw new Error(`POST /orders: ${res.status} ${await res.text()}`);
+          const res = await post(base, '/orders', orders[i], orders[i].account, secret).catch((err: unknown) => {
+            observer?.result(base, 'unreachable');
+            throw err;
+          });
+          if (res.status !== 202 && res.status !== 200) {
+            observer?.result(base, res.status >= 500 ? 'unavailable' : 'refused');
+            throw new Error(`POST /orders: ${res.status} ${await res.text()}`);
+          }
+          observer?.result(base, res.status === 200 ? 'repeat' : 'accepted', first);
           ids.set(orders[i].clientOrderId, ((await res.json()) as { orderId: string }).orderId);
           break;
         } catch (err) {
