@@ -3,6 +3,7 @@ import { Inject, Injectable, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { CoordinationService, EchoMqModule, Leader, type LeaderTerm } from '../../src/index.js';
 import { LeaderOrchestrator } from '../../src/nest/leader-orchestrator.js';
+import { EchoMqTestingModule } from '../../src/testing.js';
 import { killChildren, spawnFixture } from '../helpers/child.js';
 import { CapturedLogs } from '../helpers/nest.js';
 import { eventually, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
@@ -65,6 +66,28 @@ class ThrowingRole {
   }
 }
 
+const TESTING = randomQueue('role');
+const testingTerms: bigint[] = [];
+
+@Injectable()
+class TestingRole {
+  @Leader(TESTING, { ttlMs: TTL })
+  async lead(term: LeaderTerm): Promise<void> {
+    testingTerms.push(term.token);
+  }
+}
+
+const IDLE = randomQueue('role');
+let idleCalls = 0;
+
+@Injectable()
+class IdleRole {
+  @Leader(IDLE, { ttlMs: TTL })
+  async lead(): Promise<void> {
+    idleCalls++;
+  }
+}
+
 const TWICE = randomQueue('role');
 
 @Injectable()
@@ -98,7 +121,7 @@ const leaseKey = (role: string): string => `emq:{co:${role}}:lease`;
 
 describe('@Leader', () => {
   const raw = rawClient();
-  const roles = [SHARED, KILLED, THROWING, TWICE];
+  const roles = [SHARED, KILLED, THROWING, TESTING, IDLE, TWICE];
 
   afterAll(async () => {
     await killChildren();
@@ -175,6 +198,43 @@ describe('@Leader', () => {
     expect(lease!.signal.aborted).toBe(true);
     expect(await raw.hget(leaseKey(name), 'owner')).toBe('');
     expect(await raw.hget(leaseKey(name), 'exp')).toBe('0');
+  });
+
+  it('is provided by EchoMqTestingModule too: @Leader runs there, and closing releases the role', async () => {
+    const mod = await Test.createTestingModule({
+      imports: [EchoMqTestingModule.forRoot({ connection: { url: testUrl() } })],
+      providers: [{ provide: WHO, useValue: 'testing' }, TestingRole],
+    }).compile();
+    const app = mod.createNestApplication({ logger: false });
+    apps.push(app);
+    await app.init();
+    const term = await app.get(LeaderOrchestrator).campaigns[0]!.elected();
+    await eventually(() => testingTerms.length === 1, 5000, 'the method called');
+    expect(testingTerms[0]).toBe(term.token);
+    // The method returned at once: the term is kept (renewed past its ttl) until shutdown.
+    await new Promise((r) => setTimeout(r, 1.5 * TTL));
+    expect(app.get(LeaderOrchestrator).campaigns[0]!.isLeader()).toBe(true);
+    expect(term.signal.aborted).toBe(false);
+    expect(testingTerms).toHaveLength(1);
+    expect((await app.get(CoordinationService).read(TESTING)).owner).toBe(app.get(CoordinationService).owner);
+    await app.close();
+    apps.splice(apps.indexOf(app), 1);
+    expect(term.signal.aborted).toBe(true);
+    expect(await raw.hget(leaseKey(TESTING), 'owner')).toBe('');
+  });
+
+  it('campaigns for nothing with consumers: false', async () => {
+    const mod = await Test.createTestingModule({
+      imports: [EchoMqModule.forRoot({ connection: { url: testUrl() }, consumers: false })],
+      providers: [IdleRole],
+    }).compile();
+    const app = mod.createNestApplication({ logger: false });
+    apps.push(app);
+    await app.init();
+    expect(app.get(LeaderOrchestrator).campaigns).toHaveLength(0);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await raw.exists(leaseKey(IDLE))).toBe(0);
+    expect(idleCalls).toBe(0);
   });
 
   it('refuses two @Leader methods on one role at boot, and bad roles and options when decorated', async () => {
