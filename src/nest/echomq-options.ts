@@ -62,7 +62,8 @@ export interface EchoMqModuleOptions {
    */
   readonly flows?: FlowOptions & { readonly relay?: boolean };
   /**
-   * `false`: a producer-only app. No `@Processor`, `@Flow` or `@OnEvent` loop starts; the
+   * `false`: a producer-only app. No `@Processor`, `@Flow` or `@OnEvent` loop starts, and no
+   * `@Leader` campaign; the
    * connection is tried once at startup (so `mintId()` works from bootstrap on) and, when Valkey
    * is unreachable, opens on first use instead (the app starts anyway). Default true.
    */
