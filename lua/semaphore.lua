@@ -126,17 +126,16 @@ local op = need_word(ARGV[2], { acquire = true, renew = true, release = true, re
 local holder = need_holder(ARGV[3], 'holder')
 local limit = need_int(ARGV[4], op == 'acquire' and 1 or 0, 100000, 'limit')
 local ttl = need_int(ARGV[5], (op == 'acquire' or op == 'renew') and 100 or 0, 3600000, 'ttl')
-checked(redis.pcall('ZCARD', key), key)
+local total = checked(redis.pcall('ZCARD', key), key)
 
 local now = now_ms()
 if op == 'read' then return { redis.call('ZCOUNT', key, '(' .. decimal(now), '+inf'), 0, 0 } end
-redis.call('ZREMRANGEBYSCORE', key, '-inf', decimal(now))
+local count = total - redis.call('ZREMRANGEBYSCORE', key, '-inf', decimal(now))
 if op == 'release' then
   local gone = redis.call('ZREM', key, holder)
-  return { gone, redis.call('ZCARD', key), 0 }
+  return { gone, count - gone, 0 }
 end
 local mine = redis.call('ZSCORE', key, holder)
-local count = redis.call('ZCARD', key)
 if mine or (op == 'acquire' and count < limit) then
   redis.call('ZADD', key, decimal(now + ttl), holder)
   return { 1, mine and count or count + 1, now + ttl }
