@@ -3,7 +3,7 @@ import { BusService, OnEvent, type BusEvent } from '@echomq/nestjs';
 import type { Trade } from '../engine/engine.types.js';
 import { BOOKS_CHANGED_TOPIC, CANDLES_CLOSED_TOPIC, TRADES_TOPIC } from '../exchange.names.js';
 import { ExchangeStore } from '../store/exchange.store.js';
-import { BOOKS_CHANGED_RETENTION, type SealedCandle } from './market.events.js';
+import { BOOKS_CHANGED_RETENTION, TRADES_RETENTION, type SealedCandle } from './market.events.js';
 
 /** A dead member's unacknowledged trades are re-delivered to a live one after this long (ms). */
 export const ACK_TIMEOUT_MS = 5000;
@@ -15,7 +15,7 @@ export const ACK_TIMEOUT_MS = 5000;
  * Both folds are idempotent per trade id, so a re-delivered or twice-published trade counts once,
  * and the order trades arrive in does not matter. A group keeps its position across restarts;
  * `rebuild(from)` replays the log from an instant through the same folds (e.g. after losing the
- * projections). It also bounds the `books.changed` log (signals for the books cache).
+ * projections). It also bounds the `trades` log and the `books.changed` log (signals for the books cache).
  */
 @Injectable()
 export class MarketData implements OnApplicationBootstrap {
@@ -24,8 +24,9 @@ export class MarketData implements OnApplicationBootstrap {
     private readonly store: ExchangeStore,
   ) {}
 
-  /** Sets the retention of `books.changed` (every instance sets the same policy). */
+  /** Sets the retention of `trades` and `books.changed` (every instance sets the same policies). */
   async onApplicationBootstrap(): Promise<void> {
+    await this.bus.setRetention(TRADES_TOPIC, TRADES_RETENTION);
     await this.bus.setRetention(BOOKS_CHANGED_TOPIC, BOOKS_CHANGED_RETENTION);
   }
 

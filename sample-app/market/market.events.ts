@@ -35,6 +35,12 @@ export type SealedCandle = Candle & {
   readonly sealedAt: number;
 };
 
+/**
+ * The trade log: a day in the log, then the archive's default bounds (7 days, at most 64 MiB);
+ * replay (`rebuild`, `recent`) reads both. Entries a group has not acknowledged are never cut.
+ */
+export const TRADES_RETENTION: RetentionPolicy = { maxAgeMs: 86_400_000 };
+
 /** Depth changes are only signals for caches: keep the last 1,000, no archive. */
 export const BOOKS_CHANGED_RETENTION: RetentionPolicy = { maxLen: 1000, archive: false };
 
