@@ -126,6 +126,8 @@ export class BookHolder implements OnApplicationBootstrap, BeforeApplicationShut
           await pause(500, term.signal, wake);
         }
       }
+      // A clean stop leaves a snapshot at the end of what it matched: the successor replays nothing.
+      if (!term.signal.aborted) await run.snapshotIfDue(true).catch((err: unknown) => this.log.warn(`shard ${shard}: last snapshot: ${String(err)}`));
     } catch (err) {
       if (!(err instanceof StaleTokenError)) throw err;
       this.log.warn(`shard ${shard}: a newer holder wrote (${err.message}); giving the shard up`);
