@@ -53,6 +53,20 @@ class KilledRole {
   }
 }
 
+const PAUSED = randomQueue('role');
+const pausedWins: Win[] = [];
+
+@Injectable()
+class PausedRole {
+  @Leader(PAUSED, { ttlMs: TTL })
+  async lead(term: LeaderTerm): Promise<void> {
+    const win: Win = { who: 'parent', token: term.token, at: Date.now() };
+    pausedWins.push(win);
+    await waitForAbort(term);
+    win.lostAt = Date.now();
+  }
+}
+
 const THROWING = randomQueue('role');
 const throwingCalls: bigint[] = [];
 
@@ -121,7 +135,7 @@ const leaseKey = (role: string): string => `emq:{co:${role}}:lease`;
 
 describe('@Leader', () => {
   const raw = rawClient();
-  const roles = [SHARED, KILLED, THROWING, TESTING, IDLE, TWICE];
+  const roles = [SHARED, KILLED, PAUSED, THROWING, TESTING, IDLE, TWICE];
 
   afterAll(async () => {
     await killChildren();
@@ -171,6 +185,27 @@ describe('@Leader', () => {
     await eventually(() => killedWins.length === 1, TTL + 1000, 'the hand-over after SIGKILL');
     expect(killedWins[0]!.at - killed).toBeLessThan(TTL + 1000);
     expect(killedWins[0]!.token).toBeGreaterThan(BigInt(token!));
+  }, 40_000);
+
+  it('takes the role from a leader SIGSTOPped past its ttl; resumed, the old leader sees its term lost and stays a candidate', async () => {
+    const child = spawnFixture('leader-child', [testUrl(), PAUSED, String(TTL)]);
+    const [, token] = await child.waitForLine(/^LEADS (\d+)$/, 20_000);
+    await boot('parent', [PausedRole]);
+    child.signal('SIGSTOP');
+    const stopped = Date.now();
+    await eventually(() => pausedWins.length === 1, TTL + 1000, 'the hand-over from the stopped leader');
+    const win = pausedWins[0]!;
+    expect(win.at - stopped).toBeLessThan(TTL + 1000);
+    expect(win.token).toBeGreaterThan(BigInt(token!));
+    await new Promise((r) => setTimeout(r, TTL));
+    child.signal('SIGCONT');
+    // Its local deadline passed while it was stopped: the old term's signal aborts at once.
+    await child.waitForLine(new RegExp(`^LOST ${token}$`), TTL);
+    await new Promise((r) => setTimeout(r, 2 * TTL));
+    expect(child.lines.filter((l) => l.startsWith('LEADS'))).toEqual([`LEADS ${token}`]);
+    expect(win.lostAt).toBeUndefined();
+    expect(pausedWins).toHaveLength(1);
+    expect(await raw.hget(leaseKey(PAUSED), 'token')).toBe(win.token.toString());
   }, 40_000);
 
   it('logs a method that throws, resigns its term and keeps campaigning', async () => {
