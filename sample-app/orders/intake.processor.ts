@@ -3,6 +3,7 @@ import { BusService, FatalJobError, Processor, type Job } from '@echomq/nestjs';
 import type { Command } from '../engine/engine.types.js';
 import { shardOf } from '../engine/ids.js';
 import { commandTopic, ORDERS_QUEUE } from '../exchange.names.js';
+import { ExchangeStore } from '../store/exchange.store.js';
 import { MAX_PRICE_TICKS, MAX_QTY } from './order.dto.js';
 
 /** The result of an intake job. */
@@ -35,15 +36,25 @@ export function isCommand(v: unknown): v is Command {
  * (`orders.s<n>`), whose order is the matching order, and the shard's holder is woken by a Bus
  * signal. At least once: a job re-run after a crash appends its command again, and the engine
  * ignores the repeat (an order id it has seen, a cancel of an order no longer resting).
+ *
+ * Anything may enqueue on `orders`, so a command is checked before it reaches a log: a
+ * malformed one, or a placement that did not go through order entry (no reservation in the
+ * ledger for its order id: it would trade money nobody set aside), is buried, never sequenced.
  */
 @Injectable()
 export class IntakeProcessor {
-  constructor(private readonly bus: BusService) {}
+  constructor(
+    private readonly bus: BusService,
+    private readonly store: ExchangeStore,
+  ) {}
 
   /** Appends one command to its shard's log. */
   @Processor(ORDERS_QUEUE, { concurrency: 32 })
   async sequence(job: Job<Command>): Promise<Sequenced> {
     if (!isCommand(job.payload)) throw new FatalJobError('not an exchange command');
+    if (job.payload.kind === 'place' && !(await this.store.hasReservation(job.payload.orderId))) {
+      throw new FatalJobError(`order ${job.payload.orderId} has no reservation: it did not come through order entry`);
+    }
     const topic = commandTopic(shardOf(job.payload.symbol));
     const event = await this.bus.publish<Command>(topic, job.payload);
     await this.bus.signal(topic, { event });

@@ -6,7 +6,7 @@ import { ticksFromWire, ticksToWire } from '../engine/money.js';
 import { storeClient } from './store.client.js';
 import { latencies, LATENCIES_KEPT, recordSettlement } from './stats.store.js';
 import { CANDLE, RISK } from './store.scripts.js';
-import { fund, readLedger, releaseEnded, reserve, settle, settledCount, unclaim, type LedgerAccount, type ReservationRequest, type ReserveOutcome } from './ledger.store.js';
+import { fund, hasReservation, readLedger, releaseEnded, reserve, settle, settledCount, unclaim, type LedgerAccount, type ReservationRequest, type ReserveOutcome } from './ledger.store.js';
 import { CLAIM, FENCED_RAISE, FENCED_SNAPSHOT, VIEWS } from './shard.scripts.js';
 
 /** The injection token of the store's Valkey URL. */
@@ -218,6 +218,11 @@ export class ExchangeStore implements OnApplicationShutdown {
     return reserve(this.client, r);
   }
 
+  /** True when order entry reserved for `orderId` (the intake refuses a placement that did not). */
+  hasReservation(orderId: string): Promise<boolean> {
+    return hasReservation(this.client, orderId);
+  }
+
   /** Frees a client order id claimed for `orderId` by a placement that was then refused. */
   releaseClientOrderId(account: string, clientOrderId: string, orderId: string): Promise<void> {
     return unclaim(this.client, K.clientId(account, clientOrderId), orderId);
@@ -246,11 +251,6 @@ export class ExchangeStore implements OnApplicationShutdown {
    */
   recordSettlement(tradeId: string, ms: number): Promise<boolean> {
     return recordSettlement(this.client, tradeId, ms);
-  }
-
-  /** Records one settlement's latency; kept for callers not yet on `recordSettlement` (no dedup). */
-  async recordLatency(ms: number): Promise<void> {
-    await recordSettlement(this.client, `anon.${Date.now()}.${Math.random().toString(36).slice(2)}`, ms);
   }
 
   /** The newest `count` settlement latencies (ms), newest first. */

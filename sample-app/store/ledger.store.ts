@@ -79,6 +79,11 @@ export async function reserve(client: Redis, r: ReservationRequest): Promise<Res
   return { ok: true, repeat: code === 2 };
 }
 
+/** True when the ledger holds a reservation for `orderId` (made by order entry, kept 7 days after the order ended). */
+export async function hasReservation(client: Redis, orderId: string): Promise<boolean> {
+  return (await client.exists(K.reservation(orderId))) === 1;
+}
+
 /** Deletes a client order id claim made for `orderId` (an order refused before it was enqueued). */
 export async function unclaim(client: Redis, claimKey: string, orderId: string): Promise<void> {
   await UNCLAIM.run(client, [claimKey], [`${orderId} `]);

@@ -5,13 +5,17 @@
  * another. Accounts are random per run; the instance runs on its own Valkey.
  */
 import { randomBytes } from 'node:crypto';
+import { BusService, QueueService } from '../../src/index.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import type { PositionsView } from '../../sample-app/accounts/positions.service.js';
 import { deriveApiKey } from '../../sample-app/config/exchange.config.js';
+import type { PlaceCommand } from '../../sample-app/engine/engine.types.js';
+import { shardOf } from '../../sample-app/engine/ids.js';
+import { commandTopic, ORDERS_QUEUE } from '../../sample-app/exchange.names.js';
 import type { InsufficientBody, OrderView } from '../../sample-app/orders/order-entry.service.js';
 import { ExchangeStore } from '../../sample-app/store/exchange.store.js';
 import { LEDGER_KEYS } from '../../sample-app/store/ledger.store.js';
-import { fetchAs, post, startLocal, testExchangeConfig, until, type LocalInstance } from './exchange.helpers.js';
+import { fetchAs, logOf, post, startLocal, testExchangeConfig, until, type LocalInstance } from './exchange.helpers.js';
 
 const run = randomBytes(3).toString('hex');
 /** Accounts of this run: a poor buyer, a seller with few units, and two traders. */
@@ -117,6 +121,19 @@ describe('sample exchange: accounts, keys and the ledger', () => {
     // A retry of the same request is the same order and reserves nothing more.
     expect((await post(inst.base, '/orders', { account: POOR, clientOrderId: 'big', symbol: CASH_SYM, side: 'buy', qty: 10, price: '100' })).status).toBe(200);
     expect((await store.holdings(POOR)).reservedTicks).toBe(10_000_000n);
+  });
+
+  it('buries a placement enqueued behind order entry (no reservation), never putting it on a log', async () => {
+    const queues = inst.app.get(QueueService);
+    const bus = inst.app.get(BusService);
+    const logged = (await logOf(bus, commandTopic(shardOf(SYM)))).length;
+    const orderId = queues.mintId();
+    const cmd: PlaceCommand = { kind: 'place', orderId, clientOrderId: 'sneak', account: POOR, symbol: SYM, side: 'buy', type: 'limit', qty: 1_000_000, priceTicks: '1000000', acceptedAt: Date.now() };
+    await queues.enqueue(ORDERS_QUEUE, cmd, { id: orderId });
+    let job: Awaited<ReturnType<typeof queues.getJob>> = null;
+    await until(async () => (job = await queues.getJob(ORDERS_QUEUE, orderId))?.status === 'dead', 5000, () => `the placement is ${job?.status}`);
+    expect(job?.error).toContain(`order ${orderId} has no reservation`);
+    expect((await logOf(bus, commandTopic(shardOf(SYM)))).length).toBe(logged);
   });
 
   it('releases reservations exactly: the rest after a cancel, the filled part at settlement', async () => {
