@@ -12,7 +12,7 @@ import { SHARDS, shardOf } from '../../sample-app/engine/ids.js';
 import { MatchingEngine } from '../../sample-app/engine/matching-engine.js';
 import { commandTopic } from '../../sample-app/exchange.names.js';
 import { BookHolder } from '../../sample-app/matching/book-holder.js';
-import { ShardRun } from '../../sample-app/matching/shard-run.js';
+import { LogGapError, ShardRun } from '../../sample-app/matching/shard-run.js';
 import { ExchangeStore, StaleTokenError } from '../../sample-app/store/exchange.store.js';
 import { logOf, spawnInstance, startLocal, until, type ChildInstance, type LocalInstance } from './exchange.helpers.js';
 
@@ -208,6 +208,11 @@ describe('sample exchange: shard ownership, snapshots and retention', () => {
     expect(again.matching.snapshot()).toEqual(ref.snapshot());
     // The superseded run cannot record what it does next: its token is below the fence.
     await expect(run.step()).rejects.toBeInstanceOf(StaleTokenError);
+    // A log trimmed past the snapshot while the snapshot is younger than the retention (here by a
+    // wrong policy) is refused, not matched with a hole in it.
+    await deps.bus.setRetention(commandTopic(shard), { maxLen: 5, archive: false });
+    await deps.bus.trim(commandTopic(shard));
+    await expect(new ShardRun(shard, deps, await term(), opts).recover(signal)).rejects.toBeInstanceOf(LogGapError);
     await deps.store.client.del(`x:{book:${shard}}:fence`, `x:{book:${shard}}:cursor`, `x:{book:${shard}}:snap`);
   }, 60_000);
 
