@@ -130,9 +130,9 @@ describe('sample exchange: accounts, keys and the ledger', () => {
     const orderId = queues.mintId();
     const cmd: PlaceCommand = { kind: 'place', orderId, clientOrderId: 'sneak', account: POOR, symbol: SYM, side: 'buy', type: 'limit', qty: 1_000_000, priceTicks: '1000000', acceptedAt: Date.now() };
     await queues.enqueue(ORDERS_QUEUE, cmd, { id: orderId });
-    let job: Awaited<ReturnType<typeof queues.getJob>> = null;
-    await until(async () => (job = await queues.getJob(ORDERS_QUEUE, orderId))?.status === 'dead', 5000, () => `the placement is ${job?.status}`);
-    expect(job?.error).toContain(`order ${orderId} has no reservation`);
+    const status = async () => (await queues.getJob(ORDERS_QUEUE, orderId))?.status;
+    await until(async () => (await status()) === 'dead', 5000, () => 'the placement was not buried');
+    expect((await queues.getJob(ORDERS_QUEUE, orderId))?.error).toContain(`order ${orderId} has no reservation`);
     expect((await logOf(bus, commandTopic(shardOf(SYM)))).length).toBe(logged);
   });
 
