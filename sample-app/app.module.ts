@@ -23,6 +23,7 @@ import { INSTANCE_NAME, PageController } from './web/page.controller.js';
 import { StatsController } from './web/stats.controller.js';
 import { StoreUnavailableFilter } from './web/store-unavailable.filter.js';
 import { AdminGuard } from './web/admin.guard.js';
+import { HealthController } from './web/health.controller.js';
 
 /** Options of `AppModule.forRoot`. */
 export interface AppOptions {
@@ -100,7 +101,7 @@ export class AppModule {
         // The dashboard, for the operator only (the admin key; a browser: ?key= once, then a cookie).
         EchoMqDashboardModule.register({ path: '/admin/queues', guard: new AdminGuard(config) }),
       ],
-      controllers: [OrdersController, AccountsController, MarketController, PageController, StatsController, metricsController({ guards: [AdminGuard] })],
+      controllers: [OrdersController, AccountsController, MarketController, PageController, StatsController, HealthController, metricsController({ guards: [AdminGuard] })],
       providers,
     };
   }
