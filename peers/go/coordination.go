@@ -161,7 +161,8 @@ func (c *Coordinator) lease(ctx context.Context, name, op, owner, token string, 
 // it returns ErrLeaseLost when a renewal is refused, or when the last successful renewal's send
 // instant + ttl passes without another one (a partition, a slow server): from then on another
 // owner may hold the name. A failed renewal is retried at the next tick. Run the guarded work
-// under a context cancelled when KeepLease returns.
+// under a context cancelled when KeepLease returns. A renewal still in flight at the deadline is
+// abandoned, so the loss is reported on time even when the server hangs.
 func (c *Coordinator) KeepLease(ctx context.Context, l Lease, ttl time.Duration, onError func(error)) error {
 	if _, err := coordTTL(ttl); err != nil {
 		return err
@@ -179,7 +180,11 @@ func (c *Coordinator) KeepLease(ctx context.Context, l Lease, ttl time.Duration,
 	t := time.NewTicker(ttl / 3)
 	defer t.Stop()
 	for {
-		lapse := time.NewTimer(time.Until(deadline))
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return ErrLeaseLost
+		}
+		lapse := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			lapse.Stop()
@@ -188,12 +193,18 @@ func (c *Coordinator) KeepLease(ctx context.Context, l Lease, ttl time.Duration,
 			return ErrLeaseLost
 		case <-t.C:
 			lapse.Stop()
+			// A renewal still in flight at the deadline is abandoned: the lease may have lapsed.
 			sent := time.Now()
-			_, ok, err := c.RenewLease(ctx, l, ttl)
+			rctx, rcancel := context.WithDeadline(ctx, deadline)
+			_, ok, err := c.RenewLease(rctx, l, ttl)
+			rcancel()
 			switch {
 			case err != nil:
 				if ctx.Err() != nil {
 					return ctx.Err()
+				}
+				if !time.Now().Before(deadline) {
+					return ErrLeaseLost
 				}
 				if onError != nil {
 					onError(err)

@@ -449,3 +449,32 @@ func TestLeaseInteropWithTypeScript(t *testing.T) {
 		t.Fatalf("TypeScript's permit once Go released: %q", got)
 	}
 }
+
+// KeepLease's local deadline: when no renewal succeeds (here the server is unreachable), it
+// returns ErrLeaseLost once the acquire's send instant + ttl has passed (a renewal still hanging
+// then is abandoned), not later.
+func TestKeepLeaseDeadlineWithoutRenewals(t *testing.T) {
+	_, c, track := coordClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	name := randomName("golapse")
+	track(LeaseKey(name))
+	ttl := 300 * time.Millisecond
+	l, ok, err := c.AcquireLease(ctx, name, "go-cut", ttl)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	acquired := time.Now()
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", Protocol: 2, MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
+	defer dead.Close()
+	cut := &Coordinator{rdb: dead, scripts: c.scripts}
+	failures := 0
+	err = cut.KeepLease(ctx, l, ttl, func(error) { failures++ })
+	if !IsLeaseLost(err) {
+		t.Fatalf("KeepLease: %v", err)
+	}
+	if d := time.Since(acquired); d > ttl+100*time.Millisecond {
+		t.Fatalf("the lapse was noticed after %v", d)
+	}
+	t.Logf("%d failed renewals reported before the deadline", failures)
+}
