@@ -5,6 +5,7 @@ import type { ScriptClient } from '../core/scripts.js';
 import type { LeaseReply } from '../core/wire/index.js';
 import { campaignPollMs } from './coordination-options.js';
 import type { Election, ElectionOptions, LeaderTerm } from './coordination-types.js';
+import { logText } from './keeper.js';
 import { HeldLease, acquireOnce } from './lease.js';
 
 /** The live term: its lease, and what its holder sees. */
@@ -73,7 +74,7 @@ export class Campaign implements Election {
       for (const w of this.waiters.splice(0)) w.reject(this.stoppedError());
       this.onStop();
       const t = this.current;
-      if (t) await t.lease.release().catch((e: unknown) => this.log.warn(`${this.what()}: resigning at stop failed: ${String(e)}`));
+      if (t) await t.lease.release().catch((e: unknown) => this.log.warn(`${this.what()}: resigning at stop failed: ${logText(e)}`));
     })();
     return this.stopping;
   }
@@ -101,7 +102,7 @@ export class Campaign implements Election {
         return;
       }
     } catch (err) {
-      this.log.warn(`${this.what()}: campaigning failed (${err instanceof Error ? err.message : String(err)}); retrying`);
+      this.log.warn(`${this.what()}: campaigning failed (${logText(err)}); retrying`);
     }
     this.schedule(this.pollMs);
   }

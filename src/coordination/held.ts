@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConsumerLogger } from '../core/logger.js';
 import type { ResolvedHold } from './coordination-options.js';
-import { Keeper } from './keeper.js';
+import { Keeper, logText } from './keeper.js';
 
 /**
  * What a held lease and a held permit share: the keeper (renewals, deadline, signal), an
@@ -26,7 +26,7 @@ export abstract class Held {
     });
     this.keeper.signal.addEventListener('abort', () => this.end(), { once: true });
     const outer = hold.signal;
-    const onOuter = (): void => void this.release().catch((e: unknown) => log.warn(`${what}: release failed: ${String(e)}`));
+    const onOuter = (): void => void this.release().catch((e: unknown) => log.warn(`${what}: release failed: ${logText(e)}`));
     outer?.addEventListener('abort', onOuter, { once: true });
     this.unlink = () => outer?.removeEventListener('abort', onOuter);
     if (outer?.aborted) queueMicrotask(onOuter); // after the subclass's fields are set

@@ -1,5 +1,10 @@
+import { escapeControls } from '../core/control-chars.js';
 import { CoordinationLostError } from '../core/errors.js';
+import { describeError } from '../core/reply-errors.js';
 import type { ConsumerLogger } from '../core/logger.js';
+
+/** An error as one log line, control characters escaped (a server's text reaches a terminal). */
+export const logText = (err: unknown): string => escapeControls(describeError(err));
 
 /** What a keeper renews: one server call, true when the holder still holds it. */
 export type RenewOnce = () => Promise<boolean>;
@@ -75,7 +80,7 @@ export class Keeper {
       ok = await this.renewOnce();
     } catch (err) {
       // Not refused, not certain: the deadline timer aborts if no renewal succeeds in time.
-      this.log.warn(`${this.what}: renewal failed (${err instanceof Error ? err.message : String(err)}); retrying until the local deadline`);
+      this.log.warn(`${this.what}: renewal failed (${logText(err)}); retrying until the local deadline`);
       return this.live;
     }
     if (this.ctrl.signal.aborted) return false;

