@@ -24,7 +24,9 @@ export abstract class Held {
     this.keeper = new Keeper(what, hold.ttlMs, sentAt, () => this.sendRenew(), log, hold.autoRenew, () => {
       void this.sendRelease().catch(() => undefined); // it may still be ours on the server: free it for the next
     });
-    this.keeper.signal.addEventListener('abort', () => this.end(), { once: true });
+    const own = this.keeper.signal;
+    own.addEventListener('abort', () => this.end(), { once: true });
+    if (own.aborted) queueMicrotask(() => this.end()); // the acquire's reply came after its own deadline
     const outer = hold.signal;
     const onOuter = (): void => void this.release().catch((e: unknown) => log.warn(`${what}: release failed: ${logText(e)}`));
     outer?.addEventListener('abort', onOuter, { once: true });

@@ -114,6 +114,6 @@ export class Keeper {
   private checkDeadline(): void {
     if (this.ctrl.signal.aborted || Date.now() < this.deadline) return;
     this.lose(`its local deadline passed without a successful renewal (ttl ${this.ttlMs} ms)`);
-    this.onExpired();
+    queueMicrotask(this.onExpired); // never inside a constructor: the holder may not be built yet
   }
 }

@@ -1,7 +1,8 @@
 import type { Redis } from 'iovalkey';
 import type { EchoMqConnection } from '../../src/core/connection/index.js';
 import { CoordinationService } from '../../src/index.js';
-import { FENCE_CHECK_LUA } from '../../src/protocol.js';
+import { CoordKeys, FENCE_CHECK_LUA, coordWire } from '../../src/protocol.js';
+import { HeldLease } from '../../src/coordination/lease.js';
 import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -226,5 +227,18 @@ describe('CoordinationService: fenced leases', () => {
     await expect(run(la.token)).rejects.toThrow(/EMQ_STALE_TOKEN/);
     expect(await raw.get(fence)).toBe(lb.token.toString());
     await lb.release();
+  });
+
+  it('a lease whose acquire answered after its own deadline is born lost: signal aborted, released on the server, bookkeeping told', async () => {
+    const n = name();
+    const keys = new CoordKeys(n);
+    const r = await coordWire.lease(conn.scriptClient, keys, 'acquire', 'slow', null, 1000);
+    let ended = 0;
+    const hold = { ttlMs: 1000, autoRenew: true, waitMs: 0, limit: 1 };
+    const l = new HeldLease(conn.scriptClient, keys, 'slow', r.token!, r.exp, Date.now() - 5000, hold, { warn: () => undefined, error: () => undefined }, () => ended++);
+    expect(l.signal.aborted).toBe(true);
+    await sleep(50);
+    expect(ended).toBe(1);
+    expect(await service().read(n)).toMatchObject({ held: false, owner: '', token: r.token });
   });
 });
