@@ -2,8 +2,10 @@
  * The "Bus" section of `docs/benchmarks.md`: the EchoMQ-only rows (the Bus, and the queue's
  * lifecycle log when this build has it), what each means, their cost and every repetition.
  */
-import { BUS_METRICS, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, type BusMetric } from './bus.js';
-import { costTable, shown, type AnyMetric, type PhaseRecord, type Report } from './format.js';
+import { BUS_ANCHORS, BUS_METRICS, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, type AnchoredBusMetric, type BusMetric } from './bus.js';
+import { RAW_READ_COUNT } from './bus-raw.js';
+import { costTable, shown, type AnyMetric, type BusAnchorResult, type PhaseRecord, type Report } from './format.js';
+import { pairText } from './pairs.js';
 
 const BUS_MEANING: Readonly<Record<BusMetric, string>> = {
   bus_publish_single_per_s: 'events/s published one `BusService.publish` call per event with 100 calls in flight (one `publish.lua` call each).',
@@ -16,17 +18,30 @@ const BUS_MEANING: Readonly<Record<BusMetric, string>> = {
   bus_latency_p99_ms: 'the 99th percentile of the same samples.',
 };
 
-/** The medians of the EchoMQ-only rows as a Markdown table. */
+/** What each raw anchor runs (`bus-raw.ts`). */
+const ANCHOR_MEANING: Readonly<Record<AnchoredBusMetric, string>> = {
+  bus_publish_single_per_s: '`XADD <log> * p <json>` per event, 100 in flight on one connection',
+  bus_publish_batch_per_s: 'pipelines of 1,000 `XADD`s, one pipeline in flight',
+  bus_group_c1_per_s: `\`XREADGROUP … COUNT ${RAW_READ_COUNT} BLOCK\`, the handlers one after another, one \`XACK\` of the batch`,
+  bus_group_c50_per_s: `\`XREADGROUP … COUNT ${RAW_READ_COUNT} BLOCK\`, the batch's 50 handlers at once, one \`XACK\` of the batch`,
+};
+
+/** The medians of the EchoMQ-only rows as a Markdown table, each throughput row beside its raw anchor. */
 function busTable(report: Report): string {
-  const lines = ['| Metric | EchoMQ | Better |', '|---|---:|---|'];
-  for (const m of BUS_METRICS) lines.push(`| \`${m}\` | ${shown(m, report.echoOnly.bus[m])} | ${m.includes('latency') ? 'lower' : 'higher'} |`);
+  const anchors = report.echoOnly.busAnchors as Partial<Record<BusMetric, BusAnchorResult>>;
+  const lines = ['| Metric | EchoMQ | Raw anchor | EchoMQ / raw | Better |', '|---|---:|---:|---:|---|'];
+  for (const m of BUS_METRICS) {
+    const a = anchors[m];
+    const raw = a ? shown(BUS_ANCHORS[m as AnchoredBusMetric], a.value) : '—';
+    lines.push(`| \`${m}\` | ${shown(m, report.echoOnly.bus[m])} | ${raw} | ${a ? pairText(a.ratio) : '—'} | ${m.includes('latency') ? 'lower' : 'higher'} |`);
+  }
   return lines.join('\n');
 }
 
 /** Every repetition of the EchoMQ-only rows (full runs only). */
 function busRepetitions(report: Report): string {
   if (report.sizes.reps < 2) return 'One repetition (quick run).';
-  const rows: AnyMetric[] = [...BUS_METRICS];
+  const rows: AnyMetric[] = [...BUS_METRICS, ...Object.values(BUS_ANCHORS)];
   if (report.echoOnly.eventsLog !== undefined) rows.push(EVENTS_LOG_METRIC);
   const lines = ['| Metric | EchoMQ runs |', '|---|---|'];
   for (const m of rows) {
@@ -63,12 +78,25 @@ events stream by default, so its \`process_c50_per_s\` in the queue table alread
 export function busSection(report: Report): string {
   const b = report.sizes.bus;
   const n = (v: number): string => v.toLocaleString('en-US');
-  const echoOnly = echoOnlyRecords(report.medianRecords);
+  const echoOnly = echoOnlyRecords(report.medianRecords).flatMap((r) =>
+    r.anchorCost ? [r, { ...r, phase: `${r.phase} (raw anchor)`, cost: r.anchorCost, systemLabel: 'raw commands' }] : [r],
+  );
   return `## Bus (EchoMQ only)
 
 These rows have no BullMQ column: BullMQ has no retained, replayable event log read by consumer
 groups (its \`QueueEvents\` stream reports job transitions, it is not an application bus), so there is
-nothing like-for-like to run. They were measured on the same Valkey in the same run as the queue
+nothing like-for-like to run. Their anchor is the ceiling of the same work done by hand: each
+throughput row is measured beside a hand-written client over the same stream (\`emq:{t}:bus:log\`,
+one field \`p\` holding the JSON text, the same payloads and group), in the same phase, the order of
+the two alternating with the repetition; the ratio is EchoMQ / raw, the median of the per-repetition
+ratios [min–max]. What the raw side runs:
+
+${(Object.keys(ANCHOR_MEANING) as AnchoredBusMetric[]).map((m) => `- \`${BUS_ANCHORS[m]}\` (beside \`${m}\`): ${ANCHOR_MEANING[m]}.`).join('\n')}
+
+The raw group loop has the same delivery semantics as \`GroupConsumer\` (at least once: the batch
+is acknowledged after its handlers ran, one \`XACK\` per batch; the handler gets the parsed
+payload) and none of its upkeep (no reclaim of stale entries, no delivery counts, no dead letters,
+no watchdog on the blocking read). The rows were measured on the same Valkey in the same run as the queue
 rows, each the median over the same repetitions, and are written under \`"bus"\` in
 \`bench/results.json\`. Counts per run: ${n(b.publishSingle)} single publishes, ${n(b.publishBatch)} batch-published events,
 ${n(b.group.c1)} events at group c1, ${n(b.group.c50)} at group c50, ${b.latencySeconds} s of latency load at ~${b.latencyRate}/s. Payload: the

@@ -4,7 +4,8 @@
  */
 import { BATCH, IN_FLIGHT, inLanes, nowMs, payload100, percentile, randomQueue, sleep, type StampPayload } from './common.js';
 import { BUILTIN_DEFAULTS, resolveDefaults } from '@echomq/nestjs/unstable';
-import { BusInspector, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, openMember, openPublisher, type Publisher } from './bus.js';
+import { BusInspector, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, openMember, openPublisher, type Member, type Publisher } from './bus.js';
+import { openRawMember, openRawPublisher } from './bus-raw.js';
 import { EchoMqDriver } from './echomq.js';
 import { Counter, WARMUP, processLocal, steady, warmCount, type PhaseContext, type PhaseResult } from './phases.js';
 
@@ -55,9 +56,10 @@ export async function busPublishBatch(ctx: PhaseContext, n: number): Promise<Pha
  * of concurrency `c` with a no-op handler (its `start()` creates the group at the start of the
  * log), and times the last `n`: from the moment it handled the warm-up events until every handler
  * ran and the group's `XPENDING` summary shows 0 (all acked). Without a warm-up (`bench:ab`) the
- * clock starts with `start()`.
+ * clock starts with `start()`. With `raw`, the member is the hand-written loop of `bus-raw.ts`
+ * instead (the anchor `raw_group_c<c>_per_s`), over the same published log.
  */
-export async function busGroup(ctx: PhaseContext, metric: string, c: number, n: number): Promise<PhaseResult> {
+export async function busGroup(ctx: PhaseContext, metric: string, c: number, n: number, raw = false): Promise<PhaseResult> {
   const { url, probe } = ctx;
   const topic = randomQueue(`bc${c}`);
   const warm = warmCount(ctx, n, 0);
@@ -66,7 +68,7 @@ export async function busGroup(ctx: PhaseContext, metric: string, c: number, n: 
   await pub.close();
   const inspect = new BusInspector(url);
   const handled = new Counter();
-  const member = await openMember(url, topic, c, handled.tick);
+  const member: Member = raw ? openRawMember(url, topic, c, handled.tick) : await openMember(url, topic, c, handled.tick);
   try {
     let m = warm > 0 ? undefined : await probe.start();
     await member.start();
@@ -82,6 +84,54 @@ export async function busGroup(ctx: PhaseContext, metric: string, c: number, n: 
     await inspect.close();
     await probe.flush();
   }
+}
+
+/** `raw_xadd_single_per_s`: `n` raw `XADD`s, `IN_FLIGHT` at a time, after as many untimed ones as `busPublishSingle`. */
+export async function rawPublishSingle(ctx: PhaseContext, n: number): Promise<PhaseResult> {
+  const { url, probe } = ctx;
+  const topic = randomQueue('rsingle');
+  const pub = openRawPublisher(url);
+  try {
+    await pub.single(topic, warmCount(ctx, n, WARMUP));
+    const m = await probe.start();
+    await pub.single(topic, n);
+    const cost = await m.stop(n);
+    return { values: { raw_xadd_single_per_s: n / cost.seconds }, cost };
+  } finally {
+    await pub.close();
+    await probe.flush();
+  }
+}
+
+/** `raw_xadd_batch_per_s`: `n` raw `XADD`s in pipelines of 1,000, one pipeline in flight. */
+export async function rawPublishBatch(ctx: PhaseContext, n: number): Promise<PhaseResult> {
+  const { url, probe } = ctx;
+  const topic = randomQueue('rbatch');
+  const pub = openRawPublisher(url);
+  try {
+    await pub.batch(topic, warmCount(ctx, n, WARMUP));
+    const m = await probe.start();
+    await pub.batch(topic, n);
+    const cost = await m.stop(n);
+    return { values: { raw_xadd_batch_per_s: n / cost.seconds }, cost };
+  } finally {
+    await pub.close();
+    await probe.flush();
+  }
+}
+
+/**
+ * One Bus row and its raw anchor in one phase, the order alternating with the repetition (EchoMQ
+ * first in even ones): the values of both, EchoMQ's cost as the phase's, the anchor's as
+ * `anchorCost`. Each run has its own topic, warm-up and clock, and FLUSHALLs after itself.
+ */
+export async function withAnchor(ctx: PhaseContext, own: (c: PhaseContext) => Promise<PhaseResult>, anchor: (c: PhaseContext) => Promise<PhaseResult>): Promise<PhaseResult> {
+  const ownFirst = (ctx.rep ?? 0) % 2 === 0;
+  const first = await (ownFirst ? own : anchor)(ctx);
+  const second = await (ownFirst ? anchor : own)(ctx);
+  const [e, a] = ownFirst ? [first, second] : [second, first];
+  const notes = [e.note, a.note && `raw: ${a.note}`, ownFirst ? undefined : 'raw ran first'].filter(Boolean);
+  return { values: { ...e.values, ...a.values }, cost: e.cost, anchorCost: a.cost, note: notes.length > 0 ? notes.join('; ') : undefined };
 }
 
 /**

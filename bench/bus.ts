@@ -21,6 +21,27 @@ export const BUS_METRICS = [
 /** One Bus metric name. */
 export type BusMetric = (typeof BUS_METRICS)[number];
 
+/**
+ * The raw anchor of each Bus throughput row (`bus-raw.ts`), measured in the same phase right
+ * before or after EchoMQ's run (the order alternating per repetition): hand-written commands over
+ * the same stream. Written under `"bus"` beside the row; the ratio is EchoMQ / raw.
+ */
+export const BUS_ANCHORS = {
+  bus_publish_single_per_s: 'raw_xadd_single_per_s',
+  bus_publish_batch_per_s: 'raw_xadd_batch_per_s',
+  bus_group_c1_per_s: 'raw_group_c1_per_s',
+  bus_group_c50_per_s: 'raw_group_c50_per_s',
+} as const satisfies Partial<Record<BusMetric, string>>;
+
+/** A Bus row that has a raw anchor. */
+export type AnchoredBusMetric = keyof typeof BUS_ANCHORS;
+
+/** One raw anchor metric name. */
+export type BusAnchorMetric = (typeof BUS_ANCHORS)[AnchoredBusMetric];
+
+/** The Bus rows with an anchor, in table order. */
+export const ANCHORED_BUS_METRICS = BUS_METRICS.filter((m): m is AnchoredBusMetric => m in BUS_ANCHORS);
+
 /** The queue row measured with the lifecycle log on (EchoMQ only; written under `"echomq"`). */
 export const EVENTS_LOG_METRIC = 'process_c50_events_log_per_s';
 /** The EchoMQ-only fair-lanes row: `process_c50_per_s` with the jobs over 100 groups (BullMQ OSS has no groups). */

@@ -4,19 +4,27 @@
 import type { FlowsReport } from './flows.js';
 import { SYSTEMS, SYSTEM_LABEL, type Metric, type SystemName } from './common.js';
 import type { BenchSizes } from './sizes.js';
-import { EVENTS_LOG_METRIC, GROUPS_METRIC, type BusMetric } from './bus.js';
+import { EVENTS_LOG_METRIC, GROUPS_METRIC, type AnchoredBusMetric, type BusAnchorMetric, type BusMetric } from './bus.js';
 import type { CeilingReport, CeilingRow } from './ceiling.js';
-import type { Summary } from './pairs.js';
+import type { PairStat, Summary } from './pairs.js';
 import type { PhaseResult } from './phases.js';
 import type { CacheReport } from './cache-phases.js';
 import type { CacheMetric } from './cache.js';
 
 /** Any row of the report: a queue metric, a Bus metric, the lifecycle-log row, or a cache metric. */
-export type AnyMetric = Metric | BusMetric | typeof EVENTS_LOG_METRIC | typeof GROUPS_METRIC | CacheMetric;
+export type AnyMetric = Metric | BusMetric | BusAnchorMetric | typeof EVENTS_LOG_METRIC | typeof GROUPS_METRIC | CacheMetric;
+
+/** A Bus row's raw anchor: its median, and EchoMQ / raw as the median of the per-repetition ratios. */
+export interface BusAnchorResult {
+  readonly value: number;
+  readonly ratio: PairStat;
+}
 
 /** The EchoMQ-only medians: the Bus rows, and the lifecycle-log row when it was measured. */
 export interface EchoOnlyResults {
   readonly bus: Readonly<Record<BusMetric, number>>;
+  /** The raw anchors of the Bus throughput rows that measured one (absent: not run). */
+  readonly busAnchors: Readonly<Partial<Record<AnchoredBusMetric, BusAnchorResult>>>;
   /** `process_c50_events_log_per_s`; absent when this build's queue has no `eventsLog` option. */
   readonly eventsLog?: number;
   /** `process_c50_groups_per_s` (fair lanes over 100 groups); absent when not measured. */
@@ -47,6 +55,8 @@ export interface PhaseRecord extends PhaseResult {
   readonly rep: number;
   /** EchoMQ's runs of the ceiling rows: the ceiling measured right after, at its claim size. */
   readonly ceiling?: CeilingRow;
+  /** How the cost table names the system of this record (default its `SYSTEM_LABEL`; e.g. a raw anchor). */
+  readonly systemLabel?: string;
 }
 
 /** Everything a report is made of. */
@@ -93,12 +103,13 @@ export function costTable(records: readonly PhaseRecord[], unit = 'job', systems
   ];
   for (const phase of new Set(records.map((r) => r.phase))) {
     for (const system of systems) {
-      const c = records.find((x) => x.phase === phase && x.system === system)?.cost;
+      const rec = records.find((x) => x.phase === phase && x.system === system);
+      const c = rec?.cost;
       if (!c) continue;
       const busy = c.valkeyBusy === undefined ? '—' : `${Math.round(c.valkeyBusy * 100)}%`;
       const other = c.load?.otherCores === undefined ? '—' : `${fmt(c.load.machineCores, 2)} · ${fmt(c.load.otherCores, 2)}${c.load.noisy ? ' ⚠' : ''}`;
       lines.push(
-        `| ${phase} | ${SYSTEM_LABEL[system]} | ${fmt(c.seconds, 2)} | ${fmt(c.wallUsPerJob)} | ${fmt(c.clientUsPerJob)} | ${fmt(c.serverUsPerJob)} | ${fmt(c.scriptUsPerJob)} | ${fmt(c.scriptsPerJob, 3)} | ${fmt(c.commandsPerJob)} | ${busy} | ${other} | ${fmt(c.load?.loadAvg1, 2)} |`,
+        `| ${phase} | ${rec.systemLabel ?? SYSTEM_LABEL[system]} | ${fmt(c.seconds, 2)} | ${fmt(c.wallUsPerJob)} | ${fmt(c.clientUsPerJob)} | ${fmt(c.serverUsPerJob)} | ${fmt(c.scriptUsPerJob)} | ${fmt(c.scriptsPerJob, 3)} | ${fmt(c.commandsPerJob)} | ${busy} | ${other} | ${fmt(c.load?.loadAvg1, 2)} |`,
       );
     }
   }

@@ -75,6 +75,14 @@ export function pairRatios(records: readonly PhaseRecord[], metric: string, anch
 }
 
 /**
+ * The per-repetition ratios `metric` / `anchorMetric` of `system`'s records that measured both in
+ * one phase run (an anchor measured inside the same phase, as the Bus rows' raw loop is).
+ */
+export function withinRatios(records: readonly PhaseRecord[], metric: string, anchorMetric: string, system: SystemName = 'echomq'): number[] {
+  return records.filter((r) => r.system === system && metric in r.values && anchorMetric in r.values).map((r) => r.values[metric] / r.values[anchorMetric]);
+}
+
+/**
  * The shares of `metric` of the ceilings measured beside EchoMQ's runs of it: each system's
  * value in a repetition over the ceiling of EchoMQ's run in that repetition (undefined when no
  * run of it carries a ceiling).

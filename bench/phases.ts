@@ -27,6 +27,11 @@ export interface PhaseResult {
   readonly cost?: PhaseCost;
   /** Anything worth printing (e.g. how work split between processes). */
   readonly note?: string;
+  /**
+   * The cost of the anchor measured inside the same phase (the Bus rows' raw loop, `bus-raw.ts`):
+   * its values sit beside the system's in `values`.
+   */
+  readonly anchorCost?: PhaseCost;
 }
 
 /** The context every phase runs in. */
@@ -39,6 +44,8 @@ export interface PhaseContext {
    * Absent (as `bench:ab` calls the phases): each phase's own short warm-up, as before.
    */
   readonly warmup?: number;
+  /** The repetition (0-based) the phase runs in: a phase that pairs two runs alternates their order by it. */
+  readonly rep?: number;
 }
 
 /** Untimed calls before each enqueue or publish phase when the context sets no `warmup`. */

@@ -5,12 +5,12 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { BUS_METRICS, EVENTS_LOG_METRIC, GROUPS_METRIC, type BusMetric } from './bus.js';
+import { ANCHORED_BUS_METRICS, BUS_ANCHORS, BUS_METRICS, EVENTS_LOG_METRIC, GROUPS_METRIC, type AnchoredBusMetric, type BusMetric } from './bus.js';
 import { CACHE_METRICS } from './cache.js';
 import { METRICS, SYSTEMS, type SystemName } from './common.js';
 import { renderDoc } from './doc.js';
-import { rounded, shown, type EchoOnlyResults, type Environment, type PhaseRecord, type Report } from './format.js';
-import { metricMedian, type Summary } from './pairs.js';
+import { rounded, shown, type BusAnchorResult, type EchoOnlyResults, type Environment, type PhaseRecord, type Report } from './format.js';
+import { metricMedian, pairStat, pairText, withinRatios, type Summary } from './pairs.js';
 import type { Probe } from './probe.js';
 import { queueConsoleTable } from './queue-doc.js';
 import { repoPath, reportPath } from './output.js';
@@ -49,7 +49,13 @@ export async function environment(probe: Probe, quick: boolean): Promise<Environ
 export function echoOnlySummary(records: readonly PhaseRecord[]): EchoOnlyResults {
   const bus = {} as Record<BusMetric, number>;
   for (const m of BUS_METRICS) bus[m] = metricMedian(records, 'echomq', m) ?? Number.NaN;
-  return { bus, eventsLog: metricMedian(records, 'echomq', EVENTS_LOG_METRIC), groups: metricMedian(records, 'echomq', GROUPS_METRIC) };
+  const busAnchors: Partial<Record<AnchoredBusMetric, BusAnchorResult>> = {};
+  for (const m of ANCHORED_BUS_METRICS) {
+    const value = metricMedian(records, 'echomq', BUS_ANCHORS[m]);
+    const ratio = pairStat(withinRatios(records, m, BUS_ANCHORS[m]));
+    if (value !== undefined && ratio) busAnchors[m] = { value, ratio };
+  }
+  return { bus, busAnchors, eventsLog: metricMedian(records, 'echomq', EVENTS_LOG_METRIC), groups: metricMedian(records, 'echomq', GROUPS_METRIC) };
 }
 
 /** Prints the queue table on stdout. */
@@ -59,7 +65,11 @@ export function printTable(report: Summary): void {
 
 /** Prints the EchoMQ-only rows (the Bus, and the lifecycle-log row when measured) on stdout. */
 export function printEchoOnly(echoOnly: EchoOnlyResults): void {
-  const rows: [string, string][] = BUS_METRICS.map((m) => [m, shown(m, echoOnly.bus[m])]);
+  const rows: [string, string][] = BUS_METRICS.map((m) => {
+    const a = (echoOnly.busAnchors as Partial<Record<BusMetric, BusAnchorResult>>)[m];
+    const anchor = a ? `   raw ${shown(BUS_ANCHORS[m as AnchoredBusMetric], a.value)}   EchoMQ/raw ${pairText(a.ratio)}` : '';
+    return [m, `${shown(m, echoOnly.bus[m])}${anchor}`];
+  });
   rows.push([EVENTS_LOG_METRIC, echoOnly.eventsLog === undefined ? 'not measured' : shown(EVENTS_LOG_METRIC, echoOnly.eventsLog)]);
   if (echoOnly.groups !== undefined) rows.push([`${GROUPS_METRIC} (BullMQ OSS has no groups)`, shown(GROUPS_METRIC, echoOnly.groups)]);
   const w = Math.max(...rows.map((r) => r[0].length));
@@ -111,7 +121,11 @@ export function writeReport(report: Report, write: boolean): string[] {
       { ceiling_per_s: Math.round(c.ceilingPerS), batch: c.batch, ...Object.fromEntries(Object.entries(c.bySystem).map(([sys, p]) => [sys, { median: r3(p.median), min: r3(p.min), max: r3(p.max) }])) },
     ]),
   );
-  const busJson = Object.fromEntries(BUS_METRICS.filter((m) => !Number.isNaN(bus[m])).map((m) => [m, rounded(m, bus[m])]));
+  const busJson: Record<string, unknown> = Object.fromEntries(BUS_METRICS.filter((m) => !Number.isNaN(bus[m])).map((m) => [m, rounded(m, bus[m])]));
+  for (const [m, a] of Object.entries(report.echoOnly.busAnchors) as [AnchoredBusMetric, BusAnchorResult][]) {
+    busJson[BUS_ANCHORS[m]] = rounded(BUS_ANCHORS[m], a.value);
+    busJson[`${m.replace(/_per_s$/, '')}_vs_raw`] = { median: r3(a.ratio.median), min: r3(a.ratio.min), max: r3(a.ratio.max), pairs: a.ratio.pairs };
+  }
   const cache = Object.fromEntries(
     (['echomq', 'bentocache'] as const).map((sys) => [sys, Object.fromEntries(CACHE_METRICS.map((m) => [m, rounded(m, report.cache.results[sys][m])]))]),
   );

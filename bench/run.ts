@@ -15,7 +15,7 @@ import { startEmbeddedValkey } from '@echomq/nestjs/testing';
 import { SYSTEMS, type Metric, type SystemName } from './common.js';
 import { sizes, type BenchSizes } from './sizes.js';
 import { makeDriver } from './drivers.js';
-import { busGroup, busLatency, busPublishBatch, busPublishSingle, processEventsLog } from './bus-phases.js';
+import { busGroup, busLatency, busPublishBatch, busPublishSingle, processEventsLog, rawPublishBatch, rawPublishSingle, withAnchor } from './bus-phases.js';
 import { processRateLimited } from './rate-phases.js';
 import { enqueueBatch, enqueueSingle, latency, memory, processChildren, processLocal, type PhaseContext, type PhaseResult } from './phases.js';
 import { Probe } from './probe.js';
@@ -74,10 +74,11 @@ function phases(s: BenchSizes): Phase[] {
       }),
     ),
     { key: 'lat', label: 'latency', run: (c) => latency(c, s.latencyRate, s.latencySeconds, s.latencyConcurrency) },
-    { key: 'bus', label: 'bus publish single', systems: ECHO_ONLY, run: (c) => busPublishSingle(c, b.publishSingle) },
-    { key: 'bus', label: 'bus publish batch', systems: ECHO_ONLY, run: (c) => busPublishBatch(c, b.publishBatch) },
-    { key: 'bus', label: 'bus group c1', systems: ECHO_ONLY, run: (c) => busGroup(c, 'bus_group_c1_per_s', 1, b.group.c1) },
-    { key: 'bus', label: 'bus group c50', systems: ECHO_ONLY, run: (c) => busGroup(c, 'bus_group_c50_per_s', 50, b.group.c50) },
+    // Each Bus throughput row beside its raw anchor (bus-raw.ts), in the same phase, order alternated per repetition.
+    { key: 'bus', label: 'bus publish single', systems: ECHO_ONLY, run: (c) => withAnchor(c, (x) => busPublishSingle(x, b.publishSingle), (x) => rawPublishSingle(x, b.publishSingle)) },
+    { key: 'bus', label: 'bus publish batch', systems: ECHO_ONLY, run: (c) => withAnchor(c, (x) => busPublishBatch(x, b.publishBatch), (x) => rawPublishBatch(x, b.publishBatch)) },
+    { key: 'bus', label: 'bus group c1', systems: ECHO_ONLY, run: (c) => withAnchor(c, (x) => busGroup(x, 'bus_group_c1_per_s', 1, b.group.c1), (x) => busGroup(x, 'raw_group_c1_per_s', 1, b.group.c1, true)) },
+    { key: 'bus', label: 'bus group c50', systems: ECHO_ONLY, run: (c) => withAnchor(c, (x) => busGroup(x, 'bus_group_c50_per_s', 50, b.group.c50), (x) => busGroup(x, 'raw_group_c50_per_s', 50, b.group.c50, true)) },
     { key: 'bus', label: 'bus latency', systems: ECHO_ONLY, run: (c) => busLatency(c, b.latencyRate, b.latencySeconds, b.latencyConcurrency) },
     { key: 'memory', label: 'memory', once: true, run: (c) => memory(c, s.memoryJobs) },
     // Rate limiters at a limit that never binds (EchoMQ only, named rows only): what a window costs.
@@ -147,7 +148,7 @@ async function main(): Promise<void> {
             const r = await runOne(phase, system, rep, valkey.url, probe, s.warmup);
             pair.push(system === 'echomq' && wanted('ceiling') ? await withCeiling(r, valkey.url, probe, s.ceilingJobs) : r);
           }
-          const noisy = pair.some((r) => r.cost?.load?.noisy);
+          const noisy = pair.some((r) => r.cost?.load?.noisy || r.anchorCost?.load?.noisy);
           if (!noisy || attempt >= NOISY_RETRIES || phase.once) {
             records.push(...pair);
             break;
@@ -206,7 +207,7 @@ async function runOne(phase: Phase, system: SystemName, rep: number, url: string
   const driver = makeDriver(system, url);
   const t0 = Date.now();
   try {
-    const r = await phase.run({ driver, probe, url, warmup });
+    const r = await phase.run({ driver, probe, url, warmup, rep });
     const shown = Object.entries(r.values).map(([k, v]) => `${k}=${v.toFixed(v < 100 ? 3 : 0)}`);
     const load = r.cost?.load;
     const other = load?.otherCores === undefined ? '' : ` other=${load.otherCores.toFixed(2)}${load.noisy ? ' ⚠ noisy' : ''}`;
