@@ -120,9 +120,10 @@ describe('coordination across processes', () => {
   }, 60_000);
 
   describe.each([
-    ['with persistence (appendfsync always)', true],
-    ['without persistence', false],
-  ])('a Valkey restart %s', (_what, persist) => {
+    ['with persistence (appendfsync always), down 0.3 s', true, 300],
+    ['with persistence (appendfsync always), down 3 s (past the ttl)', true, 3000],
+    ['without persistence, down 0.3 s', false, 300],
+  ])('a Valkey restart %s', (_what, persist, downMs) => {
     let dir: string;
     let valkey: EmbeddedValkey;
     beforeAll(() => {
@@ -144,7 +145,15 @@ describe('coordination across processes', () => {
       const first = terms(kids)[0];
       await sleep(500);
       await valkey.stop();
-      await sleep(300);
+      const downAt = Date.now();
+      if (downMs > ttl) {
+        // The leader cannot renew: its term ends at its local deadline, with the server still down.
+        await kids[first.child].waitForLine(new RegExp(`^ENDED ${first.token}$`), ttl + 2000);
+        const endedAfter = Date.now() - downAt;
+        console.log(`coordination: Valkey down: the leader's term ended ${endedAfter} ms after the server stopped (ttl ${ttl})`);
+        expect(endedAfter).toBeLessThan(ttl + 500);
+      }
+      await sleep(Math.max(0, downMs - (Date.now() - downAt)));
       valkey = await startEmbeddedValkey({ port: valkey.port, args: args() });
       // Settle: every term has ended or renewed against the restarted server.
       await sleep(ttl * 2 + 1000);
@@ -166,7 +175,8 @@ describe('coordination across processes', () => {
         });
         expect(inTerm.length).toBe(1);
         console.log(`coordination: restart ${_what}: terms ${all.map((t) => t.token).join(' → ')}`);
-        if (!persist) expect(all.length).toBeGreaterThan(1); // the lease was lost with the data: a new term, a greater token (the time floor)
+        // Lost with the data (the time floor gives a greater token), or ended by the outage: a new term.
+        if (!persist || downMs > ttl) expect(all.length).toBeGreaterThan(1);
       } finally {
         await coord.close();
         await conn.close();
