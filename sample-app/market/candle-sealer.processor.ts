@@ -1,10 +1,11 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { BusService, Processor, type Job } from '@echomq/nestjs';
+import { BusAdmin, BusService, EchoMqError, Processor, type Job } from '@echomq/nestjs';
 import { EXCHANGE_CONFIG, type ExchangeConfig } from '../config/exchange.config.js';
-import { CANDLES_CLOSED_TOPIC, CANDLES_QUEUE } from '../exchange.names.js';
+import { CANDLES_CLOSED_TOPIC, CANDLES_QUEUE, TRADES_TOPIC } from '../exchange.names.js';
 import { ExchangeStore } from '../store/exchange.store.js';
 import { CandleSealStore } from './candle-seal.store.js';
 import { CANDLES_CLOSED_RETENTION, type SealedCandle } from './market.events.js';
+import { CANDLES_GROUP } from './market-data.js';
 
 /** The schedule's name in the `candles` queue. */
 export const SEAL_SCHEDULE = 'seal-1m';
@@ -25,7 +26,8 @@ export type SealReport = { readonly sealed: number; readonly announced: number }
  * Minute candles sealed by a stored schedule. `@Processor`'s `schedules` upserts `seal-1m` at
  * bootstrap on every instance (the same declaration: unchanged), and the schedule loop turns each
  * tick into exactly one job fleet-wide. The job seals every closed minute of every listed symbol
- * (closed for `SEAL_LAG_MS`, within the last hour) into an immutable record — idempotent per
+ * (closed for `SEAL_LAG_MS`, within the last hour, and the `candles` group handed every trade
+ * published up to then: a backlog defers the minute to a later tick) into an immutable record — idempotent per
  * (symbol, minute): `SET NX`, so a retried, run-now or concurrent job finds it sealed — and
  * publishes it once on `candles.closed` (again only if the sealer that wrote it died before it
  * published: at least once, never lost).
@@ -38,6 +40,7 @@ export class CandleSealer implements OnApplicationBootstrap {
     private readonly store: ExchangeStore,
     private readonly seals: CandleSealStore,
     private readonly bus: BusService,
+    private readonly busAdmin: BusAdmin,
     @Inject(EXCHANGE_CONFIG) private readonly config: ExchangeConfig,
   ) {}
 
@@ -59,10 +62,11 @@ export class CandleSealer implements OnApplicationBootstrap {
     let sealed = 0;
     let announced = 0;
     const since = now - SEAL_LOOKBACK_MS;
+    const cut = Math.min(now, await this.foldedUntil(now));
     for (const symbol of this.config.symbols) {
       const [candles, done] = await Promise.all([this.store.candles(symbol, MINUTE, SEAL_LOOKBACK_MS / MINUTE + 1), this.seals.announced(symbol, since)]);
       for (const c of candles) {
-        if (c.start < since || c.start + MINUTE + SEAL_LAG_MS > now || done.has(c.start)) continue;
+        if (c.start < since || c.start + MINUTE + SEAL_LAG_MS > cut || done.has(c.start)) continue;
         const { record, created } = await this.seals.seal({ ...c, symbol, interval: '1m', sealedAt: now });
         if (created) sealed++;
         // Another sealer wrote it moments ago and is publishing it: leave that to it.
@@ -73,5 +77,23 @@ export class CandleSealer implements OnApplicationBootstrap {
       }
     }
     return { sealed, announced };
+  }
+
+  /**
+   * The instant up to which the `candles` group has been handed every trade published: `now`
+   * when it has no lag, else the publish time of the last entry it was handed (its in-flight
+   * entries are not counted: they are folded within ms, or re-delivered after the 5 s ack timeout).
+   */
+  private async foldedUntil(now: number): Promise<number> {
+    // No trade was ever published: nothing is folded, nothing waits.
+    const groups = await this.busAdmin.groups(TRADES_TOPIC).catch((err: unknown) => {
+      if (err instanceof EchoMqError && err.code === 'EMQ_NOT_FOUND') return [];
+      throw err;
+    });
+    const g = groups.find((x) => x.name === CANDLES_GROUP);
+    if (!g || g.lag === 0) return now;
+    if (!g.lastDeliveredId) return 0;
+    for await (const e of this.bus.replay(TRADES_TOPIC, { from: g.lastDeliveredId, to: g.lastDeliveredId, batch: 1 })) return e.at.getTime();
+    return now;
   }
 }

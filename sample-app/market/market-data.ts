@@ -5,6 +5,9 @@ import { BOOKS_CHANGED_TOPIC, CANDLES_CLOSED_TOPIC, TRADES_TOPIC } from '../exch
 import { ExchangeStore } from '../store/exchange.store.js';
 import { BOOKS_CHANGED_RETENTION, TRADES_RETENTION, type SealedCandle } from './market.events.js';
 
+/** The consumer group (on `trades`) that folds the candles. */
+export const CANDLES_GROUP = 'candles';
+
 /** A dead member's unacknowledged trades are re-delivered to a live one after this long (ms). */
 export const ACK_TIMEOUT_MS = 5000;
 
@@ -31,7 +34,7 @@ export class MarketData implements OnApplicationBootstrap {
   }
 
   /** Folds a trade into the candles. */
-  @OnEvent(TRADES_TOPIC, { group: 'candles', concurrency: 16, ackTimeoutMs: ACK_TIMEOUT_MS })
+  @OnEvent(TRADES_TOPIC, { group: CANDLES_GROUP, concurrency: 16, ackTimeoutMs: ACK_TIMEOUT_MS })
   async candle(e: BusEvent<Trade>): Promise<void> {
     await this.store.foldCandle(e.payload);
   }
