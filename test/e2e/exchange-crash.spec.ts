@@ -79,6 +79,19 @@ describe('sample exchange under sample:two: one instance SIGKILLed mid-load and 
     const failoverMs = Date.now() - killedAt;
     await l.restarted(victim, oldPid);
     const restartMs = Date.now() - killedAt;
+    // /stats shows the dead instance's market-data members going silent (their pending events, if
+    // any, counted in redeliveriesPending until a live member re-delivers them).
+    let redeliveries = 0;
+    await until(
+      async () => {
+        const s = await stats(survivor);
+        redeliveries = Math.max(redeliveries, s.redeliveriesPending);
+        const dead = s.members.filter((m) => m.consumer.includes(`-${oldPid}-`));
+        return dead.length === 2 && dead.every((m) => m.silent);
+      },
+      20_000,
+      () => `the dead instance's group members were not shown silent`,
+    );
     const ids = await placing;
     expect(ids.size).toBe(orders.length);
     // The kill cost requests, each accepted elsewhere or after the restart.
@@ -187,7 +200,7 @@ describe('sample exchange under sample:two: one instance SIGKILLed mid-load and 
     console.log(
       `crash verifier: ${orders.length} orders, ${published.length} trades, ${ref.commands} commands; instance-${victim + 1} killed: ` +
         `shards re-held in ${failoverMs} ms, instance back in ${restartMs} ms; ${victimTally.unreachable + victimTally.unavailable} requests failed on it, ` +
-        `${victimTally.retriedElsewhere} orders accepted elsewhere`,
+        `${victimTally.retriedElsewhere} orders accepted elsewhere; up to ${redeliveries} market-data events awaiting re-delivery`,
     );
   }, 240_000);
 });
