@@ -1,9 +1,10 @@
 import type { Redis } from 'iovalkey';
-import type { EchoMqConnection } from '../../src/core/connection/index.js';
 import { CoordinationService } from '../../src/index.js';
 import { CoordKeys, FENCE_CHECK_LUA, coordWire } from '../../src/protocol.js';
 import { HeldLease } from '../../src/coordination/lease.js';
-import { openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
+import { EchoMqConnection } from '../../src/core/connection/connection.js';
+import { aclUser } from '../helpers/acl.js';
+import { openConnection, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const codeOf = (e: unknown): string | undefined => (e as { code?: string })?.code;
@@ -240,5 +241,29 @@ describe('CoordinationService: fenced leases', () => {
     await sleep(50);
     expect(ended).toBe(1);
     expect(await service().read(n)).toMatchObject({ held: false, owner: '', token: r.token });
+  });
+
+  it('works under the least-privilege grant of docs/operations.md (base + ~emq:{co:<name>}:*), and a name outside it is EMQ_NOPERM', async () => {
+    const n = name();
+    const other = name();
+    const BASE = ['~{emq}:*', '-@all', '+@read', '+@write', '+@blocking', '+@pubsub', '-@dangerous', '-function', '+evalsha', '+eval', '+info', '+time', '+auth', '+hello', '+ping', '+quit', '+select', '+client|setname', '+client|id', '+client|unblock'];
+    const u = await aclUser(raw, [...BASE, `~emq:{co:${n}}:*`]);
+    const c = new EchoMqConnection({ url: testUrl(), username: u.username, password: u.password });
+    await c.open();
+    const s = new CoordinationService(c);
+    try {
+      const l = (await s.tryAcquire(n, { ttlMs: 1000 }))!;
+      expect(await l.renew()).toBe(true);
+      const p = (await s.semaphore(n, { limit: 1, ttlMs: 1000 }))!;
+      expect(await p.renew()).toBe(true);
+      expect((await s.read(n)).held).toBe(true);
+      await p.release();
+      await l.release();
+      await expect(s.tryAcquire(other, { ttlMs: 1000 })).rejects.toMatchObject({ code: 'EMQ_NOPERM' });
+    } finally {
+      await s.close();
+      await c.close();
+      await u.drop();
+    }
   });
 });
