@@ -27,10 +27,10 @@ export type SealReport = { readonly sealed: number; readonly announced: number }
  * bootstrap on every instance (the same declaration: unchanged), and the schedule loop turns each
  * tick into exactly one job fleet-wide. The job seals every closed minute of every listed symbol
  * (closed for `SEAL_LAG_MS`, within the last hour, and the `candles` group handed every trade
- * published up to then: a backlog defers the minute to a later tick) into an immutable record — idempotent per
- * (symbol, minute): `SET NX`, so a retried, run-now or concurrent job finds it sealed — and
- * publishes it once on `candles.closed` (again only if the sealer that wrote it died before it
- * published: at least once, never lost).
+ * published up to then: a backlog defers the minute to a later tick) into an immutable record,
+ * idempotent per (symbol, minute) — `SET NX`, so a retried, run-now or concurrent job finds it
+ * sealed — and publishes it once on `candles.closed` (again only if the sealer that wrote it
+ * died before it published: at least once, never lost).
  */
 @Injectable()
 export class CandleSealer implements OnApplicationBootstrap {
