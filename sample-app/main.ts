@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { Logger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
+import { deriveAdminKey, deriveApiKey } from './config/exchange.config.js';
 import { launch } from './launcher.js';
 
 const log = new Logger('SampleApp');
@@ -52,16 +53,23 @@ function listenUrl(app: INestApplication): string {
   return `http://${host}:${addr.port}`;
 }
 
-/** A few commands to try against `base`. */
+/**
+ * A few commands to try against `base`. Keys are shown only when they derive from the default
+ * `dev-secret` (no `EXCHANGE_SECRET`, no `EXCHANGE_CONFIG`): a real secret's keys stay out of logs.
+ */
 function tryLines(base: string): string {
   const json = `-H 'content-type: application/json'`;
+  const dev = !process.env.EXCHANGE_SECRET?.trim() && !process.env.EXCHANGE_CONFIG?.trim();
+  const key = (account: string): string => `-H 'x-api-key: ${dev ? deriveApiKey('dev-secret', account) : `<${account}'s key>`}'`;
+  const admin = `-H 'x-api-key: ${dev ? deriveAdminKey('dev-secret') : '<admin key>'}'`;
   return [
     `open ${base}/ in a browser (order books, recent trades, candles), then try:`,
-    `  curl -s ${json} -d '{"account":"bob","clientOrderId":"b-1","symbol":"ACME","side":"sell","qty":10,"price":100}' ${base}/orders`,
-    `  curl -s ${json} -d '{"account":"alice","clientOrderId":"a-1","symbol":"ACME","side":"buy","type":"market","qty":4}' ${base}/orders`,
+    `  curl -s ${json} ${key('bob')} -d '{"clientOrderId":"b-1","symbol":"ACME","side":"sell","qty":10,"price":100}' ${base}/orders`,
+    `  curl -s ${json} ${key('alice')} -d '{"clientOrderId":"a-1","symbol":"ACME","side":"buy","type":"market","qty":4}' ${base}/orders`,
     `  curl -s ${base}/market/trades`,
-    `  curl -s ${base}/accounts/alice/positions`,
+    `  curl -s ${key('alice')} ${base}/accounts/alice/positions`,
     `  curl -s '${base}/market/candles/ACME?interval=1s'`,
+    `  curl -s ${admin} ${base}/stats        (the operator's: also /metrics, and ${base}/admin/queues?key=… in a browser)`,
   ].join('\n');
 }
 
