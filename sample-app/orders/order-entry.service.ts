@@ -64,6 +64,12 @@ export function viewOf(s: OrderState): OrderView {
   };
 }
 
+/**
+ * How long after its intake job finished an order may still have no view (the book sees a
+ * command within seconds, a failover within a few): past it, a missing view means it expired.
+ */
+const UNSEEN_AFTER_MS = 3_600_000;
+
 /** The 422 body of an order refused because its account lacks the cash or units it would reserve. */
 export interface InsufficientBody {
   readonly statusCode: 422;
@@ -147,13 +153,19 @@ export class OrderEntryService {
     return { statusCode: 422, error: cash ? 'insufficient-funds' : 'insufficient-units', message: reason, reason, available: have, needed: need };
   }
 
-  /** An order of `account`: its book state, or its intake job while the book has not seen it; 403 for another account's. */
+  /**
+   * An order of `account`: its book state, or its intake job while the book has not seen it; 403
+   * for another account's; 404 for none, and for one whose view expired (ended over 24 h ago:
+   * its intake job finished long before, yet no view exists).
+   */
   async get(orderId: string, account: string): Promise<OrderView> {
     const job = await this.orders.getJob(orderId);
     const state = await this.store.view(orderId);
     const view = state ? viewOf(state) : job?.payload?.kind === 'place' ? accepted(job.payload, job.status) : undefined;
     if (!view) throw new NotFoundException(`no order ${JSON.stringify(orderId)}`);
     if (view.account !== account) throw new ForbiddenException(`order ${orderId} is not of account ${account}`);
+    const sequencedLongAgo = job?.status === 'done' && job.finishedAt !== undefined && Date.now() - job.finishedAt.getTime() > UNSEEN_AFTER_MS;
+    if (!state && sequencedLongAgo) throw new NotFoundException(`order ${orderId} ended more than a day ago; its view expired`);
     return view;
   }
 
