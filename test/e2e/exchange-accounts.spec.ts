@@ -23,6 +23,7 @@ const POOR = `poor-${run}`;
 const FEW = `few-${run}`;
 const BUYER = `buyer-${run}`;
 const SELLER = `seller-${run}`;
+const RICH = `rich-${run}`;
 const SYM = 'EPIC';
 /** What POOR tries to buy (another book, so its resting buy meets none of the EPIC sells). */
 const CASH_SYM = 'FLUX';
@@ -48,6 +49,7 @@ describe('sample exchange: accounts, keys and the ledger', () => {
       { id: FEW, cash: '0', units: { [SYM]: '5' } },
       { id: BUYER, cash: '100000.5', units: {} },
       { id: SELLER, cash: '0', units: { [SYM]: '1000' } },
+      { id: RICH, cash: '10000000000000', units: {} },
     ]);
     inst = await startLocal(valkey.url, 'acc', { config });
     store = inst.app.get(ExchangeStore);
@@ -173,6 +175,25 @@ describe('sample exchange: accounts, keys and the ledger', () => {
     }
     expect(open.get(`${POOR} rcash`)).toBe(10_000_000n);
     expect(open.get(`${SELLER} r:${SYM}`)).toBe(7n);
+  });
+
+  it('compares and moves amounts past 2^53 ticks exactly in the ledger scripts', async () => {
+    // 10^13 units = 10^17 ticks: a double cannot tell 10^17 from 10^17 + 1.
+    const big = 100_000_000_000_000_000n;
+    expect(Number(big) === Number(big + 1n)).toBe(true);
+    const reserve = (n: number, per: bigint) => store.reserve({ orderId: `big-${run}-${n}`, account: RICH, per, qty: 1, overdraft: false });
+    expect(await reserve(1, big + 1n)).toEqual({ ok: false, available: big, needed: big + 1n });
+    expect(await reserve(2, big - 1n)).toEqual({ ok: true, repeat: false });
+    expect(await reserve(2, big - 1n)).toEqual({ ok: true, repeat: true });
+    expect(await store.holdings(RICH)).toEqual({ cashTicks: big, reservedTicks: big - 1n, units: {} });
+    expect(await positions(RICH)).toMatchObject({ cash: '10000000000000.0000', reserved: '9999999999999.9999', available: '0.0001' });
+    expect(await reserve(3, 2n)).toMatchObject({ ok: false, available: 1n });
+    // The order ends unfilled: its whole reservation comes back, once.
+    const ended = { orderId: `big-${run}-2`, clientOrderId: 'c', account: RICH, symbol: SYM, side: 'buy' as const, type: 'limit' as const, qty: 1, acceptedAt: 0, filledQty: 0, filledNotionalTicks: '0', status: 'cancelled' as const, seq: 1 };
+    await store.releaseEnded([ended]);
+    await store.releaseEnded([ended]);
+    expect(await store.holdings(RICH)).toEqual({ cashTicks: big, reservedTicks: 0n, units: {} });
+    expect((await positions(RICH)).available).toBe('10000000000000.0000');
   });
 
   it("caches positions per user: one account's cached response is never served to another", async () => {
