@@ -7,6 +7,7 @@ import { METRICS, SYSTEMS, SYSTEM_LABEL, lowerIsBetter, type Metric } from './co
 import { busSection } from './bus-doc.js';
 import { cacheSection } from './cache-doc.js';
 import { flowsSection } from './flows-doc.js';
+import { clusterSection } from './cluster-doc.js';
 import { CONFIGURATION, MEANING, TRADE_OFFS } from './doc-text.js';
 import { costTable, shown, type PhaseRecord, type Report } from './format.js';
 import { NOISY_OTHER_CORES } from './load.js';
@@ -205,6 +206,7 @@ ${busSection(report)}
 ${cacheSection(report.cache)}
 
 ${flowsSection(report.flows)}
+${clusterSection(report.cluster)}
 ## Every repetition
 
 ${repetitions(report)}

@@ -2,7 +2,7 @@
  * The EchoMQ side of the benchmark: `QueueService` to produce, the `Consumer` loop (no Nest) to
  * consume, configured as `ConsumerOrchestrator` configures it, with a done retention of 1000.
  */
-import { Redis } from 'iovalkey';
+import { Cluster, Redis } from 'iovalkey';
 import { EchoMqConnection, queueKeys } from '@echomq/nestjs/protocol';
 import { BUILTIN_DEFAULTS, Consumer, MetricsRegistry, countingFailures, countingListener, instrumentHandler, resolveConsumerOptions } from '@echomq/nestjs/unstable';
 import { QueueService, type QueueDefaults } from '@echomq/nestjs';
@@ -11,24 +11,27 @@ import { groupOf, laneOf, type ConsumerHandle, type ConsumerOptions, type Driver
 /** Done rows kept per queue, matching BullMQ's `removeOnComplete: { count: 1000 }`. */
 export const ECHOMQ_KEEP_DONE = 1000;
 
-async function open(url: string): Promise<EchoMqConnection> {
-  const conn = new EchoMqConnection({ url });
+/** Where the driver's Valkey is: a standalone server's URL, or a cluster's seed nodes. */
+export type EchoTarget = string | { readonly cluster: readonly { host: string; port: number }[] };
+
+async function open(target: EchoTarget): Promise<EchoMqConnection> {
+  const conn = new EchoMqConnection(typeof target === 'string' ? { url: target } : { cluster: target.cluster });
   await conn.open();
   return conn;
 }
 
-/** Drives EchoMQ on the Valkey at `url`, its producers and consumers using the queue `defaults`. */
+/** Drives EchoMQ on the Valkey at `url` (or a cluster), its producers and consumers using the queue `defaults`. */
 export class EchoMqDriver implements Driver {
   readonly name = 'echomq' as const;
-  private readonly raw: Redis;
+  private readonly raw: Redis | Cluster;
   /** The telemetry counters, bumped as the Nest orchestrator bumps them. */
   private readonly metrics = new MetricsRegistry();
 
   constructor(
-    private readonly url: string,
+    private readonly url: EchoTarget,
     private readonly defaults: QueueDefaults = BUILTIN_DEFAULTS,
   ) {
-    this.raw = new Redis(url, { maxRetriesPerRequest: 1 });
+    this.raw = typeof url === 'string' ? new Redis(url, { maxRetriesPerRequest: 1 }) : new Cluster([...url.cluster], { redisOptions: { maxRetriesPerRequest: 1 } });
   }
 
   /** Opens a connection and a `QueueService` bound to `queue`. */

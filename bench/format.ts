@@ -2,6 +2,7 @@
  * The shapes of a run's report and how its numbers are rounded, shown and compared.
  */
 import type { FlowsReport } from './flows.js';
+import type { ClusterReport } from './cluster.js';
 import { SYSTEMS, SYSTEM_LABEL, type Metric, type SystemName } from './common.js';
 import type { BenchSizes } from './sizes.js';
 import { EVENTS_LOG_METRIC, GROUPS_METRIC, type AnchoredBusMetric, type BusAnchorMetric, type BusMetric } from './bus.js';
@@ -75,6 +76,8 @@ export interface Report extends Summary {
   readonly cache: CacheReport;
   /** The flows rows (EchoMQ vs BullMQ's FlowProducer). */
   readonly flows: FlowsReport;
+  /** The cluster rows (EchoMQ on standalone, 1-primary and 3-primary clusters); absent when not run. */
+  readonly cluster?: ClusterReport;
   /** Wall seconds of the whole run. */
   readonly seconds: number;
 }

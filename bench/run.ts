@@ -28,6 +28,7 @@ import { flowsTable, runFlowsSuite, type FlowsReport } from './flows.js';
 import { measureCeiling, nearestBatch, pairedCeiling, type CeilingReport } from './ceiling.js';
 import { CEILING_ROWS } from './queue-doc.js';
 import { wroteLine, writesCommitted } from './output.js';
+import { clusterTable, runClusterSuite, type ClusterReport } from './cluster.js';
 
 /** One phase of the run: a key for `--rows`, a label, and how to run it for one system. */
 interface Phase {
@@ -95,7 +96,7 @@ function arg(name: string): string | undefined {
 }
 
 /** Every key `--rows` accepts: the phases', and the suites'. */
-const SUITE_KEYS = ['ceiling', 'cache', 'flows'];
+const SUITE_KEYS = ['ceiling', 'cache', 'flows', 'cluster'];
 
 async function main(): Promise<void> {
   const quick = process.argv.includes('--quick');
@@ -177,9 +178,17 @@ async function main(): Promise<void> {
       console.log('Flows: EchoMQ vs BullMQ FlowProducer');
       flows = await runFlowsSuite(valkey.url, quick, undefined, valkey.pid);
       console.log(`Flows:\n${flowsTable(flows)}\n`);
+      mark('flows done');
+    }
+    let cluster: ClusterReport | undefined;
+    if (wanted('cluster')) {
+      console.log(`Cluster: EchoMQ on standalone, a 1-primary and a 3-primary Valkey Cluster (load average ${loadavg()[0].toFixed(2)})`);
+      cluster = await runClusterSuite(valkey.url, s.process, s.warmup, s.reps);
+      console.log(`Cluster:\n${clusterTable(cluster)}\n`);
+      mark('cluster done');
     }
     if (rows || !cache || !flows) return;
-    const files = writeReport({ ...summary, echoOnly, records, superseded, env: { ...env, loadAvgEnd }, sizes: s, ceiling, cache, flows, seconds: (Date.now() - started) / 1000 }, write);
+    const files = writeReport({ ...summary, echoOnly, records, superseded, env: { ...env, loadAvgEnd }, sizes: s, ceiling, cache, flows, cluster, seconds: (Date.now() - started) / 1000 }, write);
     console.log(`${wroteLine(files, write)} (${Math.round((Date.now() - started) / 1000)} s)`);
   } finally {
     await probe.close();
