@@ -8,6 +8,7 @@ export const SEALED_TTL_MS = 7 * 86_400_000;
 const K = {
   record: (symbol: string, start: number) => `x:{md:${symbol}}:sealed:${start}`,
   announced: (symbol: string) => `x:{md:${symbol}}:sealed-index`,
+  announcing: (symbol: string, start: number) => `x:{md:${symbol}}:announcing:${start}`,
 };
 
 /**
@@ -27,6 +28,15 @@ export class CandleSealStore {
     const json = JSON.stringify(candle);
     const old = await this.store.client.set(K.record(candle.symbol, candle.start), json, 'PX', SEALED_TTL_MS, 'NX', 'GET');
     return old === null ? { record: candle, created: true } : { record: JSON.parse(old) as SealedCandle, created: false };
+  }
+
+  /**
+   * Claims the announcement of (symbol, start) for `ms`: true for the one caller that may publish
+   * it now. A claimant that dies before it marks the minute announced leaves the claim to expire,
+   * and the next seal job claims it again.
+   */
+  async claimAnnouncement(symbol: string, start: number, ms: number): Promise<boolean> {
+    return (await this.store.client.set(K.announcing(symbol, start), '1', 'PX', ms, 'NX')) === 'OK';
   }
 
   /** Records that the `candles.closed` event of (symbol, start) went out; prunes entries past the TTL. */

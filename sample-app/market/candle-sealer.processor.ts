@@ -15,8 +15,8 @@ export const SEAL_CRON = '15 * * * * *';
 export const SEAL_LAG_MS = 10_000;
 /** How far back a seal job looks for unsealed minutes (ms): a job missed for up to an hour is caught up. */
 export const SEAL_LOOKBACK_MS = 3_600_000;
-/** A record sealed this long ago whose event is not out yet was left by a sealer that died: announce it again (ms). */
-const ANNOUNCE_TAKEOVER_MS = 30_000;
+/** How long a sealer holds the announcement of a minute (ms): one that dies leaves it to the next job after this. */
+const ANNOUNCE_CLAIM_MS = 30_000;
 const MINUTE = 60_000;
 
 /** What one seal job did. */
@@ -29,8 +29,8 @@ export type SealReport = { readonly sealed: number; readonly announced: number }
  * (closed for `SEAL_LAG_MS`, within the last hour, and the `candles` group handed every trade
  * published up to then: a backlog defers the minute to a later tick) into an immutable record,
  * idempotent per (symbol, minute) — `SET NX`, so a retried, run-now or concurrent job finds it
- * sealed — and publishes it once on `candles.closed` (again only if the sealer that wrote it
- * died before it published: at least once, never lost).
+ * sealed — and publishes it on `candles.closed` under a 30 s claim (`SET NX PX`), so once; again
+ * only if the claimant died before it marked the minute announced: at least once, never lost.
  */
 @Injectable()
 export class CandleSealer implements OnApplicationBootstrap {
@@ -69,8 +69,8 @@ export class CandleSealer implements OnApplicationBootstrap {
         if (c.start < since || c.start + MINUTE + SEAL_LAG_MS > cut || done.has(c.start)) continue;
         const { record, created } = await this.seals.seal({ ...c, symbol, interval: '1m', sealedAt: now });
         if (created) sealed++;
-        // Another sealer wrote it moments ago and is publishing it: leave that to it.
-        if (!created && now - record.sealedAt < ANNOUNCE_TAKEOVER_MS) continue;
+        // Another sealer is announcing it right now: leave that to it.
+        if (!(await this.seals.claimAnnouncement(symbol, c.start, ANNOUNCE_CLAIM_MS))) continue;
         await this.bus.publish<SealedCandle>(CANDLES_CLOSED_TOPIC, record);
         await this.seals.markAnnounced(symbol, c.start);
         announced++;

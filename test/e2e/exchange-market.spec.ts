@@ -5,17 +5,20 @@
  * from the coherent cache and dropped on every instance by the `books.changed` Bus event.
  */
 import { randomBytes } from 'node:crypto';
-import { BusService, QueueService } from '../../src/index.js';
+import type { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { BusService, EchoMqModule, QueueService } from '../../src/index.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
+import { buildExchangeConfig, EXCHANGE_CONFIG } from '../../sample-app/config/exchange.config.js';
 import type { Depth, Trade } from '../../sample-app/engine/engine.types.js';
 import { shardOf } from '../../sample-app/engine/ids.js';
 import { formatUnits } from '../../sample-app/engine/money.js';
 import { BOOKS_CHANGED_TOPIC, CANDLES_CLOSED_TOPIC, CANDLES_QUEUE, TRADES_TOPIC } from '../../sample-app/exchange.names.js';
 import { CandleSealStore } from '../../sample-app/market/candle-seal.store.js';
-import { SEAL_CRON, SEAL_SCHEDULE } from '../../sample-app/market/candle-sealer.processor.js';
+import { CandleSealer, SEAL_CRON, SEAL_LAG_MS, SEAL_SCHEDULE } from '../../sample-app/market/candle-sealer.processor.js';
 import { candlesOf } from '../../sample-app/market/candles.js';
 import type { DepthChanged, SealedCandle } from '../../sample-app/market/market.events.js';
-import { ExchangeStore } from '../../sample-app/store/exchange.store.js';
+import { ExchangeStore, STORE_URL } from '../../sample-app/store/exchange.store.js';
 import { logOf, post, publishedTrades, startLocal, until, type LocalInstance } from './exchange.helpers.js';
 
 const MINUTE = 60_000;
@@ -39,6 +42,8 @@ describe('sample exchange: market data, the seal schedule, the books cache', () 
   let b: LocalInstance;
   let bus: BusService;
   let store: ExchangeStore;
+  let sealerOnly: INestApplication | undefined;
+  let closed = false;
 
   beforeAll(async () => {
     valkey = await startEmbeddedValkey();
@@ -48,8 +53,9 @@ describe('sample exchange: market data, the seal schedule, the books cache', () 
     store = a.app.get(ExchangeStore);
   });
   afterAll(async () => {
-    await a?.app.close();
-    await b?.app.close();
+    await sealerOnly?.close();
+    if (!closed) await a?.app.close();
+    if (!closed) await b?.app.close();
     await valkey?.stop();
   });
 
@@ -222,5 +228,46 @@ describe('sample exchange: market data, the seal schedule, the books cache', () 
     expect(books.map((x) => x.symbol)).toContain('DUNE');
     expect(await (await fetch(`${b.base}/`)).text()).not.toContain(junk);
     expect((await fetch(`${b.base}/market/candles/${junk}`)).status).toBe(404);
+  });
+
+  it('defers sealing a minute until the candles group has been handed the trades published after it', async () => {
+    // Trades of the current minute, folded; then every instance stops, and one more trade waits undelivered.
+    const symbol = 'BOLT';
+    const run = tag();
+    const t = (n: number): Trade => ({
+      id: `G${run}.${n}`, shard: shardOf(symbol), tradeSeq: n, symbol, priceTicks: '1000000', qty: 1, notionalTicks: '1000000',
+      buyOrderId: 'b', sellOrderId: 's', buyAccount: `g-${run}-b`, sellAccount: `g-${run}-s`, takerSide: 'buy', at: Date.now(), inputSeq: n,
+    });
+    const first = t(1);
+    const minute = Math.floor(first.at / MINUTE) * MINUTE;
+    await bus.publish<Trade>(TRADES_TOPIC, first);
+    await until(async () => (await store.candles(symbol, MINUTE, 5)).some((c) => c.start === minute && c.trades >= 1), 10_000, () => 'not folded');
+    closed = true;
+    await Promise.all([a.app.close(), b.app.close()]);
+    // A process with the sealer only (no market-data groups, no schedule loop), listing just this symbol.
+    const mod = await Test.createTestingModule({
+      imports: [EchoMqModule.forRoot({ connection: { url: valkey.url }, scheduler: false })],
+      providers: [
+        { provide: STORE_URL, useValue: valkey.url },
+        { provide: EXCHANGE_CONFIG, useValue: buildExchangeConfig({ symbols: [symbol] }, 'test-secret') },
+        ExchangeStore,
+        CandleSealStore,
+        CandleSealer,
+      ],
+    }).compile();
+    sealerOnly = mod.createNestApplication({ logger: ['error'] });
+    await sealerOnly.init();
+    const sealer = sealerOnly.get(CandleSealer);
+    const own = sealerOnly.get(BusService);
+    await own.publish<Trade>(TRADES_TOPIC, t(2));
+    // As if the seal ran once the minute had been closed long enough: the group has not been handed
+    // anything published after the minute's end + SEAL_LAG_MS, so the minute waits.
+    const later = minute + MINUTE + SEAL_LAG_MS + 1000;
+    expect(await sealer.sealClosed(later)).toEqual({ sealed: 0, announced: 0 });
+    expect(await sealerOnly.get(CandleSealStore).sealed(symbol)).toEqual([]);
+    // The group catches up (moved to the log's end, as its members would): the minute is sealed.
+    await sealerOnly.get(ExchangeStore).client.xgroup('SETID', `emq:{${TRADES_TOPIC}}:bus:log`, 'candles', '$');
+    expect(await sealer.sealClosed(later)).toEqual({ sealed: 1, announced: 1 });
+    expect((await sealerOnly.get(CandleSealStore).sealed(symbol)).map((c) => [c.start, c.trades])).toEqual([[minute, 1]]);
   });
 });
