@@ -126,6 +126,12 @@ export class Campaign implements Election {
         },
       },
     };
+    if (lease.signal.aborted) {
+      // Born lost: the acquire's reply came after its own local deadline (a stall, an outage that
+      // queued the call). Not a term: its lease is being released; campaign on.
+      this.schedule(this.pollMs);
+      return;
+    }
     this.current = term;
     if (this.stopped) {
       void lease.release().catch(() => undefined); // stop() ran while the acquire was in flight

@@ -75,7 +75,7 @@ export function acquireLease(
       const { reply, sentAt } = await acquireOnce(client, keys, owner, hold.ttlMs);
       if (!reply.ok || reply.token === null) return null;
       const lease: HeldLease = new HeldLease(client, keys, owner, reply.token, reply.exp, sentAt, hold, log, () => onEnd(lease));
-      return lease;
+      return lease.signal.aborted ? null : lease; // born lost (its reply came after its deadline): being released; try again
     },
     hold.waitMs,
     waitPollMs(hold.ttlMs),

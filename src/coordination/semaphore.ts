@@ -52,7 +52,7 @@ export function acquirePermit(
       const r = await coordWire.semaphore(client, keys, 'acquire', holder, hold.limit, hold.ttlMs);
       if (!r.ok) return null;
       const permit: HeldPermit = new HeldPermit(client, keys, holder, sentAt, hold, log, () => onEnd(permit));
-      return permit;
+      return permit.signal.aborted ? null : permit; // born lost: being released; try again
     },
     hold.waitMs,
     waitPollMs(hold.ttlMs),

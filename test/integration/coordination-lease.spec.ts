@@ -1,10 +1,11 @@
 import type { Redis } from 'iovalkey';
 import { CoordinationService } from '../../src/index.js';
 import { CoordKeys, FENCE_CHECK_LUA, coordWire } from '../../src/protocol.js';
-import { HeldLease } from '../../src/coordination/lease.js';
+import { HeldLease, acquireLease } from '../../src/coordination/lease.js';
+import type { ScriptClient } from '../../src/core/scripts.js';
 import { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { aclUser } from '../helpers/acl.js';
-import { openConnection, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
+import { eventually, openConnection, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const codeOf = (e: unknown): string | undefined => (e as { code?: string })?.code;
@@ -265,5 +266,26 @@ describe('CoordinationService: fenced leases', () => {
       await c.close();
       await u.drop();
     }
+  });
+
+  it('an acquire answered after its ttl (a stalled client) is not handed out: null, and the lease is free again', async () => {
+    const n = name();
+    const keys = new CoordKeys(n);
+    const real = conn.scriptClient;
+    // A real Valkey behind a client that delivers each reply 400 ms late.
+    const slow: ScriptClient = {
+      evalsha: async (...a) => {
+        const r = await real.evalsha(...a);
+        await sleep(400);
+        return r;
+      },
+      eval: (...a) => real.eval(...a),
+      pipeline: () => real.pipeline(),
+    };
+    const hold = { ttlMs: 300, autoRenew: true, waitMs: 0, limit: 1 };
+    const got = await acquireLease(slow, keys, 'stalled', hold, { warn: () => undefined, error: () => undefined }, () => undefined);
+    expect(got).toBeNull();
+    await eventually(async () => !(await service().read(n)).held, 2000, 'the born-lost lease to be released');
+    expect((await service().read(n)).owner).toBe('');
   });
 });
