@@ -4,6 +4,7 @@ import { APP_FILTER } from '@nestjs/core';
 import { EchoMqDashboardModule, EchoMqEmbeddedServer, EchoMqModule, metricsController, type BusEvent, type EchoMqModuleOptions } from '@echomq/nestjs';
 import { AccountsController } from './accounts/accounts.controller.js';
 import { OpeningBalances } from './accounts/opening-balances.service.js';
+import { ReservationSweeper } from './accounts/reservation-sweeper.processor.js';
 import { PositionsService } from './accounts/positions.service.js';
 import { EXCHANGE_CONFIG, loadExchangeConfig, type ExchangeConfig } from './config/exchange.config.js';
 import { BOOKS_CHANGED_TOPIC, ORDERS_QUEUE, SETTLEMENTS_QUEUE } from './exchange.names.js';
@@ -77,6 +78,7 @@ export class AppModule {
       BookHolder,
       PositionsService,
       OpeningBalances,
+      ReservationSweeper,
       SettlementProcessor,
       MarketData,
       CandleSealStore,

@@ -52,7 +52,7 @@ export class IntakeProcessor {
   @Processor(ORDERS_QUEUE, { concurrency: 32 })
   async sequence(job: Job<Command>): Promise<Sequenced> {
     if (!isCommand(job.payload)) throw new FatalJobError('not an exchange command');
-    if (job.payload.kind === 'place' && !(await this.store.hasReservation(job.payload.orderId))) {
+    if (job.payload.kind === 'place' && !(await this.store.markSequenced(job.payload.orderId))) {
       throw new FatalJobError(`order ${job.payload.orderId} has no reservation: it did not come through order entry`);
     }
     const topic = commandTopic(shardOf(job.payload.symbol));

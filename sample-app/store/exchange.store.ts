@@ -6,7 +6,7 @@ import { ticksFromWire, ticksToWire } from '../engine/money.js';
 import { storeClient } from './store.client.js';
 import { latencies, LATENCIES_KEPT, recordSettlement } from './stats.store.js';
 import { CANDLE, RISK } from './store.scripts.js';
-import { fund, hasReservation, readLedger, releaseEnded, reserve, settle, settledCount, unclaim, type LedgerAccount, type ReservationRequest, type ReserveOutcome } from './ledger.store.js';
+import { fund, markSequenced, readLedger, releaseEnded, reserve, settle, settledCount, sweep, unclaim, unsequenced, type LedgerAccount, type ReservationRequest, type ReserveOutcome } from './ledger.store.js';
 import { CLAIM, FENCED_RAISE, FENCED_SNAPSHOT, VIEWS } from './shard.scripts.js';
 
 /** The injection token of the store's Valkey URL. */
@@ -218,9 +218,22 @@ export class ExchangeStore implements OnApplicationShutdown {
     return reserve(this.client, r);
   }
 
-  /** True when order entry reserved for `orderId` (the intake refuses a placement that did not). */
-  hasReservation(orderId: string): Promise<boolean> {
-    return hasReservation(this.client, orderId);
+  /**
+   * The intake's check before sequencing a placement: true when order entry reserved for
+   * `orderId` (then marked sequenced, so the sweeper leaves it), false when it did not.
+   */
+  markSequenced(orderId: string): Promise<boolean> {
+    return markSequenced(this.client, orderId);
+  }
+
+  /** Up to `limit` orders that reserved before `before` (ms) and were never sequenced, oldest first. */
+  unsequenced(before: number, limit = 500): Promise<string[]> {
+    return unsequenced(this.client, before, limit);
+  }
+
+  /** Releases the reservations of orders that never reached the intake (see `ReservationSweeper`). */
+  sweep(orderIds: readonly string[]): Promise<{ released: number; accounts: string[] }> {
+    return sweep(this.client, orderIds);
   }
 
   /** Frees a client order id claimed for `orderId` by a placement that was then refused. */

@@ -30,8 +30,9 @@ redis.call('SADD', KEYS[3], ARGV[1])
 return 1`);
 
 /**
- * Reserves for one order, once per order id: KEYS account hash, reservation, scratch; ARGV held
- * field (`cash` or `u:<SYM>`), reserved field, per, amount, overdraft allowed (1/0), account.
+ * Reserves for one order, once per order id: KEYS account hash, reservation, scratch, the
+ * not-yet-sequenced index; ARGV held field (`cash` or `u:<SYM>`), reserved field, per, amount,
+ * overdraft allowed (1/0), account, now (ms: the index's score), order id.
  * Returns {1, available} when reserved (or reserved before: {2, ''}), {0, available} when short —
  * available = held − reserved before this order, a decimal string. Writes nothing when short.
  */
@@ -46,7 +47,40 @@ redis.call('DEL', KEYS[3])
 if short and ARGV[5] ~= '1' then return {0, available} end
 redis.call('HINCRBY', KEYS[1], ARGV[2], ARGV[4])
 redis.call('HSET', KEYS[2], 'acct', ARGV[6], 'field', ARGV[2], 'per', ARGV[3], 'left', ARGV[4])
+redis.call('ZADD', KEYS[4], ARGV[7], ARGV[8])
 return {1, available}`);
+
+/**
+ * The intake's check before it sequences a placement: KEYS reservation, not-yet-sequenced index;
+ * ARGV order id. Marks the reservation sequenced (the sweeper then leaves it alone) and returns
+ * 1, or returns 0 when there is none (never reserved, or swept).
+ */
+export const MARK_SEQUENCED = new StoreScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'sequenced', '1')
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1`);
+
+/**
+ * Releases reservations whose order never reached the intake: KEYS not-yet-sequenced index, then
+ * pairs of account hash and reservation; ARGV the order ids. A reservation the intake has marked
+ * meanwhile is left alone (the mark and the sweep are atomic on the reservation, so an order is
+ * either sequenced with its money set aside or swept and then buried by the intake — never
+ * both). Returns how many it released.
+ */
+export const SWEEP = new StoreScript(`
+local n = 0
+for i = 2, #KEYS, 2 do
+  local acct, rec, id = KEYS[i], KEYS[i + 1], ARGV[i / 2]
+  if redis.call('EXISTS', rec) == 1 and redis.call('HEXISTS', rec, 'sequenced') == 0 and redis.call('HEXISTS', rec, 'ended') == 0 then
+    local left = redis.call('HGET', rec, 'left')
+    if left ~= '0' then redis.call('HINCRBY', acct, redis.call('HGET', rec, 'field'), '-' .. left) end
+    redis.call('DEL', rec)
+    n = n + 1
+  end
+  redis.call('ZREM', KEYS[1], id)
+end
+return n`);
 
 /**
  * The shared tail of a release: takes `neg` (a negative decimal string) off reservation `rec`

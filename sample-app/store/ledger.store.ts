@@ -6,7 +6,7 @@
 import type { Redis } from 'iovalkey';
 import type { OrderState, Trade } from '../engine/engine.types.js';
 import { ticksToWire } from '../engine/money.js';
-import { FUND, RELEASE_ENDED, RESERVE, SETTLE, UNCLAIM } from './ledger.scripts.js';
+import { FUND, MARK_SEQUENCED, RELEASE_ENDED, RESERVE, SETTLE, SWEEP, UNCLAIM } from './ledger.scripts.js';
 
 /** The ledger's keys, all in the `{ledger}` slot. */
 export const LEDGER_KEYS = {
@@ -19,6 +19,8 @@ export const LEDGER_KEYS = {
   accounts: 'x:{ledger}:accounts',
   reservation: (orderId: string) => `x:{ledger}:res:${orderId}`,
   scratch: 'x:{ledger}:scratch',
+  /** Order ids reserved for and not yet sequenced by the intake, scored by when they reserved (ms). */
+  unsequenced: 'x:{ledger}:unsequenced',
 };
 const K = LEDGER_KEYS;
 
@@ -73,15 +75,36 @@ export async function fund(client: Redis, account: string, cashTicks: bigint, un
 export async function reserve(client: Redis, r: ReservationRequest): Promise<ReserveOutcome> {
   const [held, reserved] = r.symbol === undefined ? ['cash', 'rcash'] : [`u:${r.symbol}`, `r:${r.symbol}`];
   const needed = r.per * BigInt(r.qty);
-  const args = [held, reserved, r.per.toString(), needed.toString(), r.overdraft ? '1' : '0', r.account];
-  const [code, available] = (await RESERVE.run(client, [K.account(r.account), K.reservation(r.orderId), K.scratch], args)) as [number, string];
+  const args = [held, reserved, r.per.toString(), needed.toString(), r.overdraft ? '1' : '0', r.account, Date.now(), r.orderId];
+  const keys = [K.account(r.account), K.reservation(r.orderId), K.scratch, K.unsequenced];
+  const [code, available] = (await RESERVE.run(client, keys, args)) as [number, string];
   if (code === 0) return { ok: false, available: BigInt(available), needed };
   return { ok: true, repeat: code === 2 };
 }
 
-/** True when the ledger holds a reservation for `orderId` (made by order entry, kept 7 days after the order ended). */
-export async function hasReservation(client: Redis, orderId: string): Promise<boolean> {
-  return (await client.exists(K.reservation(orderId))) === 1;
+/**
+ * The intake's check: true when the ledger holds a reservation for `orderId` (made by order
+ * entry, kept 7 days after the order ended), which it marks sequenced; false when there is none.
+ */
+export async function markSequenced(client: Redis, orderId: string): Promise<boolean> {
+  return (await MARK_SEQUENCED.run(client, [K.reservation(orderId), K.unsequenced], [orderId])) === 1;
+}
+
+/** Up to `limit` order ids that reserved before `before` (ms) and have not been sequenced, oldest first. */
+export async function unsequenced(client: Redis, before: number, limit: number): Promise<string[]> {
+  return client.zrangebyscore(K.unsequenced, '-inf', `(${before}`, 'LIMIT', 0, limit);
+}
+
+/**
+ * Releases the reservations of these orders unless the intake has sequenced them meanwhile;
+ * resolves to how many it released and the accounts they were of.
+ */
+export async function sweep(client: Redis, orderIds: readonly string[]): Promise<{ released: number; accounts: string[] }> {
+  if (orderIds.length === 0) return { released: 0, accounts: [] };
+  const accounts = await Promise.all(orderIds.map((id) => client.hget(K.reservation(id), 'acct')));
+  const keys = [K.unsequenced, ...orderIds.flatMap((id, i) => [K.account(accounts[i] ?? ''), K.reservation(id)])];
+  const released = (await SWEEP.run(client, keys, orderIds)) as number;
+  return { released, accounts: [...new Set(accounts.flatMap((a) => (a === null ? [] : [a])))] };
 }
 
 /** Deletes a client order id claim made for `orderId` (an order refused before it was enqueued). */

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { BusService, QueueService } from '../../src/index.js';
 import { startEmbeddedValkey, type EmbeddedValkey } from '../../src/core/embedded-valkey.js';
 import type { PositionsView } from '../../sample-app/accounts/positions.service.js';
+import { ReservationSweeper, UNSEQUENCED_AFTER_MS } from '../../sample-app/accounts/reservation-sweeper.processor.js';
 import { deriveApiKey } from '../../sample-app/config/exchange.config.js';
 import type { PlaceCommand } from '../../sample-app/engine/engine.types.js';
 import { shardOf } from '../../sample-app/engine/ids.js';
@@ -194,6 +195,26 @@ describe('sample exchange: accounts, keys and the ledger', () => {
     await store.releaseEnded([ended]);
     expect(await store.holdings(RICH)).toEqual({ cashTicks: big, reservedTicks: 0n, units: {} });
     expect((await positions(RICH)).available).toBe('10000000000000.0000');
+  });
+
+  it('releases the reservation of a placement that never reached the queue, once it is 10 minutes old', async () => {
+    const queues = inst.app.get(QueueService);
+    const sweeper = inst.app.get(ReservationSweeper);
+    // A request that reserved and died before its enqueue (as if the instance were killed there).
+    const orderId = queues.mintId();
+    expect(await store.reserve({ orderId, account: FEW, symbol: SYM, per: 1n, qty: 3, overdraft: false })).toEqual({ ok: true, repeat: false });
+    expect((await store.holdings(FEW)).units[SYM]).toEqual({ held: 5n, reserved: 3n });
+    // Younger than 10 minutes: kept (its client may still retry).
+    expect(await sweeper.sweepBefore(Date.now() - UNSEQUENCED_AFTER_MS)).toEqual({ candidates: 0, released: 0 });
+    // As if 10 minutes had passed: released, and only it (every order placed through the API was sequenced).
+    expect(await sweeper.sweepBefore(Date.now() + 1)).toMatchObject({ released: 1 });
+    expect((await store.holdings(FEW)).units[SYM]).toEqual({ held: 5n, reserved: 0n });
+    expect((await store.holdings(POOR)).reservedTicks).toBe(10_000_000n);
+    // Enqueued after the sweep, the intake buries it: nothing trades without its money set aside.
+    const cmd: PlaceCommand = { kind: 'place', orderId, clientOrderId: 'late', account: FEW, symbol: SYM, side: 'sell', type: 'limit', qty: 3, priceTicks: '10000', acceptedAt: Date.now() };
+    await queues.enqueue(ORDERS_QUEUE, cmd, { id: orderId });
+    await until(async () => (await queues.getJob(ORDERS_QUEUE, orderId))?.status === 'dead', 5000, () => 'the swept placement was not buried');
+    expect(await sweeper.sweepBefore(Date.now() + 1)).toEqual({ candidates: 0, released: 0 });
   });
 
   it("caches positions per user: one account's cached response is never served to another", async () => {
