@@ -21,6 +21,7 @@ export const METRICS = [
   'process_c50_backlog_1m_per_s',
   'latency_p50_ms',
   'latency_p99_ms',
+  'fanout_completed_x4_per_s',
   'bytes_per_pending_job',
 ] as const;
 

@@ -17,6 +17,7 @@ import { sizes, type BenchSizes } from './sizes.js';
 import { makeDriver } from './drivers.js';
 import { busGroup, busLatency, busPublishBatch, busPublishSingle, processEventsLog, rawPublishBatch, rawPublishSingle, withAnchor } from './bus-phases.js';
 import { processRateLimited } from './rate-phases.js';
+import { fanoutCompleted } from './fanout.js';
 import { enqueueBatch, enqueueSingle, latency, memory, processChildren, processLocal, type PhaseContext, type PhaseResult } from './phases.js';
 import { Probe } from './probe.js';
 import { GROUPS_METRIC } from './bus.js';
@@ -75,6 +76,8 @@ function phases(s: BenchSizes): Phase[] {
       }),
     ),
     { key: 'lat', label: 'latency', run: (c) => latency(c, s.latencyRate, s.latencySeconds, s.latencyConcurrency) },
+    // Lifecycle fan-out: the completed event to 4 listeners (EchoMQ's lifecycle log vs BullMQ's QueueEvents).
+    { key: 'fanout', label: 'fanout completed x4', systems: NO_BEE, run: (c) => fanoutCompleted(c, s.fanout) },
     // Each Bus throughput row beside its raw anchor (bus-raw.ts), in the same phase, order alternated per repetition.
     { key: 'bus', label: 'bus publish single', systems: ECHO_ONLY, run: (c) => withAnchor(c, (x) => busPublishSingle(x, b.publishSingle), (x) => rawPublishSingle(x, b.publishSingle)) },
     { key: 'bus', label: 'bus publish batch', systems: ECHO_ONLY, run: (c) => withAnchor(c, (x) => busPublishBatch(x, b.publishBatch), (x) => rawPublishBatch(x, b.publishBatch)) },

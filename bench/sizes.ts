@@ -36,6 +36,8 @@ export interface BenchSizes {
   readonly ceilingJobs: number;
   /** Untimed jobs every system processes at the start of the run (JIT, script cache). */
   readonly startWarmup: number;
+  /** Timed jobs of the lifecycle fan-out row (BullMQ's events stream keeps ~10,000 entries: its listeners must keep up). */
+  readonly fanout: number;
   /** Sizes of the Bus phases (EchoMQ only). */
   readonly bus: BusSizes;
 }
@@ -76,6 +78,7 @@ export function sizes(mode: BenchMode, backlog1m = false): BenchSizes {
       memoryJobs: 5000,
       ceilingJobs: 10_000,
       startWarmup: 1000,
+      fanout: 1000,
       bus: { publishSingle: 3000, publishBatch: 10_000, group: { c1: 1000, c50: 3000 }, latencyRate: 500, latencySeconds: 1, latencyConcurrency: 10 },
     };
   }
@@ -94,6 +97,7 @@ export function sizes(mode: BenchMode, backlog1m = false): BenchSizes {
     memoryJobs: 10_000,
     ceilingJobs: 200_000,
     startWarmup: 2000,
+    fanout: 5000,
     bus: { publishSingle: 20_000, publishBatch: 50_000, group: { c1: 5000, c50: 30_000 }, latencyRate: 500, latencySeconds: 3, latencyConcurrency: 10 },
   };
 }
