@@ -5,7 +5,7 @@ import { coordWire } from '../core/wire/index.js';
 import { resolveElectionOptions, resolveLeaseOptions, resolveSemaphoreOptions, resolveServiceOptions, type ResolvedService } from './coordination-options.js';
 import type { CoordinationOptions, Election, ElectionOptions, Lease, LeaseOptions, LeaseState, Permit, SemaphoreOptions } from './coordination-types.js';
 import { Campaign } from './election.js';
-import { HeldLease, acquireLease, acquireOnce } from './lease.js';
+import { acquireLease, type HeldLease } from './lease.js';
 import { acquirePermit, type HeldPermit } from './semaphore.js';
 
 /**
@@ -36,21 +36,16 @@ export class CoordinationService {
   /**
    * Acquires the lease `name` (a name of the key grammar), waiting up to `opts.waitMs`; null when
    * another owner holds it. A name this service already holds is re-entrant: the same `Lease`,
-   * its expiry extended.
+   * renewed (same token; its ttl and autoRenew stay those of the first acquire).
    */
   async tryAcquire(name: string, opts: LeaseOptions): Promise<Lease | null> {
     const keys = new CoordKeys(name, 'lease');
     const hold = resolveLeaseOptions(opts);
     this.refuseClosed();
     const mine = this.leases.get(name);
-    if (mine && !mine.signal.aborted) {
-      const { reply } = await acquireOnce(this.conn.scriptClient, keys, this.owner, hold.ttlMs);
-      if (reply.ok && reply.token === mine.token) {
-        mine.extended(reply.exp);
-        return mine;
-      }
-      if (reply.ok) await coordWire.lease(this.conn.scriptClient, keys, 'release', this.owner, reply.token, 0); // not the one we track: start clean
-    }
+    // Re-entrant: renew the lease held (its ttl stays the first acquire's, so its local deadline
+    // and the server's expiry keep one rule); a refused renewal means it was lost: acquire anew.
+    if (mine && !mine.signal.aborted && (await mine.renew())) return mine;
     const lease = await acquireLease(this.conn.scriptClient, keys, this.owner, hold, this.o.logger, (l) => {
       if (this.leases.get(name) === l) this.leases.delete(name);
     });

@@ -35,11 +35,6 @@ export class HeldLease extends Held implements Lease {
     return new Date(this.exp);
   }
 
-  /** Extends the expiry of a re-entrant acquire (same token) that the server just granted. */
-  extended(exp: number): void {
-    if (exp > this.exp) this.exp = exp;
-  }
-
   protected async sendRenew(): Promise<boolean> {
     const r = await coordWire.lease(this.client, this.keys, 'renew', this.owner, this.token, this.hold.ttlMs);
     if (r.ok) this.exp = r.exp;

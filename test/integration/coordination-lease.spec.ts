@@ -88,10 +88,12 @@ describe('CoordinationService: fenced leases', () => {
     const l1 = (await a.tryAcquire(n, { ttlMs: 1000 }))!;
     const exp1 = l1.expiresAt.getTime();
     await sleep(20);
-    const l2 = (await a.tryAcquire(n, { ttlMs: 5000 }))!;
+    const l2 = (await a.tryAcquire(n, { ttlMs: 60_000 }))!;
     expect(l2).toBe(l1);
     expect(l2.token).toBe(l1.token);
     expect(l2.expiresAt.getTime()).toBeGreaterThan(exp1);
+    // Renewed with its own ttl (1000), not the second call's: the server's expiry and the local deadline agree.
+    expect(l2.expiresAt.getTime()).toBeLessThan(Date.now() + 2000);
     // Another service of the same owner string is the same owner on the server: re-entrant there too.
     const twin = service(a.owner);
     const l3 = (await twin.tryAcquire(n, { ttlMs: 1000 }))!;
