@@ -42,6 +42,7 @@ export class CoordinationService {
     const keys = new CoordKeys(name, 'lease');
     const hold = resolveLeaseOptions(opts);
     this.refuseClosed();
+    if (this.elections.has(name)) throw new InvalidOptionError(`this CoordinationService campaigns for role "${name}": its lease is the campaign's`);
     const mine = this.leases.get(name);
     // Re-entrant: renew the lease held (its ttl stays the first acquire's, so its local deadline
     // and the server's expiry keep one rule); a refused renewal means it was lost: acquire anew.
@@ -80,6 +81,7 @@ export class CoordinationService {
     const o = resolveElectionOptions(opts);
     this.refuseClosed();
     if (this.elections.has(role)) throw new InvalidOptionError(`this CoordinationService already campaigns for role "${role}"; stop() that election first`);
+    if (this.leases.get(role)?.signal.aborted === false) throw new InvalidOptionError(`this CoordinationService holds the lease "${role}"; release it before campaigning for that role`);
     const campaign: Campaign = new Campaign(this.conn.scriptClient, keys, this.owner, o.ttlMs, o.onElected, this.o.logger, () => {
       if (this.elections.get(role) === campaign) this.elections.delete(role);
     });

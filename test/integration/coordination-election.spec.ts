@@ -104,14 +104,21 @@ describe('CoordinationService: leader election', () => {
     expect(ea.isLeader()).toBe(false);
   });
 
-  it('refuses a second campaign for one role on one service', async () => {
+  it('refuses a second campaign for one role on one service, and mixing a role with a lease of the same name', async () => {
     const role = name();
     const a = service();
     const e = a.elect(role, { ttlMs: 1000 });
     expect(() => a.elect(role)).toThrow(expect.objectContaining({ code: 'EMQ_BAD_OPTION' }));
+    // Its lease is the campaign's: the same service may not tryAcquire it (nor elect a name it holds).
+    await expect(a.tryAcquire(role, { ttlMs: 1000 })).rejects.toMatchObject({ code: 'EMQ_BAD_OPTION' });
     await e.stop();
     const again = a.elect(role); // after stop, allowed again
     await again.stop();
+    const held = name();
+    const l = (await a.tryAcquire(held, { ttlMs: 1000 }))!;
+    expect(() => a.elect(held)).toThrow(expect.objectContaining({ code: 'EMQ_BAD_OPTION' }));
+    await l.release();
+    await a.elect(held).stop();
   });
 
   it('close() stops elections and releases permits', async () => {
