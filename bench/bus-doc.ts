@@ -3,7 +3,7 @@
  * lifecycle log when this build has it), what each means, their cost and every repetition.
  */
 import { BUS_ANCHORS, BUS_METRICS, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, type AnchoredBusMetric, type BusMetric } from './bus.js';
-import { RAW_READ_COUNT } from './bus-raw.js';
+import { RAW_C1_COUNT1_METRIC, RAW_READ_COUNT } from './bus-raw.js';
 import { costTable, shown, type AnyMetric, type BusAnchorResult, type PhaseRecord, type Report } from './format.js';
 import { pairText } from './pairs.js';
 
@@ -35,17 +35,23 @@ function busTable(report: Report): string {
     const raw = a ? shown(BUS_ANCHORS[m as AnchoredBusMetric], a.value) : '—';
     lines.push(`| \`${m}\` | ${shown(m, report.echoOnly.bus[m])} | ${raw} | ${a ? pairText(a.ratio) : '—'} | ${m.includes('latency') ? 'lower' : 'higher'} |`);
   }
+  const c1 = report.echoOnly.busAnchors.bus_group_c1_count1;
+  if (c1) {
+    lines.push(
+      `| ↳ c1 against a raw loop reading \`COUNT 1\` (\`${RAW_C1_COUNT1_METRIC}\`, one round trip per event, as \`GroupConsumer\` at concurrency 1 reads its one free slot) | | ${Math.round(c1.value).toLocaleString('en-US')} | ${pairText(c1.ratio)} | higher |`,
+    );
+  }
   return lines.join('\n');
 }
 
 /** Every repetition of the EchoMQ-only rows (full runs only). */
 function busRepetitions(report: Report): string {
   if (report.sizes.reps < 2) return 'One repetition (quick run).';
-  const rows: AnyMetric[] = [...BUS_METRICS, ...Object.values(BUS_ANCHORS)];
+  const rows: string[] = [...BUS_METRICS, ...Object.values(BUS_ANCHORS), RAW_C1_COUNT1_METRIC];
   if (report.echoOnly.eventsLog !== undefined) rows.push(EVENTS_LOG_METRIC);
   const lines = ['| Metric | EchoMQ runs |', '|---|---|'];
   for (const m of rows) {
-    const runs = report.records.filter((r) => r.system === 'echomq' && m in r.values).map((r) => shown(m, r.values[m]));
+    const runs = report.records.filter((r) => r.system === 'echomq' && m in r.values).map((r) => shown(m as AnyMetric, r.values[m]));
     lines.push(`| \`${m}\` | ${runs.join(' · ')} |`);
   }
   return lines.join('\n');

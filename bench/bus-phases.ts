@@ -5,7 +5,7 @@
 import { BATCH, IN_FLIGHT, inLanes, nowMs, payload100, percentile, randomQueue, sleep, type StampPayload } from './common.js';
 import { BUILTIN_DEFAULTS, resolveDefaults } from '@echomq/nestjs/unstable';
 import { BusInspector, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, openMember, openPublisher, type Member, type Publisher } from './bus.js';
-import { openRawMember, openRawPublisher } from './bus-raw.js';
+import { RAW_C1_COUNT1_METRIC, openRawMember, openRawPublisher } from './bus-raw.js';
 import { EchoMqDriver } from './echomq.js';
 import { Counter, WARMUP, processLocal, steady, warmCount, type PhaseContext, type PhaseResult } from './phases.js';
 
@@ -59,7 +59,7 @@ export async function busPublishBatch(ctx: PhaseContext, n: number): Promise<Pha
  * clock starts with `start()`. With `raw`, the member is the hand-written loop of `bus-raw.ts`
  * instead (the anchor `raw_group_c<c>_per_s`), over the same published log.
  */
-export async function busGroup(ctx: PhaseContext, metric: string, c: number, n: number, raw = false): Promise<PhaseResult> {
+export async function busGroup(ctx: PhaseContext, metric: string, c: number, n: number, raw = false, rawCount?: number): Promise<PhaseResult> {
   const { url, probe } = ctx;
   const topic = randomQueue(`bc${c}`);
   const warm = warmCount(ctx, n, 0);
@@ -68,7 +68,7 @@ export async function busGroup(ctx: PhaseContext, metric: string, c: number, n: 
   await pub.close();
   const inspect = new BusInspector(url);
   const handled = new Counter();
-  const member: Member = raw ? openRawMember(url, topic, c, handled.tick) : await openMember(url, topic, c, handled.tick);
+  const member: Member = raw ? openRawMember(url, topic, c, handled.tick, rawCount) : await openMember(url, topic, c, handled.tick);
   try {
     let m = warm > 0 ? undefined : await probe.start();
     await member.start();
@@ -84,6 +84,16 @@ export async function busGroup(ctx: PhaseContext, metric: string, c: number, n: 
     await inspect.close();
     await probe.flush();
   }
+}
+
+/**
+ * The raw anchors of `bus_group_c1_per_s`: `raw_group_c1_per_s` (COUNT 50, the anchor of the
+ * table) and then `raw_group_c1_count1_per_s` (COUNT 1), each on its own topic; the first one's cost.
+ */
+export async function rawGroupC1(ctx: PhaseContext, n: number): Promise<PhaseResult> {
+  const a = await busGroup(ctx, 'raw_group_c1_per_s', 1, n, true);
+  const b = await busGroup(ctx, RAW_C1_COUNT1_METRIC, 1, n, true, 1);
+  return { values: { ...a.values, ...b.values }, cost: a.cost, note: [a.note, b.note].filter(Boolean).join('; ') || undefined };
 }
 
 /** `raw_xadd_single_per_s`: `n` raw `XADD`s, `IN_FLIGHT` at a time, after as many untimed ones as `busPublishSingle`. */

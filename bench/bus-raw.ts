@@ -13,6 +13,12 @@ import { BENCH_GROUP, type Member } from './bus.js';
 /** Entries one raw read asks for (`XREADGROUP … COUNT`). */
 export const RAW_READ_COUNT = 50;
 
+/**
+ * A second raw anchor of `bus_group_c1_per_s`, reading `COUNT 1` (one round trip per event, as
+ * `GroupConsumer` at concurrency 1 reads): what the c1 row costs without reading ahead.
+ */
+export const RAW_C1_COUNT1_METRIC = 'raw_group_c1_count1_per_s';
+
 /** `BLOCK` of the raw read, ms (only an idle loop waits; the timed part always finds entries). */
 const RAW_BLOCK_MS = 1000;
 
@@ -30,8 +36,10 @@ export function rawPayload(fields: readonly string[]): unknown {
  * BLOCK 1000 STREAMS <log> >`, then the batch's handlers `concurrency` at a time (1: one after
  * another; 50: all of a full batch at once), then one `XACK` of the whole batch; and again. The
  * handler parses the payload (as `GroupConsumer` does before its handler) and calls `onEvent`.
+ * `count` replaces the 50 (`RAW_C1_COUNT1_METRIC` reads 1 at a time, as `GroupConsumer` at
+ * concurrency 1 does: it asks for its free slots).
  */
-export function openRawMember(url: string, topic: string, concurrency: number, onEvent: (payload: unknown) => void): Member {
+export function openRawMember(url: string, topic: string, concurrency: number, onEvent: (payload: unknown) => void, count = RAW_READ_COUNT): Member {
   const client = new Redis(url, { maxRetriesPerRequest: null });
   const log = topicKeys(topic).log;
   const handler = async (e: RawEntry): Promise<void> => {
@@ -41,7 +49,7 @@ export function openRawMember(url: string, topic: string, concurrency: number, o
   let loop: Promise<void> = Promise.resolve();
   const run = async (): Promise<void> => {
     while (!stopping) {
-      const reply = (await client.call('XREADGROUP', 'GROUP', BENCH_GROUP, 'raw-1', 'COUNT', RAW_READ_COUNT, 'BLOCK', RAW_BLOCK_MS, 'STREAMS', log, '>')) as [string, RawEntry[]][] | null;
+      const reply = (await client.call('XREADGROUP', 'GROUP', BENCH_GROUP, 'raw-1', 'COUNT', count, 'BLOCK', RAW_BLOCK_MS, 'STREAMS', log, '>')) as [string, RawEntry[]][] | null;
       const entries = reply?.[0]?.[1] ?? [];
       if (entries.length === 0) continue;
       for (let i = 0; i < entries.length; i += concurrency) await Promise.all(entries.slice(i, i + concurrency).map(handler));

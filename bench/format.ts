@@ -25,7 +25,10 @@ export interface BusAnchorResult {
 export interface EchoOnlyResults {
   readonly bus: Readonly<Record<BusMetric, number>>;
   /** The raw anchors of the Bus throughput rows that measured one (absent: not run). */
-  readonly busAnchors: Readonly<Partial<Record<AnchoredBusMetric, BusAnchorResult>>>;
+  readonly busAnchors: Readonly<Partial<Record<AnchoredBusMetric, BusAnchorResult>>> & {
+    /** `bus_group_c1_per_s` against the raw loop reading COUNT 1 (`raw_group_c1_count1_per_s`), when measured. */
+    readonly bus_group_c1_count1?: BusAnchorResult;
+  };
   /** `process_c50_events_log_per_s`; absent when this build's queue has no `eventsLog` option. */
   readonly eventsLog?: number;
   /** `process_c50_groups_per_s` (fair lanes over 100 groups); absent when not measured. */

@@ -14,6 +14,7 @@ import { metricMedian, pairStat, pairText, withinRatios, type Summary } from './
 import type { Probe } from './probe.js';
 import { queueConsoleTable } from './queue-doc.js';
 import { repoPath, reportPath } from './output.js';
+import { RAW_C1_COUNT1_METRIC } from './bus-raw.js';
 
 /** The installed version of `pkg` (`.`: EchoMQ's): the bench's own copy first, then the hoisted one. */
 const version = (pkg: string): string => {
@@ -49,12 +50,15 @@ export async function environment(probe: Probe, quick: boolean): Promise<Environ
 export function echoOnlySummary(records: readonly PhaseRecord[]): EchoOnlyResults {
   const bus = {} as Record<BusMetric, number>;
   for (const m of BUS_METRICS) bus[m] = metricMedian(records, 'echomq', m) ?? Number.NaN;
-  const busAnchors: Partial<Record<AnchoredBusMetric, BusAnchorResult>> = {};
+  const busAnchors: Partial<Record<AnchoredBusMetric | 'bus_group_c1_count1', BusAnchorResult>> = {};
   for (const m of ANCHORED_BUS_METRICS) {
     const value = metricMedian(records, 'echomq', BUS_ANCHORS[m]);
     const ratio = pairStat(withinRatios(records, m, BUS_ANCHORS[m]));
     if (value !== undefined && ratio) busAnchors[m] = { value, ratio };
   }
+  const count1 = metricMedian(records, 'echomq', RAW_C1_COUNT1_METRIC);
+  const count1Ratio = pairStat(withinRatios(records, 'bus_group_c1_per_s', RAW_C1_COUNT1_METRIC));
+  if (count1 !== undefined && count1Ratio) busAnchors.bus_group_c1_count1 = { value: count1, ratio: count1Ratio };
   return { bus, busAnchors, eventsLog: metricMedian(records, 'echomq', EVENTS_LOG_METRIC), groups: metricMedian(records, 'echomq', GROUPS_METRIC) };
 }
 
@@ -70,6 +74,8 @@ export function printEchoOnly(echoOnly: EchoOnlyResults): void {
     const anchor = a ? `   raw ${shown(BUS_ANCHORS[m as AnchoredBusMetric], a.value)}   EchoMQ/raw ${pairText(a.ratio)}` : '';
     return [m, `${shown(m, echoOnly.bus[m])}${anchor}`];
   });
+  const c1 = echoOnly.busAnchors.bus_group_c1_count1;
+  if (c1) rows.splice(3, 0, [`  (c1 against a raw loop reading COUNT 1)`, `raw ${Math.round(c1.value).toLocaleString('en-US')}   EchoMQ/raw ${pairText(c1.ratio)}`]);
   rows.push([EVENTS_LOG_METRIC, echoOnly.eventsLog === undefined ? 'not measured' : shown(EVENTS_LOG_METRIC, echoOnly.eventsLog)]);
   if (echoOnly.groups !== undefined) rows.push([`${GROUPS_METRIC} (BullMQ OSS has no groups)`, shown(GROUPS_METRIC, echoOnly.groups)]);
   const w = Math.max(...rows.map((r) => r[0].length));
@@ -122,7 +128,12 @@ export function writeReport(report: Report, write: boolean): string[] {
     ]),
   );
   const busJson: Record<string, unknown> = Object.fromEntries(BUS_METRICS.filter((m) => !Number.isNaN(bus[m])).map((m) => [m, rounded(m, bus[m])]));
-  for (const [m, a] of Object.entries(report.echoOnly.busAnchors) as [AnchoredBusMetric, BusAnchorResult][]) {
+  for (const [m, a] of Object.entries(report.echoOnly.busAnchors) as [AnchoredBusMetric | 'bus_group_c1_count1', BusAnchorResult][]) {
+    if (m === 'bus_group_c1_count1') {
+      busJson[RAW_C1_COUNT1_METRIC] = Math.round(a.value);
+      busJson.bus_group_c1_vs_raw_count1 = { median: r3(a.ratio.median), min: r3(a.ratio.min), max: r3(a.ratio.max), pairs: a.ratio.pairs };
+      continue;
+    }
     busJson[BUS_ANCHORS[m]] = rounded(BUS_ANCHORS[m], a.value);
     busJson[`${m.replace(/_per_s$/, '')}_vs_raw`] = { median: r3(a.ratio.median), min: r3(a.ratio.min), max: r3(a.ratio.max), pairs: a.ratio.pairs };
   }
