@@ -3,6 +3,7 @@ import { describeError } from '../../core/reply-errors.js';
 import { queueKeys, type QueueKeys } from '../../core/keys.js';
 import { runRound } from '../../core/wire/index.js';
 import { calls, type ClaimReply, type CompleteRelayingReply } from '../../core/wire/index.js';
+import type { ScriptCall } from '../../core/scripts.js';
 import type { ConsumerListener, RunnerCompletion } from '../telemetry-hooks.js';
 import type { JobHandler } from '../job.js';
 import { Backoff } from './backoff.js';
@@ -62,6 +63,8 @@ export class Consumer {
   private waitMs = -2;
   private stopping = false;
   private kickQueued = false;
+  /** The next park waits for a queued turn (`deferPark`). */
+  private parkDeferred = false;
   /** Rounds (complete + claim calls) in flight, and the claim slots they asked for. */
   private rounds = 0;
   /** Rounds in flight that claim (a parked wait may be armed beside rounds that only complete). */
@@ -96,6 +99,9 @@ export class Consumer {
       const asked = this.endWait();
       if (claimed) this.onClaimed(claimed, asked);
       if (claim) this.hasWork = true;
+      // Handlers just started: the park waits one turn, so that the completions of handlers that
+      // end at once go with it (one call, no round trip of their own: see `pump`).
+      if (claimed && claimed.jobs.length > 0 && this.runner.active > 0) this.deferPark();
       this.pump();
     };
     this.waiter = new WakeWaiter(conn, this.k.wake, {
@@ -174,9 +180,22 @@ export class Consumer {
     });
   }
 
+  /** Parks on the next turn rather than now (a queued `setImmediate` pumps). */
+  private deferPark(): void {
+    if (this.parkDeferred) return;
+    this.parkDeferred = true;
+    setImmediate(() => {
+      this.parkDeferred = false;
+      this.pump();
+    });
+  }
+
   /** Starts rounds while there is work for them and room in flight. */
   private pump(): void {
     if (this.backoff.holding) return;
+    // An idle consumer that is about to park sends its completions with the park (round.lua:
+    // complete + the parked claim), rather than in a round of their own and then the park.
+    if (this.toComplete.length > 0 && this.claiming === 0 && this.canPark()) this.ensureWaiter(this.toComplete.splice(0, 1000));
     while (this.rounds < this.sizer.maxRounds) {
       const free = this.stopping ? 0 : Math.min(this.capacity - this.runner.size - this.reserved, this.sizer.share);
       const n = free > 0 && this.hasWork ? free : 0;
@@ -187,7 +206,26 @@ export class Consumer {
     }
     // A parked wait needs no claiming round to end first (its claim takes the slots left beside
     // rounds that only complete): it registers while completions are out, so enqueue leases to it.
-    if (this.rounds === 0 || (this.waiter.parks && this.claiming === 0)) this.ensureWaiter();
+    if (!this.parkDeferred && (this.rounds === 0 || (this.waiter.parks && this.claiming === 0))) this.ensureWaiter();
+  }
+
+  /** True when `ensureWaiter` would park now (a parking waiter, idle, with a free slot). */
+  private canPark(): boolean {
+    return this.waiter.parks && !this.stopping && !this.waiter.busy && !this.hasWork && this.capacity - this.runner.size - this.reserved > 0;
+  }
+
+  /** The complete call for `done` (asking for the flow hand-offs it writes when this process relays them). */
+  private completeCall(done: readonly RunnerCompletion[]): ScriptCall<unknown> {
+    const handoff = this.cfg.handoff;
+    return handoff ? calls.completeRelaying(this.k, this.cfg.keepDone, done, handoff.leaseMs) : calls.complete(this.k, this.cfg.keepDone, done);
+  }
+
+  /** The complete part of a parked wait's call: as a round's; failed or not run, the completions are sent again. */
+  private parkedCompleted(done: RunnerCompletion[], outcome: PromiseSettledResult<unknown> | undefined): void {
+    if (outcome?.status === 'fulfilled') return this.completed(done, outcome.value);
+    this.toComplete.unshift(...done);
+    if (outcome) this.supervise(outcome.reason);
+    this.kick();
   }
 
   /**
@@ -200,9 +238,7 @@ export class Consumer {
     this.rounds++;
     this.claiming += n > 0 ? 1 : 0;
     this.reserved += n;
-    const handoff = this.cfg.handoff;
-    const complete = done.length === 0 ? undefined
-      : handoff ? calls.completeRelaying(this.k, this.cfg.keepDone, done, handoff.leaseMs) : calls.complete(this.k, this.cfg.keepDone, done);
+    const complete = done.length === 0 ? undefined : this.completeCall(done);
     const claim = n > 0 ? calls.claim(this.k, n, this.cfg.leaseMs, 1000) : undefined;
     let failure: unknown;
     let got = 0;
@@ -264,15 +300,22 @@ export class Consumer {
     return r.jobs.length;
   }
 
-  /** Waits for work, with the claim for the free slots pipelined with the wait (see WakeWaiter). */
-  private ensureWaiter(): void {
-    if (this.stopping || this.waiter.busy || this.hasWork) return;
+  /**
+   * Waits for work, with the claim for the free slots pipelined with the wait (see WakeWaiter);
+   * `done` (a parked wait only) is completed in the same call. Completions it does not send go
+   * back to `toComplete`.
+   */
+  private ensureWaiter(done?: RunnerCompletion[]): void {
     const free = Math.min(this.capacity - this.runner.size - this.reserved, 1000);
-    if (free <= 0) return;
+    if (this.stopping || this.waiter.busy || this.hasWork || free <= 0) {
+      if (done) this.toComplete.unshift(...done);
+      return;
+    }
     const maxIdle = this.cfg.maxIdleMs ?? 5000;
     this.waitAsk = free;
     this.reserved += free;
-    this.waiter.wait(this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle)), calls.claim(this.k, free, this.cfg.leaseMs, 1000));
+    const complete = done && done.length > 0 ? { call: this.completeCall(done), settled: (o: PromiseSettledResult<unknown> | undefined) => this.parkedCompleted(done, o) } : undefined;
+    this.waiter.wait(this.waitMs < 0 ? maxIdle : Math.max(5, Math.min(this.waitMs, maxIdle)), calls.claim(this.k, free, this.cfg.leaseMs, 1000), complete);
   }
 
   /** The wait ended: its claim slots are no longer reserved. Returns how many it asked for. */
@@ -289,7 +332,7 @@ export class Consumer {
    * wait that hung is replaced). Nothing armed would be a bug: it is reported, and the loop kicked.
    */
   private checkLive(): void {
-    if (this.stopping || this.rounds > 0 || this.kickQueued || this.backoff.holding || this.runner.active > 0) return;
+    if (this.stopping || this.rounds > 0 || this.kickQueued || this.parkDeferred || this.backoff.holding || this.runner.active > 0) return;
     if (this.waiter.busy) {
       if (this.waiter.hung()) this.log.warn(`consumer ${this.cfg.queue}: a blocking wait hung past its block; reconnecting`);
       return;

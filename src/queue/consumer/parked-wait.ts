@@ -2,7 +2,7 @@ import type { EchoMqConnection, ValkeyClient } from '../../core/connection/index
 import { parkedClaimCall, parseInboxLease, type ParkSpot } from '../../core/wire/index.js';
 import type { QueueKeys } from '../../core/keys.js';
 import { isNoScript, scripts, type ScriptCall } from '../../core/scripts.js';
-import { calls, type ClaimReply } from '../../core/wire/index.js';
+import { calls, roundCall, type ClaimReply } from '../../core/wire/index.js';
 import { randomBytes } from 'node:crypto';
 
 /** A fresh consumer tag: 16 random base62 characters (its inbox's name). */
@@ -51,15 +51,34 @@ export class ParkedWait {
    * Queues the claim (which registers) and the wait (`ms`) on `p`. `claimed` gets the claim's
    * reply as soon as it arrives (undefined when the claim failed: the consumer then claims in a
    * round, beside the wait). A claim refused NOSCRIPT (a restarted or flushed server) loads
-   * claim.lua, then calls `retry`, which ends the wait so that the next one registers (rather
-   * than a whole block unregistered).
+   * claim.lua (round.lua with `complete`), then calls `retry`, which ends the wait so that the next
+   * one registers (rather than a whole block unregistered).
+   *
+   * With `complete`, the claim goes in one round.lua call behind those completions (an idle
+   * consumer's finished jobs ride with its park: one script call and no round trip of their own);
+   * `complete.settled` gets the complete part's outcome (undefined: the call failed or never ran).
    */
-  send(p: Pipeline, ms: number, claim: ScriptCall<ClaimReply>, claimed: (reply: ClaimReply | undefined) => void, retry: () => void): void {
+  send(p: Pipeline, ms: number, claim: ScriptCall<ClaimReply>, claimed: (reply: ClaimReply | undefined) => void, retry: () => void, complete?: ParkedCompletion): void {
     const c = parkedClaimCall(claim, this.spot, ms + REGISTRATION_MARGIN_MS);
-    p.evalsha(scripts().get(c.name)!.sha, c.keys.length, ...c.keys, ...c.args, (err?: Error | null, reply?: unknown) => {
-      if (err && isNoScript(err)) void this.load().then(retry);
-      claimed(parsedClaim(c, [err ?? null, reply]));
-    });
+    if (complete) {
+      const r = roundCall(complete.call, c);
+      p.evalsha(scripts().get('round')!.sha, r.keys.length, ...r.keys, ...r.args, (err?: Error | null, reply?: unknown) => {
+        if (err && isNoScript(err)) void this.load('round').then(retry);
+        let parts: ReturnType<typeof r.parse> | undefined;
+        try {
+          parts = err ? undefined : r.parse(reply);
+        } catch {
+          parts = undefined;
+        }
+        complete.settled(parts?.complete);
+        claimed(parts?.claim.status === 'fulfilled' ? parts.claim.value : undefined);
+      });
+    } else {
+      p.evalsha(scripts().get(c.name)!.sha, c.keys.length, ...c.keys, ...c.args, (err?: Error | null, reply?: unknown) => {
+        if (err && isNoScript(err)) void this.load().then(retry);
+        claimed(parsedClaim(c, [err ?? null, reply]));
+      });
+    }
     p.blpop(this.spot.inbox, this.k.wake, ms / 1000);
   }
 
@@ -94,18 +113,29 @@ export class ParkedWait {
   }
 
   /**
-   * Puts claim.lua in the script cache of the node that serves the queue: an EVAL of its bytes
-   * with the real keys and no arguments, which the script refuses (EMQ_BAD_ARG) before any read.
-   * (Needs no `SCRIPT` permission, and routes by key in a cluster.) Never rejects.
+   * Puts claim.lua (or round.lua) in the script cache of the node that serves the queue: an EVAL
+   * of its bytes with the queue's keys and no arguments, which the script refuses (EMQ_BAD_ARG)
+   * before any read. (Needs no `SCRIPT` permission, and routes by key in a
+   * cluster.) Never rejects.
    */
-  load(): Promise<void> {
+  load(script: 'claim' | 'round' = 'claim'): Promise<void> {
     const keys = parkedClaimCall(calls.claim(this.k, 1, this.spot.leaseMs, 0), this.spot, 1).keys;
     this.loading ??= this.conn.client
-      .eval(scripts().get('claim')!.source, keys.length, ...keys)
+      .eval(scripts().get(script)!.source, keys.length, ...keys)
       .then(() => undefined, () => undefined)
       .finally(() => (this.loading = undefined));
     return this.loading;
   }
+}
+
+/**
+ * Completions sent with a parked wait (round.lua): the complete call, and what to do with its part
+ * of the reply. `settled` is called exactly once; undefined when the call failed or never ran (the
+ * completions are then sent again; a repeat is refused, harmless).
+ */
+export interface ParkedCompletion {
+  readonly call: ScriptCall<unknown>;
+  settled(outcome: PromiseSettledResult<unknown> | undefined): void;
 }
 
 /**

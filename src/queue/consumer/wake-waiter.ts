@@ -3,7 +3,7 @@ import { waitAtMost } from '../../core/wait-at-most.js';
 import type { EchoMqConnection, ValkeyClient } from '../../core/connection/index.js';
 import { scripts, type ScriptCall } from '../../core/scripts.js';
 import type { ClaimReply } from '../../core/wire/index.js';
-import { parsedClaim, type ParkedWait } from './parked-wait.js';
+import { parsedClaim, type ParkedCompletion, type ParkedWait } from './parked-wait.js';
 
 /** What a waiter tells its consumer: the wait ended (woken, or its block ran out), or it failed. */
 export interface WaiterEvents {
@@ -75,13 +75,16 @@ export class WakeWaiter {
   async open(): Promise<void> {
     this.blocker = await this.conn.blockingClient();
     await this.parked?.load();
+    await this.parked?.load('round'); // (completions may go with a park: see ParkedWait.send)
   }
 
   /**
    * Blocks up to `ms` on the wake list, then runs `claim` (whether woken or timed out). A waiter
-   * with a park spot runs `claim` first, registers, and blocks on its inbox too (see `ParkedWait`).
+   * with a park spot runs `claim` first, registers, and blocks on its inbox too (see `ParkedWait`);
+   * `complete` (parked waits only) goes in one call with that claim, and is settled exactly once.
    */
-  wait(ms: number, claim: ScriptCall<ClaimReply>): void {
+  wait(ms: number, claim: ScriptCall<ClaimReply>, complete?: ParkedCompletion): void {
+    if (!this.blocker || !this.parked) complete?.settled(undefined); // (sent again in a round)
     if (!this.blocker) return void this.reopen();
     this.busy = true;
     const gen = ++this.gen;
@@ -93,7 +96,7 @@ export class WakeWaiter {
     p.client('ID', (err: Error | null | undefined, id?: unknown) => {
       if (!err && gen === this.waitGen) this.blockedId = Number(id);
     });
-    if (this.parked) return this.waitParked(gen, p, ms, claim);
+    if (this.parked) return this.waitParked(gen, p, ms, claim, once(complete));
     p.blpop(this.key, ms / 1000);
     p.evalsha(scripts().get(claim.name)!.sha, claim.keys.length, ...claim.keys, ...claim.args);
     this.inflight = p.exec().then(
@@ -105,7 +108,7 @@ export class WakeWaiter {
     );
   }
 
-  private waitParked(gen: number, p: ReturnType<ValkeyClient['pipeline']>, ms: number, claim: ScriptCall<ClaimReply>): void {
+  private waitParked(gen: number, p: ReturnType<ValkeyClient['pipeline']>, ms: number, claim: ScriptCall<ClaimReply>, complete?: ParkedCompletion): void {
     const parked = this.parked!;
     // The claim's reply arrives while the BLPOP still blocks: its jobs run now. `fresh` is its
     // wait, from which a lease popped later reports what is left; `handedBack` an orphan's release.
@@ -125,15 +128,17 @@ export class WakeWaiter {
       // claim.lua was missing and is loaded now: end this wait (it did not register) so the
       // next one registers. (A wait already over, or superseded, is left alone.)
       this.cut(gen);
-    });
+    }, complete);
     this.inflight = p.exec().then(
       async (replies) => {
+        complete?.settled(undefined); // (a no-op when its reply came)
         await handedBack;
         const [waitErr] = replies?.[2] ?? [new Error('no reply to the wait')];
         const left = fresh.waitMs < 0 ? fresh.waitMs : Math.max(0, fresh.waitMs - (Date.now() - fresh.at));
         return this.end(gen, waitErr ?? undefined, 'wait failed: ', parked.popped(replies, left), false);
       },
       async (err: unknown) => {
+        complete?.settled(undefined);
         await handedBack;
         return this.end(gen, err, 'wait failed: ');
       },
@@ -216,4 +221,18 @@ export class WakeWaiter {
       await this.end(gen, err, 'reconnect failed: ');
     }
   }
+}
+
+/** `c` whose `settled` runs once only (later calls are ignored). */
+function once(c: ParkedCompletion | undefined): ParkedCompletion | undefined {
+  if (!c) return undefined;
+  let done = false;
+  return {
+    call: c.call,
+    settled: (outcome) => {
+      if (done) return;
+      done = true;
+      c.settled(outcome);
+    },
+  };
 }
