@@ -6,7 +6,7 @@
  * themselves in alternating pairs with their per-job costs. Writes `bench/out/bounds.md`, or with
  * `--write` the committed `docs/bounds.md`.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { startEmbeddedValkey } from '@echomq/nestjs/testing';
 import type { SystemName } from './common.js';
@@ -15,7 +15,17 @@ import { latency, processLocal, type PhaseContext, type PhaseResult } from './ph
 import { Probe, type PhaseCost } from './probe.js';
 import { roundTrip, scriptCosts, type RoundTrip, type ScriptCost } from './bounds-probes.js';
 import { roundParts, type RoundParts } from './round-parts.js';
-import { reportPath, writesCommitted, wroteLine } from './output.js';
+import { repoPath, reportPath, writesCommitted, wroteLine } from './output.js';
+
+/** The heading of docs/bounds.md's section from `bench/light-probe.ts`, which a `--write` keeps as it is. */
+const LIGHT_LOAD = '## Light load: where the time goes';
+
+/** That section of the committed page (from its heading to the end), or '' when it has none. */
+function keptSection(path: string): string {
+  const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
+  const at = text.indexOf(LIGHT_LOAD);
+  return at < 0 ? '' : `\n${text.slice(at)}`;
+}
 
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const f0 = (x: number): string => Math.round(x).toLocaleString('en-US');
@@ -149,7 +159,7 @@ async function main(): Promise<void> {
     const lat = await pairs(v.url, ['echomq', 'beequeue'], n, 'latency_p50_ms', (c) => latency(c, 500, 5, 10));
     const write = writesCommitted();
     const out = reportPath('docs/bounds.md', write);
-    writeFileSync(out.abs, report(rt, sc, rp, c1, lat, load, write));
+    writeFileSync(out.abs, report(rt, sc, rp, c1, lat, load, write) + keptSection(repoPath('docs/bounds.md')));
     console.log(wroteLine([out.rel], write));
   } finally {
     await v.stop();

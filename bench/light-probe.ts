@@ -13,8 +13,10 @@
  * A diagnostic, not a report row: one fresh Valkey, runs in sequence, printed to stdout.
  */
 import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks';
+import { Session } from 'node:inspector/promises';
+import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { Redis } from 'iovalkey';
+import { Pipeline, Redis } from 'iovalkey';
 import { scripts } from '@echomq/nestjs/protocol';
 import { startEmbeddedValkey } from '@echomq/nestjs/testing';
 import { nowMs, percentile, randomQueue, sleep, type SystemName } from './common.js';
@@ -29,6 +31,37 @@ interface Stamp {
 
 const f2 = (x: number): string => x.toFixed(2);
 const pct = (xs: number[], q: number): number => percentile([...xs].sort((a, b) => a - b), q);
+
+/**
+ * LP_COUNT=1 (with `--expose-gc`): after a full GC mid-window, how many iovalkey `Pipeline` objects
+ * are still reachable (each parked wait builds one; more than a few means something keeps them).
+ */
+async function countLive(): Promise<void> {
+  (globalThis as unknown as { gc?: () => void }).gc?.();
+  const s = new Session();
+  s.connect();
+  (globalThis as unknown as { __lpPipeline: unknown }).__lpPipeline = Pipeline.prototype;
+  const proto = (await s.post('Runtime.evaluate', { expression: 'globalThis.__lpPipeline' })) as { result: { objectId: string } };
+  const found = (await s.post('Runtime.queryObjects', { prototypeObjectId: proto.result.objectId })) as { objects: { objectId: string } };
+  const len = (await s.post('Runtime.callFunctionOn', { functionDeclaration: 'function () { return this.length; }', objectId: found.objects.objectId, returnByValue: true })) as { result: { value: number } };
+  console.log(`live Pipeline objects after a full GC, mid-window: ${len.result.value}`);
+  s.disconnect();
+}
+
+/** `steady` without keeping the calls' promises (LP_NORETAIN=1: what the harness itself keeps alive). */
+async function paced(add: (s: Stamp) => Promise<unknown>, rate: number, count: number): Promise<void> {
+  const every = 1000 / rate;
+  const t0 = performance.now();
+  let left = count;
+  let done!: () => void;
+  const all = new Promise<void>((r) => (done = r));
+  for (let k = 0; k < count; k++) {
+    const wait = t0 + k * every - performance.now();
+    if (wait >= 1) await sleep(wait);
+    void add({ t: nowMs(), m: true }).finally(() => --left === 0 && done());
+  }
+  await all;
+}
 
 async function one(url: string, system: SystemName, rate: number, seconds: number): Promise<void> {
   const admin = new Redis(url);
@@ -69,16 +102,32 @@ async function one(url: string, system: SystemName, rate: number, seconds: numbe
   });
   obs.observe({ entryTypes: ['gc'] });
   eld.enable();
+  if (process.env.LP_MARK) console.log('### window start'); // (for --trace-gc-nvp output)
+  // LP_HEAP=<file>: sample the allocations that outlive a scavenge (collected by a major GC or still live).
+  const heap = process.env.LP_HEAP ? new Session() : undefined;
+  if (heap) {
+    heap.connect();
+    await heap.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: false } as object);
+  }
   const cpu0 = process.cpuUsage();
   let k = 0;
-  await steady((s) => {
+  const add = (s: Stamp): Promise<unknown> => {
     const i = k++;
+    if (process.env.LP_COUNT && i === n >> 1) void countLive();
     sent[i] = s.t;
     return p.add({ ...s, i }).then((r) => ((replied[i] = nowMs()), r));
-  }, rate, n, true);
+  };
+  if (process.env.LP_NORETAIN) await paced(add, rate, n);
+  else await steady(add, rate, n, true);
   while (received < Math.round(rate * 1.5) + n) await sleep(1);
   await sleep(20);
   const cpu = process.cpuUsage(cpu0);
+  if (process.env.LP_MARK) console.log('### window end');
+  if (heap) {
+    const { profile } = (await heap.post('HeapProfiler.stopSampling')) as { profile: unknown };
+    writeFileSync(`${process.env.LP_HEAP}-${system}.heapprofile`, JSON.stringify(profile));
+    heap.disconnect();
+  }
   eld.disable();
   obs.disconnect();
   await admin.config('SET', 'slowlog-log-slower-than', '10000');
