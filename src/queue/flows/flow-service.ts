@@ -112,7 +112,11 @@ export class FlowService {
     const byQueue = new Map<string, WireTree[]>();
     for (const t of trees) byQueue.set(t.q, [...(byQueue.get(t.q) ?? []), t]);
     const calls = [...byQueue].flatMap(([queue, roots]) => chunk(queue, roots).map((plan) => ({ queue, plan })));
-    const replays = await preflight(this.conn.client, givenNodes(trees, given), given, calls, this.relay.outboxBound);
+    // The reads before the first write make a call of several flow-adds all or nothing. One call
+    // with no caller-given id needs none: flow-add checks the outbox room itself, in the same
+    // atomic step, and writes nothing when it refuses (a round trip saved per flow).
+    const taken = givenNodes(trees, given);
+    const replays = calls.length === 1 && taken.length === 0 ? new Set<string>() : await preflight(this.conn.client, taken, given, calls, this.relay.outboxBound);
     const skipped: string[] = [];
     const wrote = new Set<string>(); // root queues with at least one flow-add that went through
     let failed: unknown;
