@@ -101,9 +101,10 @@ export function composeId(ns: string, parts: Snowflake): string {
 const LOW = 2 ** (NODE_BITS + SEQ_BITS);
 /**
  * Base62 of `hi · 2^22 + lo` in plain doubles (no BigInt: minting is on every enqueue's path).
- * Each step divides the pair by 62; every intermediate stays below 2^53.
+ * Each step divides the pair by 62; every intermediate stays below 2^53. Unchecked: `hi` must be
+ * an integer in 0..2^42 − 1 and `lo` in 0..2^22 − 1 (`composeId` checks; so does `eventIdOf`).
  */
-function encodeParts(hi: number, lo: number): string {
+export function encodeParts(hi: number, lo: number): string {
   let out = '';
   for (let i = 0; i < BODY_LENGTH; i++) {
     const remHi = hi % 62;

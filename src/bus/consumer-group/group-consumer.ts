@@ -9,6 +9,7 @@ import { AckBuffer } from './acks.js';
 import { reportProcessLoss, type GroupLoss, type GroupLossKind } from './losses.js';
 import { consumerName, intIn, resolveGroupOptions, startId, type GroupConsumerConfig, type ResolvedGroupOptions } from './options.js';
 import { GroupReader } from './reader.js';
+import type { BusEvent } from './options.js';
 import { GroupReclaimer } from './reclaim.js';
 import { estimateLoss, type GroupSnapshot } from './upkeep.js';
 import { announce } from '../../core/announce.js';
@@ -17,6 +18,33 @@ import { escapeControls } from '../../core/control-chars.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const silent: ConsumerLogger = { warn: () => undefined, error: () => undefined };
+
+/**
+ * One event as a group handler receives it: plain own fields (so a spread or `JSON.stringify` of
+ * it keeps them), `signal` made on first read (an `AbortController` per event is a measurable
+ * share of a busy member's CPU, and most handlers never read it).
+ */
+class GroupEvent implements BusEvent {
+  readonly at: Date;
+  readonly #abort: LazyAbort;
+
+  constructor(
+    readonly id: string,
+    readonly topic: string,
+    readonly payload: unknown,
+    streamId: string,
+    readonly deliveries: number,
+    abort: LazyAbort,
+  ) {
+    this.at = new Date(Number(streamId.slice(0, streamId.indexOf('-'))));
+    this.#abort = abort;
+  }
+
+  /** Aborted when the handler must give up (shutdown past its deadline). */
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+}
 
 /**
  * A supervised consumer-group loop on one topic's log, usable without Nest. It creates its group
@@ -255,24 +283,24 @@ export class GroupConsumer {
     }
     const ac = new LazyAbort();
     this.running.set(e.streamId, ac);
-    const text = e.payload;
-    void (async () => {
-      try {
-        const payload = decodePayload(text) ?? null;
-        const at = new Date(Number(e.streamId.slice(0, e.streamId.indexOf('-'))));
-        const event = { id, topic: this.topic, payload, at, deliveries, get signal(): AbortSignal { return ac.signal; } };
-        const t = this.cfg.tracer;
-        await (t ? t.handle({ topic: this.topic, group: this.o.group, id, deliveries, traceparent: e.tp }, async () => this.cfg.handler(event)) : this.cfg.handler(event));
-        this.ack(e.streamId);
-      } catch (err) {
-        this.failed(e.streamId, deliveries, err);
-      } finally {
-        this.running.delete(e.streamId);
-        const w = this.wake;
-        this.wake = undefined;
-        w?.();
-      }
-    })();
+    void this.run(e, id, deliveries, ac);
+  }
+
+  /** Runs one entry's handler, then acknowledges it (or records the failure) and frees its slot. */
+  private async run(e: GroupEntry, id: string, deliveries: number, ac: LazyAbort): Promise<void> {
+    try {
+      const event = new GroupEvent(id, this.cfg.topic, decodePayload(e.payload) ?? null, e.streamId, deliveries, ac);
+      const t = this.cfg.tracer;
+      await (t ? t.handle({ topic: this.topic, group: this.o.group, id, deliveries, traceparent: e.tp }, async () => this.cfg.handler(event)) : this.cfg.handler(event));
+      this.ack(e.streamId);
+    } catch (err) {
+      this.failed(e.streamId, deliveries, err);
+    } finally {
+      this.running.delete(e.streamId);
+      const w = this.wake;
+      this.wake = undefined;
+      w?.();
+    }
   }
 
   private failed(streamId: string, deliveries: number, err: unknown): void {

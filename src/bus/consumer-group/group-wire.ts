@@ -145,8 +145,46 @@ export const isNoGroup = (err: unknown): boolean => err instanceof Error && /NOG
 /** `Name: message` of an error, at most 8 KiB. */
 export const errorText = (err: unknown): string => (err instanceof Error ? `${err.name}: ${err.message}` : String(err)).slice(0, 8192);
 
-/** Orders two stream ids `<ms>-<seq>`. */
+/**
+ * Orders two stream ids `<ms>-<seq>`. Ids as the server writes them (no leading zeros) compare
+ * by the lengths of their parts, then as text: no allocation, as this runs once per dispatched
+ * event. Anything else falls back to comparing the parts as BigInts.
+ */
 export function compareStreamIds(a: string, b: string): number {
+  const da = a.indexOf('-');
+  const db = b.indexOf('-');
+  if (canonical(a, da) && canonical(b, db)) {
+    if (da !== db) return da < db ? -1 : 1;
+    const la = a.length - da;
+    const lb = b.length - db;
+    if (la !== lb) {
+      // Same ms length: the ms parts decide as text, else the longer seq is the larger.
+      for (let i = 0; i < da; i++) {
+        const x = a.charCodeAt(i);
+        const y = b.charCodeAt(i);
+        if (x !== y) return x < y ? -1 : 1;
+      }
+      return la < lb ? -1 : 1;
+    }
+    return a === b ? 0 : a < b ? -1 : 1; // same layout: text order is numeric order
+  }
+  return compareSlow(a, b);
+}
+
+/** True when `id` is `<digits>-<digits>` (dash at `dash`) with no leading zero in either part. */
+function canonical(id: string, dash: number): boolean {
+  if (dash < 1 || dash === id.length - 1) return false;
+  if (id.charCodeAt(0) === 48 && dash > 1) return false;
+  if (id.charCodeAt(dash + 1) === 48 && id.length - dash > 2) return false;
+  for (let i = 0; i < id.length; i++) {
+    if (i === dash) continue;
+    const c = id.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+function compareSlow(a: string, b: string): number {
   const [am, as] = a.split('-').map(BigInt);
   const [bm, bs] = b.split('-').map(BigInt);
   return am !== bm ? (am < bm ? -1 : 1) : as === bs ? 0 : as < bs ? -1 : 1;
