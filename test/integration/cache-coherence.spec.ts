@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'iovalkey';
-import { Coherence, type L1Target } from '../../src/cache/coherence/coherence.js';
+import { Coherence, HINT_READ_DELAY_MS, type L1Target } from '../../src/cache/coherence/coherence.js';
 import { EchoMqError, type EchoMqErrorCode, InvalidIdError, InvalidNameError, VersionMismatchError } from '../../src/core/errors.js';
 import type { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { CacheKeys } from '../../src/core/keys.js';
@@ -234,6 +234,30 @@ describe('coherence: the log, the signal, the position', () => {
     await eventually(() => l1.applied.length === 2, 3000, 'the early drop');
     expect(distinct(l1)).toEqual([[ns, 'early:1', v2], [ns, 'early:2', v2]]);
     expect(await raw.xlen(k.log)).toBe(2); // nothing of it in the log
+  });
+});
+
+describe('coherence: the read a hint defers', () => {
+  it('a hint that names its keys drops them at once; the log read it schedules (HINT_READ_DELAY_MS later) applies an entry whose own signal was lost', async () => {
+    const ns = randomQueue('cns');
+    const k = new CacheKeys(ns);
+    const a = track(new Coherence(connA, new RecordingL1(), 60_000));
+    const l1 = new RecordingL1();
+    const b = track(new Coherence(connB, l1, 60_000)); // no poll within the test
+    await b.watching(ns);
+    await subscribed(ns, 1);
+    // An entry in the log whose signal never went out (as if lost): only a log read finds it.
+    const lost = ver();
+    await raw.xadd(k.log, '*', 'v', lost, 'k', 'lost:1');
+    const applied = l1.when('lost:1');
+    const t0 = performance.now();
+    await a.announce(ns, ['hinted:1'], ver());
+    const lostAt = await applied;
+    expect(lostAt - t0).toBeGreaterThanOrEqual(HINT_READ_DELAY_MS - 1);
+    expect(lostAt - t0).toBeLessThan(2000);
+    // The hinted key first (on arrival), then the log in order: the lost entry, the hinted one again.
+    expect(distinct(l1).map(([, key]) => key)).toEqual(['hinted:1', 'lost:1']);
+    expect(l1.keys().slice(0, 3)).toEqual(['hinted:1', 'lost:1', 'hinted:1']);
   });
 });
 

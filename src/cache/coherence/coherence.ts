@@ -29,6 +29,13 @@ export const DEFAULT_COHERENCE_LOG_MAX_LEN = 10_000;
 /** Most keys one log entry carries; larger announcements are split into several entries. */
 export const MAX_KEYS_PER_ANNOUNCEMENT = 1000;
 const READ_BATCH = 1000;
+/**
+ * How long (ms) the log read waits after a signal whose hint named its keys (already dropped from
+ * L1 on arrival): past the re-reads the drop causes (an L2 round trip, ~0.1–0.5 ms), so they do
+ * not share this process's turn and its connection with the log read. Only the bound of an entry
+ * whose own signal was lost and whose next entry's was not grows, by this much.
+ */
+export const HINT_READ_DELAY_MS = 2;
 
 /** One watched namespace: where this node stands in its log, and its read loop state. */
 interface Follower {
@@ -41,6 +48,8 @@ interface Follower {
   /** Something asked for a read while one was running: read again when it ends. */
   again: boolean;
   running?: Promise<void>;
+  /** A log read scheduled after a hint that named its keys (see `deferKick`). */
+  deferred?: NodeJS.Timeout;
   sub?: Subscription;
   readonly ready: Promise<void>;
   markReady: () => void;
@@ -146,7 +155,10 @@ export class Coherence {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     const all = [...this.followers.values()];
-    for (const f of all) f.sub?.unsubscribe();
+    for (const f of all) {
+      f.sub?.unsubscribe();
+      if (f.deferred) clearTimeout(f.deferred);
+    }
     await Promise.allSettled(all.map((f) => f.running));
     this.followers.clear();
     await this.hub.close();
@@ -174,10 +186,12 @@ export class Coherence {
     if (isBrandedId(m.v, 'ver') /* a signal's early drop trusts nothing else */ && Array.isArray(m.k)) {
       const ver = m.v;
       for (const key of m.k) if (typeof key === 'string') this.apply(() => this.l1.applyInvalidation(ns, key, ver));
-      // L1 already dropped what the entry names: the log read only moves the position, so it
-      // waits one turn and the re-reads of the dropped keys this turn leave first (on the same
-      // connection they would otherwise queue behind the log's XRANGE + XINFO and their reply).
-      setImmediate(() => this.kick(f));
+      // L1 already dropped what the entry names: the log read only moves the position (and
+      // catches a lost hint's entry), so it waits HINT_READ_DELAY_MS, one read for every hint of
+      // that window. The re-reads of the dropped keys go out and come back meanwhile without the
+      // log's MULTI (XRANGE + XINFO) built, sent and parsed in between on this process and its
+      // connection (measured: bench/cache-lag-probe.ts, docs/cache.md "Invalidation lag").
+      this.deferKick(f);
       return;
     }
     this.kick(f);
@@ -212,6 +226,16 @@ export class Coherence {
       for (const f of this.followers.values()) this.kick(f);
     }, this.pollMs);
     this.timer.unref();
+  }
+
+  /** Reads `f`'s log once `HINT_READ_DELAY_MS` has passed (one pending read per namespace). */
+  private deferKick(f: Follower): void {
+    if (f.deferred || this.closed) return;
+    f.deferred = setTimeout(() => {
+      f.deferred = undefined;
+      this.kick(f);
+    }, HINT_READ_DELAY_MS);
+    f.deferred.unref();
   }
 
   /** Runs the read loop of `f` unless one runs; then one more pass runs after it. */
