@@ -103,6 +103,8 @@ async function one(url: string, system: SystemName, rate: number, seconds: numbe
   obs.observe({ entryTypes: ['gc'] });
   eld.enable();
   if (process.env.LP_MARK) console.log('### window start'); // (for --trace-gc-nvp output)
+  // LP_FULLGC=<ms> (with --expose-gc): a full GC that often, to see whether scavenges then copy less.
+  const fullGc = process.env.LP_FULLGC ? setInterval(() => (globalThis as unknown as { gc?: () => void }).gc?.(), Number(process.env.LP_FULLGC)) : undefined;
   // LP_HEAP=<file>: sample the allocations that outlive a scavenge (collected by a major GC or still live).
   const heap = process.env.LP_HEAP ? new Session() : undefined;
   if (heap) {
@@ -123,6 +125,7 @@ async function one(url: string, system: SystemName, rate: number, seconds: numbe
   await sleep(20);
   const cpu = process.cpuUsage(cpu0);
   if (process.env.LP_MARK) console.log('### window end');
+  if (fullGc) clearInterval(fullGc);
   if (heap) {
     const { profile } = (await heap.post('HeapProfiler.stopSampling')) as { profile: unknown };
     writeFileSync(`${process.env.LP_HEAP}-${system}.heapprofile`, JSON.stringify(profile));

@@ -4,6 +4,7 @@ import type { QueueKeys } from '../../core/keys.js';
 import { isNoScript, scripts, type ScriptCall } from '../../core/scripts.js';
 import { calls, roundCall, type ClaimReply } from '../../core/wire/index.js';
 import { randomBytes } from 'node:crypto';
+import type { BatchReplies, WaitBatch } from './wait-batch.js';
 
 /** A fresh consumer tag: 16 random base62 characters (its inbox's name). */
 export function consumerTag(): string {
@@ -17,8 +18,7 @@ const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 /** How much longer than its block a registration holds (a lease that races the block's end is still taken). */
 const REGISTRATION_MARGIN_MS = 2000;
 
-type Pipeline = ReturnType<ValkeyClient['pipeline']>;
-type Replies = [Error | null, unknown][] | null;
+type Replies = BatchReplies | null;
 
 /**
  * The blocking wait of a consumer that enqueue may hand jobs off to (docs/protocol.md §5,
@@ -48,7 +48,7 @@ export class ParkedWait {
   ) {}
 
   /**
-   * Queues the claim (which registers) and the wait (`ms`) on `p`. `claimed` gets the claim's
+   * Queues the claim (which registers) and the wait (`ms`) on `p` (sent after the batch's `CLIENT ID`). `claimed` gets the claim's
    * reply as soon as it arrives (undefined when the claim failed: the consumer then claims in a
    * round, beside the wait). A claim refused NOSCRIPT (a restarted or flushed server) loads
    * claim.lua (round.lua with `complete`), then calls `retry`, which ends the wait so that the next
@@ -58,11 +58,11 @@ export class ParkedWait {
    * consumer's finished jobs ride with its park: one script call and no round trip of their own);
    * `complete.settled` gets the complete part's outcome (undefined: the call failed or never ran).
    */
-  send(p: Pipeline, ms: number, claim: ScriptCall<ClaimReply>, claimed: (reply: ClaimReply | undefined) => void, retry: () => void, complete?: ParkedCompletion): void {
+  send(p: WaitBatch, ms: number, claim: ScriptCall<ClaimReply>, claimed: (reply: ClaimReply | undefined) => void, retry: () => void, complete?: ParkedCompletion): void {
     const c = parkedClaimCall(claim, this.spot, ms + REGISTRATION_MARGIN_MS);
     if (complete) {
       const r = roundCall(complete.call, c);
-      p.evalsha(scripts().get('round')!.sha, r.keys.length, ...r.keys, ...r.args, (err?: Error | null, reply?: unknown) => {
+      p.evalsha(scripts().get('round')!.sha, r.keys, r.args, (err, reply) => {
         if (err && isNoScript(err)) void this.load('round').then(retry);
         let parts: ReturnType<typeof r.parse> | undefined;
         try {
@@ -74,12 +74,12 @@ export class ParkedWait {
         claimed(parts?.claim.status === 'fulfilled' ? parts.claim.value : undefined);
       });
     } else {
-      p.evalsha(scripts().get(c.name)!.sha, c.keys.length, ...c.keys, ...c.args, (err?: Error | null, reply?: unknown) => {
+      p.evalsha(scripts().get(c.name)!.sha, c.keys, c.args, (err, reply) => {
         if (err && isNoScript(err)) void this.load().then(retry);
         claimed(parsedClaim(c, [err ?? null, reply]));
       });
     }
-    p.blpop(this.spot.inbox, this.k.wake, ms / 1000);
+    p.blpop([this.spot.inbox, this.k.wake], ms / 1000);
   }
 
   /**

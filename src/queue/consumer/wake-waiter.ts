@@ -4,6 +4,7 @@ import type { EchoMqConnection, ValkeyClient } from '../../core/connection/index
 import { scripts, type ScriptCall } from '../../core/scripts.js';
 import type { ClaimReply } from '../../core/wire/index.js';
 import { parsedClaim, type ParkedCompletion, type ParkedWait } from './parked-wait.js';
+import { waitBatch, type WaitBatch } from './wait-batch.js';
 
 /** What a waiter tells its consumer: the wait ended (woken, or its block ran out), or it failed. */
 export interface WaiterEvents {
@@ -92,13 +93,13 @@ export class WakeWaiter {
     this.blockMs = ms;
     this.blockedId = undefined;
     this.waitGen = gen;
-    const p = this.blocker.pipeline();
-    p.client('ID', (err: Error | null | undefined, id?: unknown) => {
+    const p = waitBatch(this.blocker);
+    p.clientId((err, id) => {
       if (!err && gen === this.waitGen) this.blockedId = Number(id);
     });
     if (this.parked) return this.waitParked(gen, p, ms, claim, once(complete));
-    p.blpop(this.key, ms / 1000);
-    p.evalsha(scripts().get(claim.name)!.sha, claim.keys.length, ...claim.keys, ...claim.args);
+    p.blpop([this.key], ms / 1000);
+    p.evalsha(scripts().get(claim.name)!.sha, claim.keys, claim.args);
     this.inflight = p.exec().then(
       (replies) => {
         const [waitErr] = replies?.[1] ?? [new Error('no reply to the wait')];
@@ -108,7 +109,7 @@ export class WakeWaiter {
     );
   }
 
-  private waitParked(gen: number, p: ReturnType<ValkeyClient['pipeline']>, ms: number, claim: ScriptCall<ClaimReply>, complete?: ParkedCompletion): void {
+  private waitParked(gen: number, p: WaitBatch, ms: number, claim: ScriptCall<ClaimReply>, complete?: ParkedCompletion): void {
     const parked = this.parked!;
     // The claim's reply arrives while the BLPOP still blocks: its jobs run now. `fresh` is its
     // wait, from which a lease popped later reports what is left; `handedBack` an orphan's release.
