@@ -3,7 +3,8 @@
  * `bus-raw.ts` over the same pre-published log, alternated, each reporting events/s and the
  * client CPU per event (`process.cpuUsage`, user + system, over the timed part). Run under
  * `node --cpu-prof` for a profile. Usage:
- * `node bench/dist/bus-group-probe.js <url> [--c 50] [--n 60000] [--pairs 3] [--only echomq|raw]`.
+ * `node bench/dist/bus-group-probe.js <url> [--c 50] [--n 60000] [--pairs 3] [--only echomq|raw] [--count 50]`
+ * (`--count`: the raw loop's `XREADGROUP COUNT`).
  */
 import { BusService } from '@echomq/nestjs';
 import { EchoMqConnection } from '@echomq/nestjs/protocol';
@@ -17,6 +18,8 @@ interface Args {
   n: number;
   pairs: number;
   only?: string;
+  /** The raw loop's COUNT (default 50). */
+  count?: number;
 }
 
 function parse(argv: string[]): Args {
@@ -27,6 +30,7 @@ function parse(argv: string[]): Args {
     else if (argv[i] === '--n') a.n = Number(v);
     else if (argv[i] === '--pairs') a.pairs = Number(v);
     else if (argv[i] === '--only') a.only = v;
+    else if (argv[i] === '--count') a.count = Number(v);
   }
   return a;
 }
@@ -41,7 +45,7 @@ async function publish(url: string, topic: string, n: number): Promise<void> {
 }
 
 /** One run: events/s and client µs per event over the second half of `n`. */
-async function run(url: string, raw: boolean, c: number, n: number): Promise<{ rate: number; cpuUs: number }> {
+async function run(url: string, raw: boolean, c: number, n: number, count?: number): Promise<{ rate: number; cpuUs: number }> {
   const topic = randomQueue('probe');
   await publish(url, topic, n);
   const inspect = new BusInspector(url);
@@ -63,7 +67,7 @@ async function run(url: string, raw: boolean, c: number, n: number): Promise<{ r
       done();
     }
   };
-  const member: Member = raw ? openRawMember(url, topic, c, tick) : await openMember(url, topic, c, tick);
+  const member: Member = raw ? openRawMember(url, topic, c, tick, count) : await openMember(url, topic, c, tick);
   await member.start();
   await all;
   await inspect.acked(topic);
@@ -77,13 +81,14 @@ async function run(url: string, raw: boolean, c: number, n: number): Promise<{ r
 
 async function main(): Promise<void> {
   const a = parse(process.argv.slice(2));
-  const rows: string[] = [];
+  // An untimed run of each first, so neither side's first timed run pays the JIT's warm-up.
+  for (const raw of [false, true]) if (!a.only || a.only === (raw ? 'raw' : 'echomq')) await run(a.url, raw, a.c, Math.min(a.n, 20_000), a.count);
   for (let p = 0; p < a.pairs; p++) {
     const order = p % 2 === 0 ? [false, true] : [true, false];
     const got: Record<string, { rate: number; cpuUs: number }> = {};
     for (const raw of order) {
       if (a.only && a.only !== (raw ? 'raw' : 'echomq')) continue;
-      got[raw ? 'raw' : 'echomq'] = await run(a.url, raw, a.c, a.n);
+      got[raw ? 'raw' : 'echomq'] = await run(a.url, raw, a.c, a.n, a.count);
     }
     const e = got.echomq;
     const r = got.raw;
@@ -93,7 +98,6 @@ async function main(): Promise<void> {
       r ? `raw ${Math.round(r.rate)}/s ${r.cpuUs.toFixed(2)} µs/ev` : '',
       e && r ? `ratio ${(e.rate / r.rate).toFixed(2)}` : '',
     ].join('  ');
-    rows.push(line);
     console.log(line);
   }
 }

@@ -100,22 +100,29 @@ export function composeId(ns: string, parts: Snowflake): string {
 
 const LOW = 2 ** (NODE_BITS + SEQ_BITS);
 /**
- * Base62 of `hi · 2^22 + lo` in plain doubles (no BigInt: minting is on every enqueue's path).
- * Each step divides the pair by 62; every intermediate stays below 2^53. Unchecked: `hi` must be
- * an integer in 0..2^42 − 1 and `lo` in 0..2^22 − 1 (`composeId` checks; so does `eventIdOf`).
+ * Base62 of `hi · 2^22 + lo` in plain doubles (no BigInt: minting is on every enqueue's path,
+ * branding on every Bus event a group member handles). Each step divides the pair by 62; every
+ * intermediate stays below 2^53. The digits go to a scratch buffer and make one string (not
+ * eleven concatenations). Unchecked: `hi` must be an integer in 0..2^42 − 1 and `lo` in
+ * 0..2^22 − 1 (`composeId` checks; so does `eventIdOf`).
  */
 export function encodeParts(hi: number, lo: number): string {
-  let out = '';
+  const d = DIGITS; // the char codes, least significant first
   for (let i = 0; i < BODY_LENGTH; i++) {
     const remHi = hi % 62;
     hi = (hi - remHi) / 62;
     const mid = remHi * LOW + lo;
     const r = mid % 62;
     lo = (mid - r) / 62;
-    out = BASE62[r] + out;
+    d[i] = CODES[r];
   }
-  return out;
+  return String.fromCharCode(d[10], d[9], d[8], d[7], d[6], d[5], d[4], d[3], d[2], d[1], d[0]);
 }
+
+/** The char code of each base62 digit. */
+const CODES = Uint8Array.from(BASE62, (ch) => ch.charCodeAt(0));
+/** Scratch for `encodeParts` (synchronous, so one buffer serves every call). */
+const DIGITS = new Uint8Array(BODY_LENGTH);
 
 /**
  * Mints branded snowflakes. Monotonic per instance: a clock that steps back never makes an id

@@ -249,7 +249,10 @@ export class GroupConsumer {
     const blockMs = this.cfg.blockMs ?? 5000;
     this.slotParked = false;
     const entries = await this.reader.read(this.free, '>', blockMs);
-    for (const e of entries) this.dispatch(e, 1);
+    if (entries.length === 0) return;
+    // New entries come in log order, each after every entry read before: the last is the newest.
+    this.see(entries[entries.length - 1].streamId);
+    for (const e of entries) this.dispatch(e, 1, false);
   }
 
   /** One of this member's own pending entries (`XREADGROUP … COUNT 1 <cursor>`), run alone; none left ends the phase. */
@@ -266,10 +269,18 @@ export class GroupConsumer {
     else this.dispatch(e, n);
   }
 
-  /** Starts the handler of one entry, or acknowledges and reports it lost when it has no fields. */
-  private dispatch(e: GroupEntry, deliveries: number): void {
+  /** Remembers `streamId` when it is the newest entry this member has read. */
+  private see(streamId: string): void {
+    if (this.lastSeen === undefined || compareStreamIds(streamId, this.lastSeen) > 0) this.lastSeen = streamId;
+  }
+
+  /**
+   * Starts the handler of one entry, or acknowledges and reports it lost when it has no fields.
+   * `see`: false when the caller already recorded the newest id of its batch.
+   */
+  private dispatch(e: GroupEntry, deliveries: number, see = true): void {
     if (this.running.has(e.streamId)) return;
-    if (this.lastSeen === undefined || compareStreamIds(e.streamId, this.lastSeen) > 0) this.lastSeen = e.streamId;
+    if (see) this.see(e.streamId);
     let id: string;
     try {
       id = eventIdOf(e.streamId);

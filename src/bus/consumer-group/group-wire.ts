@@ -20,7 +20,7 @@ export interface PendingRow {
 
 type Raw = unknown;
 
-const asText = (v: Raw): string => (Buffer.isBuffer(v) ? v.toString('utf8') : String(v));
+const asText = (v: Raw): string => (typeof v === 'string' ? v : Buffer.isBuffer(v) ? v.toString('utf8') : String(v));
 
 /** Parses a list of `[id, [field, value, …] | nil]` entries. */
 export function parseEntries(list: Raw): GroupEntry[] {
