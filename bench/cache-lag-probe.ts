@@ -15,6 +15,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'iovalkey';
 import { CacheService } from '@echomq/nestjs';
@@ -28,6 +29,9 @@ interface Stamps {
   readonly drop: number;
   readonly miss: number;
   readonly seen: number;
+  /** GC pauses in the child during the round: their sum and the longest (ms). */
+  readonly gcMs?: number;
+  readonly gcMaxMs?: number;
   /** The subscriber's raw message event (before decoding); the L2 read's EVALSHA call. */
   readonly wire?: number;
   readonly sent?: number;
@@ -122,6 +126,25 @@ async function openRawLua(ns: string, onSignal: () => void): Promise<Side> {
   };
 }
 
+/** GC pauses of this process since the last `take()`. */
+const gc = (() => {
+  let sum = 0;
+  let max = 0;
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      sum += e.duration;
+      max = Math.max(max, e.duration);
+    }
+  }).observe({ entryTypes: ['gc'] });
+  return {
+    take: (): { gcMs: number; gcMaxMs: number } => {
+      const r = { gcMs: sum, gcMaxMs: max };
+      sum = max = 0;
+      return r;
+    },
+  };
+})();
+
 async function child(ns: string, key: string, system: string): Promise<void> {
   if (system === 'raw' || system === 'rawlua') return rawChild(ns, key, system);
   const { conn, cache } = await open(ns);
@@ -164,6 +187,7 @@ async function child(ns: string, key: string, system: string): Promise<void> {
     void (async () => {
       await cache.get(key);
       sig = drop = miss = wire = sent = 0;
+      gc.take();
       await send({ type: 'armed' });
       let polls = 0;
       let longestPollMs = 0;
@@ -177,7 +201,8 @@ async function child(ns: string, key: string, system: string): Promise<void> {
         longestPollMs = Math.max(longestPollMs, t - last);
         last = t;
         if (v?.i === m.expect) {
-          await send({ type: 'seen', sig, drop, miss, wire, sent, seen: t, polls, longestPollMs });
+          await new Promise((r) => setImmediate(r)); // the observer's entries of this round
+          await send({ type: 'seen', sig, drop, miss, wire, sent, seen: t, polls, longestPollMs, ...gc.take() });
           return;
         }
         await new Promise((r) => setImmediate(r));
@@ -203,6 +228,7 @@ async function rawChild(ns: string, key: string, system: string): Promise<void> 
     void (async () => {
       await side.get(key);
       sig = 0;
+      gc.take();
       await send({ type: 'armed' });
       let polls = 0;
       let longestPollMs = 0;
@@ -214,7 +240,8 @@ async function rawChild(ns: string, key: string, system: string): Promise<void> 
         longestPollMs = Math.max(longestPollMs, t - last);
         last = t;
         if (v?.i === m.expect) {
-          await send({ type: 'seen', sig, drop: sig, miss: sig, seen: t, polls, longestPollMs });
+          await new Promise((r) => setImmediate(r));
+          await send({ type: 'seen', sig, drop: sig, miss: sig, seen: t, polls, longestPollMs, ...gc.take() });
           return;
         }
         await new Promise((r) => setImmediate(r));
@@ -320,10 +347,16 @@ async function main(): Promise<void> {
       xs.sort((a, b) => a - b);
       console.log(`  ${name.padEnd(14)} n=${String(xs.length).padStart(4)} p50 ${fmt(percentile(xs, 0.5))} p90 ${fmt(percentile(xs, 0.9))} p99 ${fmt(percentile(xs, 0.99))} max ${fmt(xs[xs.length - 1] ?? NaN)}`);
     }
-    const slow = quiet ? [] : rs.filter((r) => r.seen - r.t0 > 5);
+    const over = rs.filter((r) => r.seen - r.t0 > 5);
+    const gcd = rs.map((r) => r.gcMaxMs ?? 0).sort((a, b) => a - b);
+    console.log(
+      `  child GC: longest pause per round p50 ${fmt(percentile(gcd, 0.5))} p99 ${fmt(percentile(gcd, 0.99))} max ${fmt(gcd[gcd.length - 1])};` +
+        ` ${over.length} rounds over 5 ms, ${over.filter((r) => (r.gcMaxMs ?? 0) >= 1).length} of them with a child GC pause ≥ 1 ms`,
+    );
+    const slow = quiet ? [] : over;
     for (const r of slow) {
       const d = (a: number, b: number): string => (a && b ? fmt(b - a) : '     -');
-      console.log(`  slow ${fmt(r.seen - r.t0)}: set ${fmt(r.setMs)} set→sig ${d(r.t0, r.sig)} sig→drop ${d(r.sig, r.drop)} drop→miss ${d(r.drop, r.miss)} miss→seen ${d(r.miss, r.seen)} polls ${r.polls} longest ${fmt(r.longestPollMs)}`);
+      console.log(`  slow ${fmt(r.seen - r.t0)}: set ${fmt(r.setMs)} set→sig ${d(r.t0, r.sig)} sig→drop ${d(r.sig, r.drop)} drop→miss ${d(r.drop, r.miss)} miss→seen ${d(r.miss, r.seen)} polls ${r.polls} longest ${fmt(r.longestPollMs)} gc ${fmt(r.gcMaxMs ?? 0)}`);
     }
   }
 }
