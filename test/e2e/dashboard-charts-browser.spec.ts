@@ -78,7 +78,9 @@ describe('the charts of the stored history in headless Chromium', () => {
     await shot(page, 'charts-queue.png');
 
     // The range links: 24 h reads the hourly rollups, the same counts.
-    await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('#ranges a[data-range="24h"]')]);
+    // Clicked inside the page in one step: the live refresh may swap the node between a
+    // handle's lookup and its click ("Node is detached from document" on a loaded machine).
+    await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.$eval('#ranges a[data-range="24h"]', (a) => (a as HTMLElement).click())]);
     expect(page.url()).toContain('status=done&range=24h');
     expect(await page.$eval('#ranges a.on', (el) => el.textContent)).toBe('24h');
     expect(await page.$eval('#throughput-chart figcaption', (el) => el.textContent ?? '')).toContain('27 completed, 3 failed, 3 dead');
