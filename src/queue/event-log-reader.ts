@@ -73,8 +73,8 @@ const fieldsOf = (flat: readonly string[] | null): Record<string, string> => {
  * and resumable (the group's position is stored in Valkey, so a restarted reader resumes where
  * the group stopped, events logged while it was down included). A log entry carries kinds and
  * ids only: for `completed`, `retried`, `buried` and `cancelled`, the result, error, attempts
- * and name are read from the job rows, one pipelined `HMGET` per job of a read (batched). The
- * group is created at `open` at the log's end (`$`), so what is logged from then on is seen.
+ * and name are read from the job rows, one `HMGET` per job, a read's all in one pipeline; a
+ * read's entries are acknowledged in one `XACK` after their handlers resolved. The group is created at `open` at the log's end (`$`), so what is logged from then on is seen.
  */
 export class EventLogReader {
   private readonly k: QueueKeys;
@@ -150,7 +150,12 @@ export class EventLogReader {
     if (entries.length > 0) await this.handle(entries);
   }
 
-  /** Handles a read's entries in order; acknowledges each whose handler calls all resolved. */
+  /**
+   * Handles a read's entries in order; acknowledges those whose handler calls all resolved, in one
+   * `XACK` after the read's handlers ran (acknowledging later never loses an entry: one not yet
+   * acknowledged is read again). At the first entry a handler threw for, it stops: that entry and
+   * the later ones stay pending, in order, for the takeover.
+   */
   private async handle(entries: readonly StreamEntry[]): Promise<void> {
     const parsed = entries.map(([logId, flat]) => {
       const f = fieldsOf(flat);
@@ -159,30 +164,42 @@ export class EventLogReader {
     });
     const rowIds = [...new Set(parsed.filter((p) => p.kinds.length > 0 && ROW_KINDS.has(p.kind)).flatMap((p) => p.ids))];
     const rows = await this.readRows(rowIds);
-    for (const p of parsed) {
-      let ok = true;
-      for (const id of p.kinds.length > 0 ? p.ids : []) {
-        const row = rows.get(id);
-        for (const kind of p.kinds) {
-          try {
-            await this.o.sink(this.detail(kind, p, id, row));
-          } catch (err) {
-            ok = false;
-            this.o.logger?.warn(`a "${kind}" handler of queue "${this.o.queue}" (group "${this.o.group}") threw for job ${id}; the log entry ${p.logId} stays pending: ${describeError(err)}`);
+    const acks: string[] = [];
+    try {
+      for (const p of parsed) {
+        let ok = true;
+        for (const id of p.kinds.length > 0 ? p.ids : []) {
+          const row = rows.get(id);
+          for (const kind of p.kinds) {
+            try {
+              const r = this.o.sink(this.detail(kind, p, id, row));
+              // A synchronous sink costs no microtask turn; a promise is awaited as before.
+              if (r) await r;
+            } catch (err) {
+              ok = false;
+              this.o.logger?.warn(`a "${kind}" handler of queue "${this.o.queue}" (group "${this.o.group}") threw for job ${id}; the log entry ${p.logId} stays pending: ${describeError(err)}`);
+            }
           }
         }
+        if (!ok) return; // this entry and later ones stay pending, in order, for the takeover
+        acks.push(p.logId);
       }
-      if (ok) await this.conn.client.call('XACK', this.k.events, this.o.group, p.logId);
-      if (!ok) return; // later entries stay pending behind it, in order, for the takeover
+    } finally {
+      if (acks.length > 0) await this.conn.client.call('XACK', this.k.events, this.o.group, ...acks);
     }
   }
 
   private detail(kind: QueueEventName, p: { logId: string; kind: string; at: Date }, id: string, row?: (string | null)[]): QueueEventDetail {
-    const base = { queue: this.o.queue, kind, id, at: p.at, scope: 'fleet' as const, logId: p.logId };
-    if (!row) return base;
+    if (!row) return { queue: this.o.queue, kind, id, at: p.at, scope: 'fleet', logId: p.logId };
     const [result, error, attempts, x] = row;
+    // One literal (no spread of a base object): this runs once per job per listener.
     return {
-      ...base,
+      queue: this.o.queue,
+      kind,
+      id,
+      at: p.at,
+      scope: 'fleet',
+      logId: p.logId,
       name: x ? decodeExtras(x).n : undefined,
       result: p.kind === 'completed' && result ? decodeStored<Json>(result).value : undefined,
       error: p.kind !== 'completed' && error ? error : undefined,
@@ -191,12 +208,21 @@ export class EventLogReader {
     };
   }
 
-  /** The rows' result, error, attempts and extras, one pipelined `HMGET` per job. */
+  /**
+   * The rows' result, error, attempts and extras: one `HMGET` per job, all of a read's in one
+   * pipeline (one socket write for the read, not one per job; the rows share the queue's slot).
+   */
   private async readRows(ids: readonly string[]): Promise<Map<string, (string | null)[]>> {
     const out = new Map<string, (string | null)[]>();
     if (ids.length === 0) return out;
-    const replies = await Promise.all(ids.map((id) => this.conn.client.hmget(this.k.job(id), 'result', 'error', 'attempts', 'x')));
-    ids.forEach((id, i) => out.set(id, replies[i]));
+    const p = this.conn.client.pipeline();
+    for (const id of ids) p.hmget(this.k.job(id), 'result', 'error', 'attempts', 'x');
+    const replies = (await p.exec()) ?? [];
+    for (let i = 0; i < ids.length; i++) {
+      const [err, row] = replies[i] ?? [new Error(`no reply to the row read of job ${ids[i]}`), null];
+      if (err) throw err;
+      out.set(ids[i], row as (string | null)[]);
+    }
     return out;
   }
 }
