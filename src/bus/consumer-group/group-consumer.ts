@@ -66,6 +66,9 @@ export class GroupConsumer {
   private readonly o: ResolvedGroupOptions;
   /** Stream ids of the entries whose handlers are running → their (lazily made) abort signals. */
   private readonly running = new Map<string, LazyAbort>();
+  /** Read-ahead entries (option `prefetch`), read and pending here, not started yet, in log order from `aheadAt`. */
+  private aheadQ: GroupEntry[] = [];
+  private aheadAt = 0;
   /** Last error text seen per stream id (bounded), recorded with a dead letter. */
   private readonly lastError = new Map<string, string>();
   private readonly log: ConsumerLogger;
@@ -112,6 +115,11 @@ export class GroupConsumer {
       deadCap,
       forgetIdleMs,
       running: this.running,
+      ahead: {
+        has: (id) => this.aheadQ.some((e, i) => i >= this.aheadAt && e.streamId === id),
+        ids: () => this.aheadQ.slice(this.aheadAt).map((e) => e.streamId),
+        count: () => this.aheadQ.length - this.aheadAt,
+      },
       lastError: this.lastError,
       acks: this.acks,
       isStopping: () => this.stopping,
@@ -187,6 +195,7 @@ export class GroupConsumer {
     // them (within the deadline below) before it sees the stop.
     await this.reader.stop();
     await this.loopDone;
+    await this.release();
     const until = Date.now() + deadlineMs;
     while (this.running.size > 0 && Date.now() < until) await sleep(10);
     for (const ac of this.running.values()) ac.abort(new Error('EchoMQ group consumer shut down'));
@@ -207,6 +216,13 @@ export class GroupConsumer {
     let failures = 0;
     while (!this.stopping) {
       try {
+        if (this.aheadAt < this.aheadQ.length) {
+          // Read-ahead entries first, in order: a finishing handler starts the next one; the
+          // next read (carrying the batch's acks) waits until they are all started.
+          this.pump();
+          if (this.aheadAt < this.aheadQ.length) await this.park(true);
+          continue;
+        }
         if (this.phase === 'own' || this.isolate) {
           if (this.running.size > 0) {
             await this.park(false);
@@ -214,10 +230,11 @@ export class GroupConsumer {
           }
           if (this.phase === 'own') await this.readOwn();
           else this.isolate = await this.reclaimer.claimOne();
-        } else if (this.free <= 0) {
+        } else if (this.free <= 0 && this.o.prefetch === 0) {
           await this.park(true);
           continue;
         } else {
+          // With read-ahead the next batch is read while the last entries of this one run.
           await this.readNew();
         }
         failures = 0;
@@ -248,11 +265,46 @@ export class GroupConsumer {
   private async readNew(): Promise<void> {
     const blockMs = this.cfg.blockMs ?? 5000;
     this.slotParked = false;
-    const entries = await this.reader.read(this.free, '>', blockMs);
+    const free = this.free;
+    const entries = await this.reader.read(free + this.o.prefetch, '>', blockMs);
     if (entries.length === 0) return;
     // New entries come in log order, each after every entry read before: the last is the newest.
     this.see(entries[entries.length - 1].streamId);
-    for (const e of entries) this.dispatch(e, 1, false);
+    if (entries.length <= free) {
+      for (const e of entries) this.dispatch(e, 1, false);
+      return;
+    }
+    // The queue is empty here (reads wait for it to drain): it becomes the rest of this batch.
+    this.aheadQ = entries;
+    this.aheadAt = free;
+    for (let i = 0; i < free; i++) this.dispatch(entries[i], 1, false);
+  }
+
+  /** Starts read-ahead entries, oldest first, while slots are free (none once stopping). */
+  private pump(): void {
+    while (this.aheadAt < this.aheadQ.length && this.running.size < this.o.concurrency && !this.stopping) {
+      this.dispatch(this.aheadQ[this.aheadAt++], 1, false);
+    }
+  }
+
+  /**
+   * On stop: the read-ahead entries never started stay pending (never acknowledged), and are made
+   * reclaimable at once: `XCLAIM … IDLE <ackTimeoutMs> RETRYCOUNT 0 JUSTID` marks them idle past
+   * the ack timeout and takes back the delivery this member counted without handling them. If
+   * that fails they still are pending, reclaimed after the ack timeout.
+   */
+  private async release(): Promise<void> {
+    if (this.aheadAt >= this.aheadQ.length) return;
+    const ids = this.aheadQ.slice(this.aheadAt).map((e) => e.streamId);
+    this.aheadQ = [];
+    this.aheadAt = 0;
+    try {
+      for (let i = 0; i < ids.length; i += 1000) {
+        await cmd(this.conn.client, 'XCLAIM', [this.k.log, this.o.group, this.consumer, 0, ...ids.slice(i, i + 1000), 'IDLE', this.o.ackTimeoutMs, 'RETRYCOUNT', 0, 'JUSTID']);
+      }
+    } catch (err) {
+      this.log.warn(`group ${this.name}: releasing ${ids.length} read-ahead entries failed (${errorText(err)}); they are reclaimed after the ack timeout`);
+    }
   }
 
   /** One of this member's own pending entries (`XREADGROUP … COUNT 1 <cursor>`), run alone; none left ends the phase. */
@@ -308,6 +360,11 @@ export class GroupConsumer {
       this.failed(e.streamId, deliveries, err);
     } finally {
       this.running.delete(e.streamId);
+      if (this.aheadAt < this.aheadQ.length) {
+        this.pump();
+        // Entries still waiting: the loop has nothing to do yet (its next read waits for them).
+        if (this.aheadAt < this.aheadQ.length && !this.stopping) return;
+      }
       const w = this.wake;
       this.wake = undefined;
       w?.();

@@ -20,6 +20,14 @@ export interface OnEventOptions {
   readonly ackTimeoutMs?: number;
   /** Where the group starts when it is created (an existing group keeps its place). Default 'start'. */
   readonly from?: GroupStart;
+  /**
+   * Read-ahead (0..1000): entries this member may read and hold pending beyond the `concurrency`
+   * that run, so one `XREADGROUP` fetches up to `concurrency + prefetch` entries and their acks
+   * leave in one `XACK` per batch. Default 0: a member never holds more than `concurrency`
+   * pending entries. Relaxes that bound (a crash delays and re-delivers up to
+   * `concurrency + prefetch` entries): see docs/bus.md "Read-ahead".
+   */
+  readonly prefetch?: number;
 }
 
 /** The options with every default applied. */
@@ -29,6 +37,7 @@ export interface ResolvedGroupOptions {
   readonly maxDeliveries: number;
   readonly ackTimeoutMs: number;
   readonly from: GroupStart;
+  readonly prefetch: number;
 }
 
 /** One event as a group handler receives it. */
@@ -50,7 +59,7 @@ export interface BusEvent<T = unknown> {
 /** A group handler; resolving acknowledges the event, throwing leaves it pending for a retry. */
 export type EventHandler<T = unknown> = (event: BusEvent<T>) => Promise<void>;
 
-const KNOWN = new Set(['group', 'concurrency', 'maxDeliveries', 'ackTimeoutMs', 'from']);
+const KNOWN = new Set(['group', 'concurrency', 'maxDeliveries', 'ackTimeoutMs', 'from', 'prefetch']);
 
 /** `v` when it is an integer in [lo, hi]; else throws `InvalidOptionError` naming `what`. */
 export const intIn = (v: unknown, lo: number, hi: number, what: string): number => {
@@ -79,6 +88,7 @@ export function resolveGroupOptions(o: OnEventOptions): ResolvedGroupOptions {
     maxDeliveries: o.maxDeliveries === undefined ? 5 : intIn(o.maxDeliveries, 1, 1000, 'maxDeliveries'),
     ackTimeoutMs: o.ackTimeoutMs === undefined ? 30_000 : intIn(o.ackTimeoutMs, 100, 86_400_000, 'ackTimeoutMs'),
     from,
+    prefetch: o.prefetch === undefined ? 0 : intIn(o.prefetch, 0, 1000, 'prefetch'),
   };
 }
 

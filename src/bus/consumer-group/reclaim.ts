@@ -45,6 +45,8 @@ export interface ReclaimHost {
   readonly forgetIdleMs: number;
   /** Stream ids of the entries whose handlers run here (kept fresh, never claimed). */
   readonly running: ReadonlyMap<string, unknown>;
+  /** The read-ahead entries held here, not started yet (kept fresh too, never claimed). */
+  readonly ahead: { has(streamId: string): boolean; ids(): string[]; count(): number };
   /** Last error text per stream id: written into a dead letter, dropped once the entry is settled. */
   readonly lastError: Map<string, string>;
   /** The loop's acknowledgements, flushed by every tick and before every claim. */
@@ -128,7 +130,7 @@ export class GroupReclaimer {
       if (compareStreamIds(e.streamId, lo) < 0) lo = e.streamId;
       if (compareStreamIds(e.streamId, hi) > 0) hi = e.streamId;
     }
-    const rows = await pending(this.c.conn.client, this.c.k, this.c.o.group, { start: lo, end: hi, count: entries.length + this.c.running.size + 16, consumer: this.c.consumer });
+    const rows = await pending(this.c.conn.client, this.c.k, this.c.o.group, { start: lo, end: hi, count: entries.length + this.c.running.size + this.c.ahead.count() + 16, consumer: this.c.consumer });
     return new Map(rows.map((r) => [r.streamId, r.deliveries]));
   }
 
@@ -164,7 +166,7 @@ export class GroupReclaimer {
     let claimed = false;
     for (const r of rows) {
       this.cursor = `(${r.streamId}`;
-      if (c.running.has(r.streamId)) continue;
+      if (c.running.has(r.streamId) || c.ahead.has(r.streamId)) continue;
       if (r.deliveries >= o.maxDeliveries) {
         await this.bury(r.streamId, o.ackTimeoutMs);
         continue;
@@ -196,7 +198,7 @@ export class GroupReclaimer {
     const c = this.c;
     const { k, o } = c;
     const client = c.conn.client;
-    const ids = [...c.running.keys()];
+    const ids = [...c.running.keys(), ...c.ahead.ids()];
     for (let i = 0; i < ids.length; i += 1000) {
       await cmd(client, 'XCLAIM', [k.log, o.group, c.consumer, 0, ...ids.slice(i, i + 1000), 'JUSTID']);
     }
@@ -206,7 +208,7 @@ export class GroupReclaimer {
     const idle = await pending(client, k, o.group, { idleMs: o.ackTimeoutMs, count: 100 });
     let waiting = false;
     for (const r of idle) {
-      if (c.running.has(r.streamId)) continue;
+      if (c.running.has(r.streamId) || c.ahead.has(r.streamId)) continue;
       if (r.deliveries >= o.maxDeliveries) await this.bury(r.streamId, o.ackTimeoutMs);
       else waiting = true;
     }
