@@ -19,10 +19,14 @@ const free = (port: number): Promise<boolean> =>
     s.listen(port, () => s.close(() => resolve(true)));
   });
 
-/** A port p with p and p + 1 free. */
+/**
+ * A port p with p and p + 1 free, below Linux's ephemeral range (32768..60999 by default): a port
+ * in that range can be taken between this check and the instance's listen by any outgoing
+ * connection's local port (the instances' own Valkey clients), seen as EADDRINUSE on a busy CI.
+ */
 export async function freePortPair(): Promise<number> {
   for (let i = 0; i < 50; i++) {
-    const p = 20_000 + Math.floor(Math.random() * 40_000);
+    const p = 20_000 + Math.floor(Math.random() * 12_000);
     if ((await free(p)) && (await free(p + 1))) return p;
   }
   throw new Error('no two free consecutive ports');

@@ -175,8 +175,17 @@ describe('business ids', () => {
       const after = await calls();
       return { hmget: after.hmget - before.hmget, hdel: after.hdel - before.hdel, hget: after.hget - before.hget, left: await f.raw.exists(k.refs) };
     };
-    const plain = await run(randomQueue('bidcost'), false);
-    const withRefs = await run(randomQueue('bidcost'), true);
+    // INFO commandstats counts the whole server: a command of another client landing inside a
+    // window (a consumer's upkeep left by an earlier test) spoils one pair, so a pair is taken
+    // again, up to 5 times. A real extra command per call would spoil every pair.
+    const clean = (p: Awaited<ReturnType<typeof run>>, r: Awaited<ReturnType<typeof run>>): boolean =>
+      r.hdel - p.hdel === 1 && r.hmget - p.hmget === 2 && r.hget === p.hget;
+    let plain = await run(randomQueue('bidcost'), false);
+    let withRefs = await run(randomQueue('bidcost'), true);
+    for (let i = 0; i < 4 && !clean(plain, withRefs); i++) {
+      plain = await run(randomQueue('bidcost'), false);
+      withRefs = await run(randomQueue('bidcost'), true);
+    }
     expect(withRefs.left).toBe(0);
     expect(withRefs.hdel - plain.hdel).toBe(1);
     expect(withRefs.hmget - plain.hmget).toBe(2);
