@@ -1,36 +1,12 @@
-import type { Redis } from 'iovalkey';
-import type { EchoMqConnection } from '../../src/core/connection/index.js';
 import { CoordinationService, type LeaderTerm } from '../../src/index.js';
-import { eventually, openConnection, randomQueue, rawClient } from '../helpers/valkey.js';
+import { coordinationFixture } from '../helpers/coordination.js';
+import { eventually } from '../helpers/valkey.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('CoordinationService: leader election', () => {
-  let conn: EchoMqConnection;
-  let raw: Redis;
-  const services: CoordinationService[] = [];
-  const names: string[] = [];
-  const service = (): CoordinationService => {
-    const s = new CoordinationService(conn);
-    services.push(s);
-    return s;
-  };
-  const name = (): string => {
-    const n = randomQueue('co');
-    names.push(n);
-    return n;
-  };
-
-  beforeAll(async () => {
-    conn = await openConnection();
-    raw = rawClient();
-  });
-  afterAll(async () => {
-    await Promise.all(services.map((s) => s.close()));
-    if (names.length) await raw.del(...names.flatMap((n) => [`emq:{co:${n}}:lease`, `emq:{co:${n}}:sem`]));
-    raw.disconnect();
-    await conn.close();
-  });
+  const f = coordinationFixture();
+  const { service, name } = f;
 
   it('elects one of several candidates; the others take over in turn as each leader stops, tokens rising', async () => {
     const role = name();
@@ -67,7 +43,7 @@ describe('CoordinationService: leader election', () => {
     expect(eb.isLeader()).toBe(false);
     // As if A had stalled past its lease: expire it on the server, behind A's back.
     const at = Date.now();
-    await raw.hset(`emq:{co:${role}}:lease`, 'exp', String(Date.now() - 1));
+    await f.raw.hset(`emq:{co:${role}}:lease`, 'exp', String(Date.now() - 1));
     const tb = await eb.elected();
     expect(Date.now() - at).toBeLessThan(ttlMs); // B's next poll (every 150 ms), not A's renewal
     expect(tb.token).toBeGreaterThan(ta.token);
@@ -122,7 +98,7 @@ describe('CoordinationService: leader election', () => {
   });
 
   it('close() stops elections and releases permits', async () => {
-    const s = new CoordinationService(conn);
+    const s = new CoordinationService(f.conn);
     const role = name();
     const n = name();
     const e = s.elect(role, { ttlMs: 1000 });
@@ -131,7 +107,7 @@ describe('CoordinationService: leader election', () => {
     await s.close();
     expect(t.signal.aborted && p.signal.aborted).toBe(true);
     expect((await service().read(role)).held).toBe(false);
-    expect(await raw.zcard(`emq:{co:${n}}:sem`)).toBe(0);
+    expect(await f.raw.zcard(`emq:{co:${n}}:sem`)).toBe(0);
     expect(() => s.elect(name())).toThrow(expect.objectContaining({ code: 'EMQ_UNAVAILABLE' }));
   });
 });

@@ -1,41 +1,18 @@
-import type { Redis } from 'iovalkey';
 import { CoordinationService } from '../../src/index.js';
 import { CoordKeys, FENCE_CHECK_LUA, coordWire } from '../../src/protocol.js';
 import { HeldLease, acquireLease } from '../../src/coordination/lease.js';
 import type { ScriptClient } from '../../src/core/scripts.js';
 import { EchoMqConnection } from '../../src/core/connection/connection.js';
 import { aclUser } from '../helpers/acl.js';
-import { eventually, openConnection, randomQueue, rawClient, testUrl } from '../helpers/valkey.js';
+import { coordinationFixture } from '../helpers/coordination.js';
+import { eventually, testUrl } from '../helpers/valkey.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const codeOf = (e: unknown): string | undefined => (e as { code?: string })?.code;
 
 describe('CoordinationService: fenced leases', () => {
-  let conn: EchoMqConnection;
-  let raw: Redis;
-  const services: CoordinationService[] = [];
-  const service = (owner?: string): CoordinationService => {
-    const s = new CoordinationService(conn, owner ? { owner } : undefined);
-    services.push(s);
-    return s;
-  };
-  const names: string[] = [];
-  const name = (): string => {
-    const n = randomQueue('co');
-    names.push(n);
-    return n;
-  };
-
-  beforeAll(async () => {
-    conn = await openConnection();
-    raw = rawClient();
-  });
-  afterAll(async () => {
-    await Promise.all(services.map((s) => s.close()));
-    if (names.length) await raw.del(...names.flatMap((n) => [`emq:{co:${n}}:lease`, `emq:{co:${n}}:sem`, `emq:{co:${n}}:fence`]));
-    raw.disconnect();
-    await conn.close();
-  });
+  const f = coordinationFixture();
+  const { service, name } = f;
 
   it('acquires, refuses another owner, reads, renews and releases; the next acquire has a greater token', async () => {
     const a = service('alpha');
@@ -136,7 +113,7 @@ describe('CoordinationService: fenced leases', () => {
     const l = (await a.tryAcquire(n, { ttlMs: 5000, autoRenew: false }))!;
     // As if the lease had expired during a pause and another owner had acquired it.
     const newer = (l.token + 1n).toString();
-    await raw.hset(`emq:{co:${n}}:lease`, 'owner', 'beta', 'token', newer, 'fence', newer);
+    await f.raw.hset(`emq:{co:${n}}:lease`, 'owner', 'beta', 'token', newer, 'fence', newer);
     expect(await l.renew()).toBe(false);
     expect(l.signal.aborted).toBe(true);
     expect(String((l.signal.reason as Error).message)).toMatch(/refused/);
@@ -183,7 +160,7 @@ describe('CoordinationService: fenced leases', () => {
   });
 
   it('close() releases every lease the service holds; later calls are refused', async () => {
-    const a = new CoordinationService(conn);
+    const a = new CoordinationService(f.conn);
     const n1 = name();
     const n2 = name();
     const l1 = (await a.tryAcquire(n1, { ttlMs: 5000 }))!;
@@ -211,16 +188,16 @@ describe('CoordinationService: fenced leases', () => {
     expect(() => a.elect(n, { ttlMs: 50 })).toThrow(expect.objectContaining({ code: 'EMQ_BAD_OPTION' }));
     expect(() => a.elect(n, { tll: 5 } as never)).toThrow(expect.objectContaining({ code: 'EMQ_BAD_OPTION' }));
     expect(() => a.elect('..', {})).toThrow(expect.objectContaining({ code: 'EMQ_BAD_NAME' }));
-    expect(() => new CoordinationService(conn, { owner: 'has space' })).toThrow(expect.objectContaining({ code: 'EMQ_BAD_OPTION' }));
-    expect(() => new CoordinationService(conn, { owner: 'x'.repeat(49) })).toThrow(expect.objectContaining({ code: 'EMQ_BAD_OPTION' }));
-    expect(() => new CoordinationService(conn, { ownr: 'x' } as never)).toThrow(expect.objectContaining({ code: 'EMQ_BAD_OPTION' }));
-    expect(await raw.exists(`emq:{co:${n}}:lease`, `emq:{co:${n}}:sem`)).toBe(0);
+    expect(() => new CoordinationService(f.conn, { owner: 'has space' })).toThrow(expect.objectContaining({ code: 'EMQ_BAD_OPTION' }));
+    expect(() => new CoordinationService(f.conn, { owner: 'x'.repeat(49) })).toThrow(expect.objectContaining({ code: 'EMQ_BAD_OPTION' }));
+    expect(() => new CoordinationService(f.conn, { ownr: 'x' } as never)).toThrow(expect.objectContaining({ code: 'EMQ_BAD_OPTION' }));
+    expect(await f.raw.exists(`emq:{co:${n}}:lease`, `emq:{co:${n}}:sem`)).toBe(0);
   });
 
   it('FENCE_CHECK_LUA refuses a lower token and accepts an equal or higher one', async () => {
     const n = name();
     const fence = `emq:{co:${n}}:fence`;
-    const run = (t: bigint) => raw.eval(FENCE_CHECK_LUA, 1, fence, t.toString());
+    const run = (t: bigint) => f.raw.eval(FENCE_CHECK_LUA, 1, fence, t.toString());
     const a = service();
     const b = service();
     const la = (await a.tryAcquire(n, { ttlMs: 1000 }))!;
@@ -229,17 +206,17 @@ describe('CoordinationService: fenced leases', () => {
     await run(lb.token);
     await run(lb.token);
     await expect(run(la.token)).rejects.toThrow(/EMQ_STALE_TOKEN/);
-    expect(await raw.get(fence)).toBe(lb.token.toString());
+    expect(await f.raw.get(fence)).toBe(lb.token.toString());
     await lb.release();
   });
 
   it('a lease whose acquire answered after its own deadline is born lost: signal aborted, released on the server, bookkeeping told', async () => {
     const n = name();
     const keys = new CoordKeys(n);
-    const r = await coordWire.lease(conn.scriptClient, keys, 'acquire', 'slow', null, 1000);
+    const r = await coordWire.lease(f.conn.scriptClient, keys, 'acquire', 'slow', null, 1000);
     let ended = 0;
     const hold = { ttlMs: 1000, autoRenew: true, waitMs: 0, limit: 1 };
-    const l = new HeldLease(conn.scriptClient, keys, 'slow', r.token!, r.exp, Date.now() - 5000, hold, { warn: () => undefined, error: () => undefined }, () => ended++);
+    const l = new HeldLease(f.conn.scriptClient, keys, 'slow', r.token!, r.exp, Date.now() - 5000, hold, { warn: () => undefined, error: () => undefined }, () => ended++);
     expect(l.signal.aborted).toBe(true);
     await sleep(50);
     expect(ended).toBe(1);
@@ -250,7 +227,7 @@ describe('CoordinationService: fenced leases', () => {
     const n = name();
     const other = name();
     const BASE = ['~{emq}:*', '-@all', '+@read', '+@write', '+@blocking', '+@pubsub', '-@dangerous', '-function', '+evalsha', '+eval', '+info', '+time', '+auth', '+hello', '+ping', '+quit', '+select', '+client|setname', '+client|id', '+client|unblock'];
-    const u = await aclUser(raw, [...BASE, `~emq:{co:${n}}:*`]);
+    const u = await aclUser(f.raw, [...BASE, `~emq:{co:${n}}:*`]);
     const c = new EchoMqConnection({ url: testUrl(), username: u.username, password: u.password });
     await c.open();
     const s = new CoordinationService(c);
@@ -273,7 +250,7 @@ describe('CoordinationService: fenced leases', () => {
   it('an acquire answered after its ttl (a stalled client) is not handed out: null, and the lease is free again', async () => {
     const n = name();
     const keys = new CoordKeys(n);
-    const real = conn.scriptClient;
+    const real = f.conn.scriptClient;
     // A real Valkey behind a client that delivers each reply 400 ms late.
     const slow: ScriptClient = {
       evalsha: async (...a) => {
