@@ -12,7 +12,7 @@ export interface AbBuild {
 }
 
 /** The rows `bench:ab` can run. */
-export const AB_ROWS = ['single', 'batch', 'c1', 'c1p0', 'c10', 'c50', 'c200', 'c50p', 'c50g', 'x2', 'lat', 'bpub', 'bg1', 'bg50', 'blat'] as const;
+export const AB_ROWS = ['single', 'batch', 'c1', 'c1p0', 'c10', 'c50', 'c200', 'c50p', 'c50g', 'x2', 'lat', 'lat5k', 'bpub', 'bg1', 'bg50', 'blat'] as const;
 
 /** One row name. */
 export type RowName = (typeof AB_ROWS)[number];
@@ -35,6 +35,7 @@ const ROWS: Record<RowName, readonly [module: 'phases' | 'bus', fn: string, args
   c50g: ['phases', 'processLocal', ['process_c50_groups_per_s', 50, 30_000, { groups: 100 }]],
   x2: ['phases', 'processChildren', ['process_2x50_per_s', 2, 50, 30_000]],
   lat: ['phases', 'latency', [500, 3, 10]],
+  lat5k: ['phases', 'latency', [5000, 3, 10, 'latency_5k']],
   bpub: ['bus', 'busPublishSingle', [20_000]],
   bg1: ['bus', 'busGroup', ['bus_group_c1_per_s', 1, 5000]],
   bg50: ['bus', 'busGroup', ['bus_group_c50_per_s', 50, 30_000]],

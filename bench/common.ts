@@ -21,6 +21,8 @@ export const METRICS = [
   'process_c50_backlog_1m_per_s',
   'latency_p50_ms',
   'latency_p99_ms',
+  'latency_5k_p50_ms',
+  'latency_5k_p99_ms',
   'fanout_completed_x4_per_s',
   'bytes_per_pending_job',
 ] as const;

@@ -27,6 +27,9 @@ export const MEANING: Readonly<Record<Metric, string>> = {
   latency_p50_ms:
     'median ms from just before the enqueue call to the start of the handler, under a steady ~500 single enqueues/s into a running consumer (concurrency 10, same process, so one clock). The payload carries the monotonic clock (`process.hrtime`) in ms; the warm-up jobs at the same rate are not recorded.',
   latency_p99_ms: 'the 99th percentile of the same samples.',
+  latency_5k_p50_ms:
+    'median ms from just before the enqueue call to the start of the handler as in `latency_p50_ms`, under a steady ~5,000 single enqueues/s into the same kind of consumer (concurrency 10, same process): the pacing loop sends the enqueues due at each ~1 ms timer tick, about 5 at a time; the warm-up jobs at the same rate are not recorded.',
+  latency_5k_p99_ms: 'the 99th percentile of the same samples.',
   fanout_completed_x4_per_s:
     'lifecycle fan-out: jobs/s processed by one consumer of concurrency 50 while 4 listeners (each on its own connection, opened before the jobs) each hear every job\'s `completed` event; the clock starts once the consumer ran the warm-up jobs and stops when the slowest listener heard the last job. EchoMQ: `eventsLog: 10000` on the queue and 4 `EventLogReader`s in 4 consumer groups (what `@OnQueueEvent(q, \'completed\', { scope: \'fleet\' })` runs); BullMQ: 4 `QueueEvents` counting `completed`. bee-queue is not run.',
   bytes_per_pending_job:

@@ -119,7 +119,7 @@ export function renderDoc(report: Report, write = true): string {
     ? '\n> **Quick run** (`npm run bench -- --quick`): small counts, one repetition, a warm-up as long as the timed part: a smoke test, not a measurement. `npm run bench` does the steady run (estimated 15–20 minutes on a quiet 2-CPU machine; `-- --backlog-1m` adds about 5).\n'
     : '';
   const warm = `${s.warmup}×`;
-  const counts = `${n(s.enqueueSingle)} single enqueues, ${n(s.enqueueBatch)} batch-enqueued jobs, ${n(s.process)} jobs per processing row (each after ${n(Math.ceil(s.process * s.warmup))} untimed), backlogs of ${s.backlogs.map(n).join(' / ')} pending, ${s.latencySeconds} s of latency load at ${s.latencyRate}/s, ${n(s.memoryJobs)} jobs for memory, ${n(s.ceilingJobs)} jobs per ceiling run`;
+  const counts = `${n(s.enqueueSingle)} single enqueues, ${n(s.enqueueBatch)} batch-enqueued jobs, ${n(s.process)} jobs per processing row (each after ${n(Math.ceil(s.process * s.warmup))} untimed), backlogs of ${s.backlogs.map(n).join(' / ')} pending, ${s.latencySeconds} s of latency load at ${s.latencyRate}/s and ${s.latency5kSeconds} s at ${n(s.latency5kRate)}/s, ${n(s.memoryJobs)} jobs for memory, ${n(s.ceilingJobs)} jobs per ceiling run`;
   const reps = s.reps > 1 ? `${s.reps} repetitions of the whole suite` : 'one repetition';
   return `# Benchmarks: EchoMQ vs BullMQ and bee-queue (queue), bentocache (cache)
 ${quick}

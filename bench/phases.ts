@@ -203,10 +203,11 @@ export async function steady(add: (s: StampPayload) => Promise<unknown>, rate: n
 }
 
 /**
- * `latency_p50_ms` / `latency_p99_ms`: a steady `rate` of single enqueues for `seconds`, into a
- * running consumer (same process, concurrency `conc`) whose handler records now − enqueue instant.
+ * `<name>_p50_ms` / `<name>_p99_ms` (`name` default `latency`: the 500/s row; `latency_5k` for the
+ * 5,000/s one): a steady `rate` of single enqueues for `seconds`, into a running consumer (same
+ * process, concurrency `conc`) whose handler records now − enqueue instant.
  */
-export async function latency(ctx: PhaseContext, rate: number, seconds: number, conc: number): Promise<PhaseResult> {
+export async function latency(ctx: PhaseContext, rate: number, seconds: number, conc: number, name = 'latency'): Promise<PhaseResult> {
   const { driver, probe } = ctx;
   const queue = randomQueue('lat');
   const samples: number[] = [];
@@ -229,7 +230,7 @@ export async function latency(ctx: PhaseContext, rate: number, seconds: number, 
     const cost = await m.stop(n);
     samples.sort((a, b) => a - b);
     return {
-      values: { latency_p50_ms: percentile(samples, 0.5), latency_p99_ms: percentile(samples, 0.99) },
+      values: { [`${name}_p50_ms`]: percentile(samples, 0.5), [`${name}_p99_ms`]: percentile(samples, 0.99) },
       cost,
       note: `${samples.length} samples, max ${samples[samples.length - 1].toFixed(2)} ms`,
     };

@@ -76,6 +76,7 @@ function phases(s: BenchSizes): Phase[] {
       }),
     ),
     { key: 'lat', label: 'latency', run: (c) => latency(c, s.latencyRate, s.latencySeconds, s.latencyConcurrency) },
+    { key: 'lat5k', label: 'latency 5k', run: (c) => latency(c, s.latency5kRate, s.latency5kSeconds, s.latencyConcurrency, 'latency_5k') },
     // Lifecycle fan-out: the completed event to 4 listeners (EchoMQ's lifecycle log vs BullMQ's QueueEvents).
     { key: 'fanout', label: 'fanout completed x4', systems: NO_BEE, run: (c) => fanoutCompleted(c, s.fanout) },
     // Each Bus throughput row beside its raw anchor (bus-raw.ts), in the same phase, order alternated per repetition.

@@ -28,7 +28,10 @@ export interface BenchSizes {
   /** Jobs per second of the latency load, and for how many timed seconds. */
   readonly latencyRate: number;
   readonly latencySeconds: number;
-  /** Concurrency of the consumer in the latency phase. */
+  /** Jobs per second of the 5,000/s latency row (same consumer and concurrency), and for how many timed seconds. */
+  readonly latency5kRate: number;
+  readonly latency5kSeconds: number;
+  /** Concurrency of the consumer in the latency phases. */
   readonly latencyConcurrency: number;
   /** Pending jobs whose memory is measured. */
   readonly memoryJobs: number;
@@ -74,6 +77,8 @@ export function sizes(mode: BenchMode, backlog1m = false): BenchSizes {
       backlogs: [10_000, ...extra],
       latencyRate: 500,
       latencySeconds: 1,
+      latency5kRate: 5000,
+      latency5kSeconds: 1,
       latencyConcurrency: 10,
       memoryJobs: 5000,
       ceilingJobs: 10_000,
@@ -93,6 +98,8 @@ export function sizes(mode: BenchMode, backlog1m = false): BenchSizes {
     backlogs: [10_000, 100_000, ...extra],
     latencyRate: 500,
     latencySeconds: 10, // 5,000 samples: one stall of the machine (a few ms, ~10 samples) cannot decide the p99 alone
+    latency5kRate: 5000,
+    latency5kSeconds: 3, // 15,000 samples
     latencyConcurrency: 10,
     memoryJobs: 10_000,
     ceilingJobs: 200_000,
