@@ -1,10 +1,9 @@
 import { Subject, type Observable } from 'rxjs';
 import { decodePayload } from '../../core/codec.js';
-import { LazyAbort } from '../../core/lazy-abort.js';
 import type { EchoMqConnection } from '../../core/connection/index.js';
 import { assertName, topicKeys, type TopicKeys } from '../../core/keys.js';
 import type { ConsumerLogger } from '../../core/logger.js';
-import { eventIdOf } from '../../core/event-id.js';
+import { eventIdOf, streamMsOf } from '../../core/event-id.js';
 import { AckBuffer } from './acks.js';
 import { reportProcessLoss, type GroupLoss, type GroupLossKind } from './losses.js';
 import { consumerName, intIn, resolveGroupOptions, startId, type GroupConsumerConfig, type ResolvedGroupOptions } from './options.js';
@@ -22,11 +21,15 @@ const silent: ConsumerLogger = { warn: () => undefined, error: () => undefined }
 /**
  * One event as a group handler receives it: plain own fields (so a spread or `JSON.stringify` of
  * it keeps them), `signal` made on first read (an `AbortController` per event is a measurable
- * share of a busy member's CPU, and most handlers never read it).
+ * share of a busy member's CPU, and most handlers never read it). The abort state lives in
+ * private fields of the event itself (not own properties: a spread does not see them), so a
+ * running entry costs one object, not two.
  */
 class GroupEvent implements BusEvent {
   readonly at: Date;
-  readonly #abort: LazyAbort;
+  #ctrl: AbortController | undefined = undefined;
+  /** The abort reason once `abortEvent` ran (`NOT_ABORTED` until then). */
+  #reason: unknown = NOT_ABORTED;
 
   constructor(
     readonly id: string,
@@ -34,17 +37,29 @@ class GroupEvent implements BusEvent {
     readonly payload: unknown,
     streamId: string,
     readonly deliveries: number,
-    abort: LazyAbort,
   ) {
-    this.at = new Date(Number(streamId.slice(0, streamId.indexOf('-'))));
-    this.#abort = abort;
+    this.at = new Date(streamMsOf(streamId));
   }
 
   /** Aborted when the handler must give up (shutdown past its deadline). */
   get signal(): AbortSignal {
-    return this.#abort.signal;
+    if (this.#ctrl === undefined) {
+      this.#ctrl = new AbortController();
+      if (this.#reason !== NOT_ABORTED) this.#ctrl.abort(this.#reason);
+    }
+    return this.#ctrl.signal;
+  }
+
+  /** Aborts `e`'s signal with `reason` (the first call wins; a signal read later is already aborted). */
+  static abort(e: GroupEvent, reason: unknown): void {
+    if (e.#reason !== NOT_ABORTED) return;
+    e.#reason = reason;
+    e.#ctrl?.abort(reason);
   }
 }
+
+/** `GroupEvent`'s marker of a signal not aborted (any reason, `undefined` included, is a real one). */
+const NOT_ABORTED: unique symbol = Symbol('not aborted');
 
 /**
  * A supervised consumer-group loop on one topic's log, usable without Nest. It creates its group
@@ -64,8 +79,8 @@ export class GroupConsumer {
   readonly losses$: Observable<GroupLoss> = this.#losses.asObservable();
   private readonly k: TopicKeys;
   private readonly o: ResolvedGroupOptions;
-  /** Stream ids of the entries whose handlers are running → their (lazily made) abort signals. */
-  private readonly running = new Map<string, LazyAbort>();
+  /** Stream ids of the entries whose handlers are running → their events (`stop` aborts their signals). */
+  private readonly running = new Map<string, GroupEvent>();
   /** Read-ahead entries (option `prefetch`), read and pending here, not started yet, in log order from `aheadAt`. */
   private aheadQ: GroupEntry[] = [];
   private aheadAt = 0;
@@ -198,7 +213,7 @@ export class GroupConsumer {
     await this.release();
     const until = Date.now() + deadlineMs;
     while (this.running.size > 0 && Date.now() < until) await sleep(10);
-    for (const ac of this.running.values()) ac.abort(new Error('EchoMQ group consumer shut down'));
+    for (const ev of this.running.values()) GroupEvent.abort(ev, new Error('EchoMQ group consumer shut down'));
     const settle = Date.now() + 500;
     while (this.running.size > 0 && Date.now() < settle) await sleep(5);
     await this.acks.settled();
@@ -344,15 +359,22 @@ export class GroupConsumer {
       this.report('lost', [id], `entry ${id} was deleted from the log before it was handled`);
       return;
     }
-    const ac = new LazyAbort();
-    this.running.set(e.streamId, ac);
-    void this.run(e, id, deliveries, ac);
+    let event: GroupEvent;
+    try {
+      event = new GroupEvent(id, this.cfg.topic, decodePayload(e.payload) ?? null, e.streamId, deliveries);
+    } catch (err) {
+      // Not JSON: a failed delivery, as a throwing handler's (retried, then dead-lettered).
+      this.failed(e.streamId, deliveries, err);
+      this.wakeLoop();
+      return;
+    }
+    this.running.set(e.streamId, event);
+    void this.run(e, id, deliveries, event);
   }
 
   /** Runs one entry's handler, then acknowledges it (or records the failure) and frees its slot. */
-  private async run(e: GroupEntry, id: string, deliveries: number, ac: LazyAbort): Promise<void> {
+  private async run(e: GroupEntry, id: string, deliveries: number, event: GroupEvent): Promise<void> {
     try {
-      const event = new GroupEvent(id, this.cfg.topic, decodePayload(e.payload) ?? null, e.streamId, deliveries, ac);
       const t = this.cfg.tracer;
       await (t ? t.handle({ topic: this.topic, group: this.o.group, id, deliveries, traceparent: e.tp }, async () => this.cfg.handler(event)) : this.cfg.handler(event));
       this.ack(e.streamId);
@@ -365,10 +387,15 @@ export class GroupConsumer {
         // Entries still waiting: the loop has nothing to do yet (its next read waits for them).
         if (this.aheadAt < this.aheadQ.length && !this.stopping) return;
       }
-      const w = this.wake;
-      this.wake = undefined;
-      w?.();
+      this.wakeLoop();
     }
+  }
+
+  /** Wakes the loop when it waits for a slot or for running handlers. */
+  private wakeLoop(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
   }
 
   private failed(streamId: string, deliveries: number, err: unknown): void {

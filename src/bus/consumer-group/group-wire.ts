@@ -22,11 +22,13 @@ type Raw = unknown;
 
 const asText = (v: Raw): string => (typeof v === 'string' ? v : Buffer.isBuffer(v) ? v.toString('utf8') : String(v));
 
-/** Parses a list of `[id, [field, value, …] | nil]` entries. */
+/** Parses a list of `[id, [field, value, …] | nil]` entries (indexed reads, one result array: this runs per entry read). */
 export function parseEntries(list: Raw): GroupEntry[] {
   if (!Array.isArray(list)) return [];
-  return list.map((e: Raw) => {
-    const [id, fields] = e as [Raw, Raw];
+  const out: GroupEntry[] = new Array<GroupEntry>(list.length);
+  for (let k = 0; k < list.length; k++) {
+    const e = list[k] as Raw[];
+    const fields = e[1];
     let payload: string | null = null;
     let tp: string | undefined;
     if (Array.isArray(fields)) {
@@ -37,8 +39,9 @@ export function parseEntries(list: Raw): GroupEntry[] {
         else if (f === 'tp') tp = asText(fields[i + 1]);
       }
     }
-    return tp === undefined ? { streamId: asText(id), payload } : { streamId: asText(id), payload, tp };
-  });
+    out[k] = tp === undefined ? { streamId: asText(e[0]), payload } : { streamId: asText(e[0]), payload, tp };
+  }
+  return out;
 }
 
 /** Sends one command through the generic call path (typed replies are parsed here). */
