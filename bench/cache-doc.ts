@@ -17,7 +17,7 @@ const MEANING: Readonly<Record<CacheMetric, string>> = {
 };
 
 /** The targets (notes, not assertions): the ratio EchoMQ / bentocache a throughput row should reach, or the absolute bound of a lag row. */
-const TARGETS: Readonly<Partial<Record<CacheMetric, { text: string; met: (e: number, b: number) => boolean }>>> = {
+export const CACHE_TARGETS: Readonly<Partial<Record<CacheMetric, { text: string; met: (e: number, b: number) => boolean }>>> = {
   cache_l1_hit_per_s: { text: '≥ 1.0× bentocache', met: (e, b) => e >= b },
   cache_l2_hit_per_s: { text: '≥ 1.5× bentocache', met: (e, b) => e >= 1.5 * b },
   cache_get_or_load_per_s: { text: '≥ 1.5× bentocache', met: (e, b) => e >= 1.5 * b },
@@ -25,7 +25,7 @@ const TARGETS: Readonly<Partial<Record<CacheMetric, { text: string; met: (e: num
 };
 
 function targetCell(m: CacheMetric, e: number, b: number): string {
-  const t = TARGETS[m];
+  const t = CACHE_TARGETS[m];
   return t ? `${t.text}: ${t.met(e, b) ? '**met**' : '**missed**'}` : '—';
 }
 
@@ -61,12 +61,12 @@ function cacheRepetitions(report: CacheReport): string {
 /** The targets this run missed, as a sentence (or that it met them all). */
 function verdict(report: CacheReport): string {
   const missed = CACHE_METRICS.filter((m) => {
-    const t = TARGETS[m];
+    const t = CACHE_TARGETS[m];
     return t !== undefined && !t.met(report.results.echomq[m], report.results.bentocache[m]);
   });
   return missed.length === 0
     ? 'In this run EchoMQ met every target.'
-    : `In this run EchoMQ missed the target on ${missed.map((m) => `\`${m}\` (${TARGETS[m]?.text})`).join(', ')}; the reasons are below.`;
+    : `In this run EchoMQ missed the target on ${missed.map((m) => `\`${m}\` (${CACHE_TARGETS[m]?.text})`).join(', ')}; the reasons are below.`;
 }
 
 /** Notes the phases left (e.g. lag rounds that began without the old value in the child's L1). */

@@ -13,6 +13,7 @@ import { costTable, shown, type PhaseRecord, type Report } from './format.js';
 import { NOISY_OTHER_CORES } from './load.js';
 import { measured, queueTable, targetsList } from './queue-doc.js';
 import { pairText } from './pairs.js';
+import { targets41Section } from './targets41.js';
 
 const n = (v: number): string => v.toLocaleString('en-US');
 
@@ -142,6 +143,7 @@ ${targetsList(report, report.ceiling)}
 
 The cache targets are in the Cache section below.
 
+${targets41Section(report)}
 ## Method
 
 - **One Valkey:** a fresh \`valkey-server\` (started by \`startEmbeddedValkey()\`: loopback, no persistence)

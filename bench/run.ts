@@ -21,7 +21,8 @@ import { fanoutCompleted } from './fanout.js';
 import { enqueueBatch, enqueueSingle, latency, memory, processChildren, processLocal, type PhaseContext, type PhaseResult } from './phases.js';
 import { Probe } from './probe.js';
 import { GROUPS_METRIC } from './bus.js';
-import type { PhaseRecord } from './format.js';
+import type { PhaseRecord, Report } from './format.js';
+import { targets41Console } from './targets41.js';
 import { summarize } from './pairs.js';
 import { echoOnlySummary, environment, printCache, printEchoOnly, printTable, writeReport } from './report.js';
 import { runCacheSuite, type CacheReport } from './cache-phases.js';
@@ -193,7 +194,9 @@ async function main(): Promise<void> {
       mark('cluster done');
     }
     if (rows || !cache || !flows) return;
-    const files = writeReport({ ...summary, echoOnly, records, superseded, env: { ...env, loadAvgEnd }, sizes: s, ceiling, cache, flows, cluster, seconds: (Date.now() - started) / 1000 }, write);
+    const report: Report = { ...summary, echoOnly, records, superseded, env: { ...env, loadAvgEnd }, sizes: s, ceiling, cache, flows, cluster, seconds: (Date.now() - started) / 1000 };
+    const files = writeReport(report, write);
+    console.log(`\n${targets41Console(report)}\n`);
     console.log(`${wroteLine(files, write)} (${Math.round((Date.now() - started) / 1000)} s)`);
   } finally {
     await probe.close();
