@@ -1,4 +1,4 @@
-import type { Delivery } from '../../core/wire/index.js';
+import type { Delivery, OutboxEntry } from '../../core/wire/index.js';
 import type { CreateEntry } from './flow-plan.js';
 
 /**
@@ -12,6 +12,19 @@ export function testHold(point: 'before-relay' | 'before-ack', ids: readonly str
   if (process.env.ECHOMQ_TEST_RELAY_HOLD !== point) return undefined;
   process.stdout.write(`relay-hold ${point} ${ids.join(',')}\n`);
   return new Promise<never>(() => undefined);
+}
+
+/** Creation entries this process wrote, with the content their text encodes (for its self-relay). */
+const written = new WeakMap<OutboxEntry, { queue: string; entry: CreateEntry }>();
+
+/** Records that `e`'s text encodes `entry` for `queue`, so `createOf(e)` need not decode it. */
+export function rememberCreate(e: OutboxEntry, queue: string, entry: CreateEntry): void {
+  written.set(e, { queue, entry });
+}
+
+/** An outbox entry's creation (target queue and content): the one this process encoded, else its text decoded. */
+export function createOf(e: OutboxEntry): { queue: string; entry: CreateEntry } | undefined {
+  return written.get(e) ?? (e.text.startsWith('c ') ? parseCreate(e.text) : undefined);
 }
 
 /** A creation entry's target queue and content, or undefined when the text is not one. */

@@ -8,6 +8,7 @@ import type { ChildFailurePolicy } from '../job.js';
 import { backoffWire, checkAttempts, type BackoffOptions } from '../base-options.js';
 import { checkLane, checkPriority, scheduleWire } from '../queue-options.js';
 import { keySet } from '../../core/known-keys.js';
+import { rememberCreate } from './flow-entries.js';
 
 /**
  * A validated flow node with its id, encoded for the wire. This is also the JSON a creation entry
@@ -51,6 +52,8 @@ export interface QueuePlan {
   readonly edges: WireFlowEdge[];
   /** Queues that receive creation entries from this call (the relay drains this queue's outbox for them). */
   readonly crosses: number;
+  /** Per edge, the creation entry its `entry` text encodes (undefined for a child in the same queue): kept so this process relays it without decoding its text. */
+  readonly creates: readonly (CreateEntry | undefined)[];
 }
 
 const KEY_RE = /^[A-Za-z0-9_.-]{1,100}$/;
@@ -188,6 +191,7 @@ export function flowQueues(t: WireTree, into = new Set<string>()): Set<string> {
 export function planQueue(queue: string, roots: readonly { tree: WireTree; up: string }[]): QueuePlan {
   const nodes: WireFlowNode[] = [];
   const edges: WireFlowEdge[] = [];
+  const creates: (CreateEntry | undefined)[] = [];
   let crosses = 0;
   const visit = (t: WireTree, up: string): void => {
     const run = runOf(t);
@@ -195,16 +199,30 @@ export function planQueue(queue: string, roots: readonly { tree: WireTree; up: s
     const ref = `${queue} ${t.id}`;
     for (const k of t.kids) {
       let entry = '';
+      let create: CreateEntry | undefined;
       if (k.q !== queue) {
-        entry = `c ${k.q} ${JSON.stringify({ up: ref, tree: k } satisfies CreateEntry)}`;
+        create = { up: ref, tree: k };
+        entry = `c ${k.q} ${JSON.stringify(create)}`;
         crosses++;
       }
       edges.push({ parentId: t.id, childId: k.id, childQueue: k.q, policy: k.pol, key: k.key, entry });
+      creates.push(create);
       if (k.q === queue) visit(k, ref);
     }
   };
   for (const r of roots) visit(r.tree, r.up);
-  return { nodes, edges, crosses };
+  return { nodes, edges, crosses, creates };
+}
+
+/** The plans of several calls' roots as one call's (what `planQueue` of all their roots gives), without encoding anything again. */
+export function mergePlans(plans: readonly QueuePlan[]): QueuePlan {
+  if (plans.length === 1) return plans[0];
+  return {
+    nodes: plans.flatMap((p) => p.nodes),
+    edges: plans.flatMap((p) => p.edges),
+    crosses: plans.reduce((n, p) => n + p.crosses, 0),
+    creates: plans.flatMap((p) => p.creates),
+  };
 }
 
 /**
@@ -214,5 +232,13 @@ export function planQueue(queue: string, roots: readonly { tree: WireTree; up: s
 export function writtenEntries(plan: QueuePlan, created?: readonly number[]): OutboxEntry[] {
   const made = new Set<string>();
   if (created) plan.nodes.forEach((n, i) => created[i] === 1 && made.add(n.id));
-  return plan.edges.filter((e) => e.entry !== '' && (!created || made.has(e.parentId))).map((e) => ({ id: `c:${e.childId}`, text: e.entry }));
+  const out: OutboxEntry[] = [];
+  plan.edges.forEach((e, i) => {
+    if (e.entry === '' || (created && !made.has(e.parentId))) return;
+    const entry = { id: `c:${e.childId}`, text: e.entry };
+    const create = plan.creates[i];
+    if (create) rememberCreate(entry, e.childQueue, create);
+    out.push(entry);
+  });
+  return out;
 }

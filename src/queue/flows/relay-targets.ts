@@ -3,8 +3,8 @@ import type { ScriptClient } from '../../core/scripts.js';
 import { flowWire, type Delivery, type OutboxEntry } from '../../core/wire/index.js';
 import { queueKeys } from '../../core/keys.js';
 import { wire } from '../../core/wire/index.js';
-import { batched, parseCreate, parseDeliver, settle } from './flow-entries.js';
-import { planQueue, writtenEntries, type CreateEntry } from './flow-plan.js';
+import { batched, createOf, parseDeliver, settle } from './flow-entries.js';
+import { mergePlans, planQueue, writtenEntries, type CreateEntry } from './flow-plan.js';
 import type { QueueDefaults } from '../queue-options.js';
 import type { FlowReleaseListener } from '../telemetry-hooks.js';
 
@@ -63,7 +63,7 @@ export class RelayTargets {
       m.set(q, g);
     };
     entries.forEach((e, i) => {
-      const c = e.text.startsWith('c ') ? parseCreate(e.text) : undefined;
+      const c = createOf(e);
       const d = e.text.startsWith('d ') ? parseDeliver(e.text) : undefined;
       if (c) group(creates, c.queue, i, c.entry);
       else if (d) group(delivers, d.queue, i, d.d);
@@ -104,11 +104,14 @@ export class RelayTargets {
   private async create(queue: string, roots: readonly CreateEntry[]): Promise<PromiseSettledResult<void>[]> {
     const s = this.opts.settings(queue);
     const lease = this.hooks.selfLease();
-    const add = async (part: readonly CreateEntry[]): Promise<number> => {
-      const plan = planQueue(queue, part.map((r) => ({ tree: r.tree, up: r.up })));
+    // Each subtree is planned once: a call's plan is its subtrees' plans one after the other.
+    const plans = roots.map((r) => planQueue(queue, [{ tree: r.tree, up: r.up }]));
+    const add = async (from: number, to: number): Promise<number> => {
+      const plan = mergePlans(plans.slice(from, to));
       const made = await flowWire.add(this.client(), queueKeys(queue), s.maxPayloadBytes, this.outboxBound, plan.nodes, plan.edges, lease);
       if (lease !== undefined) this.hooks.relayCreated(queue, writtenEntries(plan, made));
-      const skipped = part.filter((r) => made[plan.nodes.findIndex((n) => n.id === r.tree.id)] === 0);
+      const skipped: CreateEntry[] = [];
+      for (let r = from, at = 0; r < to; at += plans[r].nodes.length, r++) if (made[at] === 0) skipped.push(roots[r]);
       if (skipped.length > 0) await this.collisions(queue, skipped);
       return plan.crosses;
     };
@@ -117,20 +120,18 @@ export class RelayTargets {
     for (let i = 0; i < roots.length; ) {
       let j = i;
       for (let size = 0; j < roots.length; j++) {
-        const one = planQueue(queue, [{ tree: roots[j].tree, up: roots[j].up }]);
-        const n = Math.max(one.nodes.length, one.edges.length);
+        const n = Math.max(plans[j].nodes.length, plans[j].edges.length);
         if (j > i && size + n > 1000) break;
         size += n;
       }
-      const part = roots.slice(i, j);
       try {
-        crosses += await add(part);
-        for (let k = 0; k < part.length; k++) out.push({ status: 'fulfilled', value: undefined });
+        crosses += await add(i, j);
+        for (let k = i; k < j; k++) out.push({ status: 'fulfilled', value: undefined });
       } catch (err) {
-        if (part.length === 1) out.push({ status: 'rejected', reason: err });
+        if (j - i === 1) out.push({ status: 'rejected', reason: err });
         else {
-          for (const one of part) {
-            const r = await settle(add([one]));
+          for (let one = i; one < j; one++) {
+            const r = await settle(add(one, one + 1));
             if (r.status === 'fulfilled') crosses += r.value;
             out.push(r.status === 'fulfilled' ? { status: 'fulfilled', value: undefined } : r);
           }
