@@ -216,6 +216,7 @@ ${lines.join('\n')}
 export function targets41Console(report: Report): string {
   const checks = checks41(report);
   const w = Math.max(...checks.map((c) => c.target.length));
-  const lines = checks.map((c) => `${c.target.padEnd(w)}  ${c.verdict.padEnd(8)}  ${c.measured}${c.bound ? `  → ${c.bound.href}` : ''}`);
+  const v = Math.max(...checks.map((c) => c.verdict.length));
+  const lines = checks.map((c) => `${c.target.padEnd(w)}  ${c.verdict.padEnd(v)}  ${c.measured}${c.bound ? `  → ${c.bound.href}` : ''}`);
   return `Targets (issue 41):\n${lines.join('\n')}`;
 }
