@@ -101,28 +101,48 @@ export function composeId(ns: string, parts: Snowflake): string {
 const LOW = 2 ** (NODE_BITS + SEQ_BITS);
 /**
  * Base62 of `hi · 2^22 + lo` in plain doubles (no BigInt: minting is on every enqueue's path,
- * branding on every Bus event a group member handles). Each step divides the pair by 62; every
- * intermediate stays below 2^53. The digits go to a scratch buffer and make one string (not
- * eleven concatenations). Unchecked: `hi` must be an integer in 0..2^42 − 1 and `lo` in
- * 0..2^22 − 1 (`composeId` checks; so does `eventIdOf`).
+ * branding on every Bus event a group member handles). A long division by 62^5 splits the value
+ * into two 5-digit parts and a top digit (three `%` on doubles, every intermediate below 2^53);
+ * the parts' digits then come from small-integer arithmetic (a `%` on a double is a call, and
+ * the digit-by-digit form took 22 of them: about 4× slower, measured). Unchecked: `hi` must be
+ * an integer in 0..2^42 − 1 and `lo` in 0..2^22 − 1 (`composeId` checks; so does `eventIdOf`).
  */
 export function encodeParts(hi: number, lo: number): string {
-  const d = DIGITS; // the char codes, least significant first
-  for (let i = 0; i < BODY_LENGTH; i++) {
-    const remHi = hi % 62;
-    hi = (hi - remHi) / 62;
-    const mid = remHi * LOW + lo;
-    const r = mid % 62;
-    lo = (mid - r) / 62;
-    d[i] = CODES[r];
-  }
-  return String.fromCharCode(d[10], d[9], d[8], d[7], d[6], d[5], d[4], d[3], d[2], d[1], d[0]);
+  // hi · 2^22 + lo = (q1 · 2^22 + q2) · 62^5 + low, then q1 · 2^22 + q2 = top · 62^5 + mid.
+  const r1 = hi % P5;
+  const q1 = (hi - r1) / P5;
+  const x = r1 * LOW + lo;
+  const low = x % P5;
+  const q = q1 * LOW + (x - low) / P5;
+  const mid = q % P5;
+  const top = (q - mid) / P5;
+  const c = CODES;
+  let a = low;
+  let b = mid;
+  const a0 = a % 62;
+  a = (a / 62) | 0;
+  const a1 = a % 62;
+  a = (a / 62) | 0;
+  const a2 = a % 62;
+  a = (a / 62) | 0;
+  const a3 = a % 62;
+  const a4 = (a / 62) | 0;
+  const b0 = b % 62;
+  b = (b / 62) | 0;
+  const b1 = b % 62;
+  b = (b / 62) | 0;
+  const b2 = b % 62;
+  b = (b / 62) | 0;
+  const b3 = b % 62;
+  const b4 = (b / 62) | 0;
+  return String.fromCharCode(c[top], c[b4], c[b3], c[b2], c[b1], c[b0], c[a4], c[a3], c[a2], c[a1], c[a0]);
 }
+
+/** 62^5: five base62 digits, below 2^30. */
+const P5 = 62 ** 5;
 
 /** The char code of each base62 digit. */
 const CODES = Uint8Array.from(BASE62, (ch) => ch.charCodeAt(0));
-/** Scratch for `encodeParts` (synchronous, so one buffer serves every call). */
-const DIGITS = new Uint8Array(BODY_LENGTH);
 
 /**
  * Mints branded snowflakes. Monotonic per instance: a clock that steps back never makes an id
