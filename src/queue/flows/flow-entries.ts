@@ -14,17 +14,14 @@ export function testHold(point: 'before-relay' | 'before-ack', ids: readonly str
   return new Promise<never>(() => undefined);
 }
 
-/** Creation entries this process wrote, with the content their text encodes (for its self-relay). */
-const written = new WeakMap<OutboxEntry, { queue: string; entry: CreateEntry }>();
-
-/** Records that `e`'s text encodes `entry` for `queue`, so `createOf(e)` need not decode it. */
-export function rememberCreate(e: OutboxEntry, queue: string, entry: CreateEntry): void {
-  written.set(e, { queue, entry });
+/** A creation entry this process wrote: its text and the content the text encodes (for its self-relay). */
+export interface WrittenCreate extends OutboxEntry {
+  readonly made: { readonly queue: string; readonly entry: CreateEntry };
 }
 
 /** An outbox entry's creation (target queue and content): the one this process encoded, else its text decoded. */
 export function createOf(e: OutboxEntry): { queue: string; entry: CreateEntry } | undefined {
-  return written.get(e) ?? (e.text.startsWith('c ') ? parseCreate(e.text) : undefined);
+  return (e as Partial<WrittenCreate>).made ?? (e.text.startsWith('c ') ? parseCreate(e.text) : undefined);
 }
 
 /** A creation entry's target queue and content, or undefined when the text is not one. */

@@ -8,7 +8,7 @@ import type { ChildFailurePolicy } from '../job.js';
 import { backoffWire, checkAttempts, type BackoffOptions } from '../base-options.js';
 import { checkLane, checkPriority, scheduleWire } from '../queue-options.js';
 import { keySet } from '../../core/known-keys.js';
-import { rememberCreate } from './flow-entries.js';
+import type { WrittenCreate } from './flow-entries.js';
 
 /**
  * A validated flow node with its id, encoded for the wire. This is also the JSON a creation entry
@@ -235,9 +235,9 @@ export function writtenEntries(plan: QueuePlan, created?: readonly number[]): Ou
   const out: OutboxEntry[] = [];
   plan.edges.forEach((e, i) => {
     if (e.entry === '' || (created && !made.has(e.parentId))) return;
-    const entry = { id: `c:${e.childId}`, text: e.entry };
     const create = plan.creates[i];
-    if (create) rememberCreate(entry, e.childQueue, create);
+    // The content rides along (not on the wire): this process's relay of it need not decode the text.
+    const entry: OutboxEntry | WrittenCreate = create ? { id: `c:${e.childId}`, text: e.entry, made: { queue: e.childQueue, entry: create } } : { id: `c:${e.childId}`, text: e.entry };
     out.push(entry);
   });
   return out;
