@@ -30,6 +30,8 @@ const probe: Probe = { job: -1, write: new Float64Array(0), writeSock: [], data:
 
 /** Patches `Socket` so that writes and `data` events stamp the job being timed. */
 function patchSockets(): void {
+  // CP_NOCORK=1: `cork` does nothing, so a parked wait's commands go in one write each (as before 781ba34).
+  if (process.env.CP_NOCORK) Socket.prototype.cork = () => undefined;
   const write = Socket.prototype.write;
   Socket.prototype.write = function (this: Socket, ...args: unknown[]): boolean {
     const j = probe.job;
@@ -59,6 +61,11 @@ async function scriptUsec(admin: Redis): Promise<{ calls: number; usec: number }
     usec += Number(m[3]);
   }
   return { calls, usec };
+}
+
+/** Valkey's `total_reads_processed` (socket reads, all clients). */
+async function reads(admin: Redis): Promise<number> {
+  return Number(/total_reads_processed:(\d+)/.exec(await admin.info('stats'))?.[1] ?? 0);
 }
 
 const f = (x: number): string => x.toFixed(0);
@@ -92,6 +99,7 @@ async function one(url: string, system: SystemName, rate: number, seconds: numbe
   while (received < warm) await sleep(1);
   await admin.config('RESETSTAT');
   const s0 = await scriptUsec(admin);
+  const r0 = await reads(admin);
   const cpu0 = process.cpuUsage();
   let k = 0;
   await steady(() => {
@@ -103,6 +111,7 @@ async function one(url: string, system: SystemName, rate: number, seconds: numbe
   while (received < warm + n) await sleep(1);
   const cpu = process.cpuUsage(cpu0);
   const s1 = await scriptUsec(admin);
+  const r1 = await reads(admin);
   probe.job = -1;
   const w: number[] = [];
   const v: number[] = [];
@@ -118,14 +127,14 @@ async function one(url: string, system: SystemName, rate: number, seconds: numbe
     if (probe.reply[i] > 0) r.push((probe.reply[i] - probe.write[i]) * 1000);
   }
   const row = (name: string, xs: number[]): string => `| ${name} | ${f(pct(xs, 0.5))} | ${f(pct(xs, 0.9))} | ${f(pct(xs, 0.99))} |`;
-  console.log(`\n## ${system} (${n} jobs, ${w.length} stamped; load ${loadavg()[0].toFixed(2)})\n`);
+  console.log(`\n## ${system}${process.env.CP_NOCORK ? ' (no cork)' : ''} (${n} jobs, ${w.length} stamped; load ${loadavg()[0].toFixed(2)})\n`);
   console.log('| µs | p50 | p90 | p99 |\n|---|---:|---:|---:|');
   console.log(row('enqueue call → producer socket write', w));
   console.log(row('write → consumer socket data (Valkey + network)', v));
   console.log(row('consumer data → handler start', h));
   console.log(row('(write → the producer\'s reply data)', r));
   console.log(row('enqueue call → handler start', all));
-  console.log(`script calls per job ${((s1.calls - s0.calls - 1) / n).toFixed(2)}, script µs per job ${((s1.usec - s0.usec) / n).toFixed(1)}; client CPU µs per job ${f((cpu.user + cpu.system) / n)}`);
+  console.log(`script calls per job ${((s1.calls - s0.calls - 1) / n).toFixed(2)}, script µs per job ${((s1.usec - s0.usec) / n).toFixed(1)}; client CPU µs per job ${f((cpu.user + cpu.system) / n)}; Valkey socket reads per job ${((r1 - r0 - 3) / n).toFixed(2)}`);
   await p.close();
   await consumer.close();
   await admin.quit();
@@ -165,7 +174,45 @@ async function enqueueUsec(url: string, n: number): Promise<void> {
   await admin.quit();
 }
 
+/**
+ * The Valkey µs of the enqueue as it runs into a live parked consumer: `n` jobs one at a time, an
+ * `INFO commandstats` just before each add and one sent from its handler (ahead of the consumer's
+ * next call, which goes after the handler), so each window holds the enqueue only.
+ */
+async function liveUsec(url: string, n: number): Promise<void> {
+  const admin = new Redis(url);
+  const driver = makeDriver('echomq', url);
+  const queue = randomQueue('cl');
+  let after: Promise<{ calls: number; usec: number }> | undefined;
+  let started: () => void = () => undefined;
+  const consumer = await driver.consumer(queue, 10, () => {
+    after = scriptUsec(admin);
+    started();
+  });
+  await consumer.start();
+  const p = await driver.producer(queue);
+  const per: number[] = [];
+  for (let i = 0; i < n; i++) {
+    await sleep(2);
+    const s0 = await scriptUsec(admin);
+    const ran = new Promise<void>((r) => (started = r));
+    void p.add({ i });
+    await ran;
+    const s1 = await after!;
+    if (s1.calls - s0.calls === 1) per.push(s1.usec - s0.usec);
+  }
+  console.log(`enqueue into a live parked consumer: ${f(pct(per, 0.5))} µs p50, ${f(pct(per, 0.9))} p90 (${per.length} of ${n} windows with one call)`);
+  await p.close();
+  await consumer.close();
+  await admin.quit();
+}
+
 async function main(): Promise<void> {
+  if (process.argv[2] === 'live') {
+    const valkey = await startEmbeddedValkey();
+    await liveUsec(valkey.url, Number(process.argv[3] ?? 500)).finally(() => valkey.stop());
+    return;
+  }
   if (process.argv[2] === 'usec') {
     const valkey = await startEmbeddedValkey();
     await enqueueUsec(valkey.url, Number(process.argv[3] ?? 1000)).finally(() => valkey.stop());
