@@ -162,6 +162,18 @@ function runOf(t: WireTree): string | undefined {
   return parts.length > 0 ? parts.join(' ') : undefined;
 }
 
+const str = JSON.stringify;
+
+/**
+ * A creation entry's JSON: the text `JSON.stringify` gives, spelt out for the common child (a
+ * leaf without options: no object walk over its absent fields), `JSON.stringify` otherwise.
+ */
+export function createJson(c: CreateEntry): string {
+  const t = c.tree;
+  if (t.kids.length > 0 || t.a !== undefined || t.b !== undefined || t.dl !== undefined || t.at !== undefined || t.pr !== undefined || t.ln !== undefined) return str(c);
+  return `{"up":${str(c.up)},"tree":{"q":${str(t.q)},"id":${str(t.id)},"p":${str(t.p)},"pol":${str(t.pol)},"key":${str(t.key)},"kids":[]}}`;
+}
+
 /**
  * The fan-out call (flow-add with the running job) giving the running job `id` of `queue` new children: the plan of a root
  * standing for the job, without the root's own node.
@@ -202,7 +214,7 @@ export function planQueue(queue: string, roots: readonly { tree: WireTree; up: s
       let create: CreateEntry | undefined;
       if (k.q !== queue) {
         create = { up: ref, tree: k };
-        entry = `c ${k.q} ${JSON.stringify(create)}`;
+        entry = `c ${k.q} ${createJson(create)}`;
         crosses++;
       }
       edges.push({ parentId: t.id, childId: k.id, childQueue: k.q, policy: k.pol, key: k.key, entry });
