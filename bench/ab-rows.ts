@@ -12,7 +12,7 @@ export interface AbBuild {
 }
 
 /** The rows `bench:ab` can run. */
-export const AB_ROWS = ['single', 'batch', 'c1', 'c1p0', 'c10', 'c50', 'c200', 'c50p', 'c50g', 'x2', 'lat', 'lat5k', 'bpub', 'bg1', 'bg50', 'blat'] as const;
+export const AB_ROWS = ['single', 'batch', 'c1', 'c1p0', 'c10', 'c50', 'c200', 'c50p', 'c50g', 'x2', 'lat', 'lat5k', 'bpub', 'bg1', 'bg1ra', 'bg50', 'blat'] as const;
 
 /** One row name. */
 export type RowName = (typeof AB_ROWS)[number];
@@ -38,12 +38,13 @@ const ROWS: Record<RowName, readonly [module: 'phases' | 'bus', fn: string, args
   lat5k: ['phases', 'latency', [5000, 3, 10, 'latency_5k']],
   bpub: ['bus', 'busPublishSingle', [20_000]],
   bg1: ['bus', 'busGroup', ['bus_group_c1_per_s', 1, 5000]],
+  bg1ra: ['bus', 'busGroupReadAhead', [20_000]],
   bg50: ['bus', 'busGroup', ['bus_group_c50_per_s', 50, 30_000]],
   blat: ['bus', 'busLatency', [500, 3, 10]],
 };
 
 /** The job count's position in each row's arguments (scaled by `--scale`); rows without one are absent. */
-const COUNT_AT: Partial<Record<RowName, number>> = { single: 0, batch: 0, c1: 2, c1p0: 2, c10: 2, c50: 2, c200: 2, c50p: 2, c50g: 2, x2: 3, bpub: 0, bg1: 2, bg50: 2 };
+const COUNT_AT: Partial<Record<RowName, number>> = { single: 0, batch: 0, c1: 2, c1p0: 2, c10: 2, c50: 2, c200: 2, c50p: 2, c50g: 2, x2: 3, bpub: 0, bg1: 2, bg1ra: 0, bg50: 2 };
 
 /**
  * Runs `row` of `build` against the Valkey at `url`: a warm-up run, then the timed run's values.

@@ -2,7 +2,7 @@
  * The "Bus" section of `docs/benchmarks.md`: the EchoMQ-only rows (the Bus, and the queue's
  * lifecycle log when this build has it), what each means, their cost and every repetition.
  */
-import { BUS_ANCHORS, BUS_METRICS, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, type AnchoredBusMetric, type BusMetric } from './bus.js';
+import { BUS_ANCHORS, BUS_METRICS, BUS_READ_AHEAD, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, type AnchoredBusMetric, type BusMetric } from './bus.js';
 import { RAW_C1_COUNT1_METRIC, RAW_READ_COUNT } from './bus-raw.js';
 import { costTable, shown, type AnyMetric, type BusAnchorResult, type PhaseRecord, type Report } from './format.js';
 import { pairText } from './pairs.js';
@@ -12,6 +12,7 @@ const BUS_MEANING: Readonly<Record<BusMetric, string>> = {
   bus_publish_batch_per_s: 'events/s published 1,000 per `BusService.publishMany` call, one call in flight.',
   bus_group_c1_per_s:
     'events/s handled by one `GroupConsumer` of concurrency 1 (no Nest) with a no-op handler. The warm-up and timed events are published first (untimed); `start()` creates the group at the start of the log, and the clock runs from the moment the member handled the warm-up events until every handler ran and the group\'s `XPENDING` summary is 0, i.e. every entry is acknowledged.',
+  bus_group_c1_prefetch50_per_s: `the c1 row with the opt-in read-ahead \`prefetch: ${BUS_READ_AHEAD}\` (docs/bus.md "Read-ahead"): one \`XREADGROUP\` fetches up to ${1 + BUS_READ_AHEAD} entries and their acks are batched, so it reads as its raw \`COUNT ${RAW_READ_COUNT}\` anchor does; more events than the c1 row (the counts above), as it runs several times faster.`,
   bus_group_c50_per_s: 'the same at concurrency 50.',
   bus_latency_p50_ms:
     'median ms from just before the `publish` call to the start of the group handler, under a steady ~500 single publishes/s into a running group member (concurrency 10, same process, so one clock). The payload carries the monotonic clock (`process.hrtime`) in ms.',
@@ -23,6 +24,7 @@ const ANCHOR_MEANING: Readonly<Record<AnchoredBusMetric, string>> = {
   bus_publish_single_per_s: '`XADD <log> * p <json>` per event, 100 in flight on one connection',
   bus_publish_batch_per_s: 'pipelines of 1,000 `XADD`s, one pipeline in flight',
   bus_group_c1_per_s: `\`XREADGROUP … COUNT ${RAW_READ_COUNT} BLOCK\`, the handlers one after another, one \`XACK\` of the batch`,
+  bus_group_c1_prefetch50_per_s: `the same loop as \`${BUS_ANCHORS.bus_group_c1_per_s}\` (\`COUNT ${RAW_READ_COUNT}\`, the handlers one after another, one \`XACK\` per batch), measured again beside the read-ahead row over as many events`,
   bus_group_c50_per_s: `\`XREADGROUP … COUNT ${RAW_READ_COUNT} BLOCK\`, the batch's 50 handlers at once, one \`XACK\` of the batch`,
 };
 
@@ -105,7 +107,7 @@ payload) and none of its upkeep (no reclaim of stale entries, no delivery counts
 no watchdog on the blocking read). The rows were measured on the same Valkey in the same run as the queue
 rows, each the median over the same repetitions, and are written under \`"bus"\` in
 \`bench/results.json\`. Counts per run: ${n(b.publishSingle)} single publishes, ${n(b.publishBatch)} batch-published events,
-${n(b.group.c1)} events at group c1, ${n(b.group.c50)} at group c50, ${b.latencySeconds} s of latency load at ~${b.latencyRate}/s. Payload: the
+${n(b.group.c1)} events at group c1, ${n(b.group.c1ra)} at group c1 with read-ahead, ${n(b.group.c50)} at group c50, ${b.latencySeconds} s of latency load at ~${b.latencyRate}/s. Payload: the
 same 100 bytes of JSON as the queue phases (the latency phase carries the timestamp instead).
 
 ${busTable(report)}

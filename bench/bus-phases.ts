@@ -4,7 +4,7 @@
  */
 import { BATCH, IN_FLIGHT, inLanes, nowMs, payload100, percentile, randomQueue, sleep, type StampPayload } from './common.js';
 import { BUILTIN_DEFAULTS, resolveDefaults } from '@echomq/nestjs/unstable';
-import { BusInspector, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, openMember, openPublisher, type Member, type Publisher } from './bus.js';
+import { BUS_ANCHORS, BUS_READ_AHEAD, BusInspector, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, openMember, openPublisher, type Member, type Publisher } from './bus.js';
 import { RAW_C1_COUNT1_METRIC, openRawMember, openRawPublisher } from './bus-raw.js';
 import { EchoMqDriver } from './echomq.js';
 import { Counter, WARMUP, processLocal, steady, warmCount, type PhaseContext, type PhaseResult } from './phases.js';
@@ -51,15 +51,26 @@ export async function busPublishBatch(ctx: PhaseContext, n: number): Promise<Pha
   }
 }
 
+/** How `busGroup` reads: EchoMQ's member (with `prefetch`, default 0) or the raw loop (`COUNT count`, default 50). */
+export interface GroupSide {
+  /** The hand-written loop of `bus-raw.ts` instead of `GroupConsumer`. */
+  readonly raw?: boolean;
+  /** The raw loop's `XREADGROUP … COUNT` (default `RAW_READ_COUNT`). */
+  readonly count?: number;
+  /** The member's read-ahead (`prefetch`; default 0). */
+  readonly prefetch?: number;
+}
+
 /**
  * `bus_group_c<c>_per_s`: pre-publishes warm-up + `n` events (untimed), starts one `GroupConsumer`
  * of concurrency `c` with a no-op handler (its `start()` creates the group at the start of the
  * log), and times the last `n`: from the moment it handled the warm-up events until every handler
  * ran and the group's `XPENDING` summary shows 0 (all acked). Without a warm-up (`bench:ab`) the
- * clock starts with `start()`. With `raw`, the member is the hand-written loop of `bus-raw.ts`
- * instead (the anchor `raw_group_c<c>_per_s`), over the same published log.
+ * clock starts with `start()`. With `side.raw`, the member is the hand-written loop of `bus-raw.ts`
+ * instead (the anchor `raw_group_c<c>_per_s`), over the same published log; `side.prefetch` gives
+ * the member read-ahead.
  */
-export async function busGroup(ctx: PhaseContext, metric: string, c: number, n: number, raw = false, rawCount?: number): Promise<PhaseResult> {
+export async function busGroup(ctx: PhaseContext, metric: string, c: number, n: number, side: GroupSide = {}): Promise<PhaseResult> {
   const { url, probe } = ctx;
   const topic = randomQueue(`bc${c}`);
   const warm = warmCount(ctx, n, 0);
@@ -68,7 +79,7 @@ export async function busGroup(ctx: PhaseContext, metric: string, c: number, n: 
   await pub.close();
   const inspect = new BusInspector(url);
   const handled = new Counter();
-  const member: Member = raw ? openRawMember(url, topic, c, handled.tick, rawCount) : await openMember(url, topic, c, handled.tick);
+  const member: Member = side.raw ? openRawMember(url, topic, c, handled.tick, side.count) : await openMember(url, topic, c, handled.tick, side.prefetch);
   try {
     let m = warm > 0 ? undefined : await probe.start();
     await member.start();
@@ -91,9 +102,19 @@ export async function busGroup(ctx: PhaseContext, metric: string, c: number, n: 
  * table) and then `raw_group_c1_count1_per_s` (COUNT 1), each on its own topic; the first one's cost.
  */
 export async function rawGroupC1(ctx: PhaseContext, n: number): Promise<PhaseResult> {
-  const a = await busGroup(ctx, 'raw_group_c1_per_s', 1, n, true);
-  const b = await busGroup(ctx, RAW_C1_COUNT1_METRIC, 1, n, true, 1);
+  const a = await busGroup(ctx, BUS_ANCHORS.bus_group_c1_per_s, 1, n, { raw: true });
+  const b = await busGroup(ctx, RAW_C1_COUNT1_METRIC, 1, n, { raw: true, count: 1 });
   return { values: { ...a.values, ...b.values }, cost: a.cost, note: [a.note, b.note].filter(Boolean).join('; ') || undefined };
+}
+
+/** `bus_group_c1_prefetch50_per_s`: the c1 group member with `prefetch: 50` (`BUS_READ_AHEAD`) over `n` events. */
+export function busGroupReadAhead(ctx: PhaseContext, n: number): Promise<PhaseResult> {
+  return busGroup(ctx, 'bus_group_c1_prefetch50_per_s', 1, n, { prefetch: BUS_READ_AHEAD });
+}
+
+/** `raw_group_c1_ra_per_s`: the anchor of the read-ahead row, the raw c1 loop reading `COUNT 50` (`rawGroupC1`'s first loop). */
+export function rawGroupC1ReadAhead(ctx: PhaseContext, n: number): Promise<PhaseResult> {
+  return busGroup(ctx, BUS_ANCHORS.bus_group_c1_prefetch50_per_s, 1, n, { raw: true });
 }
 
 /** `raw_xadd_single_per_s`: `n` raw `XADD`s, `IN_FLIGHT` at a time, after as many untimed ones as `busPublishSingle`. */

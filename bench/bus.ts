@@ -13,6 +13,7 @@ export const BUS_METRICS = [
   'bus_publish_single_per_s',
   'bus_publish_batch_per_s',
   'bus_group_c1_per_s',
+  'bus_group_c1_prefetch50_per_s',
   'bus_group_c50_per_s',
   'bus_latency_p50_ms',
   'bus_latency_p99_ms',
@@ -30,6 +31,8 @@ export const BUS_ANCHORS = {
   bus_publish_single_per_s: 'raw_xadd_single_per_s',
   bus_publish_batch_per_s: 'raw_xadd_batch_per_s',
   bus_group_c1_per_s: 'raw_group_c1_per_s',
+  // The same raw COUNT 50 loop as raw_group_c1_per_s, measured again beside the read-ahead row under its own name.
+  bus_group_c1_prefetch50_per_s: 'raw_group_c1_ra_per_s',
   bus_group_c50_per_s: 'raw_group_c50_per_s',
 } as const satisfies Partial<Record<BusMetric, string>>;
 
@@ -49,6 +52,12 @@ export const GROUPS_METRIC = 'process_c50_groups_per_s';
 
 /** The `eventsLog` bound the lifecycle-log phase sets on the queue defaults. */
 export const EVENTS_LOG_ENTRIES = 10_000;
+
+/**
+ * The read-ahead (`prefetch`, docs/bus.md "Read-ahead") of the `bus_group_c1_prefetch50_per_s`
+ * member: one read fetches up to 1 + 50 entries, as its raw anchor's `XREADGROUP … COUNT 50`.
+ */
+export const BUS_READ_AHEAD = 50;
 
 /** The group every benchmark consumer joins. */
 export const BENCH_GROUP = 'bench';
@@ -84,15 +93,16 @@ export interface Member {
 
 /**
  * Opens a connection and builds a `GroupConsumer` of `topic` (group `bench`, from the start of
- * the log, the given concurrency, every other option its default) whose handler calls `onEvent`.
+ * the log, the given concurrency and `prefetch` (0: none, the default), every other option its
+ * default) whose handler calls `onEvent`.
  */
-export async function openMember(url: string, topic: string, concurrency: number, onEvent: (e: BusEvent) => void): Promise<Member> {
+export async function openMember(url: string, topic: string, concurrency: number, onEvent: (e: BusEvent) => void, prefetch = 0): Promise<Member> {
   const conn = new EchoMqConnection({ url });
   await conn.open();
   const member = new GroupConsumer(conn, {
     topic,
     consumer: 'bench-1',
-    options: { group: BENCH_GROUP, concurrency, from: 'start' },
+    options: { group: BENCH_GROUP, concurrency, prefetch, from: 'start' },
     handler: async (e) => {
       onEvent(e);
     },

@@ -15,7 +15,7 @@ import { startEmbeddedValkey } from '@echomq/nestjs/testing';
 import { SYSTEMS, type Metric, type SystemName } from './common.js';
 import { sizes, type BenchSizes } from './sizes.js';
 import { makeDriver } from './drivers.js';
-import { busGroup, busLatency, busPublishBatch, busPublishSingle, processEventsLog, rawGroupC1, rawPublishBatch, rawPublishSingle, withAnchor } from './bus-phases.js';
+import { busGroup, busGroupReadAhead, busLatency, busPublishBatch, busPublishSingle, processEventsLog, rawGroupC1, rawGroupC1ReadAhead, rawPublishBatch, rawPublishSingle, withAnchor } from './bus-phases.js';
 import { processRateLimited } from './rate-phases.js';
 import { fanoutCompleted } from './fanout.js';
 import { enqueueBatch, enqueueSingle, latency, memory, processChildren, processLocal, type PhaseContext, type PhaseResult } from './phases.js';
@@ -84,7 +84,8 @@ function phases(s: BenchSizes): Phase[] {
     { key: 'bus', label: 'bus publish single', systems: ECHO_ONLY, run: (c) => withAnchor(c, (x) => busPublishSingle(x, b.publishSingle), (x) => rawPublishSingle(x, b.publishSingle)) },
     { key: 'bus', label: 'bus publish batch', systems: ECHO_ONLY, run: (c) => withAnchor(c, (x) => busPublishBatch(x, b.publishBatch), (x) => rawPublishBatch(x, b.publishBatch)) },
     { key: 'bus', label: 'bus group c1', systems: ECHO_ONLY, run: (c) => withAnchor(c, (x) => busGroup(x, 'bus_group_c1_per_s', 1, b.group.c1), (x) => rawGroupC1(x, b.group.c1)) },
-    { key: 'bus', label: 'bus group c50', systems: ECHO_ONLY, run: (c) => withAnchor(c, (x) => busGroup(x, 'bus_group_c50_per_s', 50, b.group.c50), (x) => busGroup(x, 'raw_group_c50_per_s', 50, b.group.c50, true)) },
+    { key: 'bus', label: 'bus group c1 read-ahead', systems: ECHO_ONLY, run: (c) => withAnchor(c, (x) => busGroupReadAhead(x, b.group.c1ra), (x) => rawGroupC1ReadAhead(x, b.group.c1ra)) },
+    { key: 'bus', label: 'bus group c50', systems: ECHO_ONLY, run: (c) => withAnchor(c, (x) => busGroup(x, 'bus_group_c50_per_s', 50, b.group.c50), (x) => busGroup(x, 'raw_group_c50_per_s', 50, b.group.c50, { raw: true })) },
     { key: 'bus', label: 'bus latency', systems: ECHO_ONLY, run: (c) => busLatency(c, b.latencyRate, b.latencySeconds, b.latencyConcurrency) },
     { key: 'memory', label: 'memory', once: true, run: (c) => memory(c, s.memoryJobs) },
     // Rate limiters at a limit that never binds (EchoMQ only, named rows only): what a window costs.

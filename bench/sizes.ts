@@ -51,8 +51,11 @@ export interface BusSizes {
   readonly publishSingle: number;
   /** Events published 1,000 per `publishMany`. */
   readonly publishBatch: number;
-  /** Events pre-published and handled by one group consumer, per concurrency. */
-  readonly group: Readonly<Record<'c1' | 'c50', number>>;
+  /**
+   * Events pre-published and handled by one group consumer, per concurrency; `c1ra` for the c1
+   * member with read-ahead (`prefetch: 50`, ~100k/s: about 4× the c1 count for a like window).
+   */
+  readonly group: Readonly<Record<'c1' | 'c1ra' | 'c50', number>>;
   /** Events per second of the latency load, for how many seconds, and the consumer's concurrency. */
   readonly latencyRate: number;
   readonly latencySeconds: number;
@@ -84,7 +87,7 @@ export function sizes(mode: BenchMode, backlog1m = false): BenchSizes {
       ceilingJobs: 10_000,
       startWarmup: 1000,
       fanout: 1000,
-      bus: { publishSingle: 3000, publishBatch: 10_000, group: { c1: 1000, c50: 3000 }, latencyRate: 500, latencySeconds: 1, latencyConcurrency: 10 },
+      bus: { publishSingle: 3000, publishBatch: 10_000, group: { c1: 1000, c1ra: 4000, c50: 3000 }, latencyRate: 500, latencySeconds: 1, latencyConcurrency: 10 },
     };
   }
   return {
@@ -105,6 +108,6 @@ export function sizes(mode: BenchMode, backlog1m = false): BenchSizes {
     ceilingJobs: 200_000,
     startWarmup: 2000,
     fanout: 20_000, // ~1.3 s timed at 15,000/s: a 0.3 s window (5,000) was decided by single stalls
-    bus: { publishSingle: 20_000, publishBatch: 50_000, group: { c1: 5000, c50: 30_000 }, latencyRate: 500, latencySeconds: 3, latencyConcurrency: 10 },
+    bus: { publishSingle: 20_000, publishBatch: 50_000, group: { c1: 5000, c1ra: 20_000, c50: 30_000 }, latencyRate: 500, latencySeconds: 3, latencyConcurrency: 10 },
   };
 }

@@ -4,7 +4,8 @@
  * link to where its bound is measured and written), only measured (no numeric target) or not run.
  */
 import { SYSTEM_LABEL, type AnchorName, type Metric } from './common.js';
-import { BUS_ANCHORS, type AnchoredBusMetric } from './bus.js';
+import { BUS_ANCHORS, BUS_READ_AHEAD, type AnchoredBusMetric } from './bus.js';
+import { RAW_READ_COUNT } from './bus-raw.js';
 import { CACHE_TARGETS } from './cache-doc.js';
 import { summarizeCluster, type ClusterSummaryRow } from './cluster.js';
 import { shown, type Report } from './format.js';
@@ -96,6 +97,7 @@ function busChecks(report: Report): Check41[] {
   const anchors = report.echoOnly.busAnchors;
   const rows: readonly [AnchoredBusMetric, string][] = [
     ['bus_group_c1_per_s', 'Bus group c1 ≥ 85% of a raw Streams consumer group'],
+    ['bus_group_c1_prefetch50_per_s', `Bus group c1 with \`prefetch: ${BUS_READ_AHEAD}\` ≥ 85% of raw (COUNT ${RAW_READ_COUNT})`],
     ['bus_group_c50_per_s', 'Bus group c50 ≥ 85% of a raw Streams consumer group'],
     ['bus_publish_single_per_s', 'Bus publish single ≥ 85% of raw `XADD`s'],
     ['bus_publish_batch_per_s', 'Bus publish batch ≥ 85% of raw `XADD` pipelines'],
