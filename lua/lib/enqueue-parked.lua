@@ -15,9 +15,10 @@ local function parked_target(b, pending, id, now)
   lease = lease and #lease < 9 and tonumber(lease)
   if not (lease and lease >= 1 and lease <= 86400000 and #tag <= 32) then return nil end
   local inbox, row = b .. 'inbox:' .. tag, b .. 'job:' .. id
-  local pl, al = redis.pcall('LLEN', pending), redis.pcall('ZCARD', b .. 'active')
-  local il, rx = redis.pcall('LLEN', inbox), redis.pcall('EXISTS', row)
-  if pl == 0 and type(al) == 'number' and il == 0 and rx == 0 then
+  -- `pending` and the inbox empty and no row: none of the three exists (Valkey keeps no empty
+  -- list, and a key of another type exists), so one EXISTS answers what LLEN, LLEN, EXISTS did.
+  local al = redis.pcall('ZCARD', b .. 'active')
+  if type(al) == 'number' and redis.pcall('EXISTS', pending, inbox, row) == 0 then
     return { member = reg[1], parked = parked, lease = lease, inbox = inbox, row = row }
   end
   return nil
