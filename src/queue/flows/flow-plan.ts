@@ -229,12 +229,17 @@ export function planQueue(queue: string, roots: readonly { tree: WireTree; up: s
 /** The plans of several calls' roots as one call's (what `planQueue` of all their roots gives), without encoding anything again. */
 export function mergePlans(plans: readonly QueuePlan[]): QueuePlan {
   if (plans.length === 1) return plans[0];
-  return {
-    nodes: plans.flatMap((p) => p.nodes),
-    edges: plans.flatMap((p) => p.edges),
-    crosses: plans.reduce((n, p) => n + p.crosses, 0),
-    creates: plans.flatMap((p) => p.creates),
-  };
+  const nodes: WireFlowNode[] = [];
+  const edges: WireFlowEdge[] = [];
+  const creates: (CreateEntry | undefined)[] = [];
+  let crosses = 0;
+  for (const p of plans) {
+    for (const x of p.nodes) nodes.push(x);
+    for (const x of p.edges) edges.push(x);
+    for (const x of p.creates) creates.push(x);
+    crosses += p.crosses;
+  }
+  return { nodes, edges, crosses, creates };
 }
 
 /**
@@ -242,6 +247,7 @@ export function mergePlans(plans: readonly QueuePlan[]): QueuePlan {
  * reply: per node 1 created / 0 skipped; `undefined` for a fan-out that was applied (every node).
  */
 export function writtenEntries(plan: QueuePlan, created?: readonly number[]): OutboxEntry[] {
+  if (plan.crosses === 0) return []; // no edge of the plan carries an entry
   const made = new Set<string>();
   if (created) plan.nodes.forEach((n, i) => created[i] === 1 && made.add(n.id));
   const out: OutboxEntry[] = [];
