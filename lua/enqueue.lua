@@ -473,9 +473,8 @@ local function parked_target(b, pending, id, now)
   if not (lease and lease >= 1 and lease <= 86400000 and #tag <= 32) then return nil end
   local inbox, row = b .. 'inbox:' .. tag, b .. 'job:' .. id
   -- `pending` and the inbox empty and no row: none of the three exists (Valkey keeps no empty
-  -- list, and a key of another type exists), so one EXISTS answers what LLEN, LLEN, EXISTS did.
-  local al = redis.pcall('ZCARD', b .. 'active')
-  if type(al) == 'number' and redis.pcall('EXISTS', pending, inbox, row) == 0 then
+  -- list, and a key of another type exists). `active` is type-checked by the lease's ZADD.
+  if redis.pcall('EXISTS', pending, inbox, row) == 0 then
     return { member = reg[1], parked = parked, lease = lease, inbox = inbox, row = row }
   end
   return nil
@@ -483,15 +482,23 @@ end
 -- The lease, as claim.lua writes a first claim's: `active` (with the anchor), a fenced token
 -- from meta `token`, the row; the registration is used up; "<id> <token> <payload>" goes to the
 -- inbox (the id is 14 bytes and the token digits, so the payload starts after the second space).
--- With `stamp` (meta `stamp` = 1: attempt starts recorded), the row's `started` too.
+-- With `stamp` (meta `stamp` = 1: attempt starts recorded), the row's `started` too. The ZADD is
+-- the call's first write and the type check of `active`: a key of another type refuses it with
+-- nothing written, and the answer false sends the job the plain way; any other error (OOM) is
+-- raised as it is. True when leased.
 local function parked_lease(meta, b, hand, id, payload, now, stamp)
-  redis.call('ZADD', b .. 'active', 'inf', ANCHOR, now + hand.lease, id)
+  local r = redis.pcall('ZADD', b .. 'active', 'inf', ANCHOR, now + hand.lease, id)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then return false end
+    error(r.err, 0)
+  end
   local token = redis.call('HINCRBY', meta, 'token', 1)
   if stamp then redis.call('HSET', hand.row, 'status', 'active', 'token', token, 'attempts', 1, 'started', now)
   else redis.call('HSET', hand.row, 'status', 'active', 'token', token, 'attempts', 1) end
   redis.call('ZREM', hand.parked, hand.member)
   redis.call('RPUSH', hand.inbox, id .. ' ' .. token .. ' ' .. payload)
   redis.call('PEXPIRE', hand.inbox, hand.lease)
+  return true
 end
 -- Lifecycle events (docs/protocol.md §5a): one sharded pub/sub message per call and kind on the
 -- queue's events channel, and, when its `elog` is above 0, one entry in the bounded events stream.
@@ -603,8 +610,9 @@ local meta = queue_meta(KEYS[1])
 local elog = meta.elog
 local have = checked(redis.pcall('HMGET', KEYS[5], unpack(ids)), KEYS[5])
 -- Business ids: each one's job, when its mapping names a job that still exists (payload or row).
-local refKey, refHit, refTaken, refStale = c.refs and b .. 'refs', {}, {}, {}
+local refKey, refHit, refTaken, refStale = c.refs and b .. 'refs', nil, nil, nil
 if refKey then
+  refHit, refTaken, refStale = {}, {}, {}
   local list, at = {}, {}
   for i = 1, n do
     local r = c.refs[i]
@@ -625,7 +633,8 @@ if keyed then
 end
 local now = now_ms()
 local out, data, opts, queued, scheduled, zargs, seen = {}, {}, {}, {}, {}, {}, {}
-local deb, dpos = c.mode == 'd' and {} or nil, {} -- debounce: the holders to update, payload slots
+local deb = c.mode == 'd' and {} or nil -- debounce: the holders to update, and payload slots
+local dpos = deb and {}
 for i = 1, n do
   local j = 4 + S * (i - 1)
   local id = ids[i]
@@ -666,7 +675,7 @@ for i = 1, n do
     out[i] = 1
     data[#data + 1] = id
     data[#data + 1] = ARGV[j + 2]
-    dpos[id] = #data
+    if dpos then dpos[id] = #data end
     local at = 0
     if S == 6 then
       local delay = tonumber(ARGV[j + 3])
@@ -701,9 +710,11 @@ if #data > 0 then
   -- `wake` is read only on the plain path (a lease to a parked consumer pushes no marker).
   wakeLen = check_new_jobs(KEYS, elog, not hand, #opts > 0, #queued > 0 and #zargs > 0)
   if lanesMode then enqueue_lanes_check(b, KEYS[2], byLevel, groupOrder) end
-  if hand then
-    parked_lease(KEYS[1], b, hand, queued[1], data[2], now, meta.stamp == '1')
-  else
+  if hand and not parked_lease(KEYS[1], b, hand, queued[1], data[2], now, meta.stamp == '1') then
+    hand = nil -- `active` holds another type: nothing written, the plain path reads `wake` now
+    wakeLen = check_new_jobs(KEYS, 0, true, false, false)
+  end
+  if not hand then
     local len = push_new_jobs(KEYS, plainQ, zargs)
     if lanesMode and len == #plainQ then ringAdd[#ringAdd + 1] = '' end
     if byLevel then enqueue_lanes_push(b, KEYS[2], byLevel, byGroup, groupOrder, ringAdd) end
@@ -717,8 +728,9 @@ if #data > 0 then
     end
   end
 end
-local refSet = {}
+local refSet = nil
 if refKey then
+  refSet = {}
   for i = 1, n do
     if out[i] == 1 and c.refs[i] then
       refSet[#refSet + 1] = c.refs[i]; refSet[#refSet + 1] = ids[i]
@@ -736,7 +748,7 @@ if deb and #deb > 0 then
 end
 stamp_version(KEYS[1], meta.v)
 if lanesMode then enqueue_lanes_ring(KEYS, b, meta.lanes == '1', lanesOn, plainQ, ringAdd) end
-if #refSet > 0 and meta.refs ~= '1' then redis.call('HSET', KEYS[1], 'refs', '1') end
+if refSet and #refSet > 0 and meta.refs ~= '1' then redis.call('HSET', KEYS[1], 'refs', '1') end
 if xtraOn and meta.xtra ~= '1' then redis.call('HSET', KEYS[1], 'xtra', '1') end
 if c.setLog and c.setLog ~= meta.elog then redis.call('HSET', KEYS[1], 'elog', c.setLog) end
 announce_new_jobs(KEYS, elog, wakeLen, queued, scheduled)

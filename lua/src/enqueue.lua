@@ -110,8 +110,9 @@ local meta = queue_meta(KEYS[1])
 local elog = meta.elog
 local have = checked(redis.pcall('HMGET', KEYS[5], unpack(ids)), KEYS[5])
 -- Business ids: each one's job, when its mapping names a job that still exists (payload or row).
-local refKey, refHit, refTaken, refStale = c.refs and b .. 'refs', {}, {}, {}
+local refKey, refHit, refTaken, refStale = c.refs and b .. 'refs', nil, nil, nil
 if refKey then
+  refHit, refTaken, refStale = {}, {}, {}
   local list, at = {}, {}
   for i = 1, n do
     local r = c.refs[i]
@@ -132,7 +133,8 @@ if keyed then
 end
 local now = now_ms()
 local out, data, opts, queued, scheduled, zargs, seen = {}, {}, {}, {}, {}, {}, {}
-local deb, dpos = c.mode == 'd' and {} or nil, {} -- debounce: the holders to update, payload slots
+local deb = c.mode == 'd' and {} or nil -- debounce: the holders to update, and payload slots
+local dpos = deb and {}
 for i = 1, n do
   local j = 4 + S * (i - 1)
   local id = ids[i]
@@ -173,7 +175,7 @@ for i = 1, n do
     out[i] = 1
     data[#data + 1] = id
     data[#data + 1] = ARGV[j + 2]
-    dpos[id] = #data
+    if dpos then dpos[id] = #data end
     local at = 0
     if S == 6 then
       local delay = tonumber(ARGV[j + 3])
@@ -208,9 +210,11 @@ if #data > 0 then
   -- `wake` is read only on the plain path (a lease to a parked consumer pushes no marker).
   wakeLen = check_new_jobs(KEYS, elog, not hand, #opts > 0, #queued > 0 and #zargs > 0)
   if lanesMode then enqueue_lanes_check(b, KEYS[2], byLevel, groupOrder) end
-  if hand then
-    parked_lease(KEYS[1], b, hand, queued[1], data[2], now, meta.stamp == '1')
-  else
+  if hand and not parked_lease(KEYS[1], b, hand, queued[1], data[2], now, meta.stamp == '1') then
+    hand = nil -- `active` holds another type: nothing written, the plain path reads `wake` now
+    wakeLen = check_new_jobs(KEYS, 0, true, false, false)
+  end
+  if not hand then
     local len = push_new_jobs(KEYS, plainQ, zargs)
     if lanesMode and len == #plainQ then ringAdd[#ringAdd + 1] = '' end
     if byLevel then enqueue_lanes_push(b, KEYS[2], byLevel, byGroup, groupOrder, ringAdd) end
@@ -224,8 +228,9 @@ if #data > 0 then
     end
   end
 end
-local refSet = {}
+local refSet = nil
 if refKey then
+  refSet = {}
   for i = 1, n do
     if out[i] == 1 and c.refs[i] then
       refSet[#refSet + 1] = c.refs[i]; refSet[#refSet + 1] = ids[i]
@@ -243,7 +248,7 @@ if deb and #deb > 0 then
 end
 stamp_version(KEYS[1], meta.v)
 if lanesMode then enqueue_lanes_ring(KEYS, b, meta.lanes == '1', lanesOn, plainQ, ringAdd) end
-if #refSet > 0 and meta.refs ~= '1' then redis.call('HSET', KEYS[1], 'refs', '1') end
+if refSet and #refSet > 0 and meta.refs ~= '1' then redis.call('HSET', KEYS[1], 'refs', '1') end
 if xtraOn and meta.xtra ~= '1' then redis.call('HSET', KEYS[1], 'xtra', '1') end
 if c.setLog and c.setLog ~= meta.elog then redis.call('HSET', KEYS[1], 'elog', c.setLog) end
 announce_new_jobs(KEYS, elog, wakeLen, queued, scheduled)
