@@ -1,5 +1,5 @@
 import type { Delivery, OutboxEntry } from '../../core/wire/index.js';
-import type { CreateEntry } from './flow-plan.js';
+import type { CreateEntry, WrittenCreate } from './flow-plan.js';
 
 /**
  * Test hook (crash tests): with `ECHOMQ_TEST_RELAY_HOLD` = `before-relay` or `before-ack`, the relay
@@ -12,11 +12,6 @@ export function testHold(point: 'before-relay' | 'before-ack', ids: readonly str
   if (process.env.ECHOMQ_TEST_RELAY_HOLD !== point) return undefined;
   process.stdout.write(`relay-hold ${point} ${ids.join(',')}\n`);
   return new Promise<never>(() => undefined);
-}
-
-/** A creation entry this process wrote: its text and the content the text encodes (for its self-relay). */
-export interface WrittenCreate extends OutboxEntry {
-  readonly made: { readonly queue: string; readonly entry: CreateEntry };
 }
 
 /** An outbox entry's creation (target queue and content): the one this process encoded, else its text decoded. */

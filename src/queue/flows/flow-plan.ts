@@ -8,7 +8,6 @@ import type { ChildFailurePolicy } from '../job.js';
 import { backoffWire, checkAttempts, type BackoffOptions } from '../base-options.js';
 import { checkLane, checkPriority, scheduleWire } from '../queue-options.js';
 import { keySet } from '../../core/known-keys.js';
-import type { WrittenCreate } from './flow-entries.js';
 
 /**
  * A validated flow node with its id, encoded for the wire. This is also the JSON a creation entry
@@ -44,6 +43,11 @@ export interface CreateEntry {
   /** `"<queue> <id>"` of the subtree root's parent. */
   readonly up: string;
   readonly tree: WireTree;
+}
+
+/** A creation entry this process wrote: its text and the content the text encodes (for its self-relay). */
+export interface WrittenCreate extends OutboxEntry {
+  readonly made: { readonly queue: string; readonly entry: CreateEntry };
 }
 
 /** The nodes and edges of one flow-add call on one queue. */
