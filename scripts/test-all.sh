@@ -21,7 +21,10 @@ if [ "$#" -eq 0 ]; then
   benchtest=$?
 fi
 GO=$(bash scripts/ensure-go.sh) || exit 1
-(cd peers/go && "$GO" test -count=1 ./...)
+# -p 1: the packages share the one Valkey and the process-wide keys (`{emq}:node-seq`, `{emq}:nodes`):
+# the root package's node tests and the conformance runner's node scenarios must not interleave
+# (seen once: a node-describe scenario read a node-seq another package's test had just moved).
+(cd peers/go && "$GO" test -p 1 -count=1 ./...)
 gotest=$?
 if [ "$jest" -ne 0 ] || [ "$benchtest" -ne 0 ] || [ "$gotest" -ne 0 ]; then
   echo "npm test failed: jest exit code $jest, bench jest exit code $benchtest, go test exit code $gotest" >&2
