@@ -18,6 +18,13 @@ export function commandCalls(commandstats: string): number {
   return all;
 }
 
+/** The script calls (`EVALSHA` and `EVAL`) in one node's `INFO commandstats` text. */
+export function scriptCalls(commandstats: string): number {
+  let n = 0;
+  for (const [key, value] of parseInfo(commandstats)) if (key === 'cmdstat_evalsha' || key === 'cmdstat_eval') n += Number(/calls=(\d+)/.exec(value)?.[1] ?? 0);
+  return n;
+}
+
 /** The redirections a node answered, from `INFO errorstats` (`errorstat_MOVED`, `errorstat_ASK`). */
 export function redirections(errorstats: string): { moved: number; ask: number } {
   const info = parseInfo(errorstats);

@@ -12,9 +12,9 @@
  */
 import { Redis } from 'iovalkey';
 import { namesOnDistinctOwners, startEmbeddedValkey, startValkeyCluster, type EmbeddedValkey, type ValkeyCluster } from '@echomq/nestjs/testing';
-import { inBatches, payload100, randomQueue, type ConsumerHandle } from './common.js';
+import { inBatches, payload100, randomQueue, sleep, type ConsumerHandle } from './common.js';
 import { EchoMqDriver, type EchoTarget } from './echomq.js';
-import { clientCount, clientNames, commandCalls, cpuUs, perRepRatios, redirections } from './cluster-stats.js';
+import { clientCount, clientNames, commandCalls, cpuUs, perRepRatios, redirections, scriptCalls } from './cluster-stats.js';
 import { phaseLoad, snapshot, type PhaseLoad } from './load.js';
 import { median, pairStat, pairText, type PairStat } from './pairs.js';
 import { Counter, drained } from './phases.js';
@@ -84,6 +84,10 @@ export interface ClusterRun {
   readonly seconds: number;
   /** Every command the nodes ran (inside scripts too), summed over the nodes, per job. */
   readonly commandsPerJob: number;
+  /** Script calls (`EVALSHA`, `EVAL`) the nodes ran, summed, per job: fewer jobs per call means more per-call cost. */
+  readonly scriptsPerJob: number;
+  /** The nodes' CPU summed while idle before the run (cron, cluster bus), µs per second. */
+  readonly idleUsPerS: number;
   /** The nodes' CPU (user + sys) summed, µs per job. */
   readonly valkeyUsPerJob: number;
   /** This process's CPU, µs per job. */
@@ -131,10 +135,10 @@ class NodesProbe {
     await this.each('CONFIG', 'RESETSTAT');
   }
 
-  async counts(): Promise<{ commands: number; moved: number; ask: number }> {
+  async counts(): Promise<{ commands: number; scripts: number; moved: number; ask: number }> {
     const [stats, errors] = await Promise.all([this.each('INFO', 'commandstats'), this.each('INFO', 'errorstats')]);
     const r = errors.map(redirections);
-    return { commands: stats.reduce((s, t) => s + commandCalls(t), 0), moved: r.reduce((s, x) => s + x.moved, 0), ask: r.reduce((s, x) => s + x.ask, 0) };
+    return { commands: stats.reduce((s, t) => s + commandCalls(t), 0), scripts: stats.reduce((s, t) => s + scriptCalls(t), 0), moved: r.reduce((s, x) => s + x.moved, 0), ask: r.reduce((s, x) => s + x.ask, 0) };
   }
 
   async flush(): Promise<void> {
@@ -167,6 +171,11 @@ async function runRow(dep: Deployment, queues: number, concurrency: number, n: n
     }
     await Promise.all(names.map((q) => driver.unfinished(q))); // the inspection client is connected to every node now
     const connsBefore = await probe.clients();
+    // What the nodes spend idle (cron, cluster bus), over half a second with nothing to do.
+    const idle0 = await probe.cpu();
+    const tIdle = performance.now();
+    await sleep(500);
+    const idleUsPerS = ((await probe.cpu()) - idle0) / ((performance.now() - tIdle) / 1000);
     const ran = new Counter();
     for (const q of names) consumers.push(await driver.consumer(q, concurrency, ran.tick));
     const warm = warmPer * queues;
@@ -200,6 +209,8 @@ async function runRow(dep: Deployment, queues: number, concurrency: number, n: n
       jobs,
       seconds,
       commandsPerJob: counts.commands / jobs,
+      scriptsPerJob: counts.scripts / jobs,
+      idleUsPerS,
       valkeyUsPerJob: valkeyUs / jobs,
       clientUsPerJob: (self.user + self.system) / jobs,
       moved: counts.moved,
@@ -242,7 +253,7 @@ export async function runClusterSuite(standaloneUrl: string, n: number, warmup: 
         for (const dep of rep % 2 === 0 ? order : order.reverse()) {
           const r = await runRow(dep, shape.queues, shape.concurrency, n, warmup, rep);
           runs.push(r);
-          log(`  #${rep + 1} ${`${shape.queues}q x c${shape.concurrency}`.padEnd(9)} ${dep.topology.padEnd(10)} ${Math.round(r.jobsPerS).toLocaleString('en-US').padStart(8)} jobs/s  ${r.commandsPerJob.toFixed(2)} cmd/job  ${r.valkeyUsPerJob.toFixed(1)} µs Valkey/job  ${r.clientUsPerJob.toFixed(1)} µs client/job  MOVED ${r.moved} ASK ${r.ask}  conns ${r.connsBefore.join('/')} → ${r.connsDuring.join('/')} → ${r.connsAfter.join('/')} (${Object.entries(r.namesDuring).map(([k, v]) => `${k}×${v}`).join(' ')})  load ${r.load.loadAvg1.toFixed(2)}${r.load.noisy ? ' ⚠ noisy' : ''}`);
+          log(`  #${rep + 1} ${`${shape.queues}q x c${shape.concurrency}`.padEnd(9)} ${dep.topology.padEnd(10)} ${Math.round(r.jobsPerS).toLocaleString('en-US').padStart(8)} jobs/s  ${r.commandsPerJob.toFixed(2)} cmd/job  ${r.scriptsPerJob.toFixed(3)} calls/job  ${r.valkeyUsPerJob.toFixed(1)} µs Valkey/job (idle ${Math.round(r.idleUsPerS)} µs/s)  ${r.clientUsPerJob.toFixed(1)} µs client/job  MOVED ${r.moved} ASK ${r.ask}  conns ${r.connsBefore.join('/')} → ${r.connsDuring.join('/')} → ${r.connsAfter.join('/')} (${Object.entries(r.namesDuring).map(([k, v]) => `${k}×${v}`).join(' ')})  load ${r.load.loadAvg1.toFixed(2)}${r.load.noisy ? ' ⚠ noisy' : ''}`);
         }
       }
     }
