@@ -116,27 +116,25 @@ export function encodeParts(hi: number, lo: number): string {
   const q = q1 * LOW + (x - low) / P5;
   const mid = q % P5;
   const top = (q - mid) / P5;
-  const c = CODES;
-  let a = low;
-  let b = mid;
-  const a0 = a % 62;
-  a = (a / 62) | 0;
-  const a1 = a % 62;
-  a = (a / 62) | 0;
-  const a2 = a % 62;
-  a = (a / 62) | 0;
-  const a3 = a % 62;
-  const a4 = (a / 62) | 0;
-  const b0 = b % 62;
-  b = (b / 62) | 0;
-  const b1 = b % 62;
-  b = (b / 62) | 0;
-  const b2 = b % 62;
-  b = (b / 62) | 0;
-  const b3 = b % 62;
-  const b4 = (b / 62) | 0;
-  return String.fromCharCode(c[top], c[b4], c[b3], c[b2], c[b1], c[b0], c[a4], c[a3], c[a2], c[a1], c[a0]);
+  const d = DIGITS;
+  d[0] = CODES[top];
+  put5(d, 1, mid);
+  put5(d, 6, low);
+  return String.fromCharCode(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10]);
 }
+
+/** Writes the five base62 digits of `v` (0 ≤ v < 62^5) as char codes into `d[at .. at + 4]`, most significant first. */
+function put5(d: number[], at: number, v: number): void {
+  for (let i = at + 4; i > at; i--) {
+    const q = (v / 62) | 0;
+    d[i] = CODES[v - q * 62];
+    v = q;
+  }
+  d[at] = CODES[v];
+}
+
+/** The char codes of one id's 11 digits, reused by `encodeParts` (ids are minted synchronously). */
+const DIGITS: number[] = new Array<number>(11).fill(0);
 
 /** 62^5: five base62 digits, below 2^30. */
 const P5 = 62 ** 5;
