@@ -34,8 +34,9 @@ export { FatalJobError, WaitingForChildren, JobCancelledError, JobTimeoutError }
 
 // The Queue.
 export { QueueService } from './queue/queue-service.js';
-export type { EnqueueItem } from './queue/queue-service.js';
-export type { QueueDefaults, EnqueueOptions, ProcessorOptions, BatchOptions } from './queue/queue-options.js';
+export type { EnqueueItem } from './queue/queue-options.js';
+export type { QueueDefaults, EnqueueOptions } from './queue/queue-options.js';
+export type { ProcessorOptions, BatchOptions } from './queue/processor-options.js';
 export type { DedupOptions } from './queue/dedup-options.js';
 export type { BackoffOptions, RateLimit } from './queue/base-options.js';
 export type { LaneOptions, LaneSettings, PolicyOptions } from './queue/lane-policy.js';

@@ -20,8 +20,9 @@ export type { EventLogReaderOptions, QueueEventSink } from './queue/event-log-re
 export type { ConsumerLogger } from './core/logger.js';
 export type { ConsumerListener, RunnerCompletion, ReapOutcome, FlowRelease, FlowReleaseListener } from './queue/telemetry-hooks.js';
 export type { BusTracer, TracedEvent } from './bus/bus-tracer.js';
-export { BUILTIN_DEFAULTS, MAX_BATCH, resolveDefaults, resolveConsumerOptions } from './queue/queue-options.js';
-export type { ResolvedConsumerOptions } from './queue/queue-options.js';
+export { BUILTIN_DEFAULTS, MAX_BATCH, resolveDefaults } from './queue/queue-options.js';
+export { resolveConsumerOptions } from './queue/processor-options.js';
+export type { ResolvedConsumerOptions } from './queue/processor-options.js';
 export { GroupConsumer } from './bus/consumer-group/index.js';
 export type { GroupConsumerConfig, GroupSnapshot } from './bus/consumer-group/index.js';
 export { consumerName } from './bus/consumer-group/index.js';

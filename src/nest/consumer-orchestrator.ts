@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { EchoMqConnection } from '../core/connection/index.js';
-import { resolveConsumerOptions } from '../queue/queue-options.js';
+import { resolveConsumerOptions } from '../queue/processor-options.js';
 import { lanePolicyWire } from '../queue/lane-policy.js';
 import { declarePolicy, describePolicy } from '../core/wire/index.js';
 import { queueKeys } from '../core/keys.js';

@@ -1,4 +1,4 @@
-import { checkProcessorOptions, type ProcessorOptions } from '../queue/queue-options.js';
+import { checkProcessorOptions, type ProcessorOptions } from '../queue/processor-options.js';
 import { assertName } from '../core/keys.js';
 import type { FlowService } from '../queue/flows/index.js';
 import type { FlowJob, FlowSpec } from '../queue/flows/index.js';

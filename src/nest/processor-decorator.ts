@@ -1,4 +1,4 @@
-import { checkProcessorOptions, type ProcessorOptions } from '../queue/queue-options.js';
+import { checkProcessorOptions, type ProcessorOptions } from '../queue/processor-options.js';
 import { assertName } from '../core/keys.js';
 import { PROCESSOR_METADATA } from './echomq-constants.js';
 import { checkProcessorSchedules } from '../queue/schedules/index.js';

@@ -1,7 +1,7 @@
 import { InvalidOptionError } from '../core/errors.js';
 import { routeByName } from '../queue/name-router.js';
 import type { JobHandler } from '../queue/job.js';
-import type { ProcessorOptions } from '../queue/queue-options.js';
+import type { ProcessorOptions } from '../queue/processor-options.js';
 import type { DiscoveredProcessor } from './processor-explorer.js';
 
 /** Options that are the consumer loop's, not one method's: every method of a queue that sets one must agree. */

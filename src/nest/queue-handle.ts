@@ -1,8 +1,8 @@
 import type { Observable } from 'rxjs';
 import type { Json } from '../core/codec.js';
-import type { QueueService, EnqueueItem } from '../queue/queue-service.js';
+import type { QueueService } from '../queue/queue-service.js';
 import type { JobCounts, JobView, QueueEvent } from '../queue/job.js';
-import { checkEnqueueOptions, type EnqueueOptions, type QueueDefaults } from '../queue/queue-options.js';
+import { checkEnqueueOptions, type EnqueueItem, type EnqueueOptions, type QueueDefaults } from '../queue/queue-options.js';
 
 /**
  * One registered queue (`EchoMqModule.forFeature`), typed by its payload `P` and result `R`;

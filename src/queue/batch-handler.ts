@@ -1,5 +1,5 @@
 import type { Job, JobHandler } from './job.js';
-import type { BatchOptions } from './queue-options.js';
+import type { BatchOptions } from './processor-options.js';
 
 /**
  * One job's outcome in a batch handler's reply: its result, or an `Error` instance (that job's

@@ -30,22 +30,16 @@ import {
   checkLane,
   resolveDefaults,
   scheduleWire,
+  type EnqueueItem,
   type EnqueueOptions,
   type QueueDefaults,
 } from './queue-options.js';
 import { backoffWire, checkAttempts } from './base-options.js';
 import { checkPolicyOptions, lanePolicyWire, type PolicyOptions } from './lane-policy.js';
 import { dedupWire } from './dedup-options.js';
+import { toWireJob } from './enqueue-wire.js';
 
 /** The priority levels whose lists `counts` reads (docs/protocol.md §5, Priorities). */
-
-/** One item of `enqueueMany`. */
-export interface EnqueueItem<T = Json> {
-  /** The job's payload (JSON). */
-  readonly payload: T;
-  /** This job's enqueue options (delay or run-at, attempts, backoff, id). */
-  readonly opts?: EnqueueOptions;
-}
 
 /** How often a freshly minted id found taken is re-minted before enqueue fails with EMQ_ID_COLLISION. */
 const MINT_RETRIES = 5;
@@ -234,7 +228,8 @@ export class QueueService {
     const keyed = d0 ? `${queue}|${d0.mode}|${d0.ttlMs}` : undefined;
     const dedupKeys = dedups.map((d) => (d ? k.dedup(d.key) : undefined)); // checked before anything is minted
     await this.conn.ids.ready(); // never mint on a node number this process does not certainly hold
-    const jobs = items.map((it, i) => this.toWire(it, maxPayloadBytes, dedupKeys[i], codec, items.length === 1 ? 'payload' : `[${i}].payload`));
+    const mint = (): string => this.conn.ids.next('job');
+    const jobs = items.map((it, i) => toWireJob(it, mint, maxPayloadBytes, dedupKeys[i], codec, items.length === 1 ? 'payload' : `[${i}].payload`));
     const ids: string[] = [];
     for (let at = 0; at < jobs.length; at += MAX_BATCH) {
       ids.push(...(await this.enqueueChunk(queue, items.slice(at, at + MAX_BATCH), jobs.slice(at, at + MAX_BATCH), keyed)));
@@ -269,35 +264,6 @@ export class QueueService {
       }
       for (const i of send) jobs[i] = { ...jobs[i], id: this.conn.ids.next('job') };
     }
-  }
-
-  private toWire<T>(item: EnqueueItem<T>, maxBytes: number, dedupKey?: string, codec: PayloadCodec = 'strict', root = 'payload'): WireJob {
-    const o = item.opts ?? {};
-    let id: string;
-    let ref: string | undefined;
-    if (o.id !== undefined && (typeof o.id !== 'string' || hasJobIdForm(o.id))) {
-      assertBrandedId(o.id, 'job');
-      id = o.id;
-    } else {
-      if (o.id !== undefined) assertJobIdOrRef(o.id); // a business id: the wire id is minted
-      ref = o.id;
-      id = this.conn.ids.next('job');
-    }
-    if (o.lane !== undefined && o.priority !== undefined) throw new InvalidOptionError('give priority or lane, not both');
-    const { delayMs, runAtMs } = scheduleWire(o);
-    return {
-      id,
-      payload: encodePayload(item.payload, maxBytes, codec, root),
-      delayMs,
-      runAtMs,
-      maxAttempts: o.attempts === undefined ? undefined : checkAttempts(o.attempts),
-      backoff: o.backoff === undefined ? undefined : backoffWire(o.backoff),
-      dedupKey,
-      priority: o.priority === undefined ? undefined : checkPriority(o.priority),
-      lane: o.lane === undefined ? undefined : checkLane(o.lane),
-      extras: o.timeoutMs === undefined && o.traceparent === undefined && o.name === undefined ? undefined : encodeExtras({ t: o.timeoutMs, tp: o.traceparent, n: o.name }),
-      ref,
-    };
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { EnqueueItem } from '../queue/queue-service.js';
+import type { EnqueueItem } from '../queue/queue-options.js';
 
 /**
  * The producer side of job trace propagation: each item's `opts.traceparent` is set to the

@@ -11,7 +11,7 @@ import type { FailureListener } from './failure-log.js';
 import { JobRunner } from './job-runner.js';
 import { ConsumerUpkeep } from './upkeep.js';
 import { JobControls } from '../job-controls.js';
-import type { ResolvedConsumerOptions } from '../queue-options.js';
+import type { ResolvedConsumerOptions } from '../processor-options.js';
 import { WakeWaiter } from './wake-waiter.js';
 import { ParkedWait, consumerTag } from './parked-wait.js';
 import { parkSpot } from '../../core/wire/index.js';

@@ -6,7 +6,7 @@ import type { QueueKeys } from '../../core/keys.js';
 import { wire } from '../../core/wire/index.js';
 import { declarePolicy, describePolicy, readPolicy, samePolicy, type ClaimLimits } from '../../core/wire/index.js';
 import type { ConsumerLogger } from '../../core/logger.js';
-import type { ResolvedConsumerOptions } from '../queue-options.js';
+import type { ResolvedConsumerOptions } from '../processor-options.js';
 import type { ConsumerListener } from '../telemetry-hooks.js';
 import { describeReap, reportFailure, type FailureListener } from './failure-log.js';
 import { WORKER } from './attempt-record.js';
