@@ -6,10 +6,8 @@
  * `node bench/dist/bus-group-probe.js <url> [--c 50] [--n 60000] [--pairs 3] [--only echomq|raw] [--count 50]`
  * (`--count`: the raw loop's `XREADGROUP COUNT`).
  */
-import { BusService } from '@echomq/nestjs';
-import { EchoMqConnection } from '@echomq/nestjs/protocol';
-import { payload100, randomQueue } from './common.js';
-import { BusInspector, openMember, type Member } from './bus.js';
+import { randomQueue } from './common.js';
+import { BusInspector, openMember, prefill, type Member } from './bus.js';
 import { openRawMember } from './bus-raw.js';
 
 interface Args {
@@ -35,19 +33,10 @@ function parse(argv: string[]): Args {
   return a;
 }
 
-async function publish(url: string, topic: string, n: number): Promise<void> {
-  const conn = new EchoMqConnection({ url });
-  await conn.open();
-  const bus = new BusService(conn);
-  for (let i = 0; i < n; i += 1000) await bus.publishMany(topic, Array.from({ length: Math.min(1000, n - i) }, (_, j) => payload100(i + j)));
-  await bus.close();
-  await conn.close();
-}
-
 /** One run: events/s and client µs per event over the second half of `n`. */
 async function run(url: string, raw: boolean, c: number, n: number, count?: number): Promise<{ rate: number; cpuUs: number }> {
   const topic = randomQueue('probe');
-  await publish(url, topic, n);
+  await prefill(url, topic, n);
   const inspect = new BusInspector(url);
   let handled = 0;
   const half = Math.floor(n / 2);

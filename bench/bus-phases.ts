@@ -2,21 +2,14 @@
  * The Bus phases (EchoMQ only) and the queue's lifecycle-log phase. Like the queue phases, each
  * uses a fresh random topic or queue, closes everything it opened, and FLUSHALLs at the end.
  */
-import { BATCH, IN_FLIGHT, inLanes, nowMs, payload100, percentile, randomQueue, sleep, type StampPayload } from './common.js';
+import { IN_FLIGHT, inLanes, nowMs, payload100, percentile, randomQueue, sleep, type StampPayload } from './common.js';
 import { BUILTIN_DEFAULTS, resolveDefaults } from '@echomq/nestjs/unstable';
-import { BUS_ANCHORS, BUS_READ_AHEAD, BusInspector, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, openMember, openPublisher, type Member, type Publisher } from './bus.js';
+import { BUS_ANCHORS, BUS_READ_AHEAD, BusInspector, EVENTS_LOG_ENTRIES, EVENTS_LOG_METRIC, openMember, openPublisher, prefill, publishBatches, type Member } from './bus.js';
 import { RAW_C1_COUNT1_METRIC, openRawMember, openRawPublisher } from './bus-raw.js';
 import { EchoMqDriver } from './echomq.js';
 import { Counter, WARMUP, processLocal, steady, warmCount, type PhaseContext, type PhaseResult } from './phases.js';
 
 /** Publishes `n` payloads 1,000 per `publishMany`, one call in flight. */
-async function publishBatches(pub: Publisher, topic: string, n: number, make: (i: number) => unknown): Promise<void> {
-  for (let i = 0; i < n; i += BATCH) {
-    const part = Array.from({ length: Math.min(BATCH, n - i) }, (_, j) => make(i + j));
-    await pub.bus.publishMany(topic, part);
-  }
-}
-
 /** `bus_publish_single_per_s`: `n` `BusService.publish` calls, `IN_FLIGHT` at a time. */
 export async function busPublishSingle(ctx: PhaseContext, n: number): Promise<PhaseResult> {
   const { url, probe } = ctx;
@@ -74,9 +67,7 @@ export async function busGroup(ctx: PhaseContext, metric: string, c: number, n: 
   const { url, probe } = ctx;
   const topic = randomQueue(`bc${c}`);
   const warm = warmCount(ctx, n, 0);
-  const pub = await openPublisher(url);
-  await publishBatches(pub, topic, warm + n, payload100);
-  await pub.close();
+  await prefill(url, topic, warm + n);
   const inspect = new BusInspector(url);
   const handled = new Counter();
   const member: Member = side.raw ? openRawMember(url, topic, c, handled.tick, side.count) : await openMember(url, topic, c, handled.tick, side.prefetch);

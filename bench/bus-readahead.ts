@@ -9,11 +9,8 @@
  * (`--prefetch 0` measures the default member, one entry per read).
  */
 import { loadavg } from 'node:os';
-import { BusService, type BusEvent } from '@echomq/nestjs';
-import { EchoMqConnection } from '@echomq/nestjs/protocol';
-import { GroupConsumer } from '@echomq/nestjs/unstable';
-import { payload100, randomQueue } from './common.js';
-import { BENCH_GROUP, BusInspector, type Member } from './bus.js';
+import { randomQueue } from './common.js';
+import { BusInspector, openMember, prefill } from './bus.js';
 import { openRawMember, RAW_READ_COUNT } from './bus-raw.js';
 
 interface Args {
@@ -34,41 +31,10 @@ function parse(argv: string[]): Args {
   return a;
 }
 
-async function publish(url: string, topic: string, n: number): Promise<void> {
-  const conn = new EchoMqConnection({ url });
-  await conn.open();
-  const bus = new BusService(conn);
-  for (let i = 0; i < n; i += 1000) await bus.publishMany(topic, Array.from({ length: Math.min(1000, n - i) }, (_, j) => payload100(i + j)));
-  await bus.close();
-  await conn.close();
-}
-
-/** A `GroupConsumer` of concurrency 1 with `prefetch`, as `bus.ts`'s `openMember` builds one otherwise. */
-async function openReadAheadMember(url: string, topic: string, prefetch: number, onEvent: (e: BusEvent) => void): Promise<Member> {
-  const conn = new EchoMqConnection({ url });
-  await conn.open();
-  const member = new GroupConsumer(conn, {
-    topic,
-    consumer: 'bench-1',
-    options: { group: BENCH_GROUP, concurrency: 1, prefetch, from: 'start' },
-    handler: async (e) => {
-      onEvent(e);
-    },
-    logger: { warn: (m) => console.warn(`[echomq bus] ${m}`), error: (m) => console.error(`[echomq bus] ${m}`) },
-  });
-  return {
-    start: () => member.start(),
-    close: async () => {
-      await member.stop(5000);
-      await conn.close();
-    },
-  };
-}
-
 /** One run: events/s over the second half of `n`. */
 async function run(url: string, raw: boolean, prefetch: number, n: number): Promise<number> {
   const topic = randomQueue('readahead');
-  await publish(url, topic, n);
+  await prefill(url, topic, n);
   const inspect = new BusInspector(url);
   let handled = 0;
   const half = Math.floor(n / 2);
@@ -80,7 +46,7 @@ async function run(url: string, raw: boolean, prefetch: number, n: number): Prom
     if (handled === half) t0 = performance.now();
     if (handled === n) done();
   };
-  const member = raw ? openRawMember(url, topic, 1, tick) : await openReadAheadMember(url, topic, prefetch, tick);
+  const member = raw ? openRawMember(url, topic, 1, tick) : await openMember(url, topic, 1, tick, prefetch);
   await member.start();
   await all;
   await inspect.acked(topic);

@@ -7,6 +7,7 @@ import { Redis } from 'iovalkey';
 import { BusService, type BusEvent } from '@echomq/nestjs';
 import { EchoMqConnection, topicKeys } from '@echomq/nestjs/protocol';
 import { GroupConsumer } from '@echomq/nestjs/unstable';
+import { BATCH, payload100 } from './common.js';
 
 /** The Bus metrics written under `"bus"` in `bench/results.json`, in table order. */
 export const BUS_METRICS = [
@@ -89,6 +90,24 @@ export interface Member {
   start(): Promise<void>;
   /** Stops reading, waits for running handlers, flushes acks, closes its connection. */
   close(): Promise<void>;
+}
+
+/** Publishes `n` events made by `make(i)` on `topic`, `BATCH` per `publishMany` call. */
+export async function publishBatches(pub: Publisher, topic: string, n: number, make: (i: number) => unknown): Promise<void> {
+  for (let i = 0; i < n; i += BATCH) {
+    const part = Array.from({ length: Math.min(BATCH, n - i) }, (_, j) => make(i + j));
+    await pub.bus.publishMany(topic, part);
+  }
+}
+
+/** Fills `topic`'s log with `n` 100-byte events before a group reads it (its own publisher, closed after). */
+export async function prefill(url: string, topic: string, n: number): Promise<void> {
+  const pub = await openPublisher(url);
+  try {
+    await publishBatches(pub, topic, n, payload100);
+  } finally {
+    await pub.close();
+  }
 }
 
 /**

@@ -57,23 +57,31 @@ interface Side {
   close(): Promise<void>;
 }
 
-async function openRaw(ns: string, onSignal: () => void): Promise<Side> {
-  const c = new Redis(url());
-  const sub = new Redis(url());
-  const ch = `raw:{${ns}}:signal`;
-  await sub.ssubscribe(ch);
+/**
+ * The child side of a hand-written floor: one local copy, dropped on every message of `channel`
+ * (after `onSignal`), refilled from Valkey by `read` (the JSON text, or null) on the next `get`.
+ */
+async function droppedOnSignal(sub: Redis, channel: string, onSignal: () => void, read: (key: string) => Promise<string | null>): Promise<Side['get']> {
+  await sub.ssubscribe(channel);
   let local: BenchPayload | undefined;
   sub.on('smessage', () => {
     onSignal();
     local = undefined;
   });
+  return async (key) => {
+    if (local) return local;
+    const s = await read(key);
+    local = s === null ? undefined : (JSON.parse(s) as BenchPayload);
+    return local;
+  };
+}
+
+async function openRaw(ns: string, onSignal: () => void): Promise<Side> {
+  const c = new Redis(url());
+  const sub = new Redis(url());
+  const ch = `raw:{${ns}}:signal`;
   return {
-    get: async (key) => {
-      if (local) return local;
-      const s = await c.get(`raw:{${ns}}:${key}`);
-      local = s === null ? undefined : (JSON.parse(s) as BenchPayload);
-      return local;
-    },
+    get: await droppedOnSignal(sub, ch, onSignal, (key) => c.get(`raw:{${ns}}:${key}`)),
     set: async (key, v) => {
       await c.pipeline().set(`raw:{${ns}}:${key}`, JSON.stringify(v)).spublish(ch, JSON.stringify({ k: [key] })).exec();
     },
@@ -97,19 +105,8 @@ async function openRawLua(ns: string, onSignal: () => void): Promise<Side> {
   const k = new CacheKeys(ns);
   const all = scripts();
   for (const name of ['cache-set', 'cache-announce'] as const) await c.script('LOAD', all.get(name)!.source);
-  await sub.ssubscribe(k.signal);
-  let local: BenchPayload | undefined;
-  sub.on('smessage', () => {
-    onSignal();
-    local = undefined;
-  });
   return {
-    get: async (key) => {
-      if (local) return local;
-      const s = await c.hget(k.entry(key), 'd');
-      local = s === null ? undefined : (JSON.parse(s) as BenchPayload);
-      return local;
-    },
+    get: await droppedOnSignal(sub, k.signal, onSignal, (key) => c.hget(k.entry(key), 'd')),
     set: async (key, v) => {
       const ver = conn.ids.next('ver');
       await c

@@ -6,7 +6,7 @@ import { assertName } from '../../core/keys.js';
 import type { FlowBounds, FlowNode, FlowSpec } from './flow-types.js';
 import type { ChildFailurePolicy } from '../job.js';
 import { backoffWire, checkAttempts, type BackoffOptions } from '../base-options.js';
-import { checkLane, checkPriority, scheduleWire } from '../queue-options.js';
+import { MAX_BATCH, checkLane, checkPriority, scheduleWire } from '../queue-options.js';
 import { keySet } from '../../core/known-keys.js';
 
 /**
@@ -244,6 +244,28 @@ export function mergePlans(plans: readonly QueuePlan[]): QueuePlan {
     crosses += p.crosses;
   }
   return { nodes, edges, crosses, creates };
+}
+
+/** A plan's size against flow-add's per-call bound: its nodes or its edges, whichever are more. */
+export const planSize = (p: QueuePlan): number => Math.max(p.nodes.length, p.edges.length);
+
+/**
+ * Consecutive ranges `[from, to)` of `plans` whose merged plan (`mergePlans`) stays within
+ * `MAX_BATCH` nodes and edges; a plan alone past it gets a range of its own.
+ */
+export function planRanges(plans: readonly QueuePlan[]): [number, number][] {
+  const out: [number, number][] = [];
+  for (let i = 0; i < plans.length; ) {
+    let j = i;
+    for (let size = 0; j < plans.length; j++) {
+      const n = planSize(plans[j]);
+      if (j > i && size + n > MAX_BATCH) break;
+      size += n;
+    }
+    out.push([i, j]);
+    i = j;
+  }
+  return out;
 }
 
 /**

@@ -8,7 +8,7 @@ import { adminWire, flowWire } from '../../core/wire/index.js';
 import { queueKeys } from '../../core/keys.js';
 import { wire } from '../../core/wire/index.js';
 import { FlowRelay, type FlowRelayOptions } from './flow-relay.js';
-import { encodeFlow, flowNodes, flowQueues, mergePlans, planExpand, planQueue, writtenEntries, type QueuePlan, type WireTree } from './flow-plan.js';
+import { encodeFlow, flowNodes, flowQueues, mergePlans, planExpand, planQueue, planRanges, planSize, writtenEntries, type QueuePlan, type WireTree } from './flow-plan.js';
 import { DEFAULT_FLOW_BOUNDS, type ChildResult, type FlowBounds, type FlowChildren, type FlowNode, type FlowSpec } from './flow-types.js';
 import type { ChildFailurePolicy, ChildOutcome, FlowChildView, FlowView, JobStatus } from '../job.js';
 import { MAX_BATCH } from '../queue-options.js';
@@ -308,21 +308,7 @@ export class FlowService {
 
 /** Plans of one queue's roots, split so each call stays within 1000 nodes and 1000 edges (each root planned once). */
 function chunk(queue: string, roots: readonly WireTree[]): QueuePlan[] {
-  const out: QueuePlan[] = [];
-  let cur: QueuePlan[] = [];
-  let size = 0;
-  for (const t of roots) {
-    const p = planQueue(queue, [{ tree: t, up: '' }]);
-    const n = Math.max(p.nodes.length, p.edges.length);
-    if (n > MAX_BATCH) throw new BatchTooLargeError(n, MAX_BATCH);
-    if (size + n > MAX_BATCH) {
-      out.push(mergePlans(cur));
-      cur = [];
-      size = 0;
-    }
-    cur.push(p);
-    size += n;
-  }
-  if (cur.length > 0) out.push(mergePlans(cur));
-  return out;
+  const plans = roots.map((tree) => planQueue(queue, [{ tree, up: '' }]));
+  for (const p of plans) if (planSize(p) > MAX_BATCH) throw new BatchTooLargeError(planSize(p), MAX_BATCH);
+  return planRanges(plans).map(([from, to]) => mergePlans(plans.slice(from, to)));
 }

@@ -4,7 +4,7 @@ import { flowWire, type Delivery, type OutboxEntry } from '../../core/wire/index
 import { queueKeys } from '../../core/keys.js';
 import { wire } from '../../core/wire/index.js';
 import { batched, createOf, parseDeliver, settle } from './flow-entries.js';
-import { mergePlans, planQueue, writtenEntries, type CreateEntry } from './flow-plan.js';
+import { mergePlans, planQueue, planRanges, writtenEntries, type CreateEntry } from './flow-plan.js';
 import type { QueueDefaults } from '../queue-options.js';
 import type { FlowReleaseListener } from '../telemetry-hooks.js';
 
@@ -117,13 +117,7 @@ export class RelayTargets {
     };
     const out: PromiseSettledResult<void>[] = [];
     let crosses = 0;
-    for (let i = 0; i < roots.length; ) {
-      let j = i;
-      for (let size = 0; j < roots.length; j++) {
-        const n = Math.max(plans[j].nodes.length, plans[j].edges.length);
-        if (j > i && size + n > 1000) break;
-        size += n;
-      }
+    for (const [i, j] of planRanges(plans)) {
       try {
         crosses += await add(i, j);
         for (let k = i; k < j; k++) out.push({ status: 'fulfilled', value: undefined });
@@ -137,7 +131,6 @@ export class RelayTargets {
           }
         }
       }
-      i = j;
     }
     // Creations written under the self-relay lease are relayed by this process already; without
     // one (closed), they are signalled: either way the queue is watched (swept) from now on.
