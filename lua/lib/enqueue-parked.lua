@@ -16,8 +16,8 @@ local function parked_target(b, pending, id, now)
   if not (lease and lease >= 1 and lease <= 86400000 and #tag <= 32) then return nil end
   local inbox, row = b .. 'inbox:' .. tag, b .. 'job:' .. id
   -- `pending` and the inbox empty and no row: none of the three exists (Valkey keeps no empty
-  -- list, and a key of another type exists). `active` is type-checked by the lease's ZADD.
-  if redis.pcall('EXISTS', pending, inbox, row) == 0 then
+  -- list, and a key of another type exists); `active` a zset or absent (ZCARD refuses another type).
+  if redis.pcall('EXISTS', pending, inbox, row) == 0 and type(redis.pcall('ZCARD', b .. 'active')) == 'number' then
     return { member = reg[1], parked = parked, lease = lease, inbox = inbox, row = row }
   end
   return nil
@@ -25,21 +25,13 @@ end
 -- The lease, as claim.lua writes a first claim's: `active` (with the anchor), a fenced token
 -- from meta `token`, the row; the registration is used up; "<id> <token> <payload>" goes to the
 -- inbox (the id is 14 bytes and the token digits, so the payload starts after the second space).
--- With `stamp` (meta `stamp` = 1: attempt starts recorded), the row's `started` too. The ZADD is
--- the call's first write and the type check of `active`: a key of another type refuses it with
--- nothing written, and the answer false sends the job the plain way; any other error (OOM) is
--- raised as it is. True when leased.
+-- With `stamp` (meta `stamp` = 1: attempt starts recorded), the row's `started` too.
 local function parked_lease(meta, b, hand, id, payload, now, stamp)
-  local r = redis.pcall('ZADD', b .. 'active', 'inf', ANCHOR, now + hand.lease, id)
-  if type(r) == 'table' and r.err then
-    if string.sub(r.err, 1, 9) == 'WRONGTYPE' then return false end
-    error(r.err, 0)
-  end
+  redis.call('ZADD', b .. 'active', 'inf', ANCHOR, now + hand.lease, id)
   local token = redis.call('HINCRBY', meta, 'token', 1)
   if stamp then redis.call('HSET', hand.row, 'status', 'active', 'token', token, 'attempts', 1, 'started', now)
   else redis.call('HSET', hand.row, 'status', 'active', 'token', token, 'attempts', 1) end
   redis.call('ZREM', hand.parked, hand.member)
   redis.call('RPUSH', hand.inbox, id .. ' ' .. token .. ' ' .. payload)
   redis.call('PEXPIRE', hand.inbox, hand.lease)
-  return true
 end

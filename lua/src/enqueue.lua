@@ -210,11 +210,9 @@ if #data > 0 then
   -- `wake` is read only on the plain path (a lease to a parked consumer pushes no marker).
   wakeLen = check_new_jobs(KEYS, elog, not hand, #opts > 0, #queued > 0 and #zargs > 0)
   if lanesMode then enqueue_lanes_check(b, KEYS[2], byLevel, groupOrder) end
-  if hand and not parked_lease(KEYS[1], b, hand, queued[1], data[2], now, meta.stamp == '1') then
-    hand = nil -- `active` holds another type: nothing written, the plain path reads `wake` now
-    wakeLen = check_new_jobs(KEYS, 0, true, false, false)
-  end
-  if not hand then
+  if hand then
+    parked_lease(KEYS[1], b, hand, queued[1], data[2], now, meta.stamp == '1')
+  else
     local len = push_new_jobs(KEYS, plainQ, zargs)
     if lanesMode and len == #plainQ then ringAdd[#ringAdd + 1] = '' end
     if byLevel then enqueue_lanes_push(b, KEYS[2], byLevel, byGroup, groupOrder, ringAdd) end
